@@ -1,0 +1,149 @@
+/* pollen/executor.h: the single-threaded executor, tasks and joins.
+ *
+ * One tick (the whole scheduling policy, see CONTRIBUTING.md):
+ *   1. fire due timers (now is read once per tick);
+ *   2. poll runnable tasks in FIFO order, at most polls_per_tick_max;
+ *   3. if nothing is runnable, wait for I/O until the next deadline,
+ *      otherwise only collect ready I/O without blocking;
+ *   4. repeat until idle.
+ * Under a system with a decide() hook (the simulator) step 2 asks which
+ * of the first schedule_window runnable tasks goes next, and equal timer
+ * deadlines are ordered by decisions too.
+ *
+ * Thread rules: every function here is for the executor's thread, except
+ * pl_remote_waker_wake / pl_remote_waker_drop, which any thread may call.
+ */
+#ifndef POLLEN_EXECUTOR_H
+#define POLLEN_EXECUTOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pollen/error.h"
+#include "pollen/future.h"
+#include "pollen/system.h"
+#include "pollen/time.h"
+#include "pollen/waker.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct pl_observer pl_observer;
+
+/* Lua-style allocator: new_size 0 frees (returns NULL); otherwise returns
+ * a block of new_size bytes (or NULL when out of memory). */
+typedef void *(*pl_alloc_fn)(void *ud, void *ptr, size_t old_size, size_t new_size);
+
+typedef struct pl_executor_options {
+    const pl_system *system;      /* NULL: the executor creates and owns the real backend */
+    const pl_observer *observer;  /* NULL in production: hooks cost nothing */
+    void *observer_ud;
+    pl_alloc_fn alloc;            /* NULL: malloc/realloc/free */
+    void *alloc_ud;
+    uint32_t polls_per_tick_max;  /* polls between two I/O checks; 0: 128 */
+    uint32_t schedule_window;     /* runnable tasks offered to decide(SCHEDULE); 0: 16 */
+    uint32_t timer_late_max;      /* n of PL_DECIDE_TIMER_LATE decisions; 0: never asked */
+    pl_time timer_late_quantum_ns; /* one lateness step */
+    bool rotate_wakers;           /* fresh waker identity per poll; wakes through a
+                                     superseded waker are reported, not delivered */
+} pl_executor_options;
+
+/* Fills every field with its default. */
+void pl_executor_options_default(pl_executor_options *opts);
+
+/* Creates an executor. opts may be NULL (defaults). Returns 0, PL_ENOMEM,
+ * PL_EINVAL (a system of another version), or the real backend's error. */
+int pl_executor_create(pl_executor **out, const pl_executor_options *opts);
+
+/* Destroys an executor; NULL is allowed. Live tasks are cancelled first
+ * (their futures dropped), so task handles must be released before. */
+void pl_executor_destroy(pl_executor *ex);
+
+/* Spawns a task running a copy of the `size` bytes at `fut` (a future
+ * struct whose first member is a pl_future, not yet polled). One
+ * allocation holds the task and the copy. `name` (static storage, may be
+ * NULL: the vtable's name is used) names the task in traces. When
+ * `handle` is not NULL it receives a counted reference the caller must
+ * release with pl_task_release (or hand to pl_join_init). Returns 0 or
+ * PL_ENOMEM. Allowed from inside a poll. */
+int pl_spawn(pl_executor *ex, const pl_future *fut, size_t size, const char *name,
+             pl_task **handle);
+
+/* pl_spawn for a future struct lvalue. */
+#define PL_SPAWN(ex, fut, name, handle)                                     \
+    pl_spawn((ex), (const pl_future *)&(fut), sizeof(fut), (name), (handle))
+
+/* Marks a task abortable: under the simulator, a decision may cancel it
+ * while it is woken but not yet polled, to exercise drop paths. */
+void pl_task_set_abortable(pl_task *t, bool abortable);
+
+pl_task *pl_task_ref(pl_task *t);   /* another reference to the same task */
+void pl_task_release(pl_task *t);   /* NULL is allowed */
+
+/* The task's copy of the future. After completion its output fields are
+ * valid until the last reference is released. */
+void *pl_task_future(pl_task *t);
+
+bool pl_task_is_finished(const pl_task *t); /* completed or cancelled */
+bool pl_task_is_cancelled(const pl_task *t);
+uint32_t pl_task_id(const pl_task *t);      /* 1, 2, 3... in spawn order */
+const char *pl_task_name(const pl_task *t);
+uint32_t pl_task_polls(const pl_task *t);   /* polls so far */
+
+/* Cancels a task: its future is dropped now (or right after its current
+ * poll when it aborts itself) and joiners see PL_ECANCELED. No-op on a
+ * finished task. */
+void pl_task_abort(pl_task *t);
+
+/* The future of a task's completion. Borrows the handle, which must
+ * outlive the join; one join per task at a time. After READY, `result`
+ * is 0 (completed: read pl_task_future) or PL_ECANCELED. */
+typedef struct pl_join {
+    pl_future base;
+    pl_task *task;
+    pl_waker waker;
+    int result;
+} pl_join;
+
+pl_join pl_join_init(pl_task *t);
+
+/* Runs until idle: no runnable task, no armed timer, no registered I/O
+ * source and no outstanding remote waker. Returns 0 when every task
+ * finished, PL_EDEADLK when tasks remain that nothing can wake,
+ * PL_ECANCELED after pl_executor_stop, or a system error. Not from a poll. */
+int pl_run(pl_executor *ex);
+
+/* Spawns a copy of `fut`, runs until it completes, then copies the
+ * completed future back over `fut` so its output can be read. Returns 0,
+ * or pl_run's error when the future cannot complete. Not from a poll. */
+int pl_block_on(pl_executor *ex, pl_future *fut, size_t size);
+#define PL_BLOCK_ON(ex, fut) pl_block_on((ex), (pl_future *)&(fut), sizeof(fut))
+
+/* Makes pl_run return PL_ECANCELED after the current poll. */
+void pl_executor_stop(pl_executor *ex);
+
+/* The executor's now: read from the system once per tick. */
+pl_time pl_now(const pl_executor *ex);
+
+size_t pl_executor_live_tasks(const pl_executor *ex);
+const pl_system *pl_executor_system(const pl_executor *ex);
+
+/* Allocation through the executor's allocator. */
+void *pl_alloc(pl_executor *ex, size_t size);
+void pl_free(pl_executor *ex, void *ptr, size_t size);
+
+/* A thread-safe, single-use waker for completing work on another thread.
+ * Create it on the executor thread from a poll; the task stays alive and
+ * the executor stays busy until it is woken or dropped, exactly once,
+ * from any thread. Returns 0 or PL_ENOMEM. */
+typedef struct pl_remote_waker pl_remote_waker;
+int pl_remote_waker_create(pl_context *cx, pl_remote_waker **out);
+void pl_remote_waker_wake(pl_remote_waker *rw);
+void pl_remote_waker_drop(pl_remote_waker *rw);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,170 @@
+/* pollen/future.h: futures, poll contexts and coroutine macros.
+ *
+ * A future is a user struct whose first member is a pl_future. The base
+ * points at a const vtable {name, poll, drop}. poll(self, cx) returns
+ * PL_READY or PL_PENDING and never blocks; the output lives in the
+ * future's own struct and is read after READY.
+ *
+ * Contract (the simulator checks every rule):
+ *  - Futures are lazy: initialising one runs none of its code.
+ *  - Before returning PL_PENDING, a future makes sure the waker of the
+ *    most recent cx will be woken when it can progress: it stores a clone
+ *    where the event will fire, or delegates to a child future that does.
+ *  - A poll may come without a wake; a correct future tolerates it.
+ *  - A future is never polled after READY, nor after it was dropped.
+ *    All polls go through pl_poll(), which enforces this.
+ *  - pl_drop() runs the vtable's drop at most once; it may be called on a
+ *    pending or a completed future (to release what the output holds).
+ */
+#ifndef POLLEN_FUTURE_H
+#define POLLEN_FUTURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pollen/waker.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum pl_poll_result { PL_READY = 0, PL_PENDING = 1 } pl_poll_result;
+
+typedef struct pl_executor pl_executor;
+typedef struct pl_task pl_task;
+typedef struct pl_future pl_future;
+
+/* What a poll receives. Read-only for futures; valid only during the
+ * poll it was passed to. Clone `waker` to keep it. */
+typedef struct pl_context {
+    pl_waker waker;     /* wakes the task being polled */
+    pl_executor *ex;    /* the executor running the task */
+    pl_task *task;      /* the task being polled */
+} pl_context;
+
+typedef struct pl_future_vtable {
+    const char *name; /* shown in traces and findings; never NULL */
+    pl_poll_result (*poll)(pl_future *self, pl_context *cx);
+    void (*drop)(pl_future *self); /* optional: releases what self holds */
+} pl_future_vtable;
+
+enum {
+    PL_FUTURE_DONE = 1u << 0,    /* poll returned READY */
+    PL_FUTURE_DROPPED = 1u << 1, /* pl_drop ran */
+};
+
+struct pl_future {
+    const pl_future_vtable *vtable;
+    uint16_t flags;  /* PL_FUTURE_*; owned by pl_poll and pl_drop */
+    uint16_t reserved;
+    uint32_t resume; /* coroutine resume point; 0 before the first poll */
+};
+
+/* The initialiser for a future's base member. */
+#define PL_FUTURE_INIT(vt) ((pl_future){(vt), 0, 0, 0})
+
+/* Reports a broken caller contract (poll after READY or after drop,
+ * double drop). Under the simulator this becomes a finding; otherwise it
+ * aborts with a message. Internal: called by the inline helpers below. */
+void pl__future_misuse(pl_future *f, int what);
+enum { PL__MISUSE_POLL_AFTER_READY = 1, PL__MISUSE_DOUBLE_DROP = 2 };
+
+/* Polls `f` once. Returns PL_READY (and marks it done) or PL_PENDING.
+ * Allowed from within a poll (to poll a child) and from the executor.
+ * Polling a done or dropped future is a contract violation. */
+static inline pl_poll_result pl_poll(pl_future *f, pl_context *cx)
+{
+    if (f->flags != 0) {
+        pl__future_misuse(f, PL__MISUSE_POLL_AFTER_READY);
+        return PL_READY;
+    }
+    pl_poll_result r = f->vtable->poll(f, cx);
+    if (r == PL_READY) {
+        f->flags |= PL_FUTURE_DONE;
+    }
+    return r;
+}
+
+/* Runs the future's drop once. A second call is a contract violation. */
+static inline void pl_drop(pl_future *f)
+{
+    if (f->flags & PL_FUTURE_DROPPED) {
+        pl__future_misuse(f, PL__MISUSE_DOUBLE_DROP);
+        return;
+    }
+    f->flags |= PL_FUTURE_DROPPED;
+    if (f->vtable->drop != NULL) {
+        f->vtable->drop(f);
+    }
+}
+
+static inline bool pl_future_is_done(const pl_future *f)
+{
+    return (f->flags & PL_FUTURE_DONE) != 0;
+}
+
+/* Buggify: a fault-injection point in user code. In production it is
+ * always false. Under the simulator each site (file basename and line) is
+ * enabled per run with one probability and then fires with another, so
+ * rare paths (a retry, a slow branch) get exercised. */
+bool pl__buggify(pl_context *cx, const char *file, int line);
+#define PL_BUGGIFY(cx) pl__buggify((cx), __FILE__, __LINE__)
+
+/* ---- Coroutine macros ----------------------------------------------
+ * Linear async code in the style of protothreads: the preprocessor turns
+ * it into the same state machine one would write by hand.
+ *
+ *   static pl_poll_result two_steps_poll(pl_future *f, pl_context *cx) {
+ *       two_steps *self = (two_steps *)f;
+ *       PL_ASYNC_BEGIN(self);
+ *       self->sleep = pl_sleep(cx, 10 * PL_MS);
+ *       PL_AWAIT(cx, &self->sleep);
+ *       self->out = 42;
+ *       PL_ASYNC_END;
+ *   }
+ *
+ * Rules: locals do not survive an await (keep state in the struct); at
+ * most one PL_AWAIT / PL_YIELD per source line; no awaits inside a
+ * nested switch. `self` must point to the struct whose first member is
+ * the pl_future. */
+#if defined(__GNUC__) && (defined(__clang__) || __GNUC__ >= 7)
+#define PL__FALLTHROUGH __attribute__((fallthrough))
+#else
+#define PL__FALLTHROUGH ((void)0)
+#endif
+
+#define PL_ASYNC_BEGIN(self)                                                \
+    pl_future *pl__co = (pl_future *)(self);                                \
+    switch (pl__co->resume) {                                               \
+    case 0:
+
+/* Polls `child` (a pointer to a future struct) until it is READY,
+ * returning PL_PENDING from the enclosing poll meanwhile. */
+#define PL_AWAIT(cx, child)                                                 \
+    do {                                                                    \
+        pl__co->resume = __LINE__;                                          \
+        PL__FALLTHROUGH;                                                    \
+    case __LINE__:                                                          \
+        if (pl_poll((pl_future *)(child), (cx)) == PL_PENDING) {            \
+            return PL_PENDING;                                              \
+        }                                                                   \
+    } while (0)
+
+/* Gives other tasks a turn: wakes itself and returns PL_PENDING once. */
+#define PL_YIELD(cx)                                                        \
+    do {                                                                    \
+        pl__co->resume = __LINE__;                                          \
+        pl_waker_wake_by_ref(&(cx)->waker);                                 \
+        return PL_PENDING;                                                  \
+    case __LINE__:;                                                         \
+    } while (0)
+
+#define PL_ASYNC_END                                                        \
+    }                                                                       \
+    return PL_READY
+
+#ifdef __cplusplus
+}
+#endif
+#endif

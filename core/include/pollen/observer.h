@@ -1,0 +1,96 @@
+/* pollen/observer.h: hooks through which a simulator watches the executor.
+ *
+ * An observer is a table of optional callbacks given in
+ * pl_executor_options. Production passes none: each hook site is one
+ * predictable branch on a NULL pointer. Callbacks run on the executor
+ * thread, synchronously, and must not re-enter the executor except
+ * through the functions at the end of this header.
+ *
+ * Identity: tasks are named by pl_task_id (1, 2, 3... in spawn order) and
+ * wakers by (task id, generation). No pointer value is meant to leave an
+ * observer: a simulator hashes ids, never addresses.
+ */
+#ifndef POLLEN_OBSERVER_H
+#define POLLEN_OBSERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pollen/executor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How a wake reached a task (pl_observer.wake). */
+typedef enum pl_wake_outcome {
+    PL_WAKE_SCHEDULED = 0, /* the task was parked and is now runnable */
+    PL_WAKE_DEDUPED = 1,   /* already runnable: nothing queued */
+    PL_WAKE_DURING_POLL = 2, /* woken during its own poll: re-polled after it */
+    PL_WAKE_FINISHED = 3,  /* the task had finished: no-op */
+    PL_WAKE_STALE = 4,     /* through a superseded waker (rotation): not delivered */
+} pl_wake_outcome;
+
+/* A contract violation by user code (pl_observer.misuse). */
+typedef enum pl_misuse {
+    PL_MISUSE_POLL_AFTER_READY = 1,
+    PL_MISUSE_DOUBLE_DROP = 2,
+} pl_misuse;
+
+struct pl_observer {
+    void (*spawn)(void *ud, pl_task *t);
+    /* `probe` is true for polls made by pl_executor_probe. */
+    void (*poll_begin)(void *ud, pl_task *t, uint32_t gen, bool probe);
+    void (*poll_end)(void *ud, pl_task *t, pl_poll_result r, bool probe);
+    /* `waker_task` names the task a waker points to; `by_ref` tells
+     * wake_by_ref from a consuming wake; `running` is the task being
+     * polled at the moment of the wake (NULL outside polls). */
+    void (*wake)(void *ud, pl_task *waker_task, uint32_t gen, bool by_ref,
+                 pl_task *running, pl_wake_outcome outcome);
+    void (*waker_clone)(void *ud, pl_task *t, uint32_t gen);
+    void (*waker_drop)(void *ud, pl_task *t, uint32_t gen);
+    /* seq: the timer's arming number; fire_ns includes any lateness. */
+    void (*timer_arm)(void *ud, uint64_t seq, pl_time deadline_ns, pl_time fire_ns);
+    void (*timer_fire)(void *ud, uint64_t seq, pl_time now_ns);
+    void (*complete)(void *ud, pl_task *t);
+    /* The task's future is dropped: cancelled, or released after completion. */
+    void (*drop)(void *ud, pl_task *t, bool cancelled);
+    /* The task's memory is about to be freed. */
+    void (*free)(void *ud, pl_task *t);
+    void (*misuse)(void *ud, pl_task *running, const char *future_name, pl_misuse what);
+};
+
+/* ---- For simulators: reaching into the executor ------------------- */
+
+/* The generation of the waker handed to the task's latest poll. */
+uint32_t pl_task_waker_gen(const pl_task *t);
+
+/* Size of the task's future copy (pl_task_future gives its bytes). */
+size_t pl_task_future_size(const pl_task *t);
+
+/* True while the task is runnable (queued) or being polled. */
+bool pl_task_is_scheduled(const pl_task *t);
+
+/* Polls a parked task once, outside the schedule, handing it the waker
+ * of its latest poll (no rotation), as a probe. Returns the poll's
+ * result; a READY completes the task as usual. */
+pl_poll_result pl_executor_probe(pl_executor *ex, pl_task *t);
+
+/* Wakes a parked task as if through its current waker. */
+void pl_executor_wake_task(pl_executor *ex, pl_task *t);
+
+/* Number of runnable tasks and of armed timers. */
+size_t pl_executor_runnable(const pl_executor *ex);
+size_t pl_executor_timers(const pl_executor *ex);
+
+/* The earliest armed timer's firing time, or PL_TIME_NEVER. */
+pl_time pl_executor_next_timer(const pl_executor *ex);
+
+/* Called by a system's wait() to deliver remote wakes queued by other
+ * threads. Returns how many were delivered. */
+size_t pl__executor_drain_remote(pl_executor *ex);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,105 @@
+/* pollen/timer.h: timers, sleep, timeout and interval.
+ *
+ * Timers live in the executor's min-heap ordered by (fire time, arming
+ * sequence): equal deadlines fire in arming order in production, and in
+ * an order the simulator decides under simulation. A timer never fires
+ * early; under simulation it may fire late by whole lateness quanta.
+ */
+#ifndef POLLEN_TIMER_H
+#define POLLEN_TIMER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pollen/executor.h"
+#include "pollen/future.h"
+#include "pollen/time.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A timer node. Caller-allocated (embedded in a future); must not move
+ * while armed. All fields are private to the executor. */
+typedef struct pl_timer {
+    pl_time fire_ns;       /* deadline plus lateness */
+    uint64_t seq;          /* arming order, for the tie-break */
+    uint32_t heap_index;   /* position in the heap while armed */
+    uint32_t state;        /* PL__TIMER_* */
+    pl_executor *ex;       /* set while armed */
+    pl_waker waker;        /* woken (and consumed) when it fires */
+} pl_timer;
+
+#define PL_TIMER_INIT ((pl_timer){0, 0, 0, 0, NULL, {NULL, NULL, 0, 0}})
+
+/* Arms `t` to fire at `deadline_ns` (clamped to now when in the past,
+ * never early), waking a clone of `w`. Re-arming an armed timer moves it
+ * and takes a new sequence number. Executor thread only. Returns 0 or
+ * PL_ENOMEM. */
+int pl_timer_arm(pl_executor *ex, pl_timer *t, pl_time deadline_ns, const pl_waker *w);
+
+/* Replaces the waker an armed timer will wake (keeps its place). */
+void pl_timer_set_waker(pl_timer *t, const pl_waker *w);
+
+/* Disarms `t` if armed and drops its waker. Safe on an unarmed timer. */
+void pl_timer_disarm(pl_timer *t);
+
+bool pl_timer_is_armed(const pl_timer *t);
+/* True once the timer fired since it was last armed. */
+bool pl_timer_has_fired(const pl_timer *t);
+
+/* ---- Sleep ------------------------------------------------------------
+ * Completes at its deadline. pl_sleep measures the duration from its first
+ * poll (futures are lazy); pl_sleep_until takes an absolute deadline. */
+typedef struct pl_sleep {
+    pl_future base;
+    pl_time deadline_ns;   /* absolute once polled */
+    pl_time duration_ns;   /* relative form, before the first poll */
+    pl_timer timer;
+} pl_sleep;
+
+pl_sleep pl_sleep_for(pl_time duration_ns);
+pl_sleep pl_sleep_until(pl_time deadline_ns);
+
+/* Moves a sleep's deadline (absolute). A deadline already past makes the
+ * next poll READY. If the sleep is parked its timer is re-armed, so the
+ * task is woken at the new deadline. */
+void pl_sleep_reset(pl_sleep *s, pl_time deadline_ns);
+
+/* ---- Timeout ----------------------------------------------------------
+ * Polls `inner` (not owned: it lives in the caller's struct) until it is
+ * READY (result 0) or the duration passes (result PL_ETIMEDOUT; inner is
+ * then dropped). Dropping the timeout drops inner if it did not finish. */
+typedef struct pl_timeout {
+    pl_future base;
+    pl_future *inner;
+    pl_sleep sleep;
+    int result;
+} pl_timeout;
+
+pl_timeout pl_timeout_init(pl_future *inner, pl_time duration_ns);
+
+/* ---- Interval ---------------------------------------------------------
+ * Ticks every period_ns from its first tick's poll. Each call to
+ * pl_interval_tick returns a future that completes at the next tick;
+ * a tick that comes late
+ * delays the ones after it (next = now + period), as tokio's Delay. */
+typedef struct pl_interval {
+    pl_time period_ns;
+    pl_time next_ns;       /* next tick; 0 before the first */
+    uint64_t ticks;        /* ticks completed */
+} pl_interval;
+
+typedef struct pl_interval_tick {
+    pl_future base;
+    pl_interval *interval;
+    pl_sleep sleep;
+} pl_interval_tick;
+
+pl_interval pl_interval_init(pl_time period_ns);
+pl_interval_tick pl_interval_tick_init(pl_interval *iv);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

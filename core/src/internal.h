@@ -1,0 +1,67 @@
+/* core/src/internal.h: what core's modules share and users never see. */
+#ifndef POLLEN_INTERNAL_H
+#define POLLEN_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "pollen/executor.h"
+#include "pollen/observer.h"
+#include "pollen/system.h"
+
+#define pl_container_of(ptr, type, member)                                  \
+    ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+
+/* Contract checks that stay on in every build: a broken invariant in an
+ * async runtime shows up far from its cause, so we stop at the cause. */
+#define PL_ASSERT(cond)                                                     \
+    do {                                                                    \
+        if (!(cond)) {                                                      \
+            pl__assert_fail(#cond, __FILE__, __LINE__);                     \
+        }                                                                   \
+    } while (0)
+
+_Noreturn void pl__assert_fail(const char *expr, const char *file, int line);
+
+/* The executor running on this thread, or NULL outside pl_run. Lets
+ * pl_drop report misuse without a context. */
+pl_executor *pl__current_executor(void);
+
+/* The system the executor runs on. */
+const pl_system *pl__executor_system(const pl_executor *ex);
+
+/* I/O bookkeeping for io.c: a registration number for traces, and the
+ * count of registered sources that keeps pl_run from calling the
+ * executor idle. */
+uint32_t pl__executor_next_io_id(pl_executor *ex);
+void pl__executor_io_count(pl_executor *ex, int delta);
+
+/* Decisions and observation, for timer.c: the system's decide() (0 when
+ * the system has none) and the observer (NULL in production). */
+uint32_t pl__executor_decide(pl_executor *ex, pl_decision_kind kind, uint32_t n, uint64_t key);
+const pl_observer *pl__executor_observer(const pl_executor *ex, void **ud);
+
+/* The executor's timer heap: an array-backed binary min-heap of timer
+ * pointers ordered by (fire_ns, seq). Nodes record their index, so a
+ * timer is removed in O(log n) without a search. */
+typedef struct pl__timer_heap {
+    struct pl_timer **items;
+    uint32_t len;
+    uint32_t cap;
+    uint64_t seq;               /* last arming number handed out */
+    struct pl_timer **batch;    /* scratch for equal-deadline batches */
+    uint32_t batch_cap;
+    uint32_t late_max;          /* from the options */
+    pl_time late_quantum_ns;
+} pl__timer_heap;
+
+pl__timer_heap *pl__executor_timers(pl_executor *ex);
+
+/* Fires every timer due at `now_ns`; returns how many fired. */
+size_t pl__timers_fire_due(pl_executor *ex, pl__timer_heap *h, pl_time now_ns);
+pl_time pl__timers_next(const pl__timer_heap *h);
+void pl__timers_finish(pl_executor *ex, pl__timer_heap *h);
+
+#endif
