@@ -330,16 +330,27 @@ static pl_task *ready_pop(pl_executor *ex)
 
 static size_t task_alloc_size(uint32_t size) { return sizeof(pl_task) + size; }
 
-static void task_free(pl_task *t)
+/* Drops the task's future unless that already happened. Completion and
+ * cancellation both drop at once, as Rust does: what a finished future
+ * holds (wakers, handles, buffers) is released without waiting for the
+ * last reference, and plain output fields stay readable afterwards. */
+static void task_drop_future(pl_task *t, bool cancelled)
 {
     pl_executor *ex = t->ex;
     pl_future *f = (pl_future *)(void *)t->future;
-    if (!(f->flags & PL_FUTURE_DROPPED)) {
-        if (ex->obs != NULL && ex->obs->drop != NULL) {
-            ex->obs->drop(ex->obs_ud, t, false);
-        }
-        pl_drop(f);
+    if (f->flags & PL_FUTURE_DROPPED) {
+        return;
     }
+    if (ex->obs != NULL && ex->obs->drop != NULL) {
+        ex->obs->drop(ex->obs_ud, t, cancelled);
+    }
+    pl_drop(f);
+}
+
+static void task_free(pl_task *t)
+{
+    pl_executor *ex = t->ex;
+    task_drop_future(t, true);
     if (ex->obs != NULL && ex->obs->free != NULL) {
         ex->obs->free(ex->obs_ud, t);
     }
@@ -443,14 +454,7 @@ static void task_finish(pl_task *t, uint8_t state)
 
 static void task_cancel(pl_task *t)
 {
-    pl_executor *ex = t->ex;
-    if (ex->obs != NULL && ex->obs->drop != NULL) {
-        ex->obs->drop(ex->obs_ud, t, true);
-    }
-    pl_future *f = (pl_future *)(void *)t->future;
-    if (!(f->flags & PL_FUTURE_DROPPED)) {
-        pl_drop(f);
-    }
+    task_drop_future(t, true);
     task_finish(t, TASK_CANCELLED);
 }
 
@@ -581,6 +585,7 @@ static pl_poll_result poll_task(pl_executor *ex, pl_task *t, bool probe)
         if (ex->obs != NULL && ex->obs->complete != NULL) {
             ex->obs->complete(ex->obs_ud, t);
         }
+        task_drop_future(t, false);
         task_finish(t, TASK_DONE);
     } else if (t->flags & TASK_ABORT_IN_POLL) {
         task_cancel(t);
@@ -707,10 +712,7 @@ int pl_block_on(pl_executor *ex, pl_future *fut, size_t size)
     }
     rc = run_loop(ex, t);
     if (t->state == TASK_DONE) {
-        /* Ownership of the output moves back to the caller's struct, so
-         * the task's copy must not be dropped when it is freed. */
         memcpy(fut, t->future, size);
-        ((pl_future *)(void *)t->future)->flags |= PL_FUTURE_DROPPED;
         rc = 0;
     } else {
         pl_task_abort(t);
@@ -810,6 +812,10 @@ int pl_remote_waker_create(pl_context *cx, pl_remote_waker **out)
     rw->gen = cx->waker.gen;
     rw->wake = true;
     ex->remote_outstanding++;
+    /* To the oracles a remote waker is one more live clone of the waker. */
+    if (ex->obs != NULL && ex->obs->waker_clone != NULL) {
+        ex->obs->waker_clone(ex->obs_ud, t, rw->gen);
+    }
     *out = rw;
     return 0;
 }
@@ -844,6 +850,9 @@ static size_t deliver_remote(pl_executor *ex, pl_remote_waker *list)
         fifo = rw->next;
         if (rw->wake) {
             task_wake(rw->task, rw->gen, false);
+        }
+        if (ex->obs != NULL && ex->obs->waker_drop != NULL) {
+            ex->obs->waker_drop(ex->obs_ud, rw->task, rw->gen);
         }
         task_release(rw->task);
         pl_free(ex, rw, sizeof *rw);

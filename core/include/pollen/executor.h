@@ -82,8 +82,9 @@ void pl_task_set_abortable(pl_task *t, bool abortable);
 pl_task *pl_task_ref(pl_task *t);   /* another reference to the same task */
 void pl_task_release(pl_task *t);   /* NULL is allowed */
 
-/* The task's copy of the future. After completion its output fields are
- * valid until the last reference is released. */
+/* The task's copy of the future. A finished task's future has been
+ * dropped (at completion or cancellation, as in Rust): its plain output
+ * fields stay readable until the last reference is released. */
 void *pl_task_future(pl_task *t);
 
 bool pl_task_is_finished(const pl_task *t); /* completed or cancelled */
@@ -116,8 +117,10 @@ pl_join pl_join_init(pl_task *t);
 int pl_run(pl_executor *ex);
 
 /* Spawns a copy of `fut`, runs until it completes, then copies the
- * completed future back over `fut` so its output can be read. Returns 0,
- * or pl_run's error when the future cannot complete. Not from a poll. */
+ * completed (and already dropped) future back over `fut` so its output
+ * fields can be read; do not pl_drop it again. Returns 0, or pl_run's
+ * error when the future cannot complete (the copy is then cancelled).
+ * Not from a poll. */
 int pl_block_on(pl_executor *ex, pl_future *fut, size_t size);
 #define PL_BLOCK_ON(ex, fut) pl_block_on((ex), (pl_future *)&(fut), sizeof(fut))
 

@@ -14,7 +14,9 @@
  *  - A future is never polled after READY, nor after it was dropped.
  *    All polls go through pl_poll(), which enforces this.
  *  - pl_drop() runs the vtable's drop at most once; it may be called on a
- *    pending or a completed future (to release what the output holds).
+ *    pending or a completed future. The executor drops a task's future as
+ *    soon as it completes or is cancelled; drop releases what the future
+ *    holds and leaves plain output fields readable.
  */
 #ifndef POLLEN_FUTURE_H
 #define POLLEN_FUTURE_H

@@ -1,0 +1,218 @@
+/* pollen/sim.h: the deterministic simulator, scenarios, properties, the CLI.
+ *
+ * The simulator is a pl_system: the same executor runs on it unchanged,
+ * with a virtual clock that jumps to the next deadline when nothing is
+ * runnable, an in-memory reactor (pipes, stream and datagram sockets on
+ * loopback addresses) and one decision stream from which every
+ * nondeterministic choice is drawn. A seed, a replay file or a fuzzer
+ * input therefore reproduces a run exactly, down to the trace hash.
+ *
+ * Oracles watch every poll through the executor's observer hooks and
+ * report findings (see pl_finding_kind). A scenario is a program written
+ * the way users write their code: a setup that spawns tasks and a check
+ * that runs after them.
+ */
+#ifndef POLLEN_SIM_H
+#define POLLEN_SIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pollen/pollen.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Scenarios -------------------------------------------------------- */
+
+typedef struct pl_scenario {
+    const char *name;      /* unique; [a-z0-9_]+ */
+    const char *summary;   /* one line for `pollen list` */
+    size_t state_size;     /* bytes of zeroed state handed to setup/check */
+    /* Spawns the scenario's tasks. Returns 0 or a negative code (a setup
+     * error is reported as an assertion finding). */
+    int (*setup)(pl_executor *ex, void *state);
+    /* Runs after the executor went idle, all tasks having finished.
+     * Returns 0, or nonzero after writing why into msg (an assertion
+     * finding). May be NULL. */
+    int (*check)(pl_executor *ex, void *state, char *msg, size_t msg_len);
+    /* Releases what setup allocated outside the executor. May be NULL. */
+    void (*teardown)(void *state);
+    /* Known-bug scenarios name the finding they must produce
+     * ("lost_wakeup"); NULL for scenarios that must stay clean. */
+    const char *expect;
+    pl_time time_limit_ns; /* virtual time budget; 0: 1 hour */
+} pl_scenario;
+
+/* Registers a scenario in the pl_scenarios linker section, so a binary
+ * lists every scenario linked into it without a central table:
+ *   PL_SCENARIO(my_relay, .name = "my_relay", .setup = relay_setup, ...);
+ */
+#define PL_SCENARIO(ident, ...)                                             \
+    static const pl_scenario ident = {__VA_ARGS__};                         \
+    __attribute__((used, section("pl_scenarios"))) static const pl_scenario \
+        *const ident##__registration = &ident
+
+/* Every registered scenario, in link order; *count receives how many. */
+const pl_scenario *const *pl_scenarios(size_t *count);
+const pl_scenario *pl_scenario_find(const char *name);
+
+/* ---- Findings --------------------------------------------------------- */
+
+/* The numbering is part of the replay and JSON formats: append only.
+ * The process exit status of `pollen run` is 10 + the kind of the first
+ * finding (0 when clean, 2 for bad usage, 3 for an internal error). */
+typedef enum pl_finding_kind {
+    PL_FINDING_NONE = 0,
+    PL_FINDING_ORPHAN = 1,           /* PENDING with no live waker clone and no wake */
+    PL_FINDING_LOST_WAKEUP = 2,      /* a parked task progresses when probed */
+    PL_FINDING_DEADLOCK = 3,         /* parked tasks, no probe progress */
+    PL_FINDING_STALE_WAKER = 4,      /* woken only through a superseded waker, then stuck */
+    PL_FINDING_POLL_AFTER_READY = 5,
+    PL_FINDING_DOUBLE_DROP = 6,
+    PL_FINDING_WAKER_LEAK = 7,       /* waker clones never dropped */
+    PL_FINDING_TASK_LEAK = 8,        /* tasks never finished or released */
+    PL_FINDING_LIVELOCK = 9,         /* busy self-wakes, or steps without time or progress */
+    PL_FINDING_ASSERTION = 10,       /* pl_always, pl_eventually, pl_sometimes, check() */
+    PL_FINDING_NONDETERMINISM = 11,  /* same seed, different trace */
+    PL_FINDING_CRASH = 12,           /* user code killed by a signal */
+    PL_FINDING__COUNT
+} pl_finding_kind;
+
+const char *pl_finding_name(pl_finding_kind kind);      /* "lost_wakeup" */
+int pl_finding_from_name(const char *name);             /* kind or -1 */
+
+typedef struct pl_finding {
+    pl_finding_kind kind;
+    uint32_t task_id;        /* 0 when no task is involved */
+    char task_name[64];
+    uint32_t task_polls;     /* polls of that task so far */
+    pl_time time_ns;         /* virtual time */
+    uint64_t step;           /* polls since the run began */
+    char message[1024];      /* what happened, in words */
+} pl_finding;
+
+/* ---- Running one seed ------------------------------------------------- */
+
+typedef enum pl_sim_source {
+    PL_SIM_SOURCE_SEED = 0,  /* seeded PRNG */
+    PL_SIM_SOURCE_BYTES = 1, /* a byte buffer (libFuzzer input) */
+    PL_SIM_SOURCE_LIST = 2,  /* a recorded decision list (replay, shrink) */
+} pl_sim_source;
+
+typedef struct pl_sim_options {
+    pl_sim_source source;
+    uint64_t seed;
+    const uint8_t *bytes;          /* PL_SIM_SOURCE_BYTES; borrowed */
+    size_t bytes_len;
+    const void *decisions;         /* PL_SIM_SOURCE_LIST: internal records; borrowed */
+    size_t decisions_len;
+    const char *knobs;             /* decision knobs text; NULL: defaults */
+    const char *strategy;          /* "random" (default), "pct:3", "bounded:2", "swarm" */
+    uint64_t steps_without_progress_max; /* livelock: polls with no time passing and no
+                                            completion; 0: 200000 */
+    uint32_t self_wakes_max;       /* livelock: consecutive self-woken polls; 0: 10000 */
+    bool rotate_wakers;            /* fresh waker identity per poll (default true) */
+    bool keep_events;              /* keep the event log (timeline, divergence) */
+    bool keep_decisions;           /* record decisions (replay files); default true */
+} pl_sim_options;
+
+void pl_sim_options_default(pl_sim_options *o);
+
+typedef struct pl_sim_result {
+    pl_finding finding;            /* kind PL_FINDING_NONE when clean */
+    uint64_t hash;                 /* XXH3-64 of the trace */
+    uint64_t steps;                /* polls */
+    uint64_t events;
+    pl_time time_ns;               /* virtual time at the end */
+    uint32_t tasks;                /* tasks spawned */
+    uint64_t decisions;            /* decisions consulted */
+    uint64_t nonzero_decisions;    /* decisions that left production's order */
+    bool diverged;                 /* list source: the run asked for other decisions */
+    char divergence[256];          /* where, in words */
+    void *internal;                /* decisions and events; pl_sim_result_free */
+} pl_sim_result;
+
+/* Runs `sc` once. Returns 0 when the run happened (look at
+ * out->finding), or a negative code for bad options (PL_EINVAL, with the
+ * reason in out->finding.message) or PL_ENOMEM. Always call
+ * pl_sim_result_free afterwards. */
+int pl_sim_run(const pl_scenario *sc, const pl_sim_options *opts, pl_sim_result *out);
+void pl_sim_result_free(pl_sim_result *r);
+
+/* Writes a replay file for a finished run (see the format in
+ * sim/src/replay.h). Returns 0 or a negative code. */
+int pl_sim_write_replay(const pl_scenario *sc, const pl_sim_options *opts,
+                        const pl_sim_result *r, const char *path);
+
+/* Replays a file: reads it, runs its scenario with its decisions, and
+ * compares. Returns 0 when the run matched (same hash, same finding),
+ * PL_EFORMAT/PL_EVERSION/PL_ENOENT for a bad file (reason in err), or 1
+ * when the run differed (where, in err). out receives the run. */
+int pl_sim_replay_file(const char *path, pl_sim_result *out, char *err, size_t err_len);
+
+/* ---- Campaigns (Criterion tests and CI call these) ---------------------- */
+
+typedef struct pl_campaign_result {
+    uint64_t runs;
+    uint64_t clean;
+    uint64_t findings;             /* runs with a finding */
+    uint64_t first_seed;           /* seed of the first finding */
+    pl_finding first;              /* the first finding */
+    uint64_t distinct_hashes;      /* distinct trace hashes seen (up to 65536 tracked) */
+} pl_campaign_result;
+
+/* Runs seeds [seed_lo, seed_hi] of `sc` in this process, stopping at the
+ * first finding when stop_at_first. opts may be NULL. Returns 0 or a
+ * negative code. */
+int pl_sim_campaign(const pl_scenario *sc, uint64_t seed_lo, uint64_t seed_hi,
+                    const pl_sim_options *opts, bool stop_at_first, pl_campaign_result *out);
+
+/* ---- Properties ------------------------------------------------------- */
+/* Usable in any code. Under the simulator they become findings; in
+ * production pl_always aborts with its message when false and the others
+ * cost a branch. */
+
+/* Must hold every time it is evaluated. */
+#define pl_always(cond, msg) pl__always((cond) != 0, (msg), __FILE__, __LINE__)
+/* Must have been true the last time it was evaluated, by quiescence. */
+#define pl_eventually(cond, msg) pl__eventually((cond) != 0, (msg), __FILE__, __LINE__)
+/* Must be true at least once across a whole campaign. Each site places
+ * itself in the pl_sometimes linker section, so a site that is never
+ * even reached is reported too. */
+typedef struct pl__sometimes_site {
+    const char *msg;
+    const char *file;
+    int line;
+    uint32_t hits;   /* evaluations that were true, this process */
+    uint32_t reached; /* evaluations, this process */
+} pl__sometimes_site;
+
+#define pl_sometimes(cond, msg)                                             \
+    do {                                                                    \
+        __attribute__((used, section("pl_sometimes"))) static pl__sometimes_site \
+            pl__site = {(msg), __FILE__, __LINE__, 0, 0};                   \
+        pl__sometimes(&pl__site, (cond) != 0);                              \
+    } while (0)
+
+void pl__always(bool ok, const char *msg, const char *file, int line);
+void pl__eventually(bool ok, const char *msg, const char *file, int line);
+void pl__sometimes(pl__sometimes_site *site, bool ok);
+
+/* Every pl_sometimes site linked into the program; *count receives how
+ * many. Campaigns report those never true. */
+pl__sometimes_site *pl__sometimes_sites(size_t *count);
+
+/* ---- The CLI ---------------------------------------------------------- */
+
+/* The `pollen` command over every registered scenario plus `extra` (a
+ * NULL-terminated array, may be NULL). Users link their scenarios with
+ * libpollen-sim and call this from main(). Returns the exit status. */
+int pl_main(int argc, char **argv, const pl_scenario *const *extra);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
