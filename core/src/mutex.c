@@ -1,0 +1,99 @@
+/* core/src/mutex.c: FIFO async mutex with direct handoff.
+ *
+ * unlock never frees the lock while someone waits: it hands it to the
+ * head waiter. That keeps the queue fair (no newcomer can take a lock
+ * the head was woken for) and makes "waiters => locked" an invariant.
+ */
+#include "list.h"
+#include "pollen/sync.h"
+
+/* pl_mutex_lock state, kept in base.resume. */
+enum {
+    LOCK_INIT = 0,
+    LOCK_WAITING = 1,  /* linked, waker stored */
+    LOCK_HANDED = 2,   /* owns the lock, not yet polled */
+    LOCK_DONE = 3,
+};
+
+void pl_mutex_init(pl_mutex *m)
+{
+    pl_list_init(&m->waiters);
+    m->locked = 0;
+}
+
+bool pl_mutex_is_locked(const pl_mutex *m) { return m->locked != 0; }
+
+bool pl_mutex_try_lock(pl_mutex *m)
+{
+    if (m->locked) {
+        return false;
+    }
+    PL_ASSERT(pl_list_empty(&m->waiters));
+    m->locked = 1;
+    return true;
+}
+
+void pl_mutex_unlock(pl_mutex *m)
+{
+    PL_ASSERT(m->locked);
+    pl_list_node *node = pl_list_pop_front(&m->waiters);
+    if (node == NULL) {
+        m->locked = 0;
+        return;
+    }
+    pl_mutex_lock *w = pl_container_of(node, pl_mutex_lock, node);
+    w->base.resume = LOCK_HANDED;
+    pl_waker_wake(pl_waker_slot_take(&w->waker));
+}
+
+static pl_poll_result lock_poll(pl_future *f, pl_context *cx)
+{
+    pl_mutex_lock *self = (pl_mutex_lock *)f;
+    switch (self->base.resume) {
+    case LOCK_INIT:
+        if (pl_mutex_try_lock(self->mutex)) {
+            self->base.resume = LOCK_DONE;
+            return PL_READY;
+        }
+        self->waker = pl_waker_clone(&cx->waker);
+        pl_list_push_back(&self->mutex->waiters, &self->node);
+        self->base.resume = LOCK_WAITING;
+        return PL_PENDING;
+    case LOCK_WAITING:
+        pl_waker_slot_set(&self->waker, &cx->waker);
+        return PL_PENDING;
+    default:
+        PL_ASSERT(self->base.resume == LOCK_HANDED);
+        self->base.resume = LOCK_DONE;
+        return PL_READY;
+    }
+}
+
+static void lock_drop(pl_future *f)
+{
+    pl_mutex_lock *self = (pl_mutex_lock *)f;
+    if (self->base.resume == LOCK_WAITING) {
+        pl_list_remove(&self->node);
+        pl_waker_slot_clear(&self->waker);
+    } else if (self->base.resume == LOCK_HANDED) {
+        /* We own a lock nobody will use: pass it on. */
+        pl_mutex_unlock(self->mutex);
+    }
+    self->base.resume = LOCK_DONE;
+}
+
+static const pl_future_vtable lock_vtable = {
+    .name = "pl_mutex_lock",
+    .poll = lock_poll,
+    .drop = lock_drop,
+};
+
+pl_mutex_lock pl_mutex_lock_init(pl_mutex *m)
+{
+    return (pl_mutex_lock){
+        .base = PL_FUTURE_INIT(&lock_vtable),
+        .mutex = m,
+        .node = {NULL, NULL},
+        .waker = PL_WAKER_EMPTY,
+    };
+}

@@ -1,0 +1,115 @@
+/* core/src/notify.c: pl_notify, one permit and a FIFO of waiters.
+ *
+ * This is the pingpong hot path: a round trip is notify_one, the waker's
+ * wake, one poll that links and clones, one poll that returns READY. So
+ * no allocation, no observer call, and one branch on the common paths.
+ */
+#include "list.h"
+#include "pollen/sync.h"
+
+/* pl_notified state, kept in base.resume. */
+enum {
+    NOTIFIED_INIT = 0,     /* not polled yet */
+    NOTIFIED_WAITING = 1,  /* linked, waker stored */
+    NOTIFIED_BY_ONE = 2,   /* chosen by notify_one: owes a pass-on if dropped */
+    NOTIFIED_BY_ALL = 3,   /* released by notify_waiters: owes nothing */
+    NOTIFIED_DONE = 4,
+};
+
+void pl_notify_init(pl_notify *n)
+{
+    pl_list_init(&n->waiters);
+    n->permit = 0;
+}
+
+bool pl_notify_has_permit(const pl_notify *n) { return n->permit != 0; }
+
+/* The waker is moved out before waking: a waker may run arbitrary code,
+ * and the future must already look notified if it is polled from there. */
+static void release(pl_notified *w, uint32_t state)
+{
+    w->base.resume = state;
+    pl_waker_wake(pl_waker_slot_take(&w->waker));
+}
+
+void pl_notify_one(pl_notify *n)
+{
+    pl_list_node *node = pl_list_pop_front(&n->waiters);
+    if (node == NULL) {
+        n->permit = 1;
+        return;
+    }
+    release(pl_container_of(node, pl_notified, node), NOTIFIED_BY_ONE);
+}
+
+void pl_notify_waiters(pl_notify *n)
+{
+    /* Detach the current waiters first, so a waiter that registers while
+     * we wake (a waker that polls synchronously) waits for the next call
+     * instead of making this loop endless. */
+    pl_list_node batch;
+    pl_list_init(&batch);
+    pl_list_splice(&batch, &n->waiters);
+    PL_LIST_CONSUME(node, &batch) {
+        release(pl_container_of(node, pl_notified, node), NOTIFIED_BY_ALL);
+    }
+}
+
+static pl_poll_result notified_poll(pl_future *f, pl_context *cx)
+{
+    pl_notified *self = (pl_notified *)f;
+    pl_notify *n = self->notify;
+    switch (self->base.resume) {
+    case NOTIFIED_INIT:
+        if (n->permit != 0) {
+            n->permit = 0;
+            self->base.resume = NOTIFIED_DONE;
+            return PL_READY;
+        }
+        self->waker = pl_waker_clone(&cx->waker);
+        pl_list_push_back(&n->waiters, &self->node);
+        self->base.resume = NOTIFIED_WAITING;
+        return PL_PENDING;
+    case NOTIFIED_WAITING:
+        pl_waker_slot_set(&self->waker, &cx->waker);
+        return PL_PENDING;
+    default:
+        PL_ASSERT(self->base.resume == NOTIFIED_BY_ONE || self->base.resume == NOTIFIED_BY_ALL);
+        self->base.resume = NOTIFIED_DONE;
+        return PL_READY;
+    }
+}
+
+static void notified_drop(pl_future *f)
+{
+    pl_notified *self = (pl_notified *)f;
+    switch (self->base.resume) {
+    case NOTIFIED_WAITING:
+        pl_list_remove(&self->node);
+        pl_waker_slot_clear(&self->waker);
+        break;
+    case NOTIFIED_BY_ONE:
+        /* The notification was meant for someone: hand it on. */
+        pl_notify_one(self->notify);
+        break;
+    default:
+        break;
+    }
+    self->base.resume = NOTIFIED_DONE;
+}
+
+static const pl_future_vtable notified_vtable = {
+    .name = "pl_notified",
+    .poll = notified_poll,
+    .drop = notified_drop,
+};
+
+pl_notified pl_notified_init(pl_notify *n)
+{
+    return (pl_notified){
+        .base = PL_FUTURE_INIT(&notified_vtable),
+        .notify = n,
+        .node = {NULL, NULL},
+        .waker = PL_WAKER_EMPTY,
+    };
+}
