@@ -108,7 +108,7 @@ void pl_mpsc_close(pl_mpsc *ch)
         s->base.resume = SEND_CLOSED;
         pl_waker_wake(pl_waker_slot_take(&s->waker));
     }
-    /* With no senders left the receiver may now see the end. */
+    /* A receive pending on an empty buffer can now complete (closed). */
     pl_waker_slot_wake(&ch->rx_waker);
 }
 

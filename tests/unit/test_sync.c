@@ -4,6 +4,7 @@
  * clone and drop is visible and asserted exactly; the last cases run the
  * same primitives between tasks on the real executor. */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <string.h>
 
 #include <pollen/error.h>
@@ -1428,4 +1429,139 @@ Test(sync, mpsc_init_reports_enomem_and_einval)
     cr_assert_eq(pl_mpsc_init(&ch, ex, sizeof(int), 8), 0);
     pl_mpsc_finish(&ch);
     pl_executor_destroy(ex);
+}
+
+/* ---- The intrusive list, against a model ------------------------------ */
+
+#include "../../core/src/list.h"
+
+enum { MODEL_NODES = 16 };
+
+typedef struct model_list {
+    int items[MODEL_NODES];
+    int len;
+} model_list;
+
+static void model_insert(model_list *m, int at, int v)
+{
+    memmove(&m->items[at + 1], &m->items[at], (size_t)(m->len - at) * sizeof(int));
+    m->items[at] = v;
+    m->len++;
+}
+
+static void model_erase(model_list *m, int at)
+{
+    memmove(&m->items[at], &m->items[at + 1], (size_t)(m->len - at - 1) * sizeof(int));
+    m->len--;
+}
+
+static int model_find(const model_list *m, int v)
+{
+    for (int i = 0; i < m->len; i++) {
+        if (m->items[i] == v) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+static void check_list(pl_list_node *list, const model_list *m, pl_list_node *nodes)
+{
+    cr_assert_eq(pl_list_empty(list), m->len == 0);
+    pl_list_node *it = list->next;
+    for (int i = 0; i < m->len; i++) {
+        cr_assert_eq(it, &nodes[m->items[i]], "element %d differs from the model", i);
+        cr_assert_eq(it->next->prev, it, "broken back link");
+        it = it->next;
+    }
+    cr_assert_eq(it, list, "the list is longer than the model");
+}
+
+Test(sync, list_matches_a_model)
+{
+    pl_list_node lists[2], nodes[MODEL_NODES];
+    model_list model[2] = {{.len = 0}, {.len = 0}};
+    int owner[MODEL_NODES];  /* which list holds node i, or -1 */
+    pl_list_init(&lists[0]);
+    pl_list_init(&lists[1]);
+    for (int i = 0; i < MODEL_NODES; i++) {
+        nodes[i] = (pl_list_node){NULL, NULL};
+        owner[i] = -1;
+    }
+    uint64_t x = 42;
+    for (int step = 0; step < 20000; step++) {
+        x = x * 6364136223846793005u + 1442695040888963407u;
+        uint32_t r = (uint32_t)(x >> 33);
+        int l = (int)(r & 1), v = (int)((r >> 1) % MODEL_NODES), op = (int)((r >> 8) % 5);
+        if (op <= 1 && owner[v] < 0) {  /* push back or front */
+            if (op == 0) {
+                pl_list_push_back(&lists[l], &nodes[v]);
+                model_insert(&model[l], model[l].len, v);
+            } else {
+                pl_list_push_front(&lists[l], &nodes[v]);
+                model_insert(&model[l], 0, v);
+            }
+            owner[v] = l;
+        } else if (op == 2) {
+            pl_list_node *n = pl_list_pop_front(&lists[l]);
+            cr_assert_eq(n == NULL, model[l].len == 0);
+            if (n != NULL) {
+                cr_assert_eq(n, &nodes[model[l].items[0]]);
+                cr_assert(!pl_list_is_linked(n));
+                owner[model[l].items[0]] = -1;
+                model_erase(&model[l], 0);
+            }
+        } else if (op == 3 && owner[v] >= 0) {
+            int o = owner[v];
+            pl_list_remove(&nodes[v]);
+            model_erase(&model[o], model_find(&model[o], v));
+            owner[v] = -1;
+        } else if (op == 4 && (r >> 16) % 8 == 0) {  /* splice, rarely */
+            pl_list_splice(&lists[l], &lists[1 - l]);
+            for (int i = 0; i < model[1 - l].len; i++) {
+                owner[model[1 - l].items[i]] = l;
+                model_insert(&model[l], model[l].len, model[1 - l].items[i]);
+            }
+            model[1 - l].len = 0;
+        }
+        check_list(&lists[0], &model[0], nodes);
+        check_list(&lists[1], &model[1], nodes);
+        for (int i = 0; i < MODEL_NODES; i++) {
+            cr_assert_eq(pl_list_is_linked(&nodes[i]), owner[i] >= 0);
+        }
+    }
+}
+
+/* ---- Contract violations are assertions --------------------------------- */
+
+Test(sync, unlocking_a_free_mutex_aborts, .signal = SIGABRT)
+{
+    pl_mutex m;
+    pl_mutex_init(&m);
+    pl_mutex_unlock(&m);
+}
+
+Test(sync, sending_twice_on_a_oneshot_aborts, .signal = SIGABRT)
+{
+    pl_oneshot os;
+    int storage, v = 1;
+    pl_oneshot_init(&os, &storage, sizeof storage);
+    pl_oneshot_send(&os, &v);
+    pl_oneshot_send(&os, &v);
+}
+
+Test(sync, acquiring_zero_permits_aborts, .signal = SIGABRT)
+{
+    pl_semaphore s;
+    pl_semaphore_init(&s, 1);
+    (void)pl_semaphore_try_acquire(&s, 0);
+}
+
+Test(sync, sending_after_the_last_sender_dropped_aborts, .signal = SIGABRT)
+{
+    chan3 c;
+    chan3_init(&c);
+    int v = 1;
+    pl_mpsc_sender_drop(&c.ch);
+    (void)pl_mpsc_try_send(&c.ch, &v);
 }

@@ -162,6 +162,7 @@ typedef struct pl_oneshot_recv {
     int result;
 } pl_oneshot_recv;
 
+/* A future receiving from `os` (borrowed; must outlive the future). */
 pl_oneshot_recv pl_oneshot_recv_init(pl_oneshot *os);
 
 /* ---- Bounded mpsc channel ---------------------------------------------
@@ -213,7 +214,8 @@ void pl_mpsc_init_buffer(pl_mpsc *ch, void *buf, size_t item_size, uint32_t capa
  * discarded. No send or receive may still be pending. */
 void pl_mpsc_finish(pl_mpsc *ch);
 
-/* Counts one more sender (the channel starts with one). */
+/* Counts one more sender (the channel starts with one). Each sender is
+ * dropped once with pl_mpsc_sender_drop. */
 void pl_mpsc_sender_clone(pl_mpsc *ch);
 
 /* Drops one sender; none of its sends may be pending. Dropping the last
@@ -245,6 +247,8 @@ typedef struct pl_mpsc_send {
     int result;
 } pl_mpsc_send;
 
+/* A future sending `item` on `ch` (both borrowed). Polling the first
+ * time after every sender was dropped is a contract violation. */
 pl_mpsc_send pl_mpsc_send_init(pl_mpsc *ch, const void *item);
 
 /* The future that receives into `out` (item_size bytes, borrowed). After
@@ -257,6 +261,7 @@ typedef struct pl_mpsc_recv {
     int result;
 } pl_mpsc_recv;
 
+/* A future receiving from `ch` into `out` (both borrowed). */
 pl_mpsc_recv pl_mpsc_recv_init(pl_mpsc *ch, void *out);
 
 /* ---- Mutex ------------------------------------------------------------
@@ -290,6 +295,8 @@ bool pl_mutex_try_lock(pl_mutex *m);
  * contract violation. */
 void pl_mutex_unlock(pl_mutex *m);
 
+/* True while someone holds the lock (including a woken waiter it was
+ * handed to). */
 bool pl_mutex_is_locked(const pl_mutex *m);
 
 /* The future that acquires the lock. No output: READY means held. */
@@ -300,6 +307,7 @@ typedef struct pl_mutex_lock {
     pl_waker waker;     /* private */
 } pl_mutex_lock;
 
+/* A future acquiring `m` (borrowed; must outlive the future). */
 pl_mutex_lock pl_mutex_lock_init(pl_mutex *m);
 
 /* ---- Semaphore --------------------------------------------------------
