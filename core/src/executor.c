@@ -174,6 +174,7 @@ int pl_executor_create(pl_executor **out, const pl_executor_options *opts)
 
 static void task_free(pl_task *t);
 static void task_cancel(pl_task *t);
+static void task_release(pl_task *t);
 static void drain_remote_list(pl_executor *ex);
 
 void pl_executor_destroy(pl_executor *ex)
@@ -183,23 +184,9 @@ void pl_executor_destroy(pl_executor *ex)
     }
     pl_executor *saved = current_executor;
     current_executor = ex;
-    /* Cancelling drops futures, which releases the wakers and handles they
-     * hold; whatever is still referenced afterwards is freed by force.
-     * A drop can free other tasks and reorder the array, hence the
-     * passes until one finds nothing left to cancel. */
-    bool cancelled = true;
-    while (cancelled) {
-        cancelled = false;
-        for (uint32_t i = 0; i < ex->tasks_len; i++) {
-            pl_task *t = ex->tasks[i];
-            if (t->state < TASK_DONE) {
-                t->refs++;
-                task_cancel(t);
-                t->refs--;
-                cancelled = true;
-            }
-        }
-    }
+    /* Whatever is still referenced after the cancellations is freed by
+     * force: the executor owns every task's memory. */
+    pl_executor_cancel_all(ex);
     drain_remote_list(ex);
     while (ex->tasks_len > 0) {
         task_free(ex->tasks[ex->tasks_len - 1]);
@@ -212,6 +199,30 @@ void pl_executor_destroy(pl_executor *ex)
     }
     current_executor = saved == ex ? NULL : saved;
     ex->alloc(ex->alloc_ud, ex, sizeof *ex, 0);
+}
+
+void pl_executor_cancel_all(pl_executor *ex)
+{
+    PL_ASSERT(ex->running == NULL);
+    pl_executor *saved = current_executor;
+    current_executor = ex;
+    /* Cancelling drops futures, which releases the wakers and handles they
+     * hold. A drop can free other tasks and reorder the array, hence the
+     * passes until one finds nothing left to cancel. */
+    bool cancelled = true;
+    while (cancelled) {
+        cancelled = false;
+        for (uint32_t i = 0; i < ex->tasks_len; i++) {
+            pl_task *t = ex->tasks[i];
+            if (t->state < TASK_DONE) {
+                t->refs++;
+                task_cancel(t);
+                task_release(t);
+                cancelled = true;
+            }
+        }
+    }
+    current_executor = saved;
 }
 
 /* ---- Accessors -------------------------------------------------------- */

@@ -71,4 +71,110 @@ ssize_t pl__reactor_sendto(pl__reactor *r, int handle, const void *buf, size_t l
 ssize_t pl__reactor_recvfrom(pl__reactor *r, int handle, void *buf, size_t len,
                              struct sockaddr *addr, socklen_t *addr_len);
 
+/* ---- The simulator instance ------------------------------------------ */
+
+/* What the oracles know of one task, indexed by task id. */
+typedef struct pl__task_info {
+    pl_task *task;          /* NULL once freed; never hashed */
+    const char *name;       /* static storage, as pl_task_name returned it */
+    uint32_t live_clones;   /* waker clones alive, every generation */
+    uint32_t clone_holder;  /* task polling when the latest clone was made; 0: none */
+    uint32_t self_wakes;    /* consecutive polls that woke only themselves */
+    uint32_t stale_wakes;   /* wakes through superseded wakers since the last poll */
+    uint32_t last_stale_gen;
+    uint64_t parked_step;   /* step of its latest PENDING */
+    pl_time parked_ns;
+    bool finished;
+} pl__task_info;
+
+/* A PL_BUGGIFY site or a pl_eventually site seen in this run. */
+typedef struct pl__site {
+    uint64_t key;
+    uint8_t used;
+    uint8_t enabled;        /* buggify: enabled for this run */
+    uint8_t last_ok;        /* eventually: the latest evaluation */
+    const char *msg;
+    const char *file;
+    int line;
+} pl__site;
+
+typedef struct pl__site_table {
+    pl__site *slots;        /* open addressing; power-of-two size */
+    size_t cap;
+    size_t len;
+} pl__site_table;
+
+struct pl__sim {
+    pl_system system;
+    pl_executor *ex;
+    pl__dec dec;
+    pl__trace *trace;
+    pl__reactor *reactor;
+    const pl_scenario *scenario;
+    pl_sim_options opts;
+
+    pl_time now;
+    pl_time time_limit_ns;
+    uint64_t step;          /* polls so far */
+    uint64_t steps_since_progress;
+    uint64_t steps_max;
+    uint32_t self_wakes_max;
+
+    pl__task_info *tasks;   /* index = task id */
+    uint32_t tasks_cap;
+    uint32_t tasks_spawned;
+
+    uint32_t polling;       /* id of the task being polled; 0: none */
+    bool polling_probe;
+    bool woken_in_poll;     /* the polled task was woken during its poll */
+    bool woke_other;        /* the polled task woke another task */
+    bool remote_pending;    /* a remote wake waits for delivery */
+
+    pl__site_table buggify;
+    pl__site_table eventually;
+
+    bool stopped;
+    pl_finding finding;
+};
+
+/* The simulator running on this thread (properties reach it this way). */
+pl__sim *pl__sim_current(void);
+
+/* Sim lifecycle (sim.c). */
+int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o, char *err,
+                 size_t err_len);
+void pl__sim_finish(pl__sim *s);
+
+/* Oracles (oracle.c). */
+extern const pl_observer pl__sim_observer;
+/* Quiescence: stale wakers, then probes, then deadlock. */
+void pl__oracle_quiescence(pl__sim *s);
+/* End of a clean run: eventually sites, waker and task leaks. */
+void pl__oracle_eventually(pl__sim *s);
+void pl__oracle_leaks(pl__sim *s);
+
+/* Site tables (sim.c). */
+pl__site *pl__site_lookup(pl__site_table *t, uint64_t key, bool *created);
+void pl__site_table_free(pl__site_table *t);
+
+/* Result internals, for the CLI (run.c). */
+typedef struct pl__run_record {
+    pl__dec_record *decisions;
+    size_t decisions_len;
+    bool decisions_truncated;
+    uint64_t *checkpoints;
+    size_t checkpoints_len;
+    pl__trace_rec *events;
+    size_t events_len;
+    char knobs[PL__DEC_KNOBS_TEXT_MAX];
+    char scenario[64];
+    char *names_blob;       /* "\0"-separated task names, by id (1-based) */
+    size_t names_len;
+    uint32_t names_count;
+} pl__run_record;
+
+const pl__run_record *pl__sim_result_record(const pl_sim_result *r);
+/* The name of task `id` in a finished run, or NULL. */
+const char *pl__run_task_name(const pl__run_record *rec, uint32_t id);
+
 #endif

@@ -124,6 +124,10 @@ int pl_run(pl_executor *ex);
 int pl_block_on(pl_executor *ex, pl_future *fut, size_t size);
 #define PL_BLOCK_ON(ex, fut) pl_block_on((ex), (pl_future *)&(fut), sizeof(fut))
 
+/* Cancels every unfinished task (their futures are dropped, joiners see
+ * PL_ECANCELED). Handles stay valid until released. Not from a poll. */
+void pl_executor_cancel_all(pl_executor *ex);
+
 /* Makes pl_run return PL_ECANCELED after the current poll. */
 void pl_executor_stop(pl_executor *ex);
 

@@ -1,0 +1,446 @@
+/* sim/src/run.c: one run of a scenario, replay files, campaigns, registry.
+ *
+ * A run: set up the simulator, let the scenario spawn its tasks, run the
+ * executor to quiescence, consult the oracles, then tear down in an
+ * order that frees everything even when tasks are stuck: cancel the
+ * tasks (their drops release wakers), tear the scenario down, count
+ * leaks, destroy the executor.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay.h"
+#include "sim_internal.h"
+
+/* ---- Registry --------------------------------------------------------- */
+
+extern const pl_scenario *const __start_pl_scenarios[] __attribute__((weak));
+extern const pl_scenario *const __stop_pl_scenarios[] __attribute__((weak));
+
+const pl_scenario *const *pl_scenarios(size_t *count)
+{
+    if (__start_pl_scenarios == NULL || __stop_pl_scenarios == NULL) {
+        *count = 0;
+        return NULL;
+    }
+    *count = (size_t)(__stop_pl_scenarios - __start_pl_scenarios);
+    return __start_pl_scenarios;
+}
+
+const pl_scenario *pl_scenario_find(const char *name)
+{
+    size_t n;
+    const pl_scenario *const *all = pl_scenarios(&n);
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(all[i]->name, name) == 0) {
+            return all[i];
+        }
+    }
+    return NULL;
+}
+
+static const char *const finding_names[PL_FINDING__COUNT] = {
+    "none",      "orphan",     "lost_wakeup", "deadlock", "stale_waker",
+    "poll_after_ready", "double_drop", "waker_leak", "task_leak", "livelock",
+    "assertion", "nondeterminism", "crash",
+};
+
+const char *pl_finding_name(pl_finding_kind kind)
+{
+    return (unsigned)kind < PL_FINDING__COUNT ? finding_names[kind] : "unknown";
+}
+
+int pl_finding_from_name(const char *name)
+{
+    for (int k = 0; k < PL_FINDING__COUNT; k++) {
+        if (strcmp(finding_names[k], name) == 0) {
+            return k;
+        }
+    }
+    return -1;
+}
+
+/* ---- Options ---------------------------------------------------------- */
+
+void pl_sim_options_default(pl_sim_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->strategy = "random";
+    o->rotate_wakers = true;
+    o->keep_decisions = true;
+}
+
+/* ---- One run ---------------------------------------------------------- */
+
+static void set_name_blob(pl__run_record *rec, const pl__sim *s)
+{
+    size_t len = 0;
+    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
+        const char *n = s->tasks[id].name != NULL ? s->tasks[id].name : "?";
+        len += strlen(n) + 1;
+    }
+    rec->names_blob = malloc(len ? len : 1);
+    if (rec->names_blob == NULL) {
+        return;
+    }
+    char *p = rec->names_blob;
+    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
+        const char *n = s->tasks[id].name != NULL ? s->tasks[id].name : "?";
+        size_t l = strlen(n) + 1;
+        memcpy(p, n, l);
+        p += l;
+    }
+    rec->names_len = len;
+    rec->names_count = s->tasks_spawned;
+}
+
+const char *pl__run_task_name(const pl__run_record *rec, uint32_t id)
+{
+    if (rec == NULL || rec->names_blob == NULL || id == 0 || id > rec->names_count) {
+        return NULL;
+    }
+    const char *p = rec->names_blob;
+    for (uint32_t i = 1; i < id; i++) {
+        p += strlen(p) + 1;
+    }
+    return p;
+}
+
+static void *dup_array(const void *src, size_t n, size_t size)
+{
+    if (src == NULL || n == 0) {
+        return NULL;
+    }
+    void *dst = malloc(n * size);
+    if (dst != NULL) {
+        memcpy(dst, src, n * size);
+    }
+    return dst;
+}
+
+static pl__run_record *make_record(pl__sim *s, const pl_scenario *sc)
+{
+    pl__run_record *rec = calloc(1, sizeof *rec);
+    if (rec == NULL) {
+        return NULL;
+    }
+    size_t n;
+    const pl__dec_record *d = pl__dec_records(&s->dec, &n);
+    rec->decisions = dup_array(d, n, sizeof *d);
+    rec->decisions_len = rec->decisions != NULL ? n : 0;
+    rec->decisions_truncated = s->dec.truncated;
+    const uint64_t *cp = pl__trace_checkpoints(s->trace, &n);
+    rec->checkpoints = dup_array(cp, n, sizeof *cp);
+    rec->checkpoints_len = rec->checkpoints != NULL ? n : 0;
+    const pl__trace_rec *ev = pl__trace_log(s->trace, &n, NULL);
+    rec->events = dup_array(ev, n, sizeof *ev);
+    rec->events_len = rec->events != NULL ? n : 0;
+    pl__dec_knobs_format(&s->dec.knobs, rec->knobs, sizeof rec->knobs);
+    snprintf(rec->scenario, sizeof rec->scenario, "%s", sc->name);
+    set_name_blob(rec, s);
+    return rec;
+}
+
+const pl__run_record *pl__sim_result_record(const pl_sim_result *r) { return r->internal; }
+
+void pl_sim_result_free(pl_sim_result *r)
+{
+    pl__run_record *rec = r->internal;
+    if (rec != NULL) {
+        free(rec->decisions);
+        free(rec->checkpoints);
+        free(rec->events);
+        free(rec->names_blob);
+        free(rec);
+    }
+    r->internal = NULL;
+}
+
+/* After pl_run: the oracles that need quiescence, then the scenario's
+ * own check. */
+static void judge(pl__sim *s, const pl_scenario *sc, void *state, int rc)
+{
+    if (rc == PL_EDEADLK) {
+        pl__oracle_quiescence(s);
+    } else if (rc < 0 && rc != PL_ECANCELED) {
+        pl__sim_finding(s, PL_FINDING_ASSERTION, NULL, "the executor failed: %s",
+                        pl_strerror(rc));
+    }
+    if (s->finding.kind != PL_FINDING_NONE) {
+        return;
+    }
+    pl__oracle_eventually(s);
+    if (s->finding.kind == PL_FINDING_NONE && sc->check != NULL) {
+        char msg[512] = "";
+        if (sc->check(s->ex, state, msg, sizeof msg) != 0) {
+            pl__sim_finding(s, PL_FINDING_ASSERTION, NULL, "scenario check failed: %s",
+                            msg[0] ? msg : "(no message)");
+        }
+    }
+}
+
+static void fill_result(pl__sim *s, pl_sim_result *out)
+{
+    out->finding = s->finding;
+    out->hash = pl__trace_hash(s->trace);
+    out->steps = s->step;
+    out->events = pl__trace_count(s->trace);
+    out->time_ns = s->now;
+    out->tasks = s->tasks_spawned;
+    out->decisions = s->dec.consulted;
+    for (int k = 0; k < PL_DECIDE__COUNT; k++) {
+        out->nonzero_decisions += s->dec.nonzero[k];
+    }
+    const pl__dec_divergence *d = &s->dec.divergence;
+    if (d->diverged) {
+        out->diverged = true;
+        snprintf(out->divergence, sizeof out->divergence,
+                 "decision #%llu: the file recorded %s (n=%u, value %u), the run asked for "
+                 "%s (n=%u)",
+                 (unsigned long long)d->index, pl__dec_kind_name(d->expected_kind),
+                 d->expected_n, d->expected_value, pl__dec_kind_name(d->asked_kind),
+                 d->asked_n);
+    }
+}
+
+int pl_sim_run(const pl_scenario *sc, const pl_sim_options *opts, pl_sim_result *out)
+{
+    memset(out, 0, sizeof *out);
+    pl_sim_options defaults;
+    if (opts == NULL) {
+        pl_sim_options_default(&defaults);
+        opts = &defaults;
+    }
+    pl__sim *s = calloc(1, sizeof *s);
+    void *state = calloc(1, sc->state_size ? sc->state_size : 1);
+    if (s == NULL || state == NULL) {
+        free(s);
+        free(state);
+        return PL_ENOMEM;
+    }
+    int rc = pl__sim_init(s, sc, opts, out->finding.message, sizeof out->finding.message);
+    if (rc != 0) {
+        free(s);
+        free(state);
+        return rc;
+    }
+    rc = sc->setup(s->ex, state);
+    if (rc != 0) {
+        pl__sim_finding(s, PL_FINDING_ASSERTION, NULL, "scenario setup failed: %s",
+                        pl_strerror(rc));
+    } else {
+        judge(s, sc, state, pl_run(s->ex));
+    }
+    pl_executor_cancel_all(s->ex);
+    if (sc->teardown != NULL) {
+        sc->teardown(state);
+    }
+    if (s->finding.kind == PL_FINDING_NONE) {
+        pl__oracle_leaks(s);
+    }
+    fill_result(s, out);
+    out->internal = make_record(s, sc);
+    pl__sim_finish(s);
+    free(s);
+    free(state);
+    return 0;
+}
+
+/* ---- Replay files ----------------------------------------------------- */
+
+static const char *build_id(void)
+{
+#if defined(__clang__)
+    return "clang " __clang_version__
+#elif defined(__GNUC__)
+    return "gcc " __VERSION__
+#else
+    return "cc"
+#endif
+#if defined(__OPTIMIZE__)
+           " optimized"
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+           " asan"
+#endif
+        ;
+}
+
+int pl_sim_write_replay(const pl_scenario *sc, const pl_sim_options *opts,
+                        const pl_sim_result *r, const char *path)
+{
+    const pl__run_record *rec = r->internal;
+    if (rec == NULL) {
+        return PL_EINVAL;
+    }
+    pl__replay rp;
+    pl__replay_init(&rp);
+    rp.pollen_version = (char *)PL_VERSION_STRING;
+    rp.build = (char *)build_id();
+    rp.scenario = (char *)sc->name;
+    rp.seed = opts != NULL ? opts->seed : 0;
+    rp.strategy = (char *)(opts != NULL && opts->strategy != NULL ? opts->strategy : "random");
+    pl__dec_knobs_default(&rp.knobs);
+    rp.has_knobs = pl__dec_knobs_parse(&rp.knobs, rec->knobs, strlen(rec->knobs), NULL, 0) == 0;
+    rp.finding = r->finding.kind != PL_FINDING_NONE ? (char *)pl_finding_name(r->finding.kind)
+                                                     : NULL;
+    rp.message = r->finding.kind != PL_FINDING_NONE ? (char *)r->finding.message : NULL;
+    rp.steps = r->steps;
+    rp.events = r->events;
+    rp.has_hash = true;
+    rp.hash = r->hash;
+    rp.truncated = rec->decisions_truncated;
+    rp.checkpoints = rec->checkpoints;
+    rp.checkpoints_len = rec->checkpoints_len;
+    rp.decisions = rec->decisions;
+    rp.decisions_len = rec->decisions_len;
+    return pl__replay_write_path(path, &rp);
+}
+
+/* Says where a replayed run left the recorded one. */
+static void explain_divergence(const pl__replay *rp, pl_sim_result *out, char *err,
+                               size_t err_len)
+{
+    const pl__run_record *rec = out->internal;
+    if (out->diverged) {
+        snprintf(err, err_len, "the run diverged at %s", out->divergence);
+        return;
+    }
+    size_t w = pl__trace_first_diff_window(rp->checkpoints, rp->checkpoints_len,
+                                           rec != NULL ? rec->checkpoints : NULL,
+                                           rec != NULL ? rec->checkpoints_len : 0);
+    if (w != SIZE_MAX && rec != NULL && w * 256 < rec->events_len) {
+        const pl__trace_rec *e = &rec->events[w * 256];
+        const char *name = pl__run_task_name(rec, e->task);
+        snprintf(err, err_len,
+                 "the trace differs within events %zu..%zu (step %llu, %.3f ms; that window "
+                 "starts with %s of task %s); expected hash %016llx, got %016llx",
+                 w * 256, w * 256 + 255, (unsigned long long)e->step, (double)e->time_ns / 1e6,
+                 pl__trace_kind_name(e->kind), name != NULL ? name : "-",
+                 (unsigned long long)rp->hash, (unsigned long long)out->hash);
+        return;
+    }
+    snprintf(err, err_len, "expected hash %016llx and %s, got hash %016llx and %s",
+             (unsigned long long)rp->hash, rp->finding != NULL ? rp->finding : "no finding",
+             (unsigned long long)out->hash, pl_finding_name(out->finding.kind));
+}
+
+static int replay_options(const pl__replay *rp, pl_sim_options *o, char *knobs, size_t knobs_len)
+{
+    pl_sim_options_default(o);
+    o->source = PL_SIM_SOURCE_LIST;
+    o->seed = rp->seed;
+    o->decisions = rp->decisions;
+    o->decisions_len = rp->decisions_len;
+    o->keep_events = true;
+    if (rp->has_knobs) {
+        if (pl__dec_knobs_format(&rp->knobs, knobs, knobs_len) < 0) {
+            return PL_EINVAL;
+        }
+        o->knobs = knobs;
+    }
+    return 0;
+}
+
+int pl_sim_replay_file(const char *path, pl_sim_result *out, char *err, size_t err_len)
+{
+    memset(out, 0, sizeof *out);
+    pl__replay rp;
+    int rc = pl__replay_parse_file(path, &rp, err, err_len);
+    if (rc != 0) {
+        return rc;
+    }
+    const pl_scenario *sc = rp.scenario != NULL ? pl_scenario_find(rp.scenario) : NULL;
+    if (sc == NULL) {
+        snprintf(err, err_len, "%s: scenario '%s' is not linked into this program", path,
+                 rp.scenario != NULL ? rp.scenario : "(none)");
+        pl__replay_free(&rp);
+        return PL_EFORMAT;
+    }
+    pl_sim_options o;
+    char knobs[PL__DEC_KNOBS_TEXT_MAX];
+    rc = replay_options(&rp, &o, knobs, sizeof knobs);
+    if (rc == 0) {
+        rc = pl_sim_run(sc, &o, out);
+    }
+    if (rc != 0) {
+        snprintf(err, err_len, "%s: the run could not start: %s", path, pl_strerror(rc));
+        pl__replay_free(&rp);
+        return rc;
+    }
+    const char *want = rp.finding != NULL ? rp.finding : "none";
+    bool same = (!rp.has_hash || rp.hash == out->hash) &&
+                strcmp(want, pl_finding_name(out->finding.kind)) == 0 && !out->diverged;
+    if (!same) {
+        explain_divergence(&rp, out, err, err_len);
+    }
+    pl__replay_free(&rp);
+    return same ? 0 : 1;
+}
+
+/* ---- Campaigns -------------------------------------------------------- */
+
+typedef struct hash_set {
+    uint64_t *slots;
+    size_t cap;
+    size_t len;
+} hash_set;
+
+/* Counts distinct hashes up to a fixed capacity (a gauge of exploration,
+ * not an exact census past 65536). */
+static void hash_set_add(hash_set *h, uint64_t v)
+{
+    if (h->slots == NULL || h->len * 2 >= h->cap) {
+        return;
+    }
+    v |= 1; /* 0 marks an empty slot */
+    size_t i = (size_t)(v ^ (v >> 31)) & (h->cap - 1);
+    while (h->slots[i] != 0) {
+        if (h->slots[i] == v) {
+            return;
+        }
+        i = (i + 1) & (h->cap - 1);
+    }
+    h->slots[i] = v;
+    h->len++;
+}
+
+int pl_sim_campaign(const pl_scenario *sc, uint64_t seed_lo, uint64_t seed_hi,
+                    const pl_sim_options *opts, bool stop_at_first, pl_campaign_result *out)
+{
+    memset(out, 0, sizeof *out);
+    pl_sim_options o;
+    if (opts != NULL) {
+        o = *opts;
+    } else {
+        pl_sim_options_default(&o);
+    }
+    o.source = PL_SIM_SOURCE_SEED;
+    hash_set hs = {calloc(131072, sizeof(uint64_t)), 131072, 0};
+    for (uint64_t seed = seed_lo; seed <= seed_hi; seed++) {
+        o.seed = seed;
+        pl_sim_result r;
+        int rc = pl_sim_run(sc, &o, &r);
+        if (rc != 0) {
+            pl_sim_result_free(&r);
+            free(hs.slots);
+            return rc;
+        }
+        out->runs++;
+        hash_set_add(&hs, r.hash);
+        if (r.finding.kind == PL_FINDING_NONE) {
+            out->clean++;
+        } else if (out->findings++ == 0) {
+            out->first_seed = seed;
+            out->first = r.finding;
+        }
+        pl_sim_result_free(&r);
+        if ((stop_at_first && out->findings > 0) || seed == UINT64_MAX) {
+            break;
+        }
+    }
+    out->distinct_hashes = hs.len;
+    free(hs.slots);
+    return 0;
+}

@@ -1,0 +1,469 @@
+/* sim/src/sim.c: the simulated system: virtual clock, wait, decisions.
+ *
+ * Everything nondeterministic the executor asks for comes from here, and
+ * here only from the decision stream: the clock moves only when wait()
+ * jumps it to the next deadline or delivery, and choice 0 of every
+ * decision is what production would do.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_internal.h"
+
+static _Thread_local pl__sim *current_sim;
+
+pl__sim *pl__sim_current(void) { return current_sim; }
+
+pl_time pl__sim_now(const pl__sim *s) { return s->now; }
+
+void pl__sim_event(pl__sim *s, uint32_t kind, uint32_t task, uint64_t a, uint64_t b)
+{
+    pl__trace_event(s->trace, s->step, s->now, (pl__trace_kind)kind, task, a, b);
+}
+
+uint32_t pl__sim_choose(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t key)
+{
+    uint64_t before = s->dec.consulted;
+    uint32_t v = pl__dec_choose(&s->dec, kind, n, key);
+    if (s->dec.consulted != before) {
+        pl__trace_decision(s->trace, s->step, s->now, s->polling, (uint32_t)kind, n, v);
+    }
+    return v;
+}
+
+void pl__sim_finding(pl__sim *s, pl_finding_kind kind, const pl_task *t, const char *fmt, ...)
+{
+    if (s->finding.kind != PL_FINDING_NONE) {
+        return;
+    }
+    pl_finding *f = &s->finding;
+    f->kind = kind;
+    f->time_ns = s->now;
+    f->step = s->step;
+    if (t != NULL) {
+        f->task_id = pl_task_id(t);
+        f->task_polls = pl_task_polls(t);
+        snprintf(f->task_name, sizeof f->task_name, "%s", pl_task_name(t));
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->message, sizeof f->message, fmt, ap);
+    va_end(ap);
+    pl__sim_event(s, PL__EV_FINDING, f->task_id, (uint64_t)kind, 0);
+    s->stopped = true;
+    if (s->ex != NULL) {
+        pl_executor_stop(s->ex);
+    }
+}
+
+/* ---- Site tables ------------------------------------------------------ */
+
+static int site_grow(pl__site_table *t)
+{
+    size_t cap = t->cap ? t->cap * 2 : 32;
+    pl__site *slots = calloc(cap, sizeof *slots);
+    if (slots == NULL) {
+        return PL_ENOMEM;
+    }
+    for (size_t i = 0; i < t->cap; i++) {
+        if (t->slots[i].used) {
+            size_t j = (size_t)t->slots[i].key & (cap - 1);
+            while (slots[j].used) {
+                j = (j + 1) & (cap - 1);
+            }
+            slots[j] = t->slots[i];
+        }
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->cap = cap;
+    return 0;
+}
+
+pl__site *pl__site_lookup(pl__site_table *t, uint64_t key, bool *created)
+{
+    *created = false;
+    if ((t->len + 1) * 2 > t->cap && site_grow(t) != 0) {
+        return NULL;
+    }
+    size_t j = (size_t)(key ^ (key >> 29)) & (t->cap - 1);
+    while (t->slots[j].used) {
+        if (t->slots[j].key == key) {
+            return &t->slots[j];
+        }
+        j = (j + 1) & (t->cap - 1);
+    }
+    t->slots[j].used = 1;
+    t->slots[j].key = key;
+    t->len++;
+    *created = true;
+    return &t->slots[j];
+}
+
+void pl__site_table_free(pl__site_table *t)
+{
+    free(t->slots);
+    memset(t, 0, sizeof *t);
+}
+
+/* ---- The system vtable ------------------------------------------------ */
+
+static pl_time sim_now(void *self) { return ((pl__sim *)self)->now; }
+
+/* A buggify site is enabled or not once per run, then fires per call. */
+static uint32_t decide_buggify(pl__sim *s, uint64_t key)
+{
+    bool created;
+    pl__site *site = pl__site_lookup(&s->buggify, key, &created);
+    if (site == NULL) {
+        return 0;
+    }
+    if (created) {
+        site->enabled = pl__sim_choose(s, PL_DECIDE_BUGGIFY_SITE, 2, key) != 0;
+    }
+    return site->enabled ? pl__sim_choose(s, PL_DECIDE_BUGGIFY_FIRE, 2, key) : 0;
+}
+
+static uint32_t sim_decide(void *self, pl_decision_kind kind, uint32_t n, uint64_t key)
+{
+    pl__sim *s = self;
+    if (kind == PL_DECIDE_BUGGIFY_FIRE) {
+        return decide_buggify(s, key);
+    }
+    return pl__sim_choose(s, kind, n, key);
+}
+
+static void sim_remote_wake(void *self) { ((pl__sim *)self)->remote_pending = true; }
+
+/* The i-th parked task (1-based) in id order, or NULL. */
+static pl_task *nth_parked(pl__sim *s, uint32_t i)
+{
+    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
+        pl__task_info *ti = &s->tasks[id];
+        if (ti->task != NULL && !ti->finished && !pl_task_is_scheduled(ti->task) && --i == 0) {
+            return ti->task;
+        }
+    }
+    return NULL;
+}
+
+static size_t parked_count(pl__sim *s)
+{
+    return pl_executor_live_tasks(s->ex) - pl_executor_runnable(s->ex);
+}
+
+/* Faults of the scheduler itself: a wake nobody asked for, or a poll
+ * without a wake. Never at quiescence: an extra poll there would hide
+ * exactly the lost wakeups the probes look for. */
+static void inject_spurious(pl__sim *s)
+{
+    size_t parked = parked_count(s);
+    if (parked == 0 || parked > UINT32_MAX - 1) {
+        return;
+    }
+    uint32_t i = pl__sim_choose(s, PL_DECIDE_SPURIOUS_WAKE, (uint32_t)parked + 1, 0);
+    pl_task *t = i > 0 ? nth_parked(s, i) : NULL;
+    if (t != NULL) {
+        pl_executor_wake_task(s->ex, t);
+        return;
+    }
+    i = pl__sim_choose(s, PL_DECIDE_SPURIOUS_POLL, (uint32_t)parked + 1, 0);
+    t = i > 0 ? nth_parked(s, i) : NULL;
+    if (t != NULL) {
+        s->polling_probe = true;
+        pl_executor_probe(s->ex, t);
+        s->polling_probe = false;
+    }
+}
+
+/* Remote wakes may be held back one wait at a time (delivery latency),
+ * but never past the point where nothing else could happen. */
+static void deliver_remote(pl__sim *s, bool nothing_else)
+{
+    if (!s->remote_pending) {
+        return;
+    }
+    if (!nothing_else && pl__sim_choose(s, PL_DECIDE_WAKE_DELAY, 2, 0) != 0) {
+        return;
+    }
+    s->remote_pending = false;
+    pl__executor_drain_remote(s->ex);
+}
+
+static void advance_clock(pl__sim *s, pl_time to)
+{
+    if (to > s->now) {
+        s->now = to;
+        s->steps_since_progress = 0;
+    }
+}
+
+static int sim_wait(void *self, pl_executor *ex, pl_time deadline_ns)
+{
+    pl__sim *s = self;
+    (void)ex;
+    if (s->stopped) {
+        return 0;
+    }
+    bool runnable = pl_executor_runnable(s->ex) > 0;
+    pl_time io_next = s->reactor != NULL ? pl__reactor_next_event(s->reactor) : PL_TIME_NEVER;
+    pl_time next = io_next < deadline_ns ? io_next : deadline_ns;
+    if (!runnable && next == PL_TIME_NEVER && !s->remote_pending) {
+        return PL_EDEADLK; /* quiescence: the runner takes over */
+    }
+    deliver_remote(s, !runnable && next == PL_TIME_NEVER);
+    if (!runnable && next != PL_TIME_NEVER) {
+        if (next > s->time_limit_ns) {
+            pl__sim_finding(s, PL_FINDING_LIVELOCK, NULL,
+                            "virtual time limit of %.3f s reached with %zu tasks alive",
+                            (double)s->time_limit_ns / 1e9, pl_executor_live_tasks(s->ex));
+            return 0;
+        }
+        advance_clock(s, next);
+    }
+    if (s->reactor != NULL) {
+        pl__reactor_deliver(s->reactor, s->now);
+    }
+    inject_spurious(s);
+    return 0;
+}
+
+#define REACTOR(self) (((pl__sim *)(self))->reactor)
+
+static int sim_io_register(void *self, pl_io_source *src)
+{
+    return pl__reactor_io_register(REACTOR(self), src);
+}
+static void sim_io_deregister(void *self, pl_io_source *src)
+{
+    pl__reactor_io_deregister(REACTOR(self), src);
+}
+static int sim_socket(void *self, int domain, int type)
+{
+    return pl__reactor_socket(REACTOR(self), domain, type);
+}
+static int sim_pipe(void *self, int handles[2]) { return pl__reactor_pipe(REACTOR(self), handles); }
+static int sim_close(void *self, int h) { return pl__reactor_close(REACTOR(self), h); }
+static int sim_bind(void *self, int h, const struct sockaddr *a, socklen_t len)
+{
+    return pl__reactor_bind(REACTOR(self), h, a, len);
+}
+static int sim_listen(void *self, int h, int backlog)
+{
+    return pl__reactor_listen(REACTOR(self), h, backlog);
+}
+static int sim_accept(void *self, int h, struct sockaddr *a, socklen_t *len)
+{
+    return pl__reactor_accept(REACTOR(self), h, a, len);
+}
+static int sim_connect(void *self, int h, const struct sockaddr *a, socklen_t len)
+{
+    return pl__reactor_connect(REACTOR(self), h, a, len);
+}
+static int sim_connect_result(void *self, int h)
+{
+    return pl__reactor_connect_result(REACTOR(self), h);
+}
+static int sim_local_addr(void *self, int h, struct sockaddr *a, socklen_t *len)
+{
+    return pl__reactor_local_addr(REACTOR(self), h, a, len);
+}
+static ssize_t sim_read(void *self, int h, void *buf, size_t len)
+{
+    return pl__reactor_read(REACTOR(self), h, buf, len);
+}
+static ssize_t sim_write(void *self, int h, const void *buf, size_t len)
+{
+    return pl__reactor_write(REACTOR(self), h, buf, len);
+}
+static ssize_t sim_sendto(void *self, int h, const void *buf, size_t len,
+                          const struct sockaddr *a, socklen_t alen)
+{
+    return pl__reactor_sendto(REACTOR(self), h, buf, len, a, alen);
+}
+static ssize_t sim_recvfrom(void *self, int h, void *buf, size_t len, struct sockaddr *a,
+                            socklen_t *alen)
+{
+    return pl__reactor_recvfrom(REACTOR(self), h, buf, len, a, alen);
+}
+
+static const pl_system_vtable sim_vtable = {
+    .version = PL_SYSTEM_VERSION,
+    .name = "sim",
+    .now = sim_now,
+    .wait = sim_wait,
+    .decide = sim_decide,
+    .remote_wake = sim_remote_wake,
+    .io_register = sim_io_register,
+    .io_deregister = sim_io_deregister,
+    .socket = sim_socket,
+    .pipe = sim_pipe,
+    .close = sim_close,
+    .bind = sim_bind,
+    .listen = sim_listen,
+    .accept = sim_accept,
+    .connect = sim_connect,
+    .connect_result = sim_connect_result,
+    .local_addr = sim_local_addr,
+    .read = sim_read,
+    .write = sim_write,
+    .sendto = sim_sendto,
+    .recvfrom = sim_recvfrom,
+};
+
+/* ---- Lifecycle -------------------------------------------------------- */
+
+static int init_decisions(pl__sim *s, const pl_sim_options *o, char *err, size_t err_len)
+{
+    pl__dec_knobs knobs;
+    pl__dec_knobs_default(&knobs);
+    const char *strategy = o->strategy != NULL ? o->strategy : "random";
+    if (strcmp(strategy, "swarm") == 0) {
+        pl__dec_knobs_swarm(&knobs, o->seed);
+    }
+    if (o->knobs != NULL && o->knobs[0] != '\0' &&
+        pl__dec_knobs_parse(&knobs, o->knobs, strlen(o->knobs), err, err_len) != 0) {
+        return PL_EINVAL;
+    }
+    pl__dec_init(&s->dec, &knobs);
+    switch (o->source) {
+    case PL_SIM_SOURCE_SEED:
+        pl__dec_use_prng(&s->dec, o->seed);
+        break;
+    case PL_SIM_SOURCE_BYTES:
+        pl__dec_use_bytes(&s->dec, o->bytes, o->bytes_len);
+        break;
+    case PL_SIM_SOURCE_LIST:
+        pl__dec_use_list(&s->dec, o->decisions, o->decisions_len);
+        break;
+    }
+    if (!o->keep_decisions) {
+        pl__dec_set_record_max(&s->dec, 0);
+    }
+    return 0;
+}
+
+int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o, char *err,
+                 size_t err_len)
+{
+    memset(s, 0, sizeof *s);
+    s->scenario = sc;
+    s->opts = *o;
+    s->system.vtable = &sim_vtable;
+    s->system.self = s;
+    s->time_limit_ns = sc->time_limit_ns > 0 ? sc->time_limit_ns : 3600 * PL_S;
+    s->steps_max = o->steps_without_progress_max ? o->steps_without_progress_max : 1000000;
+    s->self_wakes_max = o->self_wakes_max ? o->self_wakes_max : 10000;
+    int rc = init_decisions(s, o, err, err_len);
+    if (rc != 0) {
+        return rc;
+    }
+    pl__trace_options topts = {.keep_log = o->keep_events, .checkpoints = true};
+    if (pl__trace_create(&s->trace, &topts) != 0 || pl__reactor_create(&s->reactor, s) != 0) {
+        pl__sim_finish(s);
+        return PL_ENOMEM;
+    }
+    pl_executor_options eo;
+    pl_executor_options_default(&eo);
+    eo.system = &s->system;
+    eo.observer = &pl__sim_observer;
+    eo.observer_ud = s;
+    eo.rotate_wakers = o->rotate_wakers;
+    eo.timer_late_max = 4;
+    eo.timer_late_quantum_ns = PL_MS;
+    rc = pl_executor_create(&s->ex, &eo);
+    if (rc != 0) {
+        pl__sim_finish(s);
+        return rc;
+    }
+    current_sim = s;
+    return 0;
+}
+
+void pl__sim_finish(pl__sim *s)
+{
+    if (current_sim == s) {
+        current_sim = NULL;
+    }
+    pl_executor_destroy(s->ex);
+    s->ex = NULL;
+    pl__reactor_destroy(s->reactor);
+    s->reactor = NULL;
+    pl__trace_destroy(s->trace);
+    s->trace = NULL;
+    pl__dec_finish(&s->dec);
+    free(s->tasks);
+    s->tasks = NULL;
+    pl__site_table_free(&s->buggify);
+    pl__site_table_free(&s->eventually);
+}
+
+/* ---- Properties ------------------------------------------------------- */
+
+static uint64_t site_key(const char *file, int line)
+{
+    const char *base = strrchr(file, '/');
+    base = base != NULL ? base + 1 : file;
+    uint64_t h = 1469598103934665603ull;
+    for (const char *p = base; *p != '\0'; p++) {
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    }
+    return (h ^ (uint64_t)(uint32_t)line) * 1099511628211ull;
+}
+
+static const pl_task *running_task(pl__sim *s)
+{
+    return s->polling != 0 ? s->tasks[s->polling].task : NULL;
+}
+
+void pl__always(bool ok, const char *msg, const char *file, int line)
+{
+    if (ok) {
+        return;
+    }
+    pl__sim *s = current_sim;
+    if (s == NULL) {
+        fprintf(stderr, "pollen: pl_always failed: %s (%s:%d)\n", msg, file, line);
+        fflush(stderr);
+        abort();
+    }
+    pl__sim_finding(s, PL_FINDING_ASSERTION, running_task(s), "pl_always failed: %s (%s:%d)",
+                    msg, file, line);
+}
+
+void pl__eventually(bool ok, const char *msg, const char *file, int line)
+{
+    pl__sim *s = current_sim;
+    if (s == NULL) {
+        return;
+    }
+    bool created;
+    pl__site *site = pl__site_lookup(&s->eventually, site_key(file, line), &created);
+    if (site != NULL) {
+        site->last_ok = ok;
+        site->msg = msg;
+        site->file = file;
+        site->line = line;
+    }
+}
+
+void pl__sometimes(pl__sometimes_site *site, bool ok)
+{
+    site->reached++;
+    site->hits += ok;
+}
+
+extern pl__sometimes_site __start_pl_sometimes[] __attribute__((weak));
+extern pl__sometimes_site __stop_pl_sometimes[] __attribute__((weak));
+
+pl__sometimes_site *pl__sometimes_sites(size_t *count)
+{
+    if (__start_pl_sometimes == NULL || __stop_pl_sometimes == NULL) {
+        *count = 0;
+        return NULL;
+    }
+    *count = (size_t)(__stop_pl_sometimes - __start_pl_sometimes);
+    return __start_pl_sometimes;
+}
