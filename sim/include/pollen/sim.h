@@ -112,7 +112,7 @@ typedef struct pl_sim_options {
     const char *knobs;             /* decision knobs text; NULL: defaults */
     const char *strategy;          /* "random" (default), "pct:3", "bounded:2", "swarm" */
     uint64_t steps_without_progress_max; /* livelock: polls with no time passing and no
-                                            completion; 0: 200000 */
+                                            completion; 0: 1000000 */
     uint32_t self_wakes_max;       /* livelock: consecutive self-woken polls; 0: 10000 */
     bool rotate_wakers;            /* fresh waker identity per poll (default true) */
     bool keep_events;              /* keep the event log (timeline, divergence) */
