@@ -1,0 +1,425 @@
+/* sim/src/decide.c: the decision stream (sources, recorder, knobs). */
+#include "decide.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pollen/error.h"
+
+/* Names and letters, indexed by pl_decision_kind. The letters are part of
+ * the replay format: append only. */
+static const char *const kind_names[PL_DECIDE__COUNT] = {
+    "schedule",     "io_order",      "timer_order", "timer_late",
+    "spurious_wake", "spurious_poll", "wake_delay",  "cancel",
+    "io_fault",     "io_latency",    "buggify_site", "buggify_fire",
+};
+
+static const char kind_letters[PL_DECIDE__COUNT] = {
+    's', 'i', 't', 'l', 'w', 'p', 'd', 'c', 'f', 'j', 'b', 'B',
+};
+
+static const pl__dec_knob default_knobs[PL_DECIDE__COUNT] = {
+    [PL_DECIDE_SCHEDULE] = {true, 32768},
+    [PL_DECIDE_IO_ORDER] = {true, 32768},
+    [PL_DECIDE_TIMER_ORDER] = {true, 32768},
+    [PL_DECIDE_TIMER_LATE] = {true, 4096},
+    [PL_DECIDE_SPURIOUS_WAKE] = {true, 1024},
+    [PL_DECIDE_SPURIOUS_POLL] = {false, 1024},
+    [PL_DECIDE_WAKE_DELAY] = {true, 8192},
+    [PL_DECIDE_CANCEL] = {false, 1024},
+    [PL_DECIDE_IO_FAULT] = {true, 2048},
+    [PL_DECIDE_IO_LATENCY] = {true, 4096},
+    [PL_DECIDE_BUGGIFY_SITE] = {true, 16384},
+    [PL_DECIDE_BUGGIFY_FIRE] = {true, 8192},
+};
+
+/* Kind names and letters ----------------------------------------------- */
+
+const char *pl__dec_kind_name(uint32_t kind)
+{
+    return kind < PL_DECIDE__COUNT ? kind_names[kind] : NULL;
+}
+
+int pl__dec_kind_from_name(const char *text, size_t len)
+{
+    for (int i = 0; i < PL__DEC_KINDS; i++) {
+        if (strlen(kind_names[i]) == len && memcmp(kind_names[i], text, len) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+char pl__dec_kind_letter(uint32_t kind)
+{
+    return kind < PL_DECIDE__COUNT ? kind_letters[kind] : 0;
+}
+
+int pl__dec_kind_from_letter(char c)
+{
+    for (int i = 0; i < PL__DEC_KINDS; i++) {
+        if (kind_letters[i] == c) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* Knobs ---------------------------------------------------------------- */
+
+void pl__dec_knobs_default(pl__dec_knobs *k)
+{
+    memcpy(k->kind, default_knobs, sizeof(k->kind));
+}
+
+static bool is_ordering_kind(int kind)
+{
+    return kind == PL_DECIDE_SCHEDULE || kind == PL_DECIDE_IO_ORDER ||
+           kind == PL_DECIDE_TIMER_ORDER;
+}
+
+void pl__dec_knobs_swarm(pl__dec_knobs *k, uint64_t seed)
+{
+    static const uint32_t order_menu[8] = {2048, 4096, 8192, 16384,
+                                           32768, 40960, 49152, 65536};
+    static const uint32_t fault_menu[8] = {128, 256, 512, 1024, 2048, 4096, 8192, 16384};
+    pl__prng p;
+    pl__prng_seed(&p, pl__prng_subseed(seed, PL__SEED_SWARM));
+    for (int i = 0; i < PL__DEC_KINDS; i++) {
+        uint32_t on_prob = PL__PROB_ONE / 2;
+        if (is_ordering_kind(i)) {
+            on_prob = PL__PROB_ONE / 8 * 7;
+        } else if (i == PL_DECIDE_SPURIOUS_POLL || i == PL_DECIDE_CANCEL) {
+            on_prob = PL__PROB_ONE / 4;
+        }
+        k->kind[i].enabled = pl__prng_chance(&p, on_prob);
+        const uint32_t *menu = is_ordering_kind(i) ? order_menu : fault_menu;
+        k->kind[i].prob = menu[pl__prng_below(&p, 8)];
+    }
+}
+
+int pl__dec_knobs_format(const pl__dec_knobs *k, char *buf, size_t len)
+{
+    char tmp[PL__DEC_KNOBS_TEXT_MAX];
+    size_t used = 0;
+    for (int i = 0; i < PL__DEC_KINDS; i++) {
+        const char *sep = i == 0 ? "" : ",";
+        int w;
+        if (k->kind[i].enabled) {
+            w = snprintf(tmp + used, sizeof(tmp) - used, "%s%s=%" PRIu32, sep,
+                         kind_names[i], k->kind[i].prob);
+        } else {
+            w = snprintf(tmp + used, sizeof(tmp) - used, "%s%s=off", sep, kind_names[i]);
+        }
+        assert(w > 0 && (size_t)w < sizeof(tmp) - used);
+        used += (size_t)w;
+    }
+    if (len > 0) {
+        size_t n = used < len - 1 ? used : len - 1;
+        memcpy(buf, tmp, n);
+        buf[n] = '\0';
+    }
+    return (int)used;
+}
+
+bool pl__dec_knobs_equal(const pl__dec_knobs *a, const pl__dec_knobs *b)
+{
+    for (int i = 0; i < PL__DEC_KINDS; i++) {
+        if (a->kind[i].enabled != b->kind[i].enabled) {
+            return false;
+        }
+        if (a->kind[i].enabled && a->kind[i].prob != b->kind[i].prob) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Formats a parse error; err may be NULL. Returns PL_EFORMAT. */
+static int knob_error(char *err, size_t errlen, const char *what, const char *item,
+                      size_t item_len, size_t offset)
+{
+    if (err != NULL && errlen > 0) {
+        int shown = item_len > 40 ? 40 : (int)item_len;
+        snprintf(err, errlen, "%s '%.*s' at offset %zu", what, shown, item, offset);
+    }
+    return PL_EFORMAT;
+}
+
+/* Parses a knob value: "off", "on" or a decimal 0..65536. */
+static bool parse_knob_value(const char *s, size_t len, pl__dec_knob *knob)
+{
+    if (len == 3 && memcmp(s, "off", 3) == 0) {
+        knob->enabled = false;
+        return true;
+    }
+    if (len == 2 && memcmp(s, "on", 2) == 0) {
+        knob->enabled = true;
+        return true;
+    }
+    if (len == 0 || len > 5) {
+        return false;
+    }
+    uint32_t v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9') {
+            return false;
+        }
+        v = v * 10 + (uint32_t)(s[i] - '0');
+    }
+    if (v > PL__PROB_ONE) {
+        return false;
+    }
+    knob->enabled = true;
+    knob->prob = v;
+    return true;
+}
+
+/* Parses one "name=value" item at text[off, off + len) into *out. */
+static int parse_knob_item(pl__dec_knobs *out, bool *seen, const char *text, size_t off,
+                           size_t len, char *err, size_t errlen)
+{
+    const char *item = text + off;
+    const char *eq = memchr(item, '=', len);
+    if (eq == NULL) {
+        return knob_error(err, errlen, "expected 'name=value', got", item, len, off);
+    }
+    size_t name_len = (size_t)(eq - item);
+    int kind = pl__dec_kind_from_name(item, name_len);
+    if (kind < 0) {
+        return knob_error(err, errlen, "unknown kind", item, name_len, off);
+    }
+    if (seen[kind]) {
+        return knob_error(err, errlen, "duplicate kind", item, name_len, off);
+    }
+    seen[kind] = true;
+    const char *value = eq + 1;
+    size_t value_len = len - name_len - 1;
+    if (!parse_knob_value(value, value_len, &out->kind[kind])) {
+        char what[80];
+        snprintf(what, sizeof(what), "value for '%s' must be off, on or 0..65536, got",
+                 kind_names[kind]);
+        return knob_error(err, errlen, what, value, value_len, off + name_len + 1);
+    }
+    return 0;
+}
+
+int pl__dec_knobs_parse(pl__dec_knobs *k, const char *text, size_t len, char *err,
+                        size_t errlen)
+{
+    /* Work on a copy so a bad item leaves *k as it was. */
+    pl__dec_knobs tmp = *k;
+    bool seen[PL_DECIDE__COUNT] = {false};
+    size_t off = 0;
+    while (off < len) {
+        const char *comma = memchr(text + off, ',', len - off);
+        size_t item_len = comma != NULL ? (size_t)(comma - (text + off)) : len - off;
+        int rc = parse_knob_item(&tmp, seen, text, off, item_len, err, errlen);
+        if (rc < 0) {
+            return rc;
+        }
+        off += item_len;
+        if (comma != NULL) {
+            off++;
+            if (off == len) {
+                return knob_error(err, errlen, "trailing comma after", text, len, 0);
+            }
+        }
+    }
+    *k = tmp;
+    return 0;
+}
+
+/* The stream ------------------------------------------------------------ */
+
+void pl__dec_init(pl__dec *d, const pl__dec_knobs *knobs)
+{
+    memset(d, 0, sizeof(*d));
+    if (knobs != NULL) {
+        d->knobs = *knobs;
+    } else {
+        pl__dec_knobs_default(&d->knobs);
+    }
+    d->record_max = PL__DEC_RECORD_MAX_DEFAULT;
+    pl__dec_use_prng(d, 0);
+}
+
+void pl__dec_finish(pl__dec *d)
+{
+    free(d->records);
+    d->records = NULL;
+    d->records_len = 0;
+    d->records_cap = 0;
+}
+
+void pl__dec_use_prng(pl__dec *d, uint64_t seed)
+{
+    d->source = PL__DEC_SOURCE_PRNG;
+    pl__prng_seed(&d->prng, pl__prng_subseed(seed, PL__SEED_DECIDE));
+}
+
+void pl__dec_use_bytes(pl__dec *d, const uint8_t *data, size_t len)
+{
+    assert(data != NULL || len == 0);
+    d->source = PL__DEC_SOURCE_BYTES;
+    d->bytes = data;
+    d->bytes_len = len;
+    d->bytes_pos = 0;
+}
+
+void pl__dec_use_list(pl__dec *d, const pl__dec_record *records, size_t len)
+{
+    assert(records != NULL || len == 0);
+    d->source = PL__DEC_SOURCE_LIST;
+    d->list = records;
+    d->list_len = len;
+    d->list_pos = 0;
+    memset(&d->divergence, 0, sizeof(d->divergence));
+}
+
+void pl__dec_set_strategy(pl__dec *d, pl__dec_strategy_fn fn, void *ud)
+{
+    d->strategy = fn;
+    d->strategy_ud = ud;
+}
+
+void pl__dec_set_record_max(pl__dec *d, size_t max)
+{
+    d->record_max = max;
+}
+
+const pl__dec_record *pl__dec_records(const pl__dec *d, size_t *len)
+{
+    *len = d->records_len;
+    return d->records;
+}
+
+bool pl__dec_bytes_exhausted(const pl__dec *d)
+{
+    return d->source == PL__DEC_SOURCE_BYTES && d->bytes_pos >= d->bytes_len;
+}
+
+static uint32_t from_prng(pl__dec *d, pl_decision_kind kind, uint32_t n)
+{
+    if (!pl__prng_chance(&d->prng, d->knobs.kind[kind].prob)) {
+        return 0;
+    }
+    if (n == 2) {
+        return 1;
+    }
+    return 1 + pl__prng_below(&d->prng, n - 1);
+}
+
+static uint32_t from_bytes(pl__dec *d, uint32_t n)
+{
+    size_t left = d->bytes_len - d->bytes_pos;
+    if (left == 0) {
+        return 0;
+    }
+    const uint8_t *p = d->bytes + d->bytes_pos;
+    if (n <= 256) {
+        d->bytes_pos++;
+        return p[0] % n;
+    }
+    /* Fewer than four bytes left: take them all rather than drop them, so
+     * every input byte can matter to the fuzzer. */
+    size_t take = left < 4 ? left : 4;
+    uint32_t v = 0;
+    for (size_t i = 0; i < take; i++) {
+        v |= (uint32_t)p[i] << (8 * i);
+    }
+    d->bytes_pos += take;
+    return v % n;
+}
+
+static uint32_t from_list(pl__dec *d, pl_decision_kind kind, uint32_t n)
+{
+    size_t i = d->list_pos;
+    if (i >= d->list_len) {
+        d->past_end++;
+        return 0;
+    }
+    d->list_pos++;
+    const pl__dec_record *r = &d->list[i];
+    bool same = r->kind == (uint32_t)kind && r->n == n && r->value < n;
+    if (!same && !d->divergence.diverged) {
+        d->divergence = (pl__dec_divergence){
+            .diverged = true,
+            .index = i,
+            .expected_kind = r->kind,
+            .expected_n = r->n,
+            .expected_value = r->value,
+            .asked_kind = (uint32_t)kind,
+            .asked_n = n,
+        };
+    }
+    return r->value < n ? r->value : n - 1;
+}
+
+/* The slow path of recording: grow the array or give up. Kept out of line
+ * so the common append stays a few instructions. */
+static void record_slow(pl__dec *d, pl__dec_record rec)
+{
+    if (d->records_len >= d->record_max) {
+        d->truncated = true;
+        return;
+    }
+    size_t cap = d->records_cap == 0 ? 1024 : d->records_cap * 2;
+    if (cap > d->record_max) {
+        cap = d->record_max;
+    }
+    pl__dec_record *grown = realloc(d->records, cap * sizeof(*grown));
+    if (grown == NULL) {
+        d->truncated = true;
+        return;
+    }
+    d->records = grown;
+    d->records_cap = cap;
+    d->records[d->records_len++] = rec;
+}
+
+static inline void record(pl__dec *d, pl_decision_kind kind, uint32_t n, uint32_t value)
+{
+    d->consulted++;
+    d->count[kind]++;
+    d->nonzero[kind] += value != 0;
+    pl__dec_record rec = {(uint32_t)kind, n, value};
+    if (d->records_len < d->records_cap && d->records_len < d->record_max) {
+        d->records[d->records_len++] = rec;
+    } else {
+        record_slow(d, rec);
+    }
+}
+
+uint32_t pl__dec_choose(pl__dec *d, pl_decision_kind kind, uint32_t n, uint64_t key)
+{
+    assert((uint32_t)kind < PL_DECIDE__COUNT);
+    if (n <= 1 || !d->knobs.kind[kind].enabled) {
+        return 0;
+    }
+    uint32_t v;
+    switch (d->source) {
+    case PL__DEC_SOURCE_BYTES:
+        v = from_bytes(d, n);
+        break;
+    case PL__DEC_SOURCE_LIST:
+        v = from_list(d, kind, n);
+        break;
+    case PL__DEC_SOURCE_PRNG:
+    default:
+        v = from_prng(d, kind, n);
+        break;
+    }
+    if (d->strategy != NULL) {
+        v = d->strategy(d->strategy_ud, kind, n, key, v);
+        assert(v < n);
+        if (v >= n) {
+            v = n - 1; /* NDEBUG builds: keep the [0, n) promise anyway */
+        }
+    }
+    record(d, kind, n, v);
+    return v;
+}

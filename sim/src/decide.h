@@ -1,0 +1,247 @@
+/* sim/src/decide.h: the decision stream.
+ *
+ * Every nondeterministic choice the simulator makes goes through one
+ * pl__dec: pl__dec_choose(d, kind, n, key) returns a value in [0, n),
+ * where 0 is what production would do (FIFO order, no fault, no delay).
+ * A run is therefore a function of its decision values, which can come
+ * from a seeded PRNG, a byte buffer (libFuzzer input) or a recorded list
+ * (replay, shrinking), optionally overridden by a strategy hook (PCT,
+ * bounded enumeration).
+ *
+ * Consulted decisions. A call with n <= 1, or of a kind whose knob is
+ * disabled, returns 0 and touches nothing: no source byte, no PRNG
+ * output, no record, no counter. Every other call is "consulted": it
+ * takes a value from the source, passes it through the strategy hook,
+ * is appended to the record (kind, n, value) and is counted. The i-th
+ * consulted decision of a run is decision index i (0-based); a list
+ * source replays by that index.
+ *
+ * Knobs. Each kind has an enabled flag and a probability `prob` in parts
+ * per 65536 of leaving choice 0 (0 = never, 65536 = always). Defaults
+ * (pl__dec_knobs_default), which callers may tune:
+ *
+ *     schedule       on  32768     spurious_poll  off
+ *     io_order       on  32768     wake_delay     on   8192
+ *     timer_order    on  32768     cancel         off
+ *     timer_late     on   4096     io_fault       on   2048
+ *     spurious_wake  on   1024     io_latency     on   4096
+ *                                  buggify_site   on  16384
+ *                                  buggify_fire   on   8192
+ *
+ * spurious_poll is off because extra polls hide lost wakeups; cancel is
+ * off because it changes what a scenario computes.
+ *
+ * Sources (frozen for replay-format version 1):
+ *   PRNG   the generator is seeded with pl__prng_subseed(seed,
+ *          PL__SEED_DECIDE). Per consulted decision: one
+ *          pl__prng_chance(prob) draw; if false the value is 0;
+ *          otherwise, if n == 2 the value is 1 with no further draw, else
+ *          1 + pl__prng_below(n - 1): uniform in [1, n).
+ *   BYTES  probabilities are ignored, bytes decide directly (enabled
+ *          flags still apply). n <= 256: one byte, value = byte % n.
+ *          n > 256: four bytes little-endian, value = u32 % n; when fewer
+ *          than four remain they are all taken, missing high bytes are
+ *          zero. An exhausted buffer yields 0 (still consulted).
+ *   LIST   the i-th consulted decision returns the i-th recorded value.
+ *          When the record's kind or n differs from the call's, or its
+ *          value is >= n, the first such divergence is noted
+ *          (pl__dec_divergence) and min(value, n - 1) is returned. Past
+ *          the end of the list the value is 0 (counted in past_end).
+ *
+ * Strategy hook: after the source, strategy(ud, kind, n, key, fallback)
+ * may return any value in [0, n) to override the source's `fallback`.
+ * It sees consulted decisions only (enabled kinds, n >= 2). Returning a
+ * value >= n is a contract violation (assertion).
+ *
+ * Recording: records are kept in a growable array up to `record_max`
+ * entries (default PL__DEC_RECORD_MAX_DEFAULT; 0 disables recording).
+ * Past it, or when growth fails, recording stops and `truncated` is set;
+ * counters keep counting.
+ *
+ * Ownership: pl__dec is caller-allocated (embed it), initialized by
+ * pl__dec_init and released by pl__dec_finish, which frees the record
+ * array. Byte buffers and record lists given as sources are borrowed and
+ * must outlive their use. Not thread-safe.
+ */
+#ifndef POLLEN_SIM_DECIDE_H
+#define POLLEN_SIM_DECIDE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pollen/system.h"
+#include "prng.h"
+
+#define PL__DEC_KINDS ((int)PL_DECIDE__COUNT)
+
+/* Default cap on recorded decisions (12 bytes each: 12 MiB). */
+#define PL__DEC_RECORD_MAX_DEFAULT ((size_t)1 << 20)
+
+/* Longest text pl__dec_knobs_format can produce, NUL included. */
+#define PL__DEC_KNOBS_TEXT_MAX 256
+
+typedef struct pl__dec_knob {
+    bool enabled;  /* false: the kind always answers 0, unconsulted */
+    uint32_t prob; /* parts per 65536 of leaving choice 0, 0..65536 */
+} pl__dec_knob;
+
+typedef struct pl__dec_knobs {
+    pl__dec_knob kind[PL_DECIDE__COUNT]; /* indexed by pl_decision_kind */
+} pl__dec_knobs;
+
+/* One consulted decision. No padding: safe to hash or compare. */
+typedef struct pl__dec_record {
+    uint32_t kind;  /* pl_decision_kind */
+    uint32_t n;     /* number of choices, >= 2 */
+    uint32_t value; /* the answer, < n */
+} pl__dec_record;
+
+typedef enum pl__dec_source {
+    PL__DEC_SOURCE_PRNG = 0,
+    PL__DEC_SOURCE_BYTES = 1,
+    PL__DEC_SOURCE_LIST = 2,
+} pl__dec_source;
+
+/* A strategy may replace the source's answer `fallback` with any value
+ * in [0, n). `key` is the caller's subject (task id, site id). */
+typedef uint32_t (*pl__dec_strategy_fn)(void *ud, pl_decision_kind kind, uint32_t n,
+                                        uint64_t key, uint32_t fallback);
+
+/* The first point where a list source disagreed with the run. */
+typedef struct pl__dec_divergence {
+    bool diverged;           /* false: no divergence so far */
+    uint64_t index;          /* decision index (position in the list) */
+    uint32_t expected_kind;  /* from the list */
+    uint32_t expected_n;
+    uint32_t expected_value;
+    uint32_t asked_kind;     /* from the run */
+    uint32_t asked_n;
+} pl__dec_divergence;
+
+typedef struct pl__dec {
+    /* Configuration: set through the functions below. */
+    pl__dec_knobs knobs;
+    pl__dec_source source;
+    pl__dec_strategy_fn strategy; /* NULL: none */
+    void *strategy_ud;
+
+    /* Source state. */
+    pl__prng prng;
+    const uint8_t *bytes; /* borrowed */
+    size_t bytes_len;
+    size_t bytes_pos;
+    const pl__dec_record *list; /* borrowed */
+    size_t list_len;
+    size_t list_pos; /* next list entry: the list's decision index */
+
+    /* Results: read freely, do not write. */
+    uint64_t consulted;                  /* consulted decisions so far */
+    uint64_t count[PL_DECIDE__COUNT];    /* consulted, per kind */
+    uint64_t nonzero[PL_DECIDE__COUNT];  /* consulted with value != 0 */
+    uint64_t past_end;                   /* list source: asked past the end */
+    pl__dec_divergence divergence;       /* list source */
+    pl__dec_record *records;             /* owned; records_len valid */
+    size_t records_len;
+    size_t records_cap;
+    size_t record_max;
+    bool truncated; /* some consulted decisions were not recorded */
+} pl__dec;
+
+/* Knobs --------------------------------------------------------------- */
+
+/* Fills *k with the defaults listed at the top of this file. */
+void pl__dec_knobs_default(pl__dec_knobs *k);
+
+/* Swarm testing: draws which kinds are on and their probabilities from
+ * `seed` (through pl__prng_subseed(seed, PL__SEED_SWARM)). Frozen with
+ * the format, so `--strategy swarm --seed N` reproduces. Per kind, in
+ * enum order, with one generator:
+ *   schedule, io_order, timer_order: on with probability 7/8;
+ *   spurious_poll, cancel: on with probability 1/4;
+ *   every other kind: on with probability 1/2;
+ *   then prob = menu[below(8)] (drawn for disabled kinds too), where
+ *   ordering kinds use {2048, 4096, 8192, 16384, 32768, 40960, 49152,
+ *   65536} and the others {128, 256, 512, 1024, 2048, 4096, 8192,
+ *   16384}. */
+void pl__dec_knobs_swarm(pl__dec_knobs *k, uint64_t seed);
+
+/* Writes knobs as "schedule=32768,io_order=32768,...,cancel=off" (every
+ * kind, in enum order; a disabled kind prints "off"). Returns the length
+ * of the full text like snprintf; it always fits in
+ * PL__DEC_KNOBS_TEXT_MAX. */
+int pl__dec_knobs_format(const pl__dec_knobs *k, char *buf, size_t len);
+
+/* Parses text[0, len) of the form "name=value,name=value" into *k.
+ * Names are those of pl__dec_kind_name; a value is "off", "on" (enable,
+ * keep the probability already in *k) or a decimal probability 0..65536
+ * (enables). Kinds not mentioned keep their values from *k, so start
+ * from pl__dec_knobs_default for a full setting. An empty text changes
+ * nothing. Returns 0, or PL_EFORMAT with *k untouched and a message in
+ * err (e.g. "unknown kind 'sched' at offset 0"; err may be NULL). */
+int pl__dec_knobs_parse(pl__dec_knobs *k, const char *text, size_t len, char *err,
+                        size_t errlen);
+
+/* True when both enable the same kinds with the same probabilities (the
+ * probability of a disabled kind is ignored: it never draws). */
+bool pl__dec_knobs_equal(const pl__dec_knobs *a, const pl__dec_knobs *b);
+
+/* Kind names ---------------------------------------------------------- */
+
+/* "schedule", "io_order", ...; NULL for a kind out of range. */
+const char *pl__dec_kind_name(uint32_t kind);
+
+/* The kind named text[0, len), or -1. */
+int pl__dec_kind_from_name(const char *text, size_t len);
+
+/* The one-letter code of a kind in replay files (s i t l w p d c f j b B,
+ * in enum order), or 0 for a kind out of range. */
+char pl__dec_kind_letter(uint32_t kind);
+
+/* The kind with letter c, or -1. */
+int pl__dec_kind_from_letter(char c);
+
+/* The stream --------------------------------------------------------- */
+
+/* Initializes *d with `knobs` (NULL: defaults), a PRNG source seeded
+ * from seed 0, no strategy, empty record, record_max at its default.
+ * Does not allocate. */
+void pl__dec_init(pl__dec *d, const pl__dec_knobs *knobs);
+
+/* Frees the record array. *d must be re-initialized before reuse. */
+void pl__dec_finish(pl__dec *d);
+
+/* Selects a source. Call before the first decision; each resets the
+ * source position but not the record or the counters. `seed` is the
+ * run's root seed; the decision sub-seed is derived from it. `data` and
+ * `records` are borrowed. */
+void pl__dec_use_prng(pl__dec *d, uint64_t seed);
+void pl__dec_use_bytes(pl__dec *d, const uint8_t *data, size_t len);
+void pl__dec_use_list(pl__dec *d, const pl__dec_record *records, size_t len);
+
+/* Installs (or, with fn == NULL, removes) the strategy hook. */
+void pl__dec_set_strategy(pl__dec *d, pl__dec_strategy_fn fn, void *ud);
+
+/* Caps the record at `max` entries (0: record nothing). Lowering it
+ * below the current length does not discard what is recorded. */
+void pl__dec_set_record_max(pl__dec *d, size_t max);
+
+/* Returns a value in [0, n) for a decision of `kind` about `key`; see the
+ * top of this file. `kind` must be < PL_DECIDE__COUNT. */
+uint32_t pl__dec_choose(pl__dec *d, pl_decision_kind kind, uint32_t n, uint64_t key);
+
+/* A yes/no decision: pl__dec_choose(d, kind, 2, key) != 0. */
+static inline bool pl__dec_flip(pl__dec *d, pl_decision_kind kind, uint64_t key)
+{
+    return pl__dec_choose(d, kind, 2, key) != 0;
+}
+
+/* The recorded decisions: *len entries, owned by *d, valid until the
+ * next pl__dec_choose or pl__dec_finish. */
+const pl__dec_record *pl__dec_records(const pl__dec *d, size_t *len);
+
+/* True once the byte source has no bytes left (false for other
+ * sources). */
+bool pl__dec_bytes_exhausted(const pl__dec *d);
+
+#endif

@@ -1,0 +1,927 @@
+/* sim/src/replay.c: replay-file writer and parser (format in replay.h).
+ *
+ * The parser is fed untrusted bytes (it is fuzzed): every read is bounded
+ * by the buffer's end, every number is overflow-checked, and memory grows
+ * only with content actually present, up to the documented limits. */
+#include "replay.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pollen/error.h"
+#include "trace.h"
+
+/* Writer columns before a 'd' or 'c' line wraps. */
+#define WRAP_COLS 100
+
+void pl__replay_init(pl__replay *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->format = PL__REPLAY_FORMAT;
+    r->checkpoint_events = PL__TRACE_CHECKPOINT_EVENTS;
+}
+
+void pl__replay_free(pl__replay *r)
+{
+    free(r->pollen_version);
+    free(r->build);
+    free(r->scenario);
+    free(r->strategy);
+    free(r->finding);
+    free(r->message);
+    free(r->checkpoints);
+    free(r->decisions);
+    free(r->notes);
+    pl__replay_init(r);
+}
+
+int pl__replay_set(char **field, const char *value)
+{
+    char *copy = NULL;
+    if (value != NULL) {
+        size_t n = strlen(value) + 1;
+        copy = malloc(n);
+        if (copy == NULL) {
+            return PL_ENOMEM;
+        }
+        memcpy(copy, value, n);
+    }
+    free(*field);
+    *field = copy;
+    return 0;
+}
+
+/* Writer ------------------------------------------------------------------ */
+
+static bool record_valid(const pl__dec_record *d)
+{
+    return d->kind < PL_DECIDE__COUNT && d->n >= 2 && d->value < d->n;
+}
+
+static int validate(const pl__replay *r)
+{
+    if (r->decisions_len > PL__REPLAY_DECISIONS_MAX ||
+        r->checkpoints_len > PL__REPLAY_CHECKPOINTS_MAX) {
+        return PL_EINVAL;
+    }
+    if ((r->decisions_len > 0 && r->decisions == NULL) ||
+        (r->checkpoints_len > 0 && (r->checkpoints == NULL || r->checkpoint_events == 0))) {
+        return PL_EINVAL;
+    }
+    for (size_t i = 0; i < r->decisions_len; i++) {
+        if (!record_valid(&r->decisions[i])) {
+            return PL_EINVAL;
+        }
+    }
+    return 0;
+}
+
+/* Writes "key value\n" with the value escaped; NULL values are omitted. */
+static void write_text(FILE *f, const char *key, const char *value)
+{
+    if (value == NULL) {
+        return;
+    }
+    fprintf(f, "%s ", key);
+    for (const unsigned char *p = (const unsigned char *)value; *p != '\0'; p++) {
+        switch (*p) {
+        case '\\': fputs("\\\\", f); break;
+        case '\n': fputs("\\n", f); break;
+        case '\r': fputs("\\r", f); break;
+        case '\t': fputs("\\t", f); break;
+        default:
+            if (*p < 0x20 || *p == 0x7f) {
+                fprintf(f, "\\x%02x", (unsigned)*p);
+            } else {
+                fputc(*p, f);
+            }
+        }
+    }
+    fputc('\n', f);
+}
+
+/* Appends a token to a wrapped continuation line starting with `tag`.
+ * *col is the current line's width, 0 when no line is open. */
+static void write_token(FILE *f, char tag, const char *tok, size_t *col)
+{
+    size_t len = strlen(tok);
+    if (*col > 0 && *col + 1 + len > WRAP_COLS) {
+        fputc('\n', f);
+        *col = 0;
+    }
+    if (*col == 0) {
+        fputc(tag, f);
+        *col = 1;
+    }
+    fputc(' ', f);
+    fputs(tok, f);
+    *col += 1 + len;
+}
+
+static bool record_same(const pl__dec_record *a, const pl__dec_record *b)
+{
+    return a->kind == b->kind && a->n == b->n && a->value == b->value;
+}
+
+static void write_decisions(FILE *f, const pl__dec_record *d, size_t n)
+{
+    fprintf(f, "decisions %zu\n", n);
+    size_t col = 0;
+    size_t i = 0;
+    while (i < n) {
+        /* Runs of identical decisions (typically zeros) collapse to
+         * "s2:0*40": shrunk replays then read as the few places where the
+         * run leaves production order. */
+        size_t run = 1;
+        while (i + run < n && record_same(&d[i], &d[i + run])) {
+            run++;
+        }
+        char tok[64];
+        char letter = pl__dec_kind_letter(d[i].kind);
+        if (run >= 2) {
+            snprintf(tok, sizeof(tok), "%c%" PRIu32 ":%" PRIu32 "*%zu", letter, d[i].n,
+                     d[i].value, run);
+        } else {
+            snprintf(tok, sizeof(tok), "%c%" PRIu32 ":%" PRIu32, letter, d[i].n, d[i].value);
+        }
+        write_token(f, 'd', tok, &col);
+        i += run;
+    }
+    if (col > 0) {
+        fputc('\n', f);
+    }
+}
+
+static void write_checkpoints(FILE *f, const pl__replay *r)
+{
+    if (r->checkpoints_len == 0) {
+        return;
+    }
+    fprintf(f, "checkpoints %" PRIu32 " %zu\n", r->checkpoint_events, r->checkpoints_len);
+    size_t col = 0;
+    for (size_t i = 0; i < r->checkpoints_len; i++) {
+        char tok[24];
+        snprintf(tok, sizeof(tok), "%016" PRIx64, r->checkpoints[i]);
+        write_token(f, 'c', tok, &col);
+    }
+    if (col > 0) {
+        fputc('\n', f);
+    }
+}
+
+int pl__replay_write(FILE *f, const pl__replay *r)
+{
+    int rc = validate(r);
+    if (rc < 0) {
+        return rc;
+    }
+    fprintf(f, "pollen-replay %u\n", PL__REPLAY_FORMAT);
+    write_text(f, "pollen-version", r->pollen_version);
+    write_text(f, "build", r->build);
+    write_text(f, "scenario", r->scenario);
+    fprintf(f, "seed %" PRIu64 "\n", r->seed);
+    write_text(f, "strategy", r->strategy);
+    if (r->has_knobs) {
+        char knobs[PL__DEC_KNOBS_TEXT_MAX];
+        pl__dec_knobs_format(&r->knobs, knobs, sizeof(knobs));
+        fprintf(f, "knobs %s\n", knobs);
+    }
+    write_text(f, "finding", r->finding);
+    write_text(f, "message", r->message);
+    fprintf(f, "steps %" PRIu64 "\nevents %" PRIu64 "\n", r->steps, r->events);
+    if (r->has_hash) {
+        fprintf(f, "hash %016" PRIx64 "\n", r->hash);
+    }
+    if (r->truncated) {
+        fputs("truncated 1\n", f);
+    }
+    write_checkpoints(f, r);
+    write_decisions(f, r->decisions, r->decisions_len);
+    fputs("end\n", f);
+    return ferror(f) ? PL_EIO : 0;
+}
+
+int pl__replay_write_path(const char *path, const pl__replay *r)
+{
+    int rc = validate(r);
+    if (rc < 0) {
+        return rc;
+    }
+    size_t n = strlen(path);
+    char *tmp = malloc(n + 5);
+    if (tmp == NULL) {
+        return PL_ENOMEM;
+    }
+    memcpy(tmp, path, n);
+    memcpy(tmp + n, ".tmp", 5);
+    FILE *f = fopen(tmp, "w");
+    if (f == NULL) {
+        rc = -errno;
+        free(tmp);
+        return rc;
+    }
+    rc = pl__replay_write(f, r);
+    if (fclose(f) != 0 && rc == 0) {
+        rc = PL_EIO;
+    }
+    if (rc == 0 && rename(tmp, path) != 0) {
+        rc = -errno;
+    }
+    if (rc < 0) {
+        remove(tmp);
+    }
+    free(tmp);
+    return rc;
+}
+
+/* Parser ------------------------------------------------------------------ */
+
+enum key_id {
+    K_POLLEN_VERSION,
+    K_BUILD,
+    K_SCENARIO,
+    K_SEED,
+    K_STRATEGY,
+    K_KNOBS,
+    K_FINDING,
+    K_MESSAGE,
+    K_STEPS,
+    K_EVENTS,
+    K_HASH,
+    K_TRUNCATED,
+    K_CHECKPOINTS,
+    K_DECISIONS,
+    K_END,
+    K__COUNT
+};
+
+static const char *const key_names[K__COUNT] = {
+    "pollen-version", "build", "scenario", "seed",  "strategy",
+    "knobs",          "finding", "message", "steps", "events",
+    "hash",           "truncated", "checkpoints", "decisions", "end",
+};
+
+typedef enum block { BLOCK_NONE, BLOCK_DECISIONS, BLOCK_CHECKPOINTS } block;
+
+typedef struct parser {
+    const char *p;         /* unread input */
+    const char *end;
+    uint64_t line;         /* number of the current line, 1-based */
+    pl__replay *out;
+    char *err;
+    size_t errlen;
+    uint64_t seen[K__COUNT]; /* line where each key appeared, 0: not yet */
+    block blk;             /* which continuation lines may follow */
+    uint64_t blk_left;     /* items still expected in the block */
+    uint64_t blk_line;     /* the block's header line */
+    size_t dec_cap;        /* allocated decisions */
+    size_t cp_cap;         /* allocated checkpoints */
+    size_t notes_len;
+} parser;
+
+/* Records an error for the current line and returns code. */
+static int fail(parser *ps, int code, const char *fmt, ...)
+{
+    ps->out->error_line = ps->line;
+    if (ps->err != NULL && ps->errlen > 0) {
+        int w = snprintf(ps->err, ps->errlen, "line %" PRIu64 ": ", ps->line);
+        if (w >= 0 && (size_t)w < ps->errlen) {
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(ps->err + w, ps->errlen - (size_t)w, fmt, ap);
+            va_end(ap);
+        }
+    }
+    return code;
+}
+
+/* Copies an excerpt of untrusted text for an error message: at most 40
+ * bytes, non-printable bytes shown as '?'. */
+static const char *excerpt(char *buf, size_t buflen, const char *s, size_t len)
+{
+    size_t n = len < buflen - 4 ? len : buflen - 4;
+    if (n > 40) {
+        n = 40;
+    }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        buf[i] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+    }
+    if (n < len) {
+        memcpy(buf + n, "...", 3);
+        n += 3;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+/* The next line without its terminator; false at the end of input. */
+static bool next_line(parser *ps, const char **line, size_t *len)
+{
+    if (ps->p >= ps->end) {
+        return false;
+    }
+    const char *nl = memchr(ps->p, '\n', (size_t)(ps->end - ps->p));
+    const char *stop = nl != NULL ? nl : ps->end;
+    *line = ps->p;
+    *len = (size_t)(stop - ps->p);
+    ps->p = nl != NULL ? nl + 1 : ps->end;
+    if (*len > 0 && (*line)[*len - 1] == '\r') {
+        (*len)--;
+    }
+    ps->line++;
+    return true;
+}
+
+static bool parse_u64(const char *s, size_t len, uint64_t *out)
+{
+    if (len == 0 || len > 20) {
+        return false;
+    }
+    uint64_t v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9') {
+            return false;
+        }
+        uint64_t digit = (uint64_t)(s[i] - '0');
+        if (v > (UINT64_MAX - digit) / 10) {
+            return false;
+        }
+        v = v * 10 + digit;
+    }
+    *out = v;
+    return true;
+}
+
+static bool parse_u32(const char *s, size_t len, uint32_t *out)
+{
+    uint64_t v;
+    if (!parse_u64(s, len, &v) || v > UINT32_MAX) {
+        return false;
+    }
+    *out = (uint32_t)v;
+    return true;
+}
+
+static int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+    if (c >= 'a' && c <= 'f') {
+        return c - 'a' + 10;
+    }
+    if (c >= 'A' && c <= 'F') {
+        return c - 'A' + 10;
+    }
+    return -1;
+}
+
+static bool parse_hash(const char *s, size_t len, uint64_t *out)
+{
+    if (len != 16) {
+        return false;
+    }
+    uint64_t v = 0;
+    for (size_t i = 0; i < 16; i++) {
+        int d = hex_digit(s[i]);
+        if (d < 0) {
+            return false;
+        }
+        v = v << 4 | (uint64_t)d;
+    }
+    *out = v;
+    return true;
+}
+
+/* Splits s[0, len) at the first space: the word, and what follows. */
+static void split_word(const char *s, size_t len, size_t *word_len, const char **rest,
+                       size_t *rest_len)
+{
+    const char *sp = memchr(s, ' ', len);
+    *word_len = sp != NULL ? (size_t)(sp - s) : len;
+    *rest = sp != NULL ? sp + 1 : s + len;
+    *rest_len = sp != NULL ? len - *word_len - 1 : 0;
+}
+
+/* Unescapes a text value into a malloc'd string stored in *field. */
+static int parse_text(parser *ps, const char *key, const char *s, size_t len, char **field)
+{
+    char *out = malloc(len + 1);
+    if (out == NULL) {
+        return fail(ps, PL_ENOMEM, "out of memory");
+    }
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (c != '\\') {
+            out[o++] = c;
+            continue;
+        }
+        char e = i + 1 < len ? s[i + 1] : '\0';
+        int hi = i + 2 < len ? hex_digit(s[i + 2]) : -1;
+        int lo = i + 3 < len ? hex_digit(s[i + 3]) : -1;
+        if (e == '\\' || e == 'n' || e == 'r' || e == 't') {
+            out[o++] = e == 'n' ? '\n' : e == 'r' ? '\r' : e == 't' ? '\t' : '\\';
+            i++;
+        } else if (e == 'x' && hi >= 0 && lo >= 0 && (hi | lo) != 0) {
+            out[o++] = (char)(hi << 4 | lo);
+            i += 3;
+        } else {
+            free(out);
+            return fail(ps, PL_EFORMAT,
+                        "bad escape in '%s' at column %zu (expected \\\\, \\n, \\r, \\t or "
+                        "\\xHH other than \\x00)",
+                        key, strlen(key) + 2 + i);
+        }
+    }
+    out[o] = '\0';
+    *field = out;
+    return 0;
+}
+
+static int parse_number_key(parser *ps, const char *key, const char *v, size_t len,
+                            uint64_t *out)
+{
+    char ex[48];
+    if (!parse_u64(v, len, out)) {
+        return fail(ps, PL_EFORMAT, "expected '%s <decimal uint64>', got '%s'", key,
+                    excerpt(ex, sizeof(ex), v, len));
+    }
+    return 0;
+}
+
+static int parse_decisions_header(parser *ps, const char *v, size_t len)
+{
+    uint64_t count;
+    int rc = parse_number_key(ps, "decisions", v, len, &count);
+    if (rc < 0) {
+        return rc;
+    }
+    if (count > PL__REPLAY_DECISIONS_MAX) {
+        return fail(ps, PL_EFORMAT, "%" PRIu64 " decisions is more than the %zu supported",
+                    count, PL__REPLAY_DECISIONS_MAX);
+    }
+    ps->blk = BLOCK_DECISIONS;
+    ps->blk_left = count;
+    ps->blk_line = ps->line;
+    return 0;
+}
+
+static int parse_checkpoints_header(parser *ps, const char *v, size_t len)
+{
+    char ex[48];
+    size_t wl;
+    const char *rest;
+    size_t rest_len;
+    split_word(v, len, &wl, &rest, &rest_len);
+    uint32_t every;
+    uint64_t count;
+    if (!parse_u32(v, wl, &every) || every == 0 || !parse_u64(rest, rest_len, &count)) {
+        return fail(ps, PL_EFORMAT,
+                    "expected 'checkpoints <events per checkpoint > 0> <count>', got '%s'",
+                    excerpt(ex, sizeof(ex), v, len));
+    }
+    if (count > PL__REPLAY_CHECKPOINTS_MAX) {
+        return fail(ps, PL_EFORMAT, "%" PRIu64 " checkpoints is more than the %zu supported",
+                    count, PL__REPLAY_CHECKPOINTS_MAX);
+    }
+    ps->out->checkpoint_events = every;
+    ps->blk = BLOCK_CHECKPOINTS;
+    ps->blk_left = count;
+    ps->blk_line = ps->line;
+    return 0;
+}
+
+static int parse_knobs(parser *ps, const char *v, size_t len)
+{
+    char kerr[160];
+    pl__dec_knobs_default(&ps->out->knobs);
+    if (pl__dec_knobs_parse(&ps->out->knobs, v, len, kerr, sizeof(kerr)) < 0) {
+        return fail(ps, PL_EFORMAT, "knobs: %s", kerr);
+    }
+    ps->out->has_knobs = true;
+    return 0;
+}
+
+/* Handles a known key's value. */
+static int parse_key(parser *ps, enum key_id k, const char *v, size_t len)
+{
+    char ex[48];
+    pl__replay *r = ps->out;
+    uint64_t flag;
+    switch (k) {
+    case K_POLLEN_VERSION: return parse_text(ps, key_names[k], v, len, &r->pollen_version);
+    case K_BUILD: return parse_text(ps, key_names[k], v, len, &r->build);
+    case K_SCENARIO: return parse_text(ps, key_names[k], v, len, &r->scenario);
+    case K_STRATEGY: return parse_text(ps, key_names[k], v, len, &r->strategy);
+    case K_FINDING: return parse_text(ps, key_names[k], v, len, &r->finding);
+    case K_MESSAGE: return parse_text(ps, key_names[k], v, len, &r->message);
+    case K_SEED: return parse_number_key(ps, key_names[k], v, len, &r->seed);
+    case K_STEPS: return parse_number_key(ps, key_names[k], v, len, &r->steps);
+    case K_EVENTS: return parse_number_key(ps, key_names[k], v, len, &r->events);
+    case K_KNOBS: return parse_knobs(ps, v, len);
+    case K_CHECKPOINTS: return parse_checkpoints_header(ps, v, len);
+    case K_DECISIONS: return parse_decisions_header(ps, v, len);
+    case K_HASH:
+        if (!parse_hash(v, len, &r->hash)) {
+            return fail(ps, PL_EFORMAT, "expected 'hash <16 hex digits>', got '%s'",
+                        excerpt(ex, sizeof(ex), v, len));
+        }
+        r->has_hash = true;
+        return 0;
+    case K_TRUNCATED:
+        if (!parse_u64(v, len, &flag) || flag > 1) {
+            return fail(ps, PL_EFORMAT, "expected 'truncated 0' or 'truncated 1', got '%s'",
+                        excerpt(ex, sizeof(ex), v, len));
+        }
+        r->truncated = flag == 1;
+        return 0;
+    case K_END:
+    case K__COUNT:
+    default:
+        break;
+    }
+    return 0;
+}
+
+/* Appends a note about an ignored line to out->notes. */
+static int add_note(parser *ps, const char *key, size_t key_len)
+{
+    char ex[48];
+    char note[128];
+    int w = snprintf(note, sizeof(note), "line %" PRIu64 ": ignored unknown key '%s'\n",
+                     ps->line, excerpt(ex, sizeof(ex), key, key_len));
+    size_t n = w > 0 ? (size_t)w : 0;
+    if (n >= sizeof(note)) {
+        n = sizeof(note) - 1;
+    }
+    char *grown = realloc(ps->out->notes, ps->notes_len + n + 1);
+    if (grown == NULL) {
+        return fail(ps, PL_ENOMEM, "out of memory");
+    }
+    memcpy(grown + ps->notes_len, note, n);
+    ps->notes_len += n;
+    grown[ps->notes_len] = '\0';
+    ps->out->notes = grown;
+    return 0;
+}
+
+/* Appends `repeat` copies of rec to the decision list. */
+static int push_decisions(parser *ps, pl__dec_record rec, uint64_t repeat)
+{
+    pl__replay *r = ps->out;
+    /* blk_left bounds repeat, and the header bounded blk_left by
+     * PL__REPLAY_DECISIONS_MAX: memory follows the declared count. */
+    size_t need = r->decisions_len + (size_t)repeat;
+    if (need > ps->dec_cap) {
+        size_t cap = ps->dec_cap == 0 ? 256 : ps->dec_cap;
+        while (cap < need) {
+            cap *= 2;
+        }
+        pl__dec_record *grown = realloc(r->decisions, cap * sizeof(*grown));
+        if (grown == NULL) {
+            return fail(ps, PL_ENOMEM, "out of memory");
+        }
+        r->decisions = grown;
+        ps->dec_cap = cap;
+    }
+    for (uint64_t i = 0; i < repeat; i++) {
+        r->decisions[r->decisions_len++] = rec;
+    }
+    ps->blk_left -= repeat;
+    return 0;
+}
+
+/* Parses one decision token: <letter><n>:<value>[*<repeat>]. */
+static int parse_decision_token(parser *ps, const char *t, size_t len)
+{
+    char ex[48];
+    const char *colon = memchr(t, ':', len);
+    const char *star = colon != NULL ? memchr(colon, '*', len - (size_t)(colon - t)) : NULL;
+    const char *vend = star != NULL ? star : t + len;
+    int kind = len > 0 ? pl__dec_kind_from_letter(t[0]) : -1;
+    uint32_t n = 0;
+    uint32_t value = 0;
+    uint64_t repeat = 1;
+    if (colon == NULL || kind < 0 || !parse_u32(t + 1, (size_t)(colon - t) - 1, &n) ||
+        !parse_u32(colon + 1, (size_t)(vend - colon) - 1, &value) ||
+        (star != NULL && !parse_u64(star + 1, len - (size_t)(star - t) - 1, &repeat))) {
+        return fail(ps, PL_EFORMAT,
+                    "bad decision '%s' (expected <kind letter><n>:<value>[*<repeat>], "
+                    "letters sitlwpdcfjbB)",
+                    excerpt(ex, sizeof(ex), t, len));
+    }
+    if (n < 2 || value >= n || repeat == 0) {
+        return fail(ps, PL_EFORMAT,
+                    "bad decision '%s' (expected n >= 2, value < n, repeat >= 1)",
+                    excerpt(ex, sizeof(ex), t, len));
+    }
+    if (repeat > ps->blk_left) {
+        return fail(ps, PL_EFORMAT, "more decisions than the %" PRIu64 " declared on line %" PRIu64,
+                    ps->out->decisions_len + ps->blk_left, ps->blk_line);
+    }
+    pl__dec_record rec = {(uint32_t)kind, n, value};
+    return push_decisions(ps, rec, repeat);
+}
+
+static int parse_checkpoint_token(parser *ps, const char *t, size_t len)
+{
+    char ex[48];
+    uint64_t h;
+    if (!parse_hash(t, len, &h)) {
+        return fail(ps, PL_EFORMAT, "bad checkpoint '%s' (expected 16 hex digits)",
+                    excerpt(ex, sizeof(ex), t, len));
+    }
+    if (ps->blk_left == 0) {
+        return fail(ps, PL_EFORMAT, "more checkpoints than the %zu declared on line %" PRIu64,
+                    ps->out->checkpoints_len, ps->blk_line);
+    }
+    pl__replay *r = ps->out;
+    if (r->checkpoints_len == ps->cp_cap) {
+        /* Grow with the content, not the declared count: a short hostile
+         * file must not allocate megabytes. */
+        size_t cap = ps->cp_cap == 0 ? 64 : ps->cp_cap * 2;
+        uint64_t *grown = realloc(r->checkpoints, cap * sizeof(*grown));
+        if (grown == NULL) {
+            return fail(ps, PL_ENOMEM, "out of memory");
+        }
+        r->checkpoints = grown;
+        ps->cp_cap = cap;
+    }
+    r->checkpoints[r->checkpoints_len++] = h;
+    ps->blk_left--;
+    return 0;
+}
+
+/* Parses the space-separated tokens of a 'd' or 'c' line. */
+static int parse_block_line(parser *ps, const char *s, size_t len)
+{
+    size_t i = 0;
+    while (i < len) {
+        if (s[i] == ' ') {
+            i++;
+            continue;
+        }
+        const char *sp = memchr(s + i, ' ', len - i);
+        size_t tl = sp != NULL ? (size_t)(sp - (s + i)) : len - i;
+        int rc = ps->blk == BLOCK_DECISIONS ? parse_decision_token(ps, s + i, tl)
+                                            : parse_checkpoint_token(ps, s + i, tl);
+        if (rc < 0) {
+            return rc;
+        }
+        i += tl;
+    }
+    return 0;
+}
+
+static const char *block_item(block b)
+{
+    return b == BLOCK_DECISIONS ? "decisions ('d' lines)" : "checkpoints ('c' lines)";
+}
+
+/* A 'd' or 'c' line: must continue the open block of its type. */
+static int parse_continuation(parser *ps, char tag, const char *rest, size_t rest_len)
+{
+    block want = tag == 'd' ? BLOCK_DECISIONS : BLOCK_CHECKPOINTS;
+    if (ps->blk != want) {
+        return fail(ps, PL_EFORMAT, "'%c' line outside a %s block", tag,
+                    tag == 'd' ? "decisions" : "checkpoints");
+    }
+    return parse_block_line(ps, rest, rest_len);
+}
+
+static bool is_key_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+}
+
+static int find_key(const char *s, size_t len)
+{
+    for (int k = 0; k < K__COUNT; k++) {
+        if (strlen(key_names[k]) == len && memcmp(key_names[k], s, len) == 0) {
+            return k;
+        }
+    }
+    return -1;
+}
+
+/* Handles one non-blank, non-comment line before 'end'. Sets *done on
+ * 'end'. */
+static int parse_line(parser *ps, const char *s, size_t len, bool *done)
+{
+    char ex[48];
+    size_t kl;
+    const char *v;
+    size_t vl;
+    split_word(s, len, &kl, &v, &vl);
+    bool cont = kl == 1 && (s[0] == 'd' || s[0] == 'c');
+    if (!cont && ps->blk != BLOCK_NONE && ps->blk_left > 0) {
+        return fail(ps, PL_EFORMAT, "expected %" PRIu64 " more %s before '%s'", ps->blk_left,
+                    block_item(ps->blk), excerpt(ex, sizeof(ex), s, len));
+    }
+    if (cont) {
+        return parse_continuation(ps, s[0], v, vl);
+    }
+    ps->blk = BLOCK_NONE;
+    for (size_t i = 0; i < kl; i++) {
+        if (!is_key_char(s[i])) {
+            kl = 0;
+        }
+    }
+    if (kl == 0) {
+        return fail(ps, PL_EFORMAT, "expected 'key value' or 'end', got '%s'",
+                    excerpt(ex, sizeof(ex), s, len));
+    }
+    int k = find_key(s, kl);
+    if (k < 0) {
+        return add_note(ps, s, kl);
+    }
+    if (ps->seen[k] != 0) {
+        return fail(ps, PL_EFORMAT, "duplicate key '%s' (first on line %" PRIu64 ")",
+                    key_names[k], ps->seen[k]);
+    }
+    ps->seen[k] = ps->line;
+    if (k == K_END) {
+        if (kl != len) {
+            return fail(ps, PL_EFORMAT, "expected 'end' alone on its line");
+        }
+        *done = true;
+        return 0;
+    }
+    return parse_key(ps, (enum key_id)k, v, vl);
+}
+
+static int parse_magic(parser *ps)
+{
+    static const char magic[] = "pollen-replay ";
+    const size_t mlen = sizeof(magic) - 1;
+    char ex[48];
+    const char *s;
+    size_t len;
+    if (!next_line(ps, &s, &len) || len < mlen || memcmp(s, magic, mlen) != 0) {
+        ps->line = 1;
+        return fail(ps, PL_EFORMAT, "not a pollen replay file (expected 'pollen-replay %u')",
+                    PL__REPLAY_FORMAT);
+    }
+    uint64_t version;
+    if (!parse_u64(s + mlen, len - mlen, &version) || version == 0) {
+        return fail(ps, PL_EFORMAT, "bad format version '%s' (expected a positive integer)",
+                    excerpt(ex, sizeof(ex), s + mlen, len - mlen));
+    }
+    if (version > PL__REPLAY_FORMAT) {
+        return fail(ps, PL_EVERSION,
+                    "format version %" PRIu64 " is newer than this pollen reads (%u)", version,
+                    PL__REPLAY_FORMAT);
+    }
+    ps->out->format = (uint32_t)version;
+    return 0;
+}
+
+/* After 'end': only blank and comment lines may follow. */
+static int parse_trailer(parser *ps)
+{
+    const char *s;
+    size_t len;
+    while (next_line(ps, &s, &len)) {
+        if (len > 0 && s[0] != '#') {
+            return fail(ps, PL_EFORMAT, "unexpected content after 'end' (line %" PRIu64 ")",
+                        ps->seen[K_END]);
+        }
+    }
+    return 0;
+}
+
+static int check_required(parser *ps)
+{
+    static const enum key_id required[] = {K_SEED, K_DECISIONS};
+    ps->line = ps->seen[K_END];
+    for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++) {
+        if (ps->seen[required[i]] == 0) {
+            return fail(ps, PL_EFORMAT, "missing required key '%s' before 'end'",
+                        key_names[required[i]]);
+        }
+    }
+    return 0;
+}
+
+static int parse_body(parser *ps)
+{
+    const char *s;
+    size_t len;
+    bool done = false;
+    while (!done) {
+        if (!next_line(ps, &s, &len)) {
+            ps->line++;
+            if (ps->blk != BLOCK_NONE && ps->blk_left > 0) {
+                return fail(ps, PL_EFORMAT,
+                            "unexpected end of file: expected %" PRIu64 " more %s",
+                            ps->blk_left, block_item(ps->blk));
+            }
+            return fail(ps, PL_EFORMAT, "unexpected end of file: expected 'end'");
+        }
+        if (memchr(s, '\0', len) != NULL) {
+            return fail(ps, PL_EFORMAT, "NUL byte in a text file");
+        }
+        if (len == 0 || s[0] == '#') {
+            continue;
+        }
+        int rc = parse_line(ps, s, len, &done);
+        if (rc < 0) {
+            return rc;
+        }
+    }
+    int rc = parse_trailer(ps);
+    return rc < 0 ? rc : check_required(ps);
+}
+
+int pl__replay_parse_buffer(const char *data, size_t len, pl__replay *out, char *err,
+                            size_t errlen)
+{
+    pl__replay_init(out);
+    if (err != NULL && errlen > 0) {
+        err[0] = '\0';
+    }
+    if (data == NULL) {
+        data = "";
+        len = 0;
+    }
+    parser ps = {.p = data, .end = data + len, .out = out, .err = err, .errlen = errlen};
+    int rc = parse_magic(&ps);
+    if (rc == 0) {
+        rc = parse_body(&ps);
+    }
+    if (rc < 0) {
+        uint64_t line = out->error_line;
+        pl__replay_free(out);
+        out->error_line = line;
+    }
+    return rc;
+}
+
+/* Reads a whole file into a malloc'd buffer. */
+static int read_file(const char *path, char **data, size_t *len, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        int rc = -errno;
+        if (err != NULL && errlen > 0) {
+            snprintf(err, errlen, "cannot open '%s': %s", path, strerror(-rc));
+        }
+        return rc;
+    }
+    char *buf = NULL;
+    size_t used = 0;
+    size_t cap = 0;
+    int rc = 0;
+    for (;;) {
+        if (used == cap) {
+            size_t want = cap == 0 ? 65536 : cap * 2;
+            char *grown = want <= PL__REPLAY_FILE_MAX + 1 ? realloc(buf, want) : NULL;
+            if (grown == NULL) {
+                rc = want > PL__REPLAY_FILE_MAX + 1 ? PL_EFORMAT : PL_ENOMEM;
+                break;
+            }
+            buf = grown;
+            cap = want;
+        }
+        size_t got = fread(buf + used, 1, cap - used, f);
+        used += got;
+        if (got == 0) {
+            rc = ferror(f) ? PL_EIO : 0;
+            break;
+        }
+    }
+    fclose(f);
+    if (rc == 0 && used > PL__REPLAY_FILE_MAX) {
+        rc = PL_EFORMAT;
+    }
+    if (rc < 0) {
+        free(buf);
+        if (err != NULL && errlen > 0) {
+            snprintf(err, errlen, "cannot read '%s': %s", path,
+                     rc == PL_EFORMAT ? "file too large" : strerror(-rc));
+        }
+        return rc;
+    }
+    *data = buf;
+    *len = used;
+    return 0;
+}
+
+int pl__replay_parse_file(const char *path, pl__replay *out, char *err, size_t errlen)
+{
+    char *data = NULL;
+    size_t len = 0;
+    pl__replay_init(out);
+    int rc = read_file(path, &data, &len, err, errlen);
+    if (rc < 0) {
+        return rc;
+    }
+    rc = pl__replay_parse_buffer(data, len, out, err, errlen);
+    free(data);
+    return rc;
+}

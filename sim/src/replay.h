@@ -1,0 +1,137 @@
+/* sim/src/replay.h: replay files.
+ *
+ * A replay file is self-describing, versioned text that reproduces one
+ * simulator run: the decision list replayed through a list source
+ * (decide.h) plus what the run is expected to produce. Example:
+ *
+ *     pollen-replay 1
+ *     pollen-version 0.1.0
+ *     build gcc 12.2.0 -O2 -fsanitize=address,undefined
+ *     scenario outbox_broadcast
+ *     seed 123
+ *     strategy random
+ *     knobs schedule=32768,io_order=32768,...,buggify_fire=8192
+ *     finding lost_wakeup
+ *     message task relay-2 parked at poll 3 could run but was never woken
+ *     steps 1234
+ *     events 5678
+ *     hash 0123456789abcdef
+ *     checkpoints 256 2
+ *     c 1111111111111111 2222222222222222
+ *     decisions 312
+ *     d s3:1 s2:0*40 t2:1 ...
+ *     end
+ *
+ * Grammar (format version 1):
+ *   - Lines end with "\n" ("\r\n" is accepted). The first line must be
+ *     "pollen-replay <version>"; otherwise the file is foreign
+ *     (PL_EFORMAT). A version above PL__REPLAY_FORMAT is PL_EVERSION.
+ *   - Then "key value" lines in any order, each key at most once, up to
+ *     a line "end", after which only blank and comment lines may follow.
+ *     Blank lines and lines starting with '#' are ignored anywhere after
+ *     the first line.
+ *   - Required: seed, decisions, end. Everything else is optional.
+ *   - Text values (pollen-version, build, scenario, strategy, finding,
+ *     message) are the rest of the line after one space, escaped with
+ *     \\ \n \r \t and \xHH (any byte below 0x20 and 0x7f); NUL is never
+ *     allowed. Numbers are decimal uint64 (seed, steps, events) with no
+ *     sign; hashes are exactly 16 hex digits.
+ *   - knobs: the text of pl__dec_knobs_format, parsed over the defaults.
+ *   - truncated: 0 or 1 (1: the recorder dropped decisions past its cap,
+ *     so the list is only a prefix of the run).
+ *   - "checkpoints <events per checkpoint> <count>" is followed by
+ *     exactly <count> hashes on lines starting with "c ".
+ *   - "decisions <count>" is followed by exactly <count> decisions on
+ *     lines starting with "d ". A token is <letter><n>:<value>, with
+ *     letters from pl__dec_kind_letter, n >= 2 and value < n, optionally
+ *     "*<repeat>" for that many identical consecutive decisions. The
+ *     writer wraps lines at about 100 columns.
+ *   - Unknown keys are ignored, with a note in pl__replay.notes: a newer
+ *     pollen may add keys without bumping the version. Anything that
+ *     changes the meaning of existing content bumps the version.
+ *
+ * Limits, so hostile input cannot exhaust memory: at most
+ * PL__REPLAY_DECISIONS_MAX decisions and PL__REPLAY_CHECKPOINTS_MAX
+ * checkpoints; files read from disk must be smaller than
+ * PL__REPLAY_FILE_MAX bytes.
+ *
+ * Ownership: the writer only reads the struct; its pointers may be
+ * borrowed. The parser fills a struct whose pointer members it owns
+ * (malloc'd); release them with pl__replay_free. Never call
+ * pl__replay_free on a struct holding borrowed pointers.
+ */
+#ifndef POLLEN_SIM_REPLAY_H
+#define POLLEN_SIM_REPLAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "decide.h"
+
+#define PL__REPLAY_FORMAT 1u
+#define PL__REPLAY_DECISIONS_MAX ((size_t)1 << 24)
+#define PL__REPLAY_CHECKPOINTS_MAX ((size_t)1 << 20)
+#define PL__REPLAY_FILE_MAX ((size_t)1 << 30)
+
+typedef struct pl__replay {
+    uint32_t format;        /* parsed: the file's version; ignored by the writer */
+    char *pollen_version;   /* NULL: omitted */
+    char *build;            /* compiler and flags, given by the caller */
+    char *scenario;
+    uint64_t seed;
+    char *strategy;         /* "random", "pct:3", "bounded:2", "swarm" */
+    bool has_knobs;         /* false: omitted (readers use the defaults) */
+    pl__dec_knobs knobs;
+    char *finding;          /* finding name, e.g. "lost_wakeup"; NULL: none */
+    char *message;          /* free text, may hold newlines (escaped) */
+    uint64_t steps;         /* simulator steps of the run */
+    uint64_t events;        /* trace events of the run */
+    bool has_hash;          /* false: omitted, nothing to check */
+    uint64_t hash;          /* expected final trace hash */
+    bool truncated;         /* decisions are a prefix of the run's */
+    uint32_t checkpoint_events; /* events per checkpoint, > 0 when any */
+    uint64_t *checkpoints;  /* trace hashes every checkpoint_events events */
+    size_t checkpoints_len;
+    pl__dec_record *decisions; /* kind < PL_DECIDE__COUNT, n >= 2, value < n */
+    size_t decisions_len;
+    char *notes;            /* parsed: "line N: ..." per ignored key, or NULL */
+    uint64_t error_line;    /* parse failure: 1-based line, 0 if none applies */
+} pl__replay;
+
+/* Zeroes *r; format = PL__REPLAY_FORMAT, checkpoint_events =
+ * PL__TRACE_CHECKPOINT_EVENTS (256). */
+void pl__replay_init(pl__replay *r);
+
+/* Frees every pointer member and re-initializes *r. */
+void pl__replay_free(pl__replay *r);
+
+/* Replaces *field (freeing the old value) with a malloc'd copy of value
+ * (NULL clears it). Returns 0 or PL_ENOMEM. */
+int pl__replay_set(char **field, const char *value);
+
+/* Writes *r. Validates first (decisions in range, counts within the
+ * limits, checkpoint_events > 0 when there are checkpoints) and writes
+ * nothing if invalid. Returns 0, PL_EINVAL or PL_EIO. */
+int pl__replay_write(FILE *f, const pl__replay *r);
+
+/* Writes *r to `path` through "<path>.tmp" and a rename, so a crash never
+ * leaves a half-written file. Returns 0, PL_EINVAL or a negative errno
+ * (PL_EIO, PL_ENOENT, ...). */
+int pl__replay_write_path(const char *path, const pl__replay *r);
+
+/* Parses data[0, len) (no NUL terminator needed) into *out, which must
+ * not hold owned memory (init or free it first). Returns 0, or PL_EFORMAT
+ * (corrupt, truncated or foreign), PL_EVERSION (newer format) or
+ * PL_ENOMEM, with *out emptied except error_line, and a message in err
+ * like "line 12: expected 'end', got 'decisions 3'" (err may be NULL). */
+int pl__replay_parse_buffer(const char *data, size_t len, pl__replay *out, char *err,
+                            size_t errlen);
+
+/* Reads `path` and parses it like pl__replay_parse_buffer. I/O errors
+ * return a negative errno (PL_ENOENT, ...), files of PL__REPLAY_FILE_MAX
+ * bytes or more PL_EFORMAT. */
+int pl__replay_parse_file(const char *path, pl__replay *out, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,506 @@
+/* sim/src/trace.c: event encoding, running hash, log, checkpoints and
+ * the text/Chrome outputs. */
+#include "trace.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "decide.h"
+#include "pollen/error.h"
+
+/* 4 KiB of encoded events: large enough that XXH3_64bits_update runs on
+ * long inputs (its fast path), small enough to stay in L1. */
+#define BUF_BYTES 4096u
+
+struct pl__trace {
+    XXH3_state_t *xxh;     /* hash of everything flushed from buf */
+    size_t used;           /* bytes pending in buf */
+    uint64_t count;        /* events appended */
+    pl__trace_options opts;
+    pl__trace_rec *log;    /* keep_log: events, log_len of them */
+    size_t log_len;
+    size_t log_cap;
+    bool log_truncated;
+    uint64_t *cps;         /* checkpoints: hashes, cps_len of them */
+    size_t cps_len;
+    size_t cps_cap;
+    bool cps_stopped;      /* growth failed: cps is a valid prefix */
+    uint8_t buf[BUF_BYTES];
+};
+
+static const char *const kind_names[PL__EV__COUNT] = {
+    "spawn",       "poll",       "pending",    "ready",      "wake",     "wake_stale",
+    "wake_dedup",  "waker_clone", "waker_drop", "timer_arm", "timer_fire", "io_ready",
+    "decision",    "complete",   "drop",       "finding",
+};
+
+const char *pl__trace_kind_name(uint32_t kind)
+{
+    return kind < PL__EV__COUNT ? kind_names[kind] : "?";
+}
+
+/* Life cycle ------------------------------------------------------------ */
+
+int pl__trace_create(pl__trace **out, const pl__trace_options *opts)
+{
+    *out = NULL;
+    pl__trace *t = calloc(1, sizeof(*t));
+    if (t == NULL) {
+        return PL_ENOMEM;
+    }
+    /* XXH3_createState returns 64-byte aligned memory, which the state
+     * requires and a plain malloc'd struct would not guarantee. */
+    t->xxh = XXH3_createState();
+    if (t->xxh == NULL) {
+        free(t);
+        return PL_ENOMEM;
+    }
+    if (opts != NULL) {
+        t->opts = *opts;
+    }
+    if (t->opts.log_max == 0) {
+        t->opts.log_max = PL__TRACE_LOG_MAX_DEFAULT;
+    }
+    pl__trace_reset(t);
+    *out = t;
+    return 0;
+}
+
+void pl__trace_destroy(pl__trace *t)
+{
+    if (t == NULL) {
+        return;
+    }
+    XXH3_freeState(t->xxh);
+    free(t->log);
+    free(t->cps);
+    free(t);
+}
+
+void pl__trace_reset(pl__trace *t)
+{
+    XXH3_64bits_reset(t->xxh);
+    t->used = 0;
+    t->count = 0;
+    t->log_len = 0;
+    t->log_truncated = false;
+    t->cps_len = 0;
+    t->cps_stopped = false;
+}
+
+/* Appending ------------------------------------------------------------- */
+
+/* Little-endian stores independent of the host's byte order. On
+ * little-endian hosts a memcpy is one store; byte-by-byte code is not
+ * reliably merged (clang 14 leaves it, costing several ns per event). */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+static inline void put32(uint8_t *p, uint32_t v)
+{
+    memcpy(p, &v, sizeof(v));
+}
+
+static inline void put64(uint8_t *p, uint64_t v)
+{
+    memcpy(p, &v, sizeof(v));
+}
+#else
+static inline void put32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+
+static inline void put64(uint8_t *p, uint64_t v)
+{
+    put32(p, (uint32_t)v);
+    put32(p + 4, (uint32_t)(v >> 32));
+}
+#endif
+
+static void flush(pl__trace *t)
+{
+    if (t->used > 0) {
+        XXH3_64bits_update(t->xxh, t->buf, t->used);
+        t->used = 0;
+    }
+}
+
+/* Grows *arr (elements of `size` bytes) to hold one more than *cap, up to
+ * `max` elements. Returns false when full or out of memory. */
+static bool grow(void **arr, size_t *cap, size_t size, size_t max)
+{
+    if (*cap >= max) {
+        return false;
+    }
+    size_t want = *cap == 0 ? 256 : *cap * 2;
+    if (want > max) {
+        want = max;
+    }
+    void *p = realloc(*arr, want * size);
+    if (p == NULL) {
+        return false;
+    }
+    *arr = p;
+    *cap = want;
+    return true;
+}
+
+static void log_append(pl__trace *t, const pl__trace_rec *r)
+{
+    if (t->log_len == t->log_cap &&
+        !grow((void **)&t->log, &t->log_cap, sizeof(*t->log), t->opts.log_max)) {
+        t->log_truncated = true;
+        return;
+    }
+    t->log[t->log_len++] = *r;
+}
+
+static void checkpoint(pl__trace *t)
+{
+    if (t->cps_stopped) {
+        return;
+    }
+    if (t->cps_len == t->cps_cap &&
+        !grow((void **)&t->cps, &t->cps_cap, sizeof(*t->cps), SIZE_MAX / sizeof(*t->cps))) {
+        /* A gap would shift every later window; stop instead. */
+        t->cps_stopped = true;
+        return;
+    }
+    t->cps[t->cps_len++] = pl__trace_hash(t);
+}
+
+void pl__trace_event(pl__trace *t, uint64_t step, pl_time time_ns, pl__trace_kind kind,
+                     uint32_t task, uint64_t a, uint64_t b)
+{
+    if (t->used + PL__TRACE_EVENT_BYTES > BUF_BYTES) {
+        flush(t);
+    }
+    uint8_t *p = t->buf + t->used;
+    put64(p, step);
+    put64(p + 8, (uint64_t)time_ns);
+    put32(p + 16, (uint32_t)kind);
+    put32(p + 20, task);
+    put64(p + 24, a);
+    put64(p + 32, b);
+    t->used += PL__TRACE_EVENT_BYTES;
+    t->count++;
+    if (t->opts.keep_log) {
+        pl__trace_rec r = {step, time_ns, (uint32_t)kind, task, a, b};
+        log_append(t, &r);
+    }
+    if (t->opts.checkpoints && t->count % PL__TRACE_CHECKPOINT_EVENTS == 0) {
+        checkpoint(t);
+    }
+}
+
+void pl__trace_decision(pl__trace *t, uint64_t step, pl_time time_ns, uint32_t task,
+                        uint32_t decision_kind, uint32_t n, uint32_t value)
+{
+    pl__trace_event(t, step, time_ns, PL__EV_DECISION, task, decision_kind,
+                    (uint64_t)n << 32 | value);
+}
+
+uint64_t pl__trace_hash(pl__trace *t)
+{
+    /* Flushing into the live state is equivalent to hashing a copy: XXH3
+     * streaming does not depend on how the input was split, and digest
+     * leaves the state untouched. It avoids copying ~600 bytes. */
+    flush(t);
+    return XXH3_64bits_digest(t->xxh);
+}
+
+uint64_t pl__trace_count(const pl__trace *t)
+{
+    return t->count;
+}
+
+const pl__trace_rec *pl__trace_log(const pl__trace *t, size_t *len, bool *truncated)
+{
+    *len = t->log_len;
+    if (truncated != NULL) {
+        *truncated = t->log_truncated;
+    }
+    return t->log_len > 0 ? t->log : NULL;
+}
+
+const uint64_t *pl__trace_checkpoints(const pl__trace *t, size_t *len)
+{
+    *len = t->cps_len;
+    return t->cps_len > 0 ? t->cps : NULL;
+}
+
+/* Comparing ------------------------------------------------------------- */
+
+static bool rec_equal(const pl__trace_rec *x, const pl__trace_rec *y)
+{
+    return x->step == y->step && x->time_ns == y->time_ns && x->kind == y->kind &&
+           x->task == y->task && x->a == y->a && x->b == y->b;
+}
+
+size_t pl__trace_first_diff(const pl__trace_rec *a, size_t na, const pl__trace_rec *b,
+                            size_t nb)
+{
+    size_t common = na < nb ? na : nb;
+    for (size_t i = 0; i < common; i++) {
+        if (!rec_equal(&a[i], &b[i])) {
+            return i;
+        }
+    }
+    return na == nb ? SIZE_MAX : common;
+}
+
+size_t pl__trace_first_diff_window(const uint64_t *a, size_t na, const uint64_t *b,
+                                   size_t nb)
+{
+    size_t common = na < nb ? na : nb;
+    for (size_t i = 0; i < common; i++) {
+        if (a[i] != b[i]) {
+            return i;
+        }
+    }
+    return na == nb ? SIZE_MAX : common;
+}
+
+/* Text timeline --------------------------------------------------------- */
+
+/* How the timeline labels a and b per kind. A NULL label prints the
+ * value as "a="/"b=" only when it is nonzero; `task` marks arguments
+ * that hold a task id and print as names. */
+typedef struct arg_label {
+    const char *a;
+    const char *b;
+    bool a_task;
+    bool b_task;
+} arg_label;
+
+static const arg_label arg_labels[PL__EV__COUNT] = {
+    [PL__EV_SPAWN] = {"parent", NULL, true, false},
+    [PL__EV_POLL] = {"poll", "gen", false, false},
+    [PL__EV_PENDING] = {"poll", NULL, false, false},
+    [PL__EV_READY] = {"poll", NULL, false, false},
+    [PL__EV_WAKE] = {"gen", "by", false, true},
+    [PL__EV_WAKE_STALE] = {"gen", "by", false, true},
+    [PL__EV_WAKE_DEDUP] = {"gen", "by", false, true},
+    [PL__EV_WAKER_CLONE] = {"gen", "clones", false, false},
+    [PL__EV_WAKER_DROP] = {"gen", "clones", false, false},
+    [PL__EV_TIMER_ARM] = {"timer", "deadline_ns", false, false},
+    [PL__EV_TIMER_FIRE] = {"timer", "late_ns", false, false},
+    [PL__EV_IO_READY] = {"source", "bits", false, false},
+    [PL__EV_DECISION] = {NULL, NULL, false, false},
+    [PL__EV_COMPLETE] = {"polls", NULL, false, false},
+    [PL__EV_DROP] = {"polls", NULL, false, false},
+    [PL__EV_FINDING] = {"code", "detail", false, false},
+};
+
+/* Writes a task's display name into buf (valid until the next call). */
+static const char *task_label(char *buf, size_t len, uint64_t task,
+                              pl__trace_task_name_fn fn, void *ud)
+{
+    if (task == PL__TRACE_NO_TASK || task > UINT32_MAX) {
+        return "-";
+    }
+    const char *name = fn != NULL ? fn(ud, (uint32_t)task) : NULL;
+    if (name != NULL) {
+        return name;
+    }
+    snprintf(buf, len, "task-%" PRIu64, task);
+    return buf;
+}
+
+static void write_arg(FILE *f, const char *label, bool is_task, const char *fallback,
+                      uint64_t v, pl__trace_task_name_fn fn, void *ud)
+{
+    char buf[32];
+    if (label == NULL) {
+        if (v != 0) {
+            fprintf(f, " %s=%" PRIu64, fallback, v);
+        }
+        return;
+    }
+    if (is_task) {
+        fprintf(f, " %s=%s", label, task_label(buf, sizeof(buf), v, fn, ud));
+        return;
+    }
+    fprintf(f, " %s=%" PRIu64, label, v);
+}
+
+/* Formats a duration of `mag` ns (negative when `neg`) as
+ * "<whole>.<3 decimals>" of unit_ns (frac_div = unit_ns / 1000). Integer
+ * only: output must not depend on floating-point formatting. */
+static const char *fmt_fixed_mag(char *buf, size_t len, bool neg, uint64_t mag,
+                                 int64_t unit_ns, int64_t frac_div)
+{
+    uint64_t whole = mag / (uint64_t)unit_ns;
+    uint64_t frac = (mag % (uint64_t)unit_ns) / (uint64_t)frac_div;
+    snprintf(buf, len, "%s%" PRIu64 ".%03" PRIu64, neg ? "-" : "", whole, frac);
+    return buf;
+}
+
+static const char *fmt_fixed(char *buf, size_t len, int64_t ns, int64_t unit_ns,
+                             int64_t frac_div)
+{
+    uint64_t mag = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
+    return fmt_fixed_mag(buf, len, ns < 0, mag, unit_ns, frac_div);
+}
+
+/* The name of the decision kind packed in a DECISION event. */
+static const char *decision_name(const pl__trace_rec *e)
+{
+    const char *name = e->a <= UINT32_MAX ? pl__dec_kind_name((uint32_t)e->a) : NULL;
+    return name != NULL ? name : "?";
+}
+
+static void write_text_line(FILE *f, const pl__trace_rec *e, pl__trace_task_name_fn fn,
+                            void *ud)
+{
+    char buf[32];
+    char time[32];
+    fmt_fixed(time, sizeof(time), e->time_ns, PL_MS, PL_US);
+    fprintf(f, "%8" PRIu64 " %10s", e->step, time);
+    fprintf(f, "ms %-12s %-12s", pl__trace_kind_name(e->kind),
+            task_label(buf, sizeof(buf), e->task, fn, ud));
+    if (e->kind == PL__EV_DECISION) {
+        fprintf(f, " %s n=%" PRIu64 " value=%" PRIu64, decision_name(e), e->b >> 32,
+                e->b & UINT32_MAX);
+    } else if (e->kind < PL__EV__COUNT) {
+        const arg_label *l = &arg_labels[e->kind];
+        write_arg(f, l->a, l->a_task, "a", e->a, fn, ud);
+        write_arg(f, l->b, l->b_task, "b", e->b, fn, ud);
+    } else {
+        fprintf(f, " a=%" PRIu64 " b=%" PRIu64, e->a, e->b);
+    }
+    fputc('\n', f);
+}
+
+int pl__trace_write_text(FILE *f, const pl__trace_rec *ev, size_t n,
+                         pl__trace_task_name_fn task_name, void *ud)
+{
+    for (size_t i = 0; i < n; i++) {
+        write_text_line(f, &ev[i], task_name, ud);
+    }
+    return ferror(f) ? PL_EIO : 0;
+}
+
+/* Chrome trace-event JSON ---------------------------------------------- */
+
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
+        if (*p == '"' || *p == '\\') {
+            fputc('\\', f);
+            fputc(*p, f);
+        } else if (*p < 0x20 || *p >= 0x7f) {
+            /* Also escapes non-ASCII bytes: names are not known to be
+             * UTF-8, and invalid UTF-8 would make the file invalid JSON. */
+            fprintf(f, "\\u%04x", (unsigned)*p);
+        } else {
+            fputc(*p, f);
+        }
+    }
+    fputc('"', f);
+}
+
+/* Starts one JSON object: separator, name, ph, ts, pid, tid. */
+static void chrome_begin(FILE *f, bool *first, const char *name, const char *ph,
+                         int64_t time_ns, uint32_t task)
+{
+    fputs(*first ? "\n" : ",\n", f);
+    *first = false;
+    fputs("{\"name\":", f);
+    json_string(f, name);
+    char ts[32];
+    fmt_fixed(ts, sizeof(ts), time_ns, PL_US, 1);
+    fprintf(f, ",\"ph\":\"%s\",\"ts\":%s,\"pid\":1,\"tid\":%" PRIu32, ph, ts,
+            task);
+}
+
+static void chrome_instant(FILE *f, bool *first, const pl__trace_rec *e)
+{
+    if (e->kind == PL__EV_DECISION) {
+        chrome_begin(f, first, "decision", "i", e->time_ns, e->task);
+        fputs(",\"s\":\"t\",\"args\":{\"kind\":", f);
+        json_string(f, decision_name(e));
+        fprintf(f, ",\"n\":%" PRIu64 ",\"value\":%" PRIu64 ",\"step\":%" PRIu64 "}}",
+                e->b >> 32, e->b & UINT32_MAX, e->step);
+        return;
+    }
+    /* The same labels as the text timeline, so both read alike. */
+    const arg_label *l = e->kind < PL__EV__COUNT ? &arg_labels[e->kind] : NULL;
+    const char *la = l != NULL && l->a != NULL ? l->a : "a";
+    const char *lb = l != NULL && l->b != NULL ? l->b : "b";
+    chrome_begin(f, first, pl__trace_kind_name(e->kind), "i", e->time_ns, e->task);
+    fprintf(f,
+            ",\"s\":\"t\",\"args\":{\"%s\":%" PRIu64 ",\"%s\":%" PRIu64
+            ",\"step\":%" PRIu64 "}}",
+            la, e->a, lb, e->b, e->step);
+}
+
+static void chrome_poll(FILE *f, bool *first, const pl__trace_rec *begin,
+                        const pl__trace_rec *end)
+{
+    chrome_begin(f, first, "poll", "X", begin->time_ns, begin->task);
+    /* Unsigned subtraction: extreme times must not overflow. */
+    uint64_t dur_ns = end->time_ns >= begin->time_ns
+                          ? (uint64_t)end->time_ns - (uint64_t)begin->time_ns
+                          : 0;
+    char dur[32];
+    fmt_fixed_mag(dur, sizeof(dur), false, dur_ns, PL_US, 1);
+    fprintf(f,
+            ",\"dur\":%s,\"args\":{\"poll\":%" PRIu64 ",\"result\":\"%s\",\"step\":%" PRIu64
+            "}}",
+            dur, begin->a, end->kind == PL__EV_READY ? "ready" : "pending", begin->step);
+}
+
+static void chrome_thread_name(FILE *f, bool *first, const pl__trace_rec *e,
+                               pl__trace_task_name_fn fn, void *ud)
+{
+    char buf[32];
+    fputs(*first ? "\n" : ",\n", f);
+    *first = false;
+    fprintf(f, "{\"name\":\"thread_name\",\"ph\":\"M\",\"ts\":0,\"pid\":1,\"tid\":%" PRIu32
+               ",\"args\":{\"name\":",
+            e->task);
+    json_string(f, task_label(buf, sizeof(buf), e->task, fn, ud));
+    fputs("}}", f);
+}
+
+int pl__trace_write_chrome(FILE *f, const pl__trace_rec *ev, size_t n,
+                           pl__trace_task_name_fn task_name, void *ud)
+{
+    bool first = true;
+    size_t open = SIZE_MAX; /* the POLL waiting for its PENDING/READY */
+    fputc('[', f);
+    for (size_t i = 0; i < n; i++) {
+        const pl__trace_rec *e = &ev[i];
+        if (e->kind == PL__EV_SPAWN) {
+            chrome_thread_name(f, &first, e, task_name, ud);
+        }
+        bool ends_poll = e->kind == PL__EV_PENDING || e->kind == PL__EV_READY;
+        if (ends_poll && open != SIZE_MAX && ev[open].task == e->task) {
+            chrome_poll(f, &first, &ev[open], e);
+            open = SIZE_MAX;
+            continue;
+        }
+        if (e->kind == PL__EV_POLL) {
+            /* The executor never nests polls; an unclosed one (a crash
+             * mid-poll, a truncated log) is still shown, as an instant. */
+            if (open != SIZE_MAX) {
+                chrome_instant(f, &first, &ev[open]);
+            }
+            open = i;
+            continue;
+        }
+        chrome_instant(f, &first, e);
+    }
+    if (open != SIZE_MAX) {
+        chrome_instant(f, &first, &ev[open]);
+    }
+    fputs("\n]\n", f);
+    return ferror(f) ? PL_EIO : 0;
+}

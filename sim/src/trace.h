@@ -1,0 +1,192 @@
+/* sim/src/trace.h: the event trace and its running hash.
+ *
+ * Every simulator event is a fixed record {step, time_ns, kind, task, a,
+ * b}. The trace hash is XXH3-64 (seed 0) of the concatenation of all
+ * events so far, each encoded as 40 bytes little-endian in this order:
+ *
+ *     step u64 | time_ns i64 | kind u32 | task u32 | a u64 | b u64
+ *
+ * The encoding and the kind numbers below are part of replay format 1: a
+ * recorded hash stays valid only as long as they do. Events are batched
+ * in a 4 KiB buffer and fed to a streaming XXH3 state per buffer, never
+ * per event; XXH3 streaming is chunking-independent, so flushing early
+ * (pl__trace_hash, checkpoints) never changes a hash.
+ *
+ * No pointer value, clock reading or random number may enter an event:
+ * the same run must hash the same under gcc and clang, -O0 and -O2, with
+ * and without sanitizers. Use task ids and counters.
+ *
+ * Optional, off by default (pl__trace_options):
+ *   keep_log     keep every event in memory (text timeline, Chrome JSON,
+ *                locating a divergence event by event), up to log_max;
+ *   checkpoints  record the hash of the stream after every
+ *                PL__TRACE_CHECKPOINT_EVENTS events, so two runs that
+ *                disagree can be narrowed to the first differing window
+ *                without keeping the log.
+ *
+ * Ownership: pl__trace is opaque, created by pl__trace_create and freed
+ * by pl__trace_destroy (which accepts NULL). Arrays returned by accessors
+ * belong to the trace and stay valid until the next event, reset or
+ * destroy. Not thread-safe.
+ */
+#ifndef POLLEN_SIM_TRACE_H
+#define POLLEN_SIM_TRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "pollen/time.h"
+
+/* Event kinds. Numbers enter the hash: append only, never renumber.
+ * Suggested argument conventions (the timeline labels a/b this way):
+ *   SPAWN        task = new task, a = parent task id (PL__TRACE_NO_TASK
+ *                when spawned from outside), b = 0
+ *   POLL         a = poll number of this task (1-based), b = waker gen
+ *   PENDING      a = poll number, b = 0
+ *   READY        a = poll number, b = 0
+ *   WAKE, WAKE_STALE, WAKE_DEDUP
+ *                task = woken task, a = waker generation, b = the
+ *                running task (PL__TRACE_NO_TASK outside polls)
+ *   WAKER_CLONE, WAKER_DROP   a = waker generation, b = live clones after
+ *   TIMER_ARM    a = timer id, b = deadline_ns
+ *   TIMER_FIRE   a = timer id, b = lateness_ns
+ *   IO_READY     a = source id, b = PL_IO_* bits
+ *   DECISION     use pl__trace_decision: a = pl_decision_kind,
+ *                b = n << 32 | value
+ *   COMPLETE     a = polls in total, b = 0
+ *   DROP         a = polls in total, b = 0
+ *   FINDING      a = finding code, b = detail */
+typedef enum pl__trace_kind {
+    PL__EV_SPAWN = 0,
+    PL__EV_POLL = 1,
+    PL__EV_PENDING = 2,
+    PL__EV_READY = 3,
+    PL__EV_WAKE = 4,
+    PL__EV_WAKE_STALE = 5,
+    PL__EV_WAKE_DEDUP = 6,
+    PL__EV_WAKER_CLONE = 7,
+    PL__EV_WAKER_DROP = 8,
+    PL__EV_TIMER_ARM = 9,
+    PL__EV_TIMER_FIRE = 10,
+    PL__EV_IO_READY = 11,
+    PL__EV_DECISION = 12,
+    PL__EV_COMPLETE = 13,
+    PL__EV_DROP = 14,
+    PL__EV_FINDING = 15,
+    PL__EV__COUNT
+} pl__trace_kind;
+
+/* "No task" in the task field and in task-valued arguments. Executor
+ * task ids start at 1 (pollen/observer.h), so 0 is free. */
+#define PL__TRACE_NO_TASK 0u
+
+/* Events per checkpoint (the replay file records it too). */
+#define PL__TRACE_CHECKPOINT_EVENTS 256u
+
+/* Bytes per encoded event. */
+#define PL__TRACE_EVENT_BYTES 40u
+
+/* Default cap on the in-memory log (40 bytes each: 160 MiB). */
+#define PL__TRACE_LOG_MAX_DEFAULT ((size_t)1 << 22)
+
+/* One event, as kept in the log. */
+typedef struct pl__trace_rec {
+    uint64_t step;   /* the simulator's step counter */
+    int64_t time_ns; /* virtual time */
+    uint32_t kind;   /* pl__trace_kind */
+    uint32_t task;   /* task id or PL__TRACE_NO_TASK */
+    uint64_t a;      /* kind-specific, see above */
+    uint64_t b;
+} pl__trace_rec;
+
+typedef struct pl__trace_options {
+    bool keep_log;    /* keep every event in memory */
+    bool checkpoints; /* hash every PL__TRACE_CHECKPOINT_EVENTS events */
+    size_t log_max;   /* log cap; 0: PL__TRACE_LOG_MAX_DEFAULT */
+} pl__trace_options;
+
+typedef struct pl__trace pl__trace;
+
+/* Names a task for output ("relay-2"); may return NULL for "unknown".
+ * The string is used before the next call only. */
+typedef const char *(*pl__trace_task_name_fn)(void *ud, uint32_t task);
+
+/* Creates a trace. opts NULL: all options off. Returns 0 or PL_ENOMEM. */
+int pl__trace_create(pl__trace **out, const pl__trace_options *opts);
+
+/* Frees the trace and everything it owns; NULL is a no-op. */
+void pl__trace_destroy(pl__trace *t);
+
+/* Forgets all events, hash, log and checkpoints (same options). */
+void pl__trace_reset(pl__trace *t);
+
+/* Appends an event. Never allocates unless keep_log/checkpoints is on
+ * (then amortized growth; on failure the log is marked truncated and the
+ * hash stays exact). */
+void pl__trace_event(pl__trace *t, uint64_t step, pl_time time_ns, pl__trace_kind kind,
+                     uint32_t task, uint64_t a, uint64_t b);
+
+/* Appends a DECISION event with the packing documented above. */
+void pl__trace_decision(pl__trace *t, uint64_t step, pl_time time_ns, uint32_t task,
+                        uint32_t decision_kind, uint32_t n, uint32_t value);
+
+/* The hash of every event so far (XXH3-64 of their encodings). The empty
+ * trace hashes like XXH3_64bits of zero bytes. */
+uint64_t pl__trace_hash(pl__trace *t);
+
+/* Events appended so far. */
+uint64_t pl__trace_count(const pl__trace *t);
+
+/* The kept events (*len of them; NULL, 0 without keep_log). *truncated,
+ * when not NULL, tells whether events were dropped past log_max. */
+const pl__trace_rec *pl__trace_log(const pl__trace *t, size_t *len, bool *truncated);
+
+/* Checkpoint hashes: entry i is the hash after (i + 1) *
+ * PL__TRACE_CHECKPOINT_EVENTS events. NULL, 0 without checkpoints. */
+const uint64_t *pl__trace_checkpoints(const pl__trace *t, size_t *len);
+
+/* Names ----------------------------------------------------------------- */
+
+/* "spawn", "poll", ...; "?" for an unknown kind. */
+const char *pl__trace_kind_name(uint32_t kind);
+
+/* Comparing runs ------------------------------------------------------- */
+
+/* The index of the first event where logs a and b differ (any field),
+ * min(na, nb) when one is a proper prefix of the other, or SIZE_MAX when
+ * they are identical. */
+size_t pl__trace_first_diff(const pl__trace_rec *a, size_t na, const pl__trace_rec *b,
+                            size_t nb);
+
+/* The first window where two checkpoint lists differ: returns w such
+ * that events [w * 256, (w + 1) * 256) hold the first difference, or
+ * SIZE_MAX when the lists are identical. When the common checkpoints all
+ * agree but the counts differ, the window is min(na, nb) (the runs
+ * differ after the last common checkpoint, or only in length). */
+size_t pl__trace_first_diff_window(const uint64_t *a, size_t na, const uint64_t *b,
+                                   size_t nb);
+
+/* Output ---------------------------------------------------------------- */
+
+/* Writes one line per event:
+ *     "<step> <time ms, 3 decimals>ms <kind> <task name> <args>"
+ * e.g. "      12     1.234ms poll         relay-2      poll=3 gen=1".
+ * task_name may be NULL (tasks print as "task-<id>"). Returns 0 or
+ * PL_EIO on a write error. */
+int pl__trace_write_text(FILE *f, const pl__trace_rec *ev, size_t n,
+                         pl__trace_task_name_fn task_name, void *ud);
+
+/* Writes Chrome trace-event JSON (an array of objects with name, ph, ts,
+ * pid, tid; Perfetto and chrome://tracing open it). ts is virtual time in
+ * microseconds. A POLL and the next PENDING/READY of the same task with
+ * no other POLL in between become one complete event ("ph":"X") with
+ * "dur" = their virtual-time distance (often 0: polls take no virtual
+ * time); everything else is an instant ("ph":"i", "s":"t"). Each SPAWN
+ * also emits a thread_name metadata event so tracks carry task names.
+ * tid = task id (0: no task). Returns 0 or PL_EIO. */
+int pl__trace_write_chrome(FILE *f, const pl__trace_rec *ev, size_t n,
+                           pl__trace_task_name_fn task_name, void *ud);
+
+#endif
