@@ -238,6 +238,15 @@ size_t pl_executor_timers(const pl_executor *ex) { return ex->timers.len; }
 pl_time pl_executor_next_timer(const pl_executor *ex) { return pl__timers_next(&ex->timers); }
 void pl_executor_stop(pl_executor *ex) { ex->stop = true; }
 
+size_t pl_executor_runnable_ids(const pl_executor *ex, uint32_t *ids, size_t max)
+{
+    size_t n = 0;
+    for (const pl_task *t = ex->ready_head; t != NULL && n < max; t = t->next) {
+        ids[n++] = t->id;
+    }
+    return n;
+}
+
 void pl__executor_io_count(pl_executor *ex, int delta)
 {
     PL_ASSERT(delta > 0 || ex->io_count > 0);

@@ -83,6 +83,11 @@ void pl_executor_wake_task(pl_executor *ex, pl_task *t);
 size_t pl_executor_runnable(const pl_executor *ex);
 size_t pl_executor_timers(const pl_executor *ex);
 
+/* Writes the ids of the first `max` runnable tasks in queue order (the
+ * candidates of the next PL_DECIDE_SCHEDULE decision are the first
+ * min(runnable, schedule_window) of them). Returns how many it wrote. */
+size_t pl_executor_runnable_ids(const pl_executor *ex, uint32_t *ids, size_t max);
+
 /* The earliest armed timer's firing time, or PL_TIME_NEVER. */
 pl_time pl_executor_next_timer(const pl_executor *ex);
 
