@@ -664,13 +664,13 @@ static bool is_idle(const pl_executor *ex)
 
 /* One tick: timers, a budget of polls, then I/O (blocking only when
  * nothing is runnable). Returns 1 to go on, 0 when idle, or an error. */
-static int tick(pl_executor *ex)
+static int tick(pl_executor *ex, const pl_task *until)
 {
     const pl_system_vtable *sys = ex->system.vtable;
     ex->now = sys->now(ex->system.self);
     pl__timers_fire_due(ex, &ex->timers, ex->now);
     run_ready(ex);
-    if (ex->stop) {
+    if (ex->stop || (until != NULL && until->state >= TASK_DONE)) {
         return 1;
     }
     if (ex->ready_head != NULL) {
@@ -706,7 +706,7 @@ static int run_loop(pl_executor *ex, pl_task *until)
             rc = 0;
             break;
         }
-        rc = tick(ex);
+        rc = tick(ex, until);
         if (rc <= 0) {
             break;
         }
