@@ -66,6 +66,7 @@ struct pl_executor {
     void *alloc_ud;
     uint32_t budget;
     uint32_t window;
+    const pl_waker_vtable *waker_vtable; /* fast unless observed or rotating */
 
     pl_task *ready_head;
     pl_task *ready_tail;
@@ -89,6 +90,9 @@ struct pl_executor {
 };
 
 static _Thread_local pl_executor *current_executor;
+
+static const pl_waker_vtable task_waker_vtable;
+static const pl_waker_vtable fast_waker_vtable;
 
 pl_executor *pl__current_executor(void) { return current_executor; }
 
@@ -162,6 +166,7 @@ int pl_executor_create(pl_executor **out, const pl_executor_options *opts)
     ex->obs = opts->observer;
     ex->obs_ud = opts->observer_ud;
     ex->rotate = opts->rotate_wakers;
+    ex->waker_vtable = ex->obs == NULL && !ex->rotate ? &fast_waker_vtable : &task_waker_vtable;
     ex->budget = opts->polls_per_tick_max ? opts->polls_per_tick_max : 128;
     ex->window = opts->schedule_window ? opts->schedule_window : 16;
     ex->timers.late_max = opts->timer_late_max;
@@ -174,7 +179,7 @@ int pl_executor_create(pl_executor **out, const pl_executor_options *opts)
 
 static void task_free(pl_task *t);
 static void task_cancel(pl_task *t);
-static void task_release(pl_task *t);
+static inline void task_release(pl_task *t);
 static void drain_remote_list(pl_executor *ex);
 
 void pl_executor_destroy(pl_executor *ex)
@@ -380,7 +385,7 @@ static void task_free(pl_task *t)
     pl_free(ex, t, task_alloc_size(t->size));
 }
 
-static void task_release(pl_task *t)
+static inline void task_release(pl_task *t)
 {
     PL_ASSERT(t->refs > 0);
     if (--t->refs == 0) {
@@ -492,11 +497,9 @@ void pl_task_abort(pl_task *t)
 
 /* ---- Task wakers ------------------------------------------------------ */
 
-static const pl_waker_vtable task_waker_vtable;
-
 static pl_waker task_waker(pl_task *t)
 {
-    return (pl_waker){&task_waker_vtable, t, t->gen, 0};
+    return (pl_waker){t->ex->waker_vtable, t, t->gen, 0};
 }
 
 static void notify_wake(pl_executor *ex, pl_task *t, uint32_t gen, bool by_ref,
@@ -565,6 +568,41 @@ static const pl_waker_vtable task_waker_vtable = {
     task_waker_wake,
     task_waker_wake_by_ref,
     task_waker_drop,
+};
+
+/* Production wakers: with no observer and no rotation there is nothing
+ * to report and no identity to check, so the hot path is a state test,
+ * a queue push and a reference count. */
+static pl_waker fast_waker_clone(const pl_waker *w)
+{
+    ((pl_task *)w->data)->refs++;
+    return *w;
+}
+
+static void fast_waker_wake_by_ref(const pl_waker *w)
+{
+    pl_task *t = w->data;
+    if (t->state == TASK_IDLE) {
+        t->state = TASK_SCHEDULED;
+        ready_push(t->ex, t);
+    } else if (t->state == TASK_RUNNING) {
+        t->flags |= TASK_WOKEN_IN_POLL;
+    }
+}
+
+static void fast_waker_drop(pl_waker w) { task_release(w.data); }
+
+static void fast_waker_wake(pl_waker w)
+{
+    fast_waker_wake_by_ref(&w);
+    task_release(w.data);
+}
+
+static const pl_waker_vtable fast_waker_vtable = {
+    fast_waker_clone,
+    fast_waker_wake,
+    fast_waker_wake_by_ref,
+    fast_waker_drop,
 };
 
 void pl_executor_wake_task(pl_executor *ex, pl_task *t)
