@@ -277,6 +277,7 @@ void pl__dec_use_list(pl__dec *d, const pl__dec_record *records, size_t len)
     d->list = records;
     d->list_len = len;
     d->list_pos = 0;
+    d->past_end = 0;
     memset(&d->divergence, 0, sizeof(d->divergence));
 }
 

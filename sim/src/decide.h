@@ -212,7 +212,8 @@ void pl__dec_init(pl__dec *d, const pl__dec_knobs *knobs);
 void pl__dec_finish(pl__dec *d);
 
 /* Selects a source. Call before the first decision; each resets the
- * source position but not the record or the counters. `seed` is the
+ * source position but not the record or the counters (use_list also
+ * clears divergence and past_end, which describe the list). `seed` is the
  * run's root seed; the decision sub-seed is derived from it. `data` and
  * `records` are borrowed. */
 void pl__dec_use_prng(pl__dec *d, uint64_t seed);
