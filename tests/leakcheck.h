@@ -1,12 +1,16 @@
-/* tests/leakcheck.h: fail a Criterion test when it leaked memory.
+/* tests/leakcheck.h: make a leak visible as the test that caused it.
  *
- * LeakSanitizer reports at process exit, after Criterion has already
- * recorded the test as passed, so each suite runs this in its .fini and
- * turns a leak into a failure of the test that caused it. */
+ * LeakSanitizer reports at process exit, after Criterion recorded the
+ * case as passed, and Criterion 2.4 ignores failures raised in a suite's
+ * .fini. So each suite runs this check in its .fini: under ASan it prints
+ * the leak report right after the test that leaked (naming it), and
+ * tests/count.py, which produces CI's "N passed, N failed" line, counts
+ * any LeakSanitizer report in a test's output as a failure. */
 #ifndef POLLEN_TEST_LEAKCHECK_H
 #define POLLEN_TEST_LEAKCHECK_H
 
 #include <criterion/criterion.h>
+#include <stdio.h>
 
 #if defined(__SANITIZE_ADDRESS__)
 #define PL_TEST_LSAN 1
@@ -21,7 +25,7 @@
 static inline void pl_test_leak_check(void)
 {
     if (__lsan_do_recoverable_leak_check() != 0) {
-        cr_assert_fail("memory leaked (see the LeakSanitizer report above)");
+        fprintf(stderr, "pollen: the test above leaked memory\n");
     }
 }
 #else

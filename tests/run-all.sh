@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# tests/run-all.sh: the whole test run, as CI does it.
+#
+#   1. gcc, -O2, -Dwerror=true: build and every test suite;
+#   2. clang, -O0, ASan + UBSan (fatal) + LeakSanitizer: build and every
+#      test suite (the golden trace hash test runs in both builds, so the
+#      same seed must give the same hash under gcc -O2 and clang -O0 with
+#      sanitizers);
+#   3. clang + libFuzzer: build the fuzz targets and run the fuzz smoke
+#      test (skip with POLLEN_SKIP_FUZZ=1).
+# Ends with one line "N passed, N failed" counting every test case.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+. tests/deps.sh
+pollen_install_deps || { echo "pollen: could not install the packages"; exit 2; }
+
+out=${POLLEN_BUILD_ROOT:-build-ci}
+status=0
+logs=()
+
+build_and_test() {
+    local dir=$1
+    shift
+    echo "== $dir: $*" >&2
+    if [ ! -f "$dir/build.ninja" ]; then
+        meson setup "$dir" "$@" >"$dir.setup.log" 2>&1 || { cat "$dir.setup.log"; return 1; }
+    fi
+    meson compile -C "$dir" || return 1
+    meson test -C "$dir" --num-processes 2 --print-errorlogs || status=1
+    logs+=("$dir/meson-logs/testlog.json")
+}
+
+mkdir -p "$out"
+CC=gcc build_and_test "$out/gcc" -Dwerror=true --buildtype=debugoptimized \
+    -Dbench=true || status=1
+CC=clang build_and_test "$out/clang-asan" --buildtype=debug \
+    -Db_sanitize=address,undefined -Db_lundef=false -Dbench=false || status=1
+
+fuzz_result=""
+if [ "${POLLEN_SKIP_FUZZ:-0}" != 1 ] && [ -x fuzz/smoke.sh ]; then
+    echo "== fuzz smoke" >&2
+    dir="$out/fuzz"
+    if [ ! -f "$dir/build.ninja" ]; then
+        CC=clang meson setup "$dir" -Dfuzz=true -Dtests=disabled -Dbench=false \
+            -Db_sanitize=address,undefined -Db_lundef=false >"$dir.setup.log" 2>&1 ||
+            cat "$dir.setup.log"
+    fi
+    if meson compile -C "$dir" && fuzz/smoke.sh "$dir" "$out/gcc"; then
+        fuzz_result=pass
+    else
+        fuzz_result=fail
+        status=1
+    fi
+fi
+
+python3 tests/count.py "${logs[@]}" ${fuzz_result:+--extra fuzz_smoke=$fuzz_result} ||
+    status=1
+exit $status
