@@ -1,7 +1,9 @@
 /* sim/src/oracle.c: the waker-contract oracles.
  *
  * The executor reports every spawn, poll, wake and waker clone through
- * its observer hooks; this file turns them into trace events and checks
+ * its observer hooks; this file turns them into trace events (clones and
+ * drops are only counted: they follow from the polls and would double
+ * the hashing on the hot path) and checks
  * the contract at the moment it breaks (orphan, misuse, livelock) or at
  * quiescence (stale wakers, lost wakeups, deadlock) and at the end of a
  * run (leaks, pl_eventually). Only task ids and counters enter the
@@ -126,17 +128,17 @@ static void on_wake(void *ud, pl_task *t, uint32_t gen, bool by_ref, pl_task *ru
     } else if (outcome == PL_WAKE_SCHEDULED && run_id != 0 && id != run_id) {
         s->woke_other = true;
     }
-    uint64_t b = run_id | (uint64_t)outcome << 32 | (uint64_t)by_ref << 40;
-    pl__sim_event(s, kind, id, gen, b);
+    (void)by_ref;
+    pl__sim_event(s, kind, id, gen, run_id);
 }
 
 static void on_waker_clone(void *ud, pl_task *t, uint32_t gen)
 {
     pl__sim *s = ud;
     pl__task_info *ti = info(s, t);
+    (void)gen;
     ti->live_clones++;
     ti->clone_holder = s->polling;
-    pl__sim_event(s, PL__EV_WAKER_CLONE, pl_task_id(t), gen, s->polling);
 }
 
 static void on_waker_drop(void *ud, pl_task *t, uint32_t gen)
@@ -149,8 +151,8 @@ static void on_waker_drop(void *ud, pl_task *t, uint32_t gen)
                         pl_task_name(t));
         return;
     }
+    (void)gen;
     ti->live_clones--;
-    pl__sim_event(s, PL__EV_WAKER_DROP, pl_task_id(t), gen, s->polling);
 }
 
 static void on_timer_arm(void *ud, uint64_t seq, pl_time deadline_ns, pl_time fire_ns)

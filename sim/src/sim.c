@@ -195,6 +195,7 @@ static void deliver_remote(pl__sim *s, bool nothing_else)
 static void advance_clock(pl__sim *s, pl_time to)
 {
     if (to > s->now) {
+        pl__trace_event(s->trace, s->step, to, PL__EV_CLOCK, 0, (uint64_t)to, (uint64_t)s->now);
         s->now = to;
         s->steps_since_progress = 0;
     }

@@ -34,7 +34,7 @@ struct pl__trace {
 static const char *const kind_names[PL__EV__COUNT] = {
     "spawn",       "poll",       "pending",    "ready",      "wake",     "wake_stale",
     "wake_dedup",  "waker_clone", "waker_drop", "timer_arm", "timer_fire", "io_ready",
-    "decision",    "complete",   "drop",       "finding",
+    "decision",    "complete",   "drop",       "finding",    "clock",
 };
 
 const char *pl__trace_kind_name(uint32_t kind)
@@ -122,7 +122,7 @@ static inline void put64(uint8_t *p, uint64_t v)
 }
 #endif
 
-static void flush(pl__trace *t)
+static __attribute__((noinline)) void flush(pl__trace *t)
 {
     if (t->used > 0) {
         XXH3_64bits_update(t->xxh, t->buf, t->used);
@@ -174,6 +174,21 @@ static void checkpoint(pl__trace *t)
     t->cps[t->cps_len++] = pl__trace_hash(t);
 }
 
+/* The rare work of an event, out of line so the common path (encode into
+ * the buffer) needs no saved registers. */
+static __attribute__((noinline)) void event_slow(pl__trace *t, uint64_t step, pl_time time_ns,
+                                                 pl__trace_kind kind, uint32_t task, uint64_t a,
+                                                 uint64_t b)
+{
+    if (t->opts.keep_log) {
+        pl__trace_rec r = {step, time_ns, (uint32_t)kind, task, a, b};
+        log_append(t, &r);
+    }
+    if (t->opts.checkpoints && t->count % PL__TRACE_CHECKPOINT_EVENTS == 0) {
+        checkpoint(t);
+    }
+}
+
 void pl__trace_event(pl__trace *t, uint64_t step, pl_time time_ns, pl__trace_kind kind,
                      uint32_t task, uint64_t a, uint64_t b)
 {
@@ -181,20 +196,14 @@ void pl__trace_event(pl__trace *t, uint64_t step, pl_time time_ns, pl__trace_kin
         flush(t);
     }
     uint8_t *p = t->buf + t->used;
-    put64(p, step);
-    put64(p + 8, (uint64_t)time_ns);
-    put32(p + 16, (uint32_t)kind);
-    put32(p + 20, task);
-    put64(p + 24, a);
-    put64(p + 32, b);
+    put32(p, (uint32_t)kind);
+    put32(p + 4, task);
+    put64(p + 8, a);
+    put64(p + 16, b);
     t->used += PL__TRACE_EVENT_BYTES;
     t->count++;
-    if (t->opts.keep_log) {
-        pl__trace_rec r = {step, time_ns, (uint32_t)kind, task, a, b};
-        log_append(t, &r);
-    }
-    if (t->opts.checkpoints && t->count % PL__TRACE_CHECKPOINT_EVENTS == 0) {
-        checkpoint(t);
+    if (t->opts.keep_log || (t->opts.checkpoints && t->count % PL__TRACE_CHECKPOINT_EVENTS == 0)) {
+        event_slow(t, step, time_ns, kind, task, a, b);
     }
 }
 
@@ -295,6 +304,7 @@ static const arg_label arg_labels[PL__EV__COUNT] = {
     [PL__EV_COMPLETE] = {"polls", NULL, false, false},
     [PL__EV_DROP] = {"polls", NULL, false, false},
     [PL__EV_FINDING] = {"code", "detail", false, false},
+    [PL__EV_CLOCK] = {"now_ns", "was_ns", false, false},
 };
 
 /* Writes a task's display name into buf (valid until the next call). */

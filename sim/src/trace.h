@@ -2,9 +2,14 @@
  *
  * Every simulator event is a fixed record {step, time_ns, kind, task, a,
  * b}. The trace hash is XXH3-64 (seed 0) of the concatenation of all
- * events so far, each encoded as 40 bytes little-endian in this order:
+ * events so far, each encoded as 24 bytes little-endian in this order:
  *
- *     step u64 | time_ns i64 | kind u32 | task u32 | a u64 | b u64
+ *     kind u32 | task u32 | a u64 | b u64
+ *
+ * step and time_ns are kept in the log but not hashed per event: the
+ * step is the number of POLL events before it, and the simulator emits a
+ * CLOCK event whenever virtual time moves, so both are already covered,
+ * and the hash has 40% fewer bytes to digest on the hot path.
  *
  * The encoding and the kind numbers below are part of replay format 1: a
  * recorded hash stays valid only as long as they do. Events are batched
@@ -75,6 +80,7 @@ typedef enum pl__trace_kind {
     PL__EV_COMPLETE = 13,
     PL__EV_DROP = 14,
     PL__EV_FINDING = 15,
+    PL__EV_CLOCK = 16,     /* virtual time moved: a = new time (ns), b = old */
     PL__EV__COUNT
 } pl__trace_kind;
 
@@ -86,9 +92,9 @@ typedef enum pl__trace_kind {
 #define PL__TRACE_CHECKPOINT_EVENTS 256u
 
 /* Bytes per encoded event. */
-#define PL__TRACE_EVENT_BYTES 40u
+#define PL__TRACE_EVENT_BYTES 24u
 
-/* Default cap on the in-memory log (40 bytes each: 160 MiB). */
+/* Default cap on the in-memory log (40-byte records: 160 MiB). */
 #define PL__TRACE_LOG_MAX_DEFAULT ((size_t)1 << 22)
 
 /* One event, as kept in the log. */
