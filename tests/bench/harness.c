@@ -1,0 +1,144 @@
+/* tests/bench/harness.c: clocks, memory, one run on either backend. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "bench.h"
+
+/* The region of the run in progress. A scenario has no user pointer, and
+ * the region is marked from inside setup and a task, hence one global. */
+static bench_region current;
+
+uint64_t bench_clock_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static size_t maxrss_bytes(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (size_t)ru.ru_maxrss * 1024u;
+}
+
+void bench_region_begin(pl_executor *ex)
+{
+    memset(&current, 0, sizeof current);
+    current.rss0 = maxrss_bytes();
+    current.now0_ns = pl_now(ex);
+    current.begun = true;
+    current.wall0_ns = bench_clock_ns();
+}
+
+void bench_region_end(pl_executor *ex)
+{
+    current.wall1_ns = bench_clock_ns();
+    current.now1_ns = pl_now(ex);
+    current.rss1 = maxrss_bytes();
+    current.ended = true;
+}
+
+uint64_t bench_region_ns(const bench_region *r) { return r->wall1_ns - r->wall0_ns; }
+
+double bench_rss_per(const bench_region *r, uint64_t n)
+{
+    size_t grown = r->rss1 > r->rss0 ? r->rss1 - r->rss0 : 0;
+    return (double)grown / (double)n;
+}
+
+void bench_fail(const char *workload, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "pollen-bench: %s: ", workload);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+void bench_line(const char *workload, bool sim, const char *metric, double value,
+                int decimals, const char *unit, const char *extra)
+{
+    printf("%s %s %s=%.*f %s%s%s\n", workload, sim ? "pollen/sim" : "pollen", metric,
+           decimals, value, unit, extra[0] != '\0' ? " " : "", extra);
+    fflush(stdout);
+}
+
+/* ---- One run ------------------------------------------------------------ */
+
+static int check_state(const pl_scenario *sc, pl_executor *ex, void *state)
+{
+    char msg[512] = "";
+    if (sc->check != NULL && sc->check(ex, state, msg, sizeof msg) != 0) {
+        bench_fail(sc->name, "check failed: %s", msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* The production path: the real backend, no observer. */
+static int execute_real(const pl_scenario *sc)
+{
+    void *state = calloc(1, sc->state_size);
+    pl_executor *ex = NULL;
+    int rc = state != NULL ? pl_executor_create(&ex, NULL) : PL_ENOMEM;
+    if (rc == 0) {
+        rc = sc->setup(ex, state);
+    }
+    if (rc == 0) {
+        rc = pl_run(ex);
+    }
+    if (rc != 0) {
+        bench_fail(sc->name, "%s", pl_strerror(rc));
+    } else {
+        rc = check_state(sc, ex, state);
+    }
+    pl_executor_destroy(ex);
+    if (state != NULL && sc->teardown != NULL) {
+        sc->teardown(state);
+    }
+    free(state);
+    return rc != 0 ? -1 : 0;
+}
+
+/* The simulator as users run it: default options (random strategy, waker
+ * rotation, every decision kind at its default), decisions recorded. Only
+ * the livelock bound is raised, to what the workload legitimately needs. */
+static int execute_sim(const pl_scenario *sc, const bench_mode *mode)
+{
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.seed = mode->seed;
+    o.steps_without_progress_max = mode->steps_max;
+    o.keep_decisions = true;
+    pl_sim_result r;
+    int rc = pl_sim_run(sc, &o, &r);
+    if (rc != 0) {
+        bench_fail(sc->name, "the simulator did not start: %s (%s)", pl_strerror(rc),
+                   r.finding.message);
+    } else if (r.finding.kind != PL_FINDING_NONE) {
+        bench_fail(sc->name, "seed %llu: finding %s in task '%s': %s",
+                   (unsigned long long)mode->seed, pl_finding_name(r.finding.kind),
+                   r.finding.task_name, r.finding.message);
+        rc = -1;
+    }
+    pl_sim_result_free(&r);
+    return rc != 0 ? -1 : 0;
+}
+
+int bench_execute(const pl_scenario *sc, const bench_mode *mode, bench_region *out)
+{
+    memset(&current, 0, sizeof current);
+    int rc = mode->sim ? execute_sim(sc, mode) : execute_real(sc);
+    *out = current;
+    if (rc == 0 && !(current.begun && current.ended)) {
+        bench_fail(sc->name, "the measured region was not closed");
+        rc = -1;
+    }
+    return rc;
+}
