@@ -60,7 +60,7 @@ static void on_poll_begin(void *ud, pl_task *t, uint32_t gen, bool probe)
     s->woken_in_poll = false;
     s->woke_other = false;
     info(s, t)->stale_wakes = 0;
-    pl__sim_event(s, PL__EV_POLL, s->polling, pl_task_polls(t), gen | (uint64_t)probe << 32);
+    pl__sim_event(s, probe ? PL__EV_PROBE : PL__EV_POLL, s->polling, pl_task_polls(t), gen);
     if (++s->steps_since_progress > s->steps_max) {
         pl__sim_finding(s, PL_FINDING_LIVELOCK, t,
                         "%llu polls without virtual time passing and without a task completing",
@@ -267,6 +267,10 @@ static bool probe(pl__sim *s, pl__task_info *ti)
     uint64_t parked_step = ti->parked_step;
     pl_time parked_ns = ti->parked_ns;
     uint32_t polls = pl_task_polls(t);
+    /* Read before the probe: a probe that completes drops the future, and
+     * with it the clones the report is about. */
+    uint32_t clones = ti->live_clones;
+    uint32_t holder = ti->clone_holder;
     pl_poll_result r = pl_executor_probe(s->ex, t);
     bool changed = r == PL_READY || memcmp(before, pl_task_future(t), size) != 0;
     bool woke = s->woken_in_poll || s->woke_other;
@@ -280,9 +284,8 @@ static bool probe(pl__sim *s, pl__task_info *ti)
                     "yet a probe poll at quiescence %s: the event it waited for had happened. "
                     "Its waker clones alive: %u (latest made %s%s)",
                     pl_task_name(t), (unsigned long long)parked_step, (double)parked_ns / 1e6,
-                    polls, how, ti->live_clones,
-                    ti->clone_holder == pl_task_id(t) ? "by itself" : "while polling ",
-                    ti->clone_holder == pl_task_id(t) ? "" : holder_name(s, ti->clone_holder));
+                    polls, how, clones, holder == pl_task_id(t) ? "by itself" : "while polling ",
+                    holder == pl_task_id(t) ? "" : holder_name(s, holder));
     return true;
 }
 

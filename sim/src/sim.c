@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "sim_internal.h"
+#include "strategy.h"
 
 static _Thread_local pl__sim *current_sim;
 
@@ -215,6 +216,13 @@ static int sim_wait(void *self, pl_executor *ex, pl_time deadline_ns)
         return PL_EDEADLK; /* quiescence: the runner takes over */
     }
     deliver_remote(s, !runnable && next == PL_TIME_NEVER);
+    /* Spurious wakes come before the clock moves: a task woken after the
+     * jump would already see its deadline and never show that it kept a
+     * stale waker. */
+    inject_spurious(s);
+    if (pl_executor_runnable(s->ex) > 0) {
+        runnable = true;
+    }
     if (!runnable && next != PL_TIME_NEVER) {
         if (next > s->time_limit_ns) {
             pl__sim_finding(s, PL_FINDING_LIVELOCK, NULL,
@@ -227,7 +235,6 @@ static int sim_wait(void *self, pl_executor *ex, pl_time deadline_ns)
     if (s->reactor != NULL) {
         pl__reactor_deliver(s->reactor, s->now);
     }
-    inject_spurious(s);
     return 0;
 }
 
@@ -318,10 +325,13 @@ static const pl_system_vtable sim_vtable = {
 
 static int init_decisions(pl__sim *s, const pl_sim_options *o, char *err, size_t err_len)
 {
+    pl__strategy_spec spec;
+    if (pl__strategy_parse(o->strategy, &spec, err, err_len) != 0) {
+        return PL_EINVAL;
+    }
     pl__dec_knobs knobs;
     pl__dec_knobs_default(&knobs);
-    const char *strategy = o->strategy != NULL ? o->strategy : "random";
-    if (strcmp(strategy, "swarm") == 0) {
+    if (spec.kind == PL__STRATEGY_SWARM) {
         pl__dec_knobs_swarm(&knobs, o->seed);
     }
     if (o->knobs != NULL && o->knobs[0] != '\0' &&
@@ -343,7 +353,7 @@ static int init_decisions(pl__sim *s, const pl_sim_options *o, char *err, size_t
     if (!o->keep_decisions) {
         pl__dec_set_record_max(&s->dec, 0);
     }
-    return 0;
+    return pl__strategy_install(s, &spec, o);
 }
 
 int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o, char *err,
@@ -395,6 +405,8 @@ void pl__sim_finish(pl__sim *s)
     pl__trace_destroy(s->trace);
     s->trace = NULL;
     pl__dec_finish(&s->dec);
+    pl__strategy_free(s->strategy);
+    s->strategy = NULL;
     free(s->tasks);
     s->tasks = NULL;
     pl__site_table_free(&s->buggify);

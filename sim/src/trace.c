@@ -34,7 +34,7 @@ struct pl__trace {
 static const char *const kind_names[PL__EV__COUNT] = {
     "spawn",       "poll",       "pending",    "ready",      "wake",     "wake_stale",
     "wake_dedup",  "waker_clone", "waker_drop", "timer_arm", "timer_fire", "io_ready",
-    "decision",    "complete",   "drop",       "finding",    "clock",
+    "decision",    "complete",   "drop",       "finding",    "clock",      "probe",
 };
 
 const char *pl__trace_kind_name(uint32_t kind)
@@ -297,14 +297,15 @@ static const arg_label arg_labels[PL__EV__COUNT] = {
     [PL__EV_WAKE_DEDUP] = {"gen", "by", false, true},
     [PL__EV_WAKER_CLONE] = {"gen", "clones", false, false},
     [PL__EV_WAKER_DROP] = {"gen", "clones", false, false},
-    [PL__EV_TIMER_ARM] = {"timer", "deadline_ns", false, false},
-    [PL__EV_TIMER_FIRE] = {"timer", "late_ns", false, false},
+    [PL__EV_TIMER_ARM] = {"timer", "fire_ns", false, false},
+    [PL__EV_TIMER_FIRE] = {"timer", "now_ns", false, false},
     [PL__EV_IO_READY] = {"source", "bits", false, false},
     [PL__EV_DECISION] = {NULL, NULL, false, false},
-    [PL__EV_COMPLETE] = {"polls", NULL, false, false},
-    [PL__EV_DROP] = {"polls", NULL, false, false},
+    [PL__EV_COMPLETE] = {NULL, NULL, false, false},
+    [PL__EV_DROP] = {"cancelled", NULL, false, false},
     [PL__EV_FINDING] = {"code", "detail", false, false},
     [PL__EV_CLOCK] = {"now_ns", "was_ns", false, false},
+    [PL__EV_PROBE] = {"poll", "gen", false, false},
 };
 
 /* Writes a task's display name into buf (valid until the next call). */

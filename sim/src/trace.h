@@ -81,6 +81,8 @@ typedef enum pl__trace_kind {
     PL__EV_DROP = 14,
     PL__EV_FINDING = 15,
     PL__EV_CLOCK = 16,     /* virtual time moved: a = new time (ns), b = old */
+    PL__EV_PROBE = 17,     /* a poll outside the schedule (quiescence probe,
+                              spurious poll): a = poll number, b = gen */
     PL__EV__COUNT
 } pl__trace_kind;
 
