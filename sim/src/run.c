@@ -159,10 +159,26 @@ void pl_sim_result_free(pl_sim_result *r)
 
 /* After pl_run: the oracles that need quiescence, then the scenario's
  * own check. */
+/* A deadlock says who is stuck; the scenario's check usually says what
+ * it costs (an item stranded, a reply never sent), so it is appended. */
+static void annotate_deadlock(pl__sim *s, const pl_scenario *sc, void *state)
+{
+    char msg[512] = "";
+    if (sc->check == NULL || sc->check(s->ex, state, msg, sizeof msg) == 0 || msg[0] == '\0') {
+        return;
+    }
+    size_t used = strlen(s->finding.message);
+    snprintf(s->finding.message + used, sizeof s->finding.message - used,
+             "\n  and the scenario check fails: %s", msg);
+}
+
 static void judge(pl__sim *s, const pl_scenario *sc, void *state, int rc)
 {
     if (rc == PL_EDEADLK) {
         pl__oracle_quiescence(s);
+        if (s->finding.kind == PL_FINDING_DEADLOCK) {
+            annotate_deadlock(s, sc, state);
+        }
     } else if (rc < 0 && rc != PL_ECANCELED) {
         pl__sim_finding(s, PL_FINDING_ASSERTION, NULL, "the executor failed: %s",
                         pl_strerror(rc));
