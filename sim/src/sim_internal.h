@@ -108,6 +108,7 @@ struct pl__sim {
     pl_system system;
     pl_executor *ex;
     pl__dec dec;
+    struct pl__strategy *strategy; /* strategy.c's per-run state; NULL: none */
     pl__trace *trace;
     pl__reactor *reactor;
     const pl_scenario *scenario;

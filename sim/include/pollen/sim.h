@@ -170,6 +170,109 @@ typedef struct pl_campaign_result {
 int pl_sim_campaign(const pl_scenario *sc, uint64_t seed_lo, uint64_t seed_hi,
                     const pl_sim_options *opts, bool stop_at_first, pl_campaign_result *out);
 
+/* ---- Exploration strategies ------------------------------------------- */
+/* The `strategy` option: "random" (default), "swarm", "pct:D" (1 <= D <=
+ * 64, optionally "pct:D:K" with an explicit horizon K) or "bounded:K" (0
+ * <= K <= 64). pl_sim_run rejects anything else with PL_EINVAL and the
+ * reason in the finding's message. Details in sim/src/strategy.h. */
+
+/* PCT's bound (Burckhardt et al., ASPLOS 2010): one run finds a bug of
+ * depth `depth` with probability at least 1 / (tasks * steps^(depth-1)),
+ * tasks and steps being the most tasks and schedule decisions of a run.
+ * Returns 0.0 when depth or tasks is 0; steps 0 counts as 1. */
+double pl_sim_pct_guarantee(uint32_t depth, uint32_t tasks, uint64_t steps);
+
+/* Measures what PCT uses as n and k for `sc`: the tasks spawned and the
+ * schedule decisions of its production run (every decision 0), which is
+ * also PCT's default change-point horizon. Runs the scenario once per
+ * thread and caches the answer. opts may be NULL. Returns 0 or a
+ * negative code. */
+int pl_sim_pct_estimate(const pl_scenario *sc, const pl_sim_options *opts, uint32_t *tasks,
+                        uint64_t *steps);
+
+/* Writes the decision knobs a run with `opts` uses (for "swarm", those
+ * drawn from opts->seed; then opts->knobs on top) as
+ * "schedule=32768,io_order=off,..." into buf. PL_SIM_KNOBS_TEXT_MAX bytes
+ * always suffice. Returns 0, or PL_EINVAL for a bad strategy or knobs
+ * text. opts may be NULL (defaults). */
+#define PL_SIM_KNOBS_TEXT_MAX 256
+int pl_sim_knobs_text(const pl_sim_options *opts, char *buf, size_t len);
+
+typedef struct pl_sim_bounded_result {
+    uint64_t runs;          /* executions, re-runs of shallower schedules included */
+    uint64_t schedules;     /* distinct schedules run (counted once each) */
+    uint32_t levels_done;   /* every schedule with fewer than this many
+                               non-zero decisions ran clean */
+    bool exhausted;         /* every schedule with at most k non-zero decisions ran clean */
+    bool budget_hit;        /* stopped at max_runs */
+    bool truncated;         /* a run outgrew the decision recorder: not exhaustive */
+    pl_finding finding;     /* the first finding; kind PL_FINDING_NONE when none */
+    uint32_t deviations;    /* non-zero decisions of the failing schedule */
+    pl_sim_result run;      /* the failing run (zeroed when none); write it with
+                               pl_sim_write_replay */
+} pl_sim_bounded_result;
+
+/* Bounded systematic exploration: runs every schedule of `sc` that leaves
+ * production's order (decision value 0) in at most k decisions, fewest
+ * first (all zero, then each single deviation, then pairs, ...), each
+ * deviation any value of any consulted decision of the run, in a fixed
+ * order. Runs use a list source built from opts (NULL: defaults; its
+ * knobs say which kinds are consulted, so they bound the space). Stops at
+ * the first finding, when the space is exhausted, or after max_runs
+ * executions (0: no limit). Returns 0 (look at out) or a negative code;
+ * always call pl_sim_bounded_result_free afterwards. */
+int pl_sim_explore_bounded(const pl_scenario *sc, uint32_t k, uint64_t max_runs,
+                           const pl_sim_options *opts, pl_sim_bounded_result *out);
+void pl_sim_bounded_result_free(pl_sim_bounded_result *r);
+
+/* ---- Shrinking --------------------------------------------------------- */
+
+typedef struct pl_sim_shrink_limits {
+    pl_time time_ns;   /* wall-clock budget; 0: 30 s */
+    uint64_t runs_max; /* run budget; 0: 20000 */
+} pl_sim_shrink_limits;
+
+typedef struct pl_sim_shrink_result {
+    pl_finding_kind kind;       /* the finding kept */
+    size_t decisions_before;    /* length of the input list */
+    size_t nonzero_before;
+    size_t decisions_after;     /* length of the shrunk list */
+    size_t nonzero_after;
+    uint64_t runs;              /* runs spent */
+    pl_time elapsed_ns;         /* wall-clock time spent */
+    bool budget_hit;            /* a limit stopped it: smaller may exist */
+    pl_sim_result run;          /* the shrunk list's run, events kept; its
+                                   record holds the shrunk decisions */
+    char *explanation;          /* owned: one line per non-zero decision,
+                                   '\n'-terminated, in words */
+    char message[256];          /* why it failed, when it returns an error */
+} pl_sim_shrink_result;
+
+/* Shrinks a decision list (internal records, as pl_sim_options.decisions)
+ * that makes `sc` produce a finding of `kind` to the shortlex-smallest
+ * list it can find that still does: passes of drop-the-tail (binary
+ * search on the length; values past the end read as 0), delete chunks
+ * (sizes n/2, n/4, ..., 1), zero values, lower values (binary search),
+ * repeated until a whole round changes nothing or a limit is reached.
+ * `base` gives the run's other options (seed, strategy and knobs of the
+ * original run: they decide which kinds are consulted); its source and
+ * decisions are ignored. limits may be NULL (30 s, 20000 runs). The
+ * result is deterministic unless the time limit cuts it, and shrinking a
+ * result again returns it unchanged. Returns 0; PL_EINVAL when the input
+ * does not produce a finding of `kind` (reason in out->message); or
+ * another negative code. Always call pl_sim_shrink_result_free. */
+int pl_sim_shrink(const pl_scenario *sc, const pl_sim_options *base, const void *decisions,
+                  size_t n, pl_finding_kind kind, const pl_sim_shrink_limits *limits,
+                  pl_sim_shrink_result *out);
+void pl_sim_shrink_result_free(pl_sim_shrink_result *r);
+
+/* Writes the shrunk run as a replay file with the explanation as '#'
+ * comment lines at the top and a "shrunk-from N decisions" note. `base`
+ * as given to pl_sim_shrink (its seed and strategy are recorded). Returns
+ * 0 or a negative code. */
+int pl_sim_write_shrunk_replay(const pl_scenario *sc, const pl_sim_options *base,
+                               const pl_sim_shrink_result *r, const char *path);
+
 /* ---- Properties ------------------------------------------------------- */
 /* Usable in any code. Under the simulator they become findings; in
  * production pl_always aborts with its message when false and the others

@@ -1,0 +1,758 @@
+/* sim/src/shrink.c: the shrinker and the explanation of a shrunk run.
+ *
+ * The shrinker works on the decision list only, shortlex like Hypothesis:
+ * a list is smaller when it is shorter, or as long and smaller value by
+ * value. Every candidate is a smaller edit of the best list so far; a
+ * candidate that still fails with the same finding kind is replaced by
+ * what its run actually consulted (its record, trailing zeros trimmed),
+ * which is never larger and replays exactly, without divergence.
+ *
+ * Default limits: 30 s of wall-clock time and 20000 runs. Runs are
+ * deterministic, so the result depends only on the input and the run
+ * limit unless the clock cuts a pass short.
+ */
+#include "shrink.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pollen/error.h"
+#include "replay.h"
+#include "sim_internal.h"
+#include "strategy.h"
+
+#define SHRINK_TIME_DEFAULT_NS (30 * PL_S)
+#define SHRINK_RUNS_DEFAULT 20000u
+
+typedef struct shrinker {
+    const pl_scenario *sc;
+    pl_sim_options o;
+    pl_finding_kind kind;
+    pl__dec_record *cur;  /* the best list so far, owned */
+    size_t len;
+    pl__dec_record *cand; /* scratch for candidates, cap entries */
+    size_t cap;
+    uint64_t runs;
+    uint64_t runs_max;
+    pl_time start_ns;
+    pl_time time_ns;
+    bool out_of_budget;
+    int rc;               /* first internal error */
+} shrinker;
+
+static pl_time wall_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (pl_time)ts.tv_sec * PL_S + ts.tv_nsec;
+}
+
+static size_t count_nonzero(const pl__dec_record *d, size_t n)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++) {
+        c += d[i].value != 0;
+    }
+    return c;
+}
+
+/* Values past a list's end read as 0, so trailing zeros say nothing. */
+static size_t trimmed_len(const pl__dec_record *d, size_t n)
+{
+    while (n > 0 && d[n - 1].value == 0) {
+        n--;
+    }
+    return n;
+}
+
+static bool shortlex_less(const pl__dec_record *a, size_t na, const pl__dec_record *b, size_t nb)
+{
+    if (na != nb) {
+        return na < nb;
+    }
+    for (size_t i = 0; i < na; i++) {
+        if (a[i].value != b[i].value) {
+            return a[i].value < b[i].value;
+        }
+    }
+    return false;
+}
+
+static bool budget_left(shrinker *sh)
+{
+    if (sh->rc != 0 || sh->runs >= sh->runs_max || wall_ns() - sh->start_ns >= sh->time_ns) {
+        sh->out_of_budget = sh->rc == 0;
+        return false;
+    }
+    return true;
+}
+
+/* Makes `list` (n entries; may alias nothing owned by sh) the best list. */
+static bool adopt(shrinker *sh, const pl__dec_record *list, size_t n)
+{
+    pl__dec_record *copy = malloc((n ? n : 1) * sizeof *copy);
+    if (copy == NULL) {
+        sh->rc = PL_ENOMEM;
+        return false;
+    }
+    if (n > 0) {
+        memcpy(copy, list, n * sizeof *copy);
+    }
+    free(sh->cur);
+    sh->cur = copy;
+    sh->len = n;
+    if (n > sh->cap) {
+        pl__dec_record *c = realloc(sh->cand, n * sizeof *c);
+        if (c == NULL) {
+            sh->rc = PL_ENOMEM;
+            return false;
+        }
+        sh->cand = c;
+        sh->cap = n;
+    }
+    return true;
+}
+
+/* Runs a candidate; when it fails with the kind and its normalized list
+ * is smaller than the best, adopts that. Returns whether it adopted. */
+static bool try_list(shrinker *sh, const pl__dec_record *list, size_t n)
+{
+    if (!budget_left(sh)) {
+        return false;
+    }
+    sh->o.decisions = list;
+    sh->o.decisions_len = n;
+    pl_sim_result r;
+    int rc = pl_sim_run(sh->sc, &sh->o, &r);
+    sh->runs++;
+    bool adopted = false;
+    if (rc != 0) {
+        sh->rc = rc;
+    } else if (r.finding.kind == sh->kind) {
+        const pl__run_record *rec = pl__sim_result_record(&r);
+        const pl__dec_record *norm = list;
+        size_t nn = n;
+        if (rec != NULL && !rec->decisions_truncated) {
+            norm = rec->decisions;
+            nn = trimmed_len(rec->decisions, rec->decisions_len);
+        }
+        if (shortlex_less(norm, nn, sh->cur, sh->len)) {
+            adopted = adopt(sh, norm, nn);
+        }
+    }
+    pl_sim_result_free(&r);
+    return adopted;
+}
+
+/* ---- Passes -------------------------------------------------------------
+ * Each returns whether it made progress. They re-read sh->cur after every
+ * adoption: a success may change the list's length and contents. */
+
+/* Binary search for the shortest failing prefix (not monotone in
+ * general, so a heuristic; the other passes pick up the rest). */
+static bool pass_tail(shrinker *sh)
+{
+    bool progress = false;
+    size_t lo = 0;
+    size_t hi = sh->len;
+    while (lo < hi && budget_left(sh)) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (try_list(sh, sh->cur, mid)) {
+            progress = true;
+            hi = sh->len < mid ? sh->len : mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    return progress;
+}
+
+static bool pass_delete(shrinker *sh)
+{
+    bool progress = false;
+    for (size_t size = sh->len / 2 ? sh->len / 2 : 1; size >= 1 && sh->len > 0; size /= 2) {
+        size_t i = 0;
+        while (i < sh->len && budget_left(sh)) {
+            size_t chunk = sh->len - i < size ? sh->len - i : size;
+            memcpy(sh->cand, sh->cur, i * sizeof *sh->cand);
+            memcpy(sh->cand + i, sh->cur + i + chunk, (sh->len - i - chunk) * sizeof *sh->cand);
+            if (try_list(sh, sh->cand, sh->len - chunk)) {
+                progress = true; /* retry the same place: new items slid in */
+            } else {
+                i += chunk;
+            }
+        }
+        if (size == 1 || !budget_left(sh)) {
+            break;
+        }
+    }
+    return progress;
+}
+
+static bool any_nonzero(const pl__dec_record *d, size_t from, size_t to)
+{
+    for (size_t i = from; i < to; i++) {
+        if (d[i].value != 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool pass_zero(shrinker *sh)
+{
+    bool progress = false;
+    for (size_t size = sh->len / 2 ? sh->len / 2 : 1; size >= 1 && sh->len > 0; size /= 2) {
+        for (size_t i = 0; i < sh->len && budget_left(sh); i += size) {
+            size_t end = i + size < sh->len ? i + size : sh->len;
+            if (!any_nonzero(sh->cur, i, end)) {
+                continue;
+            }
+            memcpy(sh->cand, sh->cur, sh->len * sizeof *sh->cand);
+            for (size_t j = i; j < end; j++) {
+                sh->cand[j].value = 0;
+            }
+            progress |= try_list(sh, sh->cand, sh->len);
+        }
+        if (size == 1 || !budget_left(sh)) {
+            break;
+        }
+    }
+    return progress;
+}
+
+/* Tries value v at position i of the best list. */
+static bool try_value(shrinker *sh, size_t i, uint32_t v)
+{
+    memcpy(sh->cand, sh->cur, sh->len * sizeof *sh->cand);
+    sh->cand[i].value = v;
+    return try_list(sh, sh->cand, sh->len);
+}
+
+static bool pass_lower(shrinker *sh)
+{
+    bool progress = false;
+    for (size_t i = 0; i < sh->len && budget_left(sh); i++) {
+        uint32_t lo = 1;
+        uint32_t hi = sh->cur[i].value; /* known to fail */
+        while (lo < hi && i < sh->len && budget_left(sh)) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            if (try_value(sh, i, mid)) {
+                progress = true;
+                hi = i < sh->len && sh->cur[i].value < mid ? sh->cur[i].value : mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+    }
+    return progress;
+}
+
+static void shrink_rounds(shrinker *sh)
+{
+    bool progress = true;
+    while (progress && budget_left(sh)) {
+        progress = pass_tail(sh);
+        progress |= pass_delete(sh);
+        progress |= pass_zero(sh);
+        progress |= pass_lower(sh);
+    }
+}
+
+/* ---- Explanation --------------------------------------------------------- */
+
+typedef struct sbuf {
+    char *p;
+    size_t len;
+    size_t cap;
+    bool failed;
+} sbuf;
+
+static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void sb_printf(sbuf *b, const char *fmt, ...)
+{
+    if (b->failed) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (w < 0) {
+        b->failed = true;
+        return;
+    }
+    size_t need = b->len + (size_t)w + 1;
+    if (need > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < need) {
+            cap *= 2;
+        }
+        char *p = realloc(b->p, cap);
+        if (p == NULL) {
+            b->failed = true;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)w;
+}
+
+typedef struct explainer {
+    const pl__run_record *rec;
+    const pl__capture *cap;
+    sbuf out;
+    char names[2][80]; /* two task names may be in use at once */
+} explainer;
+
+static const char *task_name(explainer *x, int slot, uint32_t id)
+{
+    const char *n = pl__run_task_name(x->rec, id);
+    if (n != NULL) {
+        snprintf(x->names[slot], sizeof x->names[slot], "'%s'", n);
+    } else if (id == 0) {
+        snprintf(x->names[slot], sizeof x->names[slot], "(no task)");
+    } else {
+        snprintf(x->names[slot], sizeof x->names[slot], "task-%u", id);
+    }
+    return x->names[slot];
+}
+
+/* The task of the first event of `kind` after event i, or 0. */
+static uint32_t next_task(const explainer *x, size_t i, uint32_t kind)
+{
+    for (size_t j = i + 1; j < x->rec->events_len; j++) {
+        if (x->rec->events[j].kind == kind) {
+            return x->rec->events[j].task;
+        }
+    }
+    return 0;
+}
+
+static void explain_schedule(explainer *x, size_t i, const pl__decision_note *note, uint32_t v,
+                             uint32_t n)
+{
+    uint32_t chosen = note != NULL && note->chosen != 0 ? note->chosen
+                                                        : next_task(x, i, PL__EV_POLL);
+    uint32_t head = note != NULL ? (uint32_t)note->key : 0;
+    if (head != 0) {
+        sb_printf(&x->out, "schedule: polled %s before %s, choice %u of %u",
+                  task_name(x, 0, chosen), task_name(x, 1, head), v, n);
+    } else {
+        sb_printf(&x->out, "schedule: polled %s out of FIFO order, choice %u of %u",
+                  task_name(x, 0, chosen), v, n);
+    }
+}
+
+/* Kinds other than schedule: what production would have done instead. */
+static void explain_other(explainer *x, size_t i, uint32_t kind, uint64_t key, uint32_t v,
+                          uint32_t n)
+{
+    const pl__trace_rec *e = &x->rec->events[i];
+    unsigned long long k = (unsigned long long)key;
+    switch ((pl_decision_kind)kind) {
+    case PL_DECIDE_IO_ORDER:
+        sb_printf(&x->out, "I/O order: delivered ready source %u of %u first (then woke %s)", v,
+                  n, task_name(x, 0, next_task(x, i, PL__EV_WAKE)));
+        break;
+    case PL_DECIDE_TIMER_ORDER:
+        sb_printf(&x->out,
+                  "timer order: fired equal-deadline timer %u of %u first (then woke %s)", v, n,
+                  task_name(x, 0, next_task(x, i, PL__EV_WAKE)));
+        break;
+    case PL_DECIDE_TIMER_LATE:
+        /* sim.c arms the executor with a 1 ms lateness quantum. */
+        sb_printf(&x->out, "timer lateness: timer #%llu armed by %s fires %u ms late", k,
+                  task_name(x, 0, e->task), v);
+        break;
+    case PL_DECIDE_SPURIOUS_WAKE:
+        sb_printf(&x->out, "spurious wake: woke parked %s though nothing it waits for happened",
+                  task_name(x, 0, next_task(x, i, PL__EV_WAKE)));
+        break;
+    case PL_DECIDE_SPURIOUS_POLL:
+        sb_printf(&x->out, "spurious poll: polled parked %s without a wake",
+                  task_name(x, 0, next_task(x, i, PL__EV_POLL)));
+        break;
+    case PL_DECIDE_WAKE_DELAY:
+        sb_printf(&x->out, "wake delay: held a remote wake back for one more wait");
+        break;
+    case PL_DECIDE_CANCEL:
+        sb_printf(&x->out, "cancel: aborted %s after its wake, before it ran",
+                  task_name(x, 0, (uint32_t)key));
+        break;
+    case PL_DECIDE_IO_FAULT:
+        sb_printf(&x->out, "I/O fault: endpoint #%llu got fault choice %u of %u "
+                           "instead of a clean transfer", k, v, n);
+        break;
+    case PL_DECIDE_IO_LATENCY:
+        sb_printf(&x->out, "I/O latency: delivery on endpoint #%llu delayed by %u steps", k, v);
+        break;
+    case PL_DECIDE_BUGGIFY_SITE:
+        sb_printf(&x->out, "buggify: site %016llx enabled for this run", k);
+        break;
+    case PL_DECIDE_BUGGIFY_FIRE:
+        sb_printf(&x->out, "buggify: site %016llx fired in %s", k, task_name(x, 0, e->task));
+        break;
+    default:
+        sb_printf(&x->out, "%s: choice %u of %u", pl__dec_kind_name(kind), v, n);
+        break;
+    }
+}
+
+static void explain_decision(explainer *x, size_t i, uint64_t index)
+{
+    const pl__trace_rec *e = &x->rec->events[i];
+    uint32_t kind = (uint32_t)e->a;
+    uint32_t n = (uint32_t)(e->b >> 32);
+    uint32_t v = (uint32_t)e->b;
+    const pl__decision_note *note =
+        x->cap != NULL && index < x->cap->len ? &x->cap->notes[index] : NULL;
+    sb_printf(&x->out, "step %llu (%.3f ms): ", (unsigned long long)e->step,
+              (double)e->time_ns / 1e6);
+    if (kind == PL_DECIDE_SCHEDULE) {
+        explain_schedule(x, i, note, v, n);
+    } else {
+        explain_other(x, i, kind, note != NULL ? note->key : 0, v, n);
+    }
+    sb_printf(&x->out, "\n");
+}
+
+static char *explain(const pl_sim_result *run, const pl__capture *cap)
+{
+    explainer x = {.rec = pl__sim_result_record(run), .cap = cap};
+    if (x.rec == NULL) {
+        return NULL;
+    }
+    uint64_t index = 0;
+    for (size_t i = 0; i < x.rec->events_len; i++) {
+        const pl__trace_rec *e = &x.rec->events[i];
+        if (e->kind != PL__EV_DECISION) {
+            continue;
+        }
+        if ((uint32_t)e->b != 0) {
+            explain_decision(&x, i, index);
+        }
+        index++;
+    }
+    if (x.out.len == 0) {
+        sb_printf(&x.out, "no decision leaves production's order: the production schedule "
+                          "itself fails\n");
+    }
+    if (x.out.failed) {
+        free(x.out.p);
+        return NULL;
+    }
+    return x.out.p;
+}
+
+/* The shrunk list's run again, with events and the capture of keys. */
+static int final_run(shrinker *sh, pl_sim_shrink_result *out)
+{
+    pl_sim_options o = sh->o;
+    o.decisions = sh->cur;
+    o.decisions_len = sh->len;
+    o.keep_events = true;
+    pl__capture cap;
+    pl__capture_begin(&cap);
+    int rc = pl_sim_run(sh->sc, &o, &out->run);
+    pl__capture_end();
+    sh->runs++;
+    if (rc == 0) {
+        out->explanation = explain(&out->run, &cap);
+        rc = out->explanation != NULL ? 0 : PL_ENOMEM;
+    }
+    free(cap.notes);
+    return rc;
+}
+
+/* ---- Entry points ------------------------------------------------------- */
+
+static int shrink_start(shrinker *sh, const pl__dec_record *list, size_t n,
+                        pl_sim_shrink_result *out)
+{
+    pl_sim_result r;
+    sh->o.decisions = list;
+    sh->o.decisions_len = n;
+    int rc = pl_sim_run(sh->sc, &sh->o, &r);
+    sh->runs++;
+    if (rc != 0) {
+        snprintf(out->message, sizeof out->message, "the run could not start: %.200s",
+                 r.finding.message[0] ? r.finding.message : pl_strerror(rc));
+        pl_sim_result_free(&r);
+        return rc;
+    }
+    if (r.finding.kind != sh->kind) {
+        snprintf(out->message, sizeof out->message,
+                 "the decisions do not reproduce %s (the run ended with %s)",
+                 pl_finding_name(sh->kind), pl_finding_name(r.finding.kind));
+        pl_sim_result_free(&r);
+        return PL_EINVAL;
+    }
+    const pl__run_record *rec = pl__sim_result_record(&r);
+    bool use_rec = rec != NULL && !rec->decisions_truncated;
+    const pl__dec_record *start = use_rec ? rec->decisions : list;
+    size_t len = use_rec ? trimmed_len(rec->decisions, rec->decisions_len) : n;
+    adopt(sh, start, len);
+    pl_sim_result_free(&r);
+    return sh->rc;
+}
+
+int pl_sim_shrink(const pl_scenario *sc, const pl_sim_options *base, const void *decisions,
+                  size_t n, pl_finding_kind kind, const pl_sim_shrink_limits *limits,
+                  pl_sim_shrink_result *out)
+{
+    memset(out, 0, sizeof *out);
+    if (sc == NULL || kind == PL_FINDING_NONE || kind >= PL_FINDING__COUNT ||
+        (decisions == NULL && n > 0)) {
+        snprintf(out->message, sizeof out->message, "nothing to shrink");
+        return PL_EINVAL;
+    }
+    shrinker sh = {.sc = sc, .kind = kind, .start_ns = wall_ns()};
+    if (base != NULL) {
+        sh.o = *base;
+    } else {
+        pl_sim_options_default(&sh.o);
+    }
+    sh.o.source = PL_SIM_SOURCE_LIST;
+    sh.o.keep_decisions = true;
+    sh.o.keep_events = false;
+    sh.time_ns = limits != NULL && limits->time_ns > 0 ? limits->time_ns : SHRINK_TIME_DEFAULT_NS;
+    sh.runs_max = limits != NULL && limits->runs_max > 0 ? limits->runs_max : SHRINK_RUNS_DEFAULT;
+    out->kind = kind;
+    out->decisions_before = n;
+    out->nonzero_before = count_nonzero(decisions, n);
+    int rc = shrink_start(&sh, decisions, n, out);
+    if (rc == 0) {
+        shrink_rounds(&sh);
+        rc = sh.rc != 0 ? sh.rc : final_run(&sh, out);
+    }
+    out->decisions_after = sh.len;
+    out->nonzero_after = count_nonzero(sh.cur, sh.len);
+    out->runs = sh.runs;
+    out->budget_hit = sh.out_of_budget;
+    out->elapsed_ns = wall_ns() - sh.start_ns;
+    free(sh.cur);
+    free(sh.cand);
+    return rc;
+}
+
+void pl_sim_shrink_result_free(pl_sim_shrink_result *r)
+{
+    pl_sim_result_free(&r->run);
+    free(r->explanation);
+    r->explanation = NULL;
+}
+
+/* ---- Shrunk replay files ------------------------------------------------ */
+
+static char *read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        return NULL;
+    }
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    while (buf != NULL) {
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap) {
+            break;
+        }
+        char *b = realloc(buf, cap * 2);
+        if (b == NULL) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = b;
+        cap *= 2;
+    }
+    if (buf != NULL && ferror(f)) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    *len = n;
+    return buf;
+}
+
+static void write_comments(FILE *f, const pl_sim_shrink_result *r)
+{
+    fprintf(f, "# shrunk-from %zu decisions (%zu non-default) to %zu (%zu non-default) in %llu "
+               "runs%s\n",
+            r->decisions_before, r->nonzero_before, r->decisions_after, r->nonzero_after,
+            (unsigned long long)r->runs, r->budget_hit ? ", stopped by its budget" : "");
+    fprintf(f, "# %s with these departures from production order\n", pl_finding_name(r->kind));
+    fprintf(f, "# (every other decision is production's: FIFO, no fault, no delay):\n");
+    for (const char *p = r->explanation; p != NULL && *p != '\0';) {
+        const char *nl = strchr(p, '\n');
+        size_t l = nl != NULL ? (size_t)(nl - p) : strlen(p);
+        fprintf(f, "#   %.*s\n", (int)l, p);
+        p += l + (nl != NULL);
+    }
+}
+
+/* Rewrites `path` with the comments after its first line (the format
+ * line must stay first), through a temporary file and a rename. */
+static int insert_comments(const char *path, const pl_sim_shrink_result *r)
+{
+    size_t len;
+    char *data = read_all(path, &len);
+    if (data == NULL) {
+        return PL_EIO;
+    }
+    const char *nl = memchr(data, '\n', len);
+    size_t head = nl != NULL ? (size_t)(nl - data) + 1 : len;
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    if (f == NULL) {
+        free(data);
+        return PL_EIO;
+    }
+    fwrite(data, 1, head, f);
+    write_comments(f, r);
+    fwrite(data + head, 1, len - head, f);
+    free(data);
+    bool ok = !ferror(f);
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        remove(tmp);
+        return PL_EIO;
+    }
+    return 0;
+}
+
+int pl_sim_write_shrunk_replay(const pl_scenario *sc, const pl_sim_options *base,
+                               const pl_sim_shrink_result *r, const char *path)
+{
+    const pl__run_record *rec = pl__sim_result_record(&r->run);
+    if (rec == NULL || r->decisions_after > rec->decisions_len) {
+        return PL_EINVAL;
+    }
+    /* The run consulted zeros past the shrunk list's end; the file keeps
+     * the list itself, which replays the same run. */
+    pl__run_record trimmed = *rec;
+    trimmed.decisions_len = r->decisions_after;
+    pl_sim_result run = r->run;
+    run.internal = &trimmed;
+    int rc = pl_sim_write_replay(sc, base, &run, path);
+    return rc != 0 ? rc : insert_comments(path, r);
+}
+
+int pl__shrink_default_out(const char *in, char *buf, size_t len)
+{
+    static const char ext[] = ".replay";
+    size_t n = strlen(in);
+    size_t e = sizeof ext - 1;
+    if (n > e && strcmp(in + n - e, ext) == 0) {
+        return snprintf(buf, len, "%.*s.shrunk.replay", (int)(n - e), in);
+    }
+    return snprintf(buf, len, "%s.shrunk.replay", in);
+}
+
+/* The options a replay file's run had (as `pollen replay` sets them). */
+static int options_of(const pl__replay *rp, pl_sim_options *o, char *knobs, size_t knobs_len)
+{
+    pl_sim_options_default(o);
+    o->source = PL_SIM_SOURCE_LIST;
+    o->seed = rp->seed;
+    o->strategy = rp->strategy != NULL ? rp->strategy : "random";
+    if (rp->has_knobs) {
+        pl__dec_knobs_format(&rp->knobs, knobs, knobs_len);
+        o->knobs = knobs;
+    }
+    return 0;
+}
+
+static int load(const char *in, pl__replay *rp, const pl_scenario **sc, int *kind, char *err,
+                size_t err_len)
+{
+    int rc = pl__replay_parse_file(in, rp, err, err_len);
+    if (rc != 0) {
+        return rc;
+    }
+    *sc = rp->scenario != NULL ? pl_scenario_find(rp->scenario) : NULL;
+    if (*sc == NULL) {
+        snprintf(err, err_len, "%s: scenario '%s' is not linked into this program", in,
+                 rp->scenario != NULL ? rp->scenario : "(none)");
+        return PL_EFORMAT;
+    }
+    *kind = rp->finding != NULL ? pl_finding_from_name(rp->finding) : -1;
+    if (*kind <= 0) {
+        snprintf(err, err_len, "%s: the replay records no finding: nothing to shrink", in);
+        return PL_EINVAL;
+    }
+    return 0;
+}
+
+int pl__shrink_file_ex(const char *in, const char *out, const pl_sim_shrink_limits *limits,
+                       pl_sim_shrink_result *res, char *err, size_t err_len)
+{
+    memset(res, 0, sizeof *res);
+    pl__replay rp;
+    const pl_scenario *sc = NULL;
+    int kind = 0;
+    int rc = load(in, &rp, &sc, &kind, err, err_len);
+    if (rc != 0) {
+        pl__replay_free(&rp);
+        return rc;
+    }
+    pl_sim_options o;
+    char knobs[PL__DEC_KNOBS_TEXT_MAX];
+    options_of(&rp, &o, knobs, sizeof knobs);
+    rc = pl_sim_shrink(sc, &o, rp.decisions, rp.decisions_len, (pl_finding_kind)kind, limits,
+                       res);
+    if (rc != 0) {
+        snprintf(err, err_len, "%s: %s", in, res->message[0] ? res->message : pl_strerror(rc));
+    } else {
+        char def[4096];
+        if (out == NULL) {
+            pl__shrink_default_out(in, def, sizeof def);
+            out = def;
+        }
+        rc = pl_sim_write_shrunk_replay(sc, &o, res, out);
+        if (rc != 0) {
+            snprintf(err, err_len, "cannot write '%s': %s", out, pl_strerror(rc));
+        }
+    }
+    pl__replay_free(&rp);
+    return rc;
+}
+
+int pl__shrink_file(const char *in, const char *out, char *err, size_t err_len)
+{
+    pl_sim_shrink_result res;
+    int rc = pl__shrink_file_ex(in, out, NULL, &res, err, err_len);
+    pl_sim_shrink_result_free(&res);
+    return rc;
+}
+
+void pl__shrink_print(FILE *f, const pl_sim_shrink_result *res, const char *out,
+                      const char *indent)
+{
+    fprintf(f, "%sshrunk %s: %zu decisions (%zu non-default) -> %zu (%zu non-default), %llu "
+               "runs, %.1f s%s\n",
+            indent, pl_finding_name(res->kind), res->decisions_before, res->nonzero_before,
+            res->decisions_after, res->nonzero_after, (unsigned long long)res->runs,
+            (double)res->elapsed_ns / 1e9,
+            res->budget_hit ? " (budget reached: a smaller schedule may exist)" : "");
+    fprintf(f, "%sthe schedule that fails leaves production's order here:\n", indent);
+    for (const char *p = res->explanation; p != NULL && *p != '\0';) {
+        const char *nl = strchr(p, '\n');
+        size_t l = nl != NULL ? (size_t)(nl - p) : strlen(p);
+        fprintf(f, "%s  %.*s\n", indent, (int)l, p);
+        p += l + (nl != NULL);
+    }
+    if (out != NULL) {
+        fprintf(f, "%sshrunk replay: %s\n", indent, out);
+    }
+}

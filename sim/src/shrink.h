@@ -1,0 +1,36 @@
+/* sim/src/shrink.h: the shrinker's entry points for `pollen shrink` and
+ * for the auto-shrink of `pollen run`. The shrinking itself is
+ * pl_sim_shrink (pollen/sim.h). */
+#ifndef POLLEN_SIM_SHRINK_H
+#define POLLEN_SIM_SHRINK_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "pollen/sim.h"
+
+/* Shrinks the failure recorded in replay file `in` to its smallest
+ * decision list that still produces the same finding, and writes the
+ * result as a replay file to `out` (NULL: pl__shrink_default_out), with
+ * the explanation as '#' comments at its top. Default limits (30 s,
+ * 20000 runs). Returns 0, or a negative PL_E* code with the reason in err
+ * (NUL-terminated, at most err_len bytes). */
+int pl__shrink_file(const char *in, const char *out, char *err, size_t err_len);
+
+/* The same with explicit limits (NULL: defaults) and the outcome in *res
+ * (always free it with pl_sim_shrink_result_free). */
+int pl__shrink_file_ex(const char *in, const char *out, const pl_sim_shrink_limits *limits,
+                       pl_sim_shrink_result *res, char *err, size_t err_len);
+
+/* The default output path: `in` with a trailing ".replay" replaced by
+ * ".shrunk.replay", or ".shrunk.replay" appended. Returns the length of
+ * the full result like snprintf. */
+int pl__shrink_default_out(const char *in, char *buf, size_t len);
+
+/* Prints before/after counts, the budget note, the explanation (each line
+ * indented by `indent`) and where the shrunk replay went (out, may be
+ * NULL). */
+void pl__shrink_print(FILE *f, const pl_sim_shrink_result *res, const char *out,
+                      const char *indent);
+
+#endif

@@ -1,0 +1,117 @@
+/* sim/src/strategy.h: exploration strategies on the decision stream.
+ *
+ * A strategy decides how a run leaves production's order. Specs, as the
+ * `strategy` option and `--strategy` spell them:
+ *
+ *   random       the PRNG source with the knobs (decide.h); no hook.
+ *   swarm        random, with knobs drawn per seed (pl__dec_knobs_swarm).
+ *   pct:D[:K]    PCT with depth D (1..64), Burckhardt et al., ASPLOS 2010.
+ *                K (1..2^32) is the horizon for the change points; without
+ *                it, K is the number of schedule decisions of the
+ *                scenario's production run (every decision 0), measured
+ *                once per scenario and thread (pl__strategy_pct_estimate).
+ *   bounded:K    systematic exploration of every schedule with at most K
+ *                (0..64) non-zero decisions: pl_sim_explore_bounded. A
+ *                single run with this spec is the production schedule
+ *                (the enumeration's root): every decision 0.
+ *
+ * PCT, as installed on a run. Tasks get distinct random priorities the
+ * first time the strategy sees them among the candidates of a schedule
+ * decision, drawn from a generator seeded with pl__prng_subseed(seed,
+ * PL__SEED_STRATEGY), so the seed alone reproduces the run. D - 1 change
+ * points are drawn at the start: distinct schedule-decision numbers,
+ * uniform in [1, K]. At the i-th schedule decision the candidate with the
+ * highest priority is chosen; when i is the j-th change point (j = 1..D-1,
+ * in draw order) the chosen task's priority drops to D - j, below every
+ * task's initial priority, after it is chosen (as in the paper: the task
+ * takes this step, then yields its rank). Two departures from the paper,
+ * both for poll/waker code:
+ *   - only the candidates the executor offers (its schedule window, the
+ *     first 16 runnable tasks by default) can be chosen;
+ *   - a task whose latest 32 or more polls only re-woke itself (a
+ *     spin-wait) ranks below every task that is not spinning, so a
+ *     high-priority spinner cannot starve the task it waits for into a
+ *     false livelock (as Coyote's fair PCT, but local to the spinner).
+ * Other decision kinds keep the PRNG's value. The values PCT chose are
+ * recorded like any others, so a replay (list source) reproduces the run
+ * without the strategy: strategies are never installed on list sources.
+ *
+ * Guarantee: for a bug of depth d in a program with at most n tasks and
+ * k steps, one PCT run finds it with probability at least
+ * 1 / (n * k^(d-1)) (pl_sim_pct_guarantee in sim.h).
+ */
+#ifndef POLLEN_SIM_STRATEGY_H
+#define POLLEN_SIM_STRATEGY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pollen/sim.h"
+
+typedef enum pl__strategy_kind {
+    PL__STRATEGY_RANDOM = 0,
+    PL__STRATEGY_SWARM = 1,
+    PL__STRATEGY_PCT = 2,
+    PL__STRATEGY_BOUNDED = 3,
+} pl__strategy_kind;
+
+#define PL__STRATEGY_DEPTH_MAX 64u
+
+typedef struct pl__strategy_spec {
+    pl__strategy_kind kind;
+    uint32_t depth;   /* pct: D; bounded: K; otherwise 0 */
+    uint64_t horizon; /* pct: K from "pct:D:K"; 0: estimate */
+} pl__strategy_spec;
+
+/* Parses a strategy spec (NULL means "random"). Returns 0, or PL_EINVAL
+ * with a message in err such as "bad strategy 'pct:0': the depth D of
+ * pct:D must be 1 to 64" (err may be NULL). */
+int pl__strategy_parse(const char *text, pl__strategy_spec *out, char *err, size_t err_len);
+
+struct pl__sim;
+typedef struct pl__strategy pl__strategy;
+
+/* Installs the strategy of `spec` on s->dec and stores its per-run state
+ * in s->strategy (NULL when the strategy needs none: random, swarm,
+ * bounded, or a list source). Call after the source is selected. May run
+ * the scenario once in production order to estimate PCT's horizon (see
+ * above). Returns 0 or PL_ENOMEM. */
+int pl__strategy_install(struct pl__sim *s, const pl__strategy_spec *spec,
+                         const pl_sim_options *o);
+
+/* Frees per-run strategy state; NULL is a no-op. */
+void pl__strategy_free(pl__strategy *st);
+
+/* PCT's inputs measured on the production run of `sc` with the knobs of
+ * `o` (NULL: defaults): the tasks spawned and the schedule decisions
+ * consulted. Cached per thread by scenario. pl_sometimes counters are
+ * restored afterwards, so the measuring run never counts as coverage.
+ * Returns 0 or a negative code. */
+int pl__strategy_pct_estimate(const pl_scenario *sc, const pl_sim_options *o, uint32_t *tasks,
+                              uint64_t *steps);
+
+/* ---- Explaining decisions --------------------------------------------
+ * While a capture is active on this thread, runs with a list source get
+ * a pass-through hook that notes, per consulted decision, its key and,
+ * for schedule decisions, the id of the task chosen. The shrinker uses
+ * it to name the FIFO head and the task polled instead. */
+typedef struct pl__decision_note {
+    uint64_t key;    /* the decision's subject (head task id, timer seq, ...) */
+    uint32_t chosen; /* schedule: id of the task polled; otherwise 0 */
+    uint32_t kind;
+} pl__decision_note;
+
+typedef struct pl__capture {
+    pl__decision_note *notes; /* owned; free() it */
+    size_t len;
+    size_t cap;
+    bool truncated;           /* out of memory: notes is a prefix */
+} pl__capture;
+
+/* Starts capturing into *c (zeroed first); the next runs on this thread
+ * append to it. pl__capture_end stops; the caller frees c->notes. */
+void pl__capture_begin(pl__capture *c);
+void pl__capture_end(void);
+
+#endif

@@ -1,0 +1,301 @@
+/* tests/sim/test_shrink.c: the shrinker, its explanation, shrunk files.
+ *
+ * The scenario is a one-deviation race (a reader polled before the
+ * writer) buried in a few hundred decisions of noise from busy tasks, so
+ * a random seed that fails hands the shrinker a long list with many
+ * non-zero values, of which one matters. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "leakcheck.h"
+#include "pollen/pollen.h"
+#include "pollen/sim.h"
+#include "shrink.h"
+#include "sim_internal.h"
+
+#define LEAK_TEST(suite, name)                                                \
+    static void suite##_##name##_body(void);                                  \
+    Test(suite, name)                                                         \
+    {                                                                         \
+        suite##_##name##_body();                                              \
+        pl_test_leak_check();                                                 \
+    }                                                                         \
+    static void suite##_##name##_body(void)
+
+/* ---- Scenario --------------------------------------------------------- */
+
+typedef struct noisy_state {
+    int written;
+    int reader_first;
+} noisy_state;
+
+enum { ROLE_WRITER, ROLE_READER, ROLE_NOISE };
+
+typedef struct worker {
+    pl_future base;
+    noisy_state *s;
+    int role;
+    int steps;
+} worker;
+
+static pl_poll_result worker_poll(pl_future *self, pl_context *cx)
+{
+    worker *w = (worker *)self;
+    if (w->role == ROLE_WRITER) {
+        w->s->written = 1;
+    } else if (w->role == ROLE_READER) {
+        w->s->reader_first = !w->s->written;
+    }
+    if (--w->steps > 0) {
+        pl_waker_wake_by_ref(&cx->waker);
+        return PL_PENDING;
+    }
+    return PL_READY;
+}
+
+static const pl_future_vtable worker_vt = {"worker", worker_poll, NULL};
+
+static int spawn_worker(pl_executor *ex, noisy_state *s, int role, int steps, const char *name)
+{
+    worker w = {PL_FUTURE_INIT(&worker_vt), s, role, steps};
+    return PL_SPAWN(ex, w, name, NULL);
+}
+
+static int noisy_setup(pl_executor *ex, void *state)
+{
+    static const char *const noise[4] = {"noise-1", "noise-2", "noise-3", "noise-4"};
+    int rc = spawn_worker(ex, state, ROLE_WRITER, 1, "writer");
+    rc = rc != 0 ? rc : spawn_worker(ex, state, ROLE_READER, 1, "reader");
+    for (int i = 0; i < 4 && rc == 0; i++) {
+        rc = spawn_worker(ex, state, ROLE_NOISE, 90, noise[i]);
+    }
+    return rc;
+}
+
+static int noisy_check(pl_executor *ex, void *state, char *msg, size_t len)
+{
+    (void)ex;
+    noisy_state *s = state;
+    if (s->reader_first) {
+        snprintf(msg, len, "the reader was polled before the writer");
+        return 1;
+    }
+    return 0;
+}
+
+PL_SCENARIO(noisy_scenario, .name = "t_noisy_race", .summary = "a race buried in noise",
+            .state_size = sizeof(noisy_state), .setup = noisy_setup, .check = noisy_check,
+            .expect = "assertion");
+
+/* ---- Helpers ---------------------------------------------------------- */
+
+/* A failing random run with at least `min_decisions` decisions. */
+static void failing_run(pl_sim_result *r, size_t min_decisions)
+{
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    for (uint64_t seed = 1; seed <= 500; seed++) {
+        o.seed = seed;
+        cr_assert_eq(pl_sim_run(&noisy_scenario, &o, r), 0);
+        if (r->finding.kind == PL_FINDING_ASSERTION && r->decisions >= min_decisions &&
+            r->nonzero_decisions >= 50) {
+            return;
+        }
+        pl_sim_result_free(r);
+    }
+    cr_assert_fail("no noisy failing seed in 1..500");
+}
+
+static const pl__dec_record *decisions_of(const pl_sim_result *r, size_t *n)
+{
+    const pl__run_record *rec = pl__sim_result_record(r);
+    cr_assert(rec != NULL);
+    *n = rec->decisions_len;
+    return rec->decisions;
+}
+
+static void shrink_run(const pl_sim_result *in, pl_sim_shrink_result *out)
+{
+    size_t n;
+    const pl__dec_record *d = decisions_of(in, &n);
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    cr_assert_eq(pl_sim_shrink(&noisy_scenario, &o, d, n, PL_FINDING_ASSERTION, NULL, out), 0,
+                 "%s", out->message);
+}
+
+static void temp_path(char *buf, size_t len, const char *tag)
+{
+    snprintf(buf, len, "/tmp/pollen-test-%s-%ld.replay", tag, (long)getpid());
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert(f != NULL, "cannot open %s", path);
+    char *buf = calloc(1, 1 << 20);
+    size_t n = fread(buf, 1, (1 << 20) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* ---- Tests ------------------------------------------------------------ */
+
+LEAK_TEST(shrink, reduces_a_noisy_failure_to_its_cause)
+{
+    pl_sim_result r;
+    failing_run(&r, 300);
+    pl_sim_shrink_result s;
+    shrink_run(&r, &s);
+    cr_assert_eq(s.decisions_before, pl__sim_result_record(&r)->decisions_len);
+    cr_assert(s.nonzero_before >= 50);
+    cr_assert(s.nonzero_after >= 1 && s.nonzero_after <= 2, "%zu non-zero", s.nonzero_after);
+    cr_assert(s.decisions_after <= 3, "%zu decisions", s.decisions_after);
+    cr_assert(!s.budget_hit);
+    /* The shrunk list fails alone, with the same kind. */
+    size_t n;
+    const pl__dec_record *d = decisions_of(&s.run, &n);
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.source = PL_SIM_SOURCE_LIST;
+    o.decisions = d;
+    o.decisions_len = s.decisions_after;
+    pl_sim_result again;
+    cr_assert_eq(pl_sim_run(&noisy_scenario, &o, &again), 0);
+    cr_assert_eq(again.finding.kind, PL_FINDING_ASSERTION);
+    cr_assert_eq(again.hash, s.run.hash);
+    pl_sim_result_free(&again);
+    pl_sim_shrink_result_free(&s);
+    pl_sim_result_free(&r);
+}
+
+LEAK_TEST(shrink, is_stable)
+{
+    pl_sim_result r;
+    failing_run(&r, 200);
+    pl_sim_shrink_result once, twice;
+    shrink_run(&r, &once);
+    shrink_run(&once.run, &twice);
+    cr_assert_eq(twice.decisions_after, once.decisions_after);
+    size_t n1, n2;
+    const pl__dec_record *a = decisions_of(&once.run, &n1);
+    const pl__dec_record *b = decisions_of(&twice.run, &n2);
+    cr_assert(memcmp(a, b, once.decisions_after * sizeof *a) == 0);
+    cr_assert_eq(once.run.hash, twice.run.hash);
+    cr_assert_str_eq(once.explanation, twice.explanation);
+    pl_sim_shrink_result_free(&once);
+    pl_sim_shrink_result_free(&twice);
+    pl_sim_result_free(&r);
+}
+
+LEAK_TEST(shrink, explanation_names_the_tasks)
+{
+    pl_sim_result r;
+    failing_run(&r, 200);
+    pl_sim_shrink_result s;
+    shrink_run(&r, &s);
+    cr_assert(s.explanation != NULL);
+    cr_assert(strstr(s.explanation, "schedule: polled 'reader' before 'writer'") != NULL, "%s",
+              s.explanation);
+    cr_assert(strstr(s.explanation, "step 0 (0.000 ms)") != NULL, "%s", s.explanation);
+    pl_sim_shrink_result_free(&s);
+    pl_sim_result_free(&r);
+}
+
+LEAK_TEST(shrink, refuses_a_list_that_does_not_fail)
+{
+    pl_sim_shrink_result s;
+    int rc = pl_sim_shrink(&noisy_scenario, NULL, NULL, 0, PL_FINDING_ASSERTION, NULL, &s);
+    cr_assert_eq(rc, PL_EINVAL);
+    cr_assert(strstr(s.message, "do not reproduce assertion") != NULL, "%s", s.message);
+    pl_sim_shrink_result_free(&s);
+}
+
+LEAK_TEST(shrink, run_budget_is_respected)
+{
+    pl_sim_result r;
+    failing_run(&r, 200);
+    size_t n;
+    const pl__dec_record *d = decisions_of(&r, &n);
+    pl_sim_shrink_limits lim = {.runs_max = 5};
+    pl_sim_shrink_result s;
+    cr_assert_eq(pl_sim_shrink(&noisy_scenario, NULL, d, n, PL_FINDING_ASSERTION, &lim, &s), 0);
+    cr_assert(s.budget_hit);
+    cr_assert(s.runs <= 6, "%llu runs", (unsigned long long)s.runs); /* + the final run */
+    cr_assert_eq(s.run.finding.kind, PL_FINDING_ASSERTION, "a cut shrink still fails");
+    pl_sim_shrink_result_free(&s);
+    pl_sim_result_free(&r);
+}
+
+LEAK_TEST(shrink, file_round_trip)
+{
+    pl_sim_result r;
+    failing_run(&r, 200);
+    char in[256], out[256];
+    temp_path(in, sizeof in, "in");
+    pl__shrink_default_out(in, out, sizeof out);
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.seed = 1;
+    cr_assert_eq(pl_sim_write_replay(&noisy_scenario, &o, &r, in), 0);
+    char err[512] = "";
+    pl_sim_shrink_result s;
+    cr_assert_eq(pl__shrink_file_ex(in, NULL, NULL, &s, err, sizeof err), 0, "%s", err);
+    char *text = slurp(out);
+    cr_assert(strncmp(text, "pollen-replay 1\n# shrunk-from ", 30) == 0, "%s", text);
+    cr_assert(strstr(text, "'reader'") != NULL);
+    free(text);
+    pl_sim_result re;
+    cr_assert_eq(pl_sim_replay_file(out, &re, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(re.finding.kind, PL_FINDING_ASSERTION);
+    cr_assert_eq(re.hash, s.run.hash);
+    pl_sim_result_free(&re);
+    /* The plain entry point writes the same file. */
+    remove(out);
+    cr_assert_eq(pl__shrink_file(in, out, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(pl_sim_replay_file(out, &re, err, sizeof err), 0, "%s", err);
+    pl_sim_result_free(&re);
+    pl_sim_shrink_result_free(&s);
+    pl_sim_result_free(&r);
+    remove(in);
+    remove(out);
+}
+
+LEAK_TEST(shrink, file_errors_are_explained)
+{
+    char err[512] = "";
+    pl_sim_shrink_result s;
+    int rc = pl__shrink_file_ex("/nonexistent/x.replay", NULL, NULL, &s, err, sizeof err);
+    cr_assert(rc < 0);
+    cr_assert(err[0] != '\0');
+    pl_sim_shrink_result_free(&s);
+    /* A clean run's replay has nothing to shrink. */
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.source = PL_SIM_SOURCE_LIST;
+    pl_sim_result r;
+    cr_assert_eq(pl_sim_run(&noisy_scenario, &o, &r), 0);
+    cr_assert_eq(r.finding.kind, PL_FINDING_NONE);
+    char in[256];
+    temp_path(in, sizeof in, "clean");
+    cr_assert_eq(pl_sim_write_replay(&noisy_scenario, &o, &r, in), 0);
+    rc = pl__shrink_file_ex(in, NULL, NULL, &s, err, sizeof err);
+    cr_assert_eq(rc, PL_EINVAL);
+    cr_assert(strstr(err, "nothing to shrink") != NULL, "%s", err);
+    pl_sim_shrink_result_free(&s);
+    pl_sim_result_free(&r);
+    remove(in);
+}
+
+LEAK_TEST(shrink, default_output_path)
+{
+    char buf[128];
+    pl__shrink_default_out("out/a_1.replay", buf, sizeof buf);
+    cr_assert_str_eq(buf, "out/a_1.shrunk.replay");
+    pl__shrink_default_out("crash-abc", buf, sizeof buf);
+    cr_assert_str_eq(buf, "crash-abc.shrunk.replay");
+}
