@@ -1,0 +1,75 @@
+/* sim/src/cli.h: the pure parts of the `pollen` command line.
+ *
+ * pl_main (main.c) is mostly process plumbing: forking workers, reading
+ * their pipes, printing. The arithmetic and parsing it relies on live
+ * behind these functions so tests can check them without a process.
+ * None of them allocates, prints or touches global state.
+ */
+#ifndef POLLEN_SIM_CLI_H
+#define POLLEN_SIM_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pollen/time.h"
+
+/* Parses a decimal uint64 ("0", "42"; no sign, no spaces, no overflow).
+ * Returns 0 or PL_EINVAL. */
+int pl__cli_parse_u64(const char *text, uint64_t *out);
+
+/* Parses a seed: a decimal uint64, "0x" and up to 16 hex digits, or a
+ * 40-hex-digit commit hash, whose first 16 hex digits become the seed
+ * (so `--seed $(git rev-parse HEAD)` gives one seed per commit).
+ * Returns 0 or PL_EINVAL. */
+int pl__cli_parse_seed(const char *text, uint64_t *out);
+
+/* Parses an inclusive seed range "A..B" (each side as pl__cli_parse_seed,
+ * A <= B, and B - A < UINT64_MAX so the count fits). Returns 0 or
+ * PL_EINVAL. */
+int pl__cli_parse_seeds(const char *text, uint64_t *lo, uint64_t *hi);
+
+/* Parses a positive duration: a number with an optional fraction of up
+ * to 9 digits and a unit, one of ms, s, m, h ("250ms", "1.5s", "10m").
+ * A bare number is an error: the unit is never guessed. Returns 0 or
+ * PL_EINVAL (also for zero and for more than 10 years). */
+int pl__cli_parse_duration(const char *text, pl_time *out_ns);
+
+/* Parses "K/N" with 1 <= K <= N <= PL__CLI_SHARDS_MAX. Returns 0 or
+ * PL_EINVAL. */
+#define PL__CLI_SHARDS_MAX 65536u
+int pl__cli_parse_shard(const char *text, uint32_t *k, uint32_t *n);
+
+/* The seeds one worker runs: first, first + stride, ... (count of them),
+ * in increasing order. */
+typedef struct pl__cli_slice {
+    uint64_t first;
+    uint64_t stride;
+    uint64_t count;
+} pl__cli_slice;
+
+/* Seeds [lo, hi] are split across shards, then across jobs:
+ *   - shard k of n (1-based) owns seed s when (s - lo) mod n == k - 1;
+ *   - job j of `jobs` (0-based) owns the shard's i-th seed (i from 0, in
+ *     increasing order) when i mod jobs == j.
+ * The intersection is itself an arithmetic progression, returned here.
+ * Over all k and j the slices cover [lo, hi] exactly once. Requires
+ * lo <= hi, 1 <= k <= n <= PL__CLI_SHARDS_MAX, j < jobs <=
+ * PL__CLI_JOBS_MAX. */
+#define PL__CLI_JOBS_MAX 1024u
+pl__cli_slice pl__cli_slice_of(uint64_t lo, uint64_t hi, uint32_t k, uint32_t n, uint32_t j,
+                               uint32_t jobs);
+
+/* The i-th seed of a slice (i < count). */
+uint64_t pl__cli_slice_seed(const pl__cli_slice *s, uint64_t i);
+
+/* Edit distance between a and b, capped at `cap` (returns cap when it is
+ * at least cap): used for "did you mean" hints. */
+size_t pl__cli_distance(const char *a, const char *b, size_t cap);
+
+/* Writes `text` quoted for a POSIX shell into buf when it needs quoting
+ * (single quotes, with embedded ones as '\''), as is otherwise. Returns
+ * the length of the full result like snprintf. */
+int pl__cli_shell_quote(const char *text, char *buf, size_t len);
+
+#endif
