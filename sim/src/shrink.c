@@ -116,33 +116,49 @@ static bool adopt(shrinker *sh, const pl__dec_record *list, size_t n)
     return true;
 }
 
-/* Runs a candidate; when it fails with the kind and its normalized list
- * is smaller than the best, adopts that. Returns whether it adopted. */
-static bool try_list(shrinker *sh, const pl__dec_record *list, size_t n)
+/* Runs a candidate into *r (free it). False when out of budget or when
+ * the run could not start. */
+static bool run_candidate(shrinker *sh, const pl__dec_record *list, size_t n, pl_sim_result *r)
 {
     if (!budget_left(sh)) {
         return false;
     }
     sh->o.decisions = list;
     sh->o.decisions_len = n;
-    pl_sim_result r;
-    int rc = pl_sim_run(sh->sc, &sh->o, &r);
+    int rc = pl_sim_run(sh->sc, &sh->o, r);
     sh->runs++;
-    bool adopted = false;
     if (rc != 0) {
         sh->rc = rc;
-    } else if (r.finding.kind == sh->kind) {
-        const pl__run_record *rec = pl__sim_result_record(&r);
-        const pl__dec_record *norm = list;
-        size_t nn = n;
-        if (rec != NULL && !rec->decisions_truncated) {
-            norm = rec->decisions;
-            nn = trimmed_len(rec->decisions, rec->decisions_len);
-        }
-        if (shortlex_less(norm, nn, sh->cur, sh->len)) {
-            adopted = adopt(sh, norm, nn);
-        }
+        pl_sim_result_free(r);
+        return false;
     }
+    return true;
+}
+
+/* When the run of `list` failed with the kind and its normalized list is
+ * smaller than the best, adopts that. Returns whether it adopted. */
+static bool consider(shrinker *sh, const pl__dec_record *list, size_t n, const pl_sim_result *r)
+{
+    if (r->finding.kind != sh->kind) {
+        return false;
+    }
+    const pl__run_record *rec = pl__sim_result_record(r);
+    const pl__dec_record *norm = list;
+    size_t nn = n;
+    if (rec != NULL && !rec->decisions_truncated) {
+        norm = rec->decisions;
+        nn = trimmed_len(rec->decisions, rec->decisions_len);
+    }
+    return shortlex_less(norm, nn, sh->cur, sh->len) && adopt(sh, norm, nn);
+}
+
+static bool try_list(shrinker *sh, const pl__dec_record *list, size_t n)
+{
+    pl_sim_result r;
+    if (!run_candidate(sh, list, n, &r)) {
+        return false;
+    }
+    bool adopted = consider(sh, list, n, &r);
     pl_sim_result_free(&r);
     return adopted;
 }
@@ -251,6 +267,86 @@ static bool pass_lower(shrinker *sh)
     return progress;
 }
 
+/* Zeroing a decision often changes which decisions follow it (a buggify
+ * site that no longer fires arms no timer, so no lateness is asked), and
+ * every later value then lands on the wrong decision. This pass zeroes
+ * one value and re-aligns the rest of the list with what the run asked
+ * for: where the kinds first disagree, it drops the list's entry (when
+ * the next one fits) or inserts a 0 for the new decision, and runs
+ * again, up to REALIGN_MAX times. */
+#define REALIGN_MAX 8
+
+static size_t first_kind_mismatch(const pl__dec_record *l, size_t nl, const pl_sim_result *r)
+{
+    const pl__run_record *rec = pl__sim_result_record(r);
+    size_t n = rec != NULL ? rec->decisions_len : 0;
+    n = n < nl ? n : nl;
+    for (size_t i = 0; i < n; i++) {
+        if (l[i].kind != rec->decisions[i].kind) {
+            return i;
+        }
+    }
+    return SIZE_MAX;
+}
+
+/* One re-alignment edit of cand (*len entries, room for one more). */
+static bool realign(pl__dec_record *cand, size_t *len, const pl_sim_result *r)
+{
+    size_t j = first_kind_mismatch(cand, *len, r);
+    if (j == SIZE_MAX) {
+        return false;
+    }
+    const pl__dec_record *asked = &pl__sim_result_record(r)->decisions[j];
+    if (j + 1 < *len && cand[j + 1].kind == asked->kind) {
+        memmove(cand + j, cand + j + 1, (*len - j - 1) * sizeof *cand);
+        (*len)--;
+    } else {
+        memmove(cand + j + 1, cand + j, (*len - j) * sizeof *cand);
+        cand[j] = (pl__dec_record){asked->kind, asked->n, 0};
+        (*len)++;
+    }
+    return true;
+}
+
+static bool zero_realigned(shrinker *sh, size_t i, pl__dec_record *cand)
+{
+    size_t len = sh->len;
+    memcpy(cand, sh->cur, len * sizeof *cand);
+    cand[i].value = 0;
+    for (int t = 0; t <= REALIGN_MAX; t++) {
+        pl_sim_result r;
+        if (!run_candidate(sh, cand, len, &r)) {
+            return false;
+        }
+        bool adopted = consider(sh, cand, len, &r);
+        bool again = !adopted && r.finding.kind != sh->kind && t < REALIGN_MAX &&
+                     realign(cand, &len, &r);
+        pl_sim_result_free(&r);
+        if (adopted || !again) {
+            return adopted;
+        }
+    }
+    return false;
+}
+
+static bool pass_realign(shrinker *sh)
+{
+    bool progress = false;
+    pl__dec_record *cand = malloc((sh->len + REALIGN_MAX + 1) * sizeof *cand);
+    if (cand == NULL) {
+        sh->rc = PL_ENOMEM;
+        return false;
+    }
+    size_t cap = sh->len;
+    for (size_t i = 0; i < sh->len && sh->len <= cap && budget_left(sh); i++) {
+        if (sh->cur[i].value != 0 && zero_realigned(sh, i, cand)) {
+            progress = true;
+        }
+    }
+    free(cand);
+    return progress;
+}
+
 static void shrink_rounds(shrinker *sh)
 {
     bool progress = true;
@@ -259,6 +355,8 @@ static void shrink_rounds(shrinker *sh)
         progress |= pass_delete(sh);
         progress |= pass_zero(sh);
         progress |= pass_lower(sh);
+        /* Costlier: only once the simple passes are stuck. */
+        progress = progress || pass_realign(sh);
     }
 }
 
