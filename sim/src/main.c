@@ -767,7 +767,8 @@ static const char help_replay[] =
     "changed and the run diverges, says where (step, expected, got). Each file\n"
     "runs in a child process, so an expected crash reproduces as a crash.\n"
     "A file that does not start with 'pollen-replay' is a raw libFuzzer input:\n"
-    "it needs --scenario and feeds its bytes to the decision stream.\n"
+    "it needs --scenario and feeds its bytes to the decision stream. A file\n"
+    "recording nondeterminism reproduces when two runs of it disagree.\n"
     "\n"
     "options:\n"
     "  --scenario NAME         the scenario of raw fuzzer inputs\n"
@@ -3427,10 +3428,47 @@ static void print_reproduced(const replay_opts *ro, const replay_input *in,
     }
 }
 
+static bool expects_nondeterminism(const replay_input *in)
+{
+    return !in->raw && in->file.finding != NULL &&
+           strcmp(in->file.finding, pl_finding_name(PL_FINDING_NONDETERMINISM)) == 0;
+}
+
+/* A nondeterminism file cannot match itself: it reproduces when two
+ * runs of its decisions disagree with each other or with its hash. */
+static int replay_nondeterminism(const cli *c, const replay_opts *ro, const replay_input *in)
+{
+    pl_sim_options so;
+    pl_sim_result a, b;
+    replay_sim_options(in, &so);
+    int ra = pl_sim_run(in->sc, &so, &a), rb = pl_sim_run(in->sc, &so, &b);
+    uint64_t ha = a.hash, hb = b.hash;
+    pl_sim_result_free(&a);
+    pl_sim_result_free(&b);
+    if (ra < 0 || rb < 0) {
+        return internal_error(c, "replay", "%s: the run could not start: %s", in->path,
+                              error_text(ra < 0 ? ra : rb));
+    }
+    uint64_t want = in->file.hash;
+    if (ha != hb || (in->file.has_hash && (ha != want || hb != want))) {
+        print_verdict(ro, in, true, "nondeterminism, two runs gave hashes %016" PRIx64
+                                    " and %016" PRIx64 " (recorded %016" PRIx64 ")",
+                      ha, hb, want);
+        return ST_CLEAN;
+    }
+    print_verdict(ro, in, false, "two runs agreed (hash %016" PRIx64 "): the nondeterminism "
+                                 "did not show this time",
+                  ha);
+    return ST_DIFFERS;
+}
+
 /* Runs one input and prints its verdict (in the child unless
  * --no-fork). Returns ST_CLEAN, ST_DIFFERS or ST_INTERNAL. */
 static int replay_exec(const cli *c, const replay_opts *ro, const replay_input *in)
 {
+    if (expects_nondeterminism(in)) {
+        return replay_nondeterminism(c, ro, in);
+    }
     pl_sim_result r;
     char err[1024] = "";
     int rc;

@@ -722,6 +722,14 @@ Test(cli, check_determinism_catches_outside_state)
                        "%s", p.out);
     cr_assert_not_null(strstr(p.out, "two different traces"), "%s", p.out);
     cr_assert_not_null(strstr(p.out, "first difference at event"), "%s", p.out);
+    char path[4096];
+    snprintf(path, sizeof path, "%s", replay_of(p.out));
+    proc_free(&p);
+    /* Its replay reproduces when two runs of the file disagree. */
+    p = HARNESS("replay", path);
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "reproduced: nondeterminism, two runs gave hashes"), "%s",
+                       p.out);
     proc_free(&p);
 }
 
