@@ -91,6 +91,7 @@ struct ep {
     int family;
     int error;          /* ST_REFUSED: the connect error */
     bool bound;         /* in the reactor's bound list */
+    uint32_t eagain_owed; /* PL_IO_* directions whose last attempt was a spurious EAGAIN */
     bool shut_rd, shut_wr;
     pl_io_source *src;  /* registration, NULL when none */
     addr local, peer;
@@ -357,25 +358,34 @@ static size_t short_len(pl__reactor *r, const ep *e, size_t n)
     return 1 + pl__sim_choose(r->sim, PL_DECIDE_IO_FAULT, span, e->hdr.id);
 }
 
-/* Fault classes of the mask that stream reads and writes may draw. */
-static uint32_t stream_faults(const pl__reactor *r, const ep *e, size_t n, uint32_t short_bit)
+/* Whether an operation in direction `bit` that could succeed may draw a
+ * spurious EAGAIN. Never twice in a row on one endpoint and direction:
+ * the attempt after one is exempt, so even an always-on io_fault knob
+ * cannot starve correct code (an accept offered only "none, EAGAIN"
+ * would otherwise never succeed). Called only where the operation can
+ * succeed, which is what consumes the exemption. */
+static uint32_t eagain_fault(const pl__reactor *r, ep *e, uint32_t bit)
 {
-    uint32_t allowed = 0;
+    if (e->eagain_owed & bit) {
+        e->eagain_owed &= ~bit;
+        return 0;
+    }
+    return (r->faults & PL__REACTOR_FAULT_EAGAIN) ? FBIT(F_EAGAIN) : 0;
+}
+
+/* Fault classes of the mask that stream reads and writes may draw. */
+static uint32_t stream_faults(const pl__reactor *r, ep *e, size_t n, uint32_t bit)
+{
+    uint32_t short_bit = bit == PL_IO_READABLE ? PL__REACTOR_FAULT_SHORT_READ
+                                               : PL__REACTOR_FAULT_SHORT_WRITE;
+    uint32_t allowed = eagain_fault(r, e, bit);
     if ((r->faults & short_bit) && n >= 2) {
         allowed |= FBIT(F_SHORT);
-    }
-    if (r->faults & PL__REACTOR_FAULT_EAGAIN) {
-        allowed |= FBIT(F_EAGAIN);
     }
     if ((r->faults & PL__REACTOR_FAULT_RESET) && e->kind == EP_STREAM) {
         allowed |= FBIT(F_RESET);
     }
     return allowed;
-}
-
-static uint32_t eagain_fault(const pl__reactor *r)
-{
-    return (r->faults & PL__REACTOR_FAULT_EAGAIN) ? FBIT(F_EAGAIN) : 0;
 }
 
 /* Makes e ready for `bits` after a latency (room reserved). */
@@ -391,6 +401,7 @@ static void notify_later(pl__reactor *r, ep *e, uint32_t bits, pl_time delay_ns)
  * must come back by itself or a correct future would wait forever. */
 static ssize_t spurious_eagain(pl__reactor *r, ep *e, uint32_t bit)
 {
+    e->eagain_owed |= bit;
     notify_later(r, e, bit, latency(r, e));
     return PL_EAGAIN;
 }
@@ -1285,7 +1296,7 @@ int pl__reactor_accept(pl__reactor *r, int handle, struct sockaddr *sa, socklen_
     if (!heap_reserve(r, OP_EVENTS_MAX) || !handles_reserve(r, 1)) {
         return PL_ENOMEM;
     }
-    if (pick_fault(r, l, eagain_fault(r)) == F_EAGAIN) {
+    if (pick_fault(r, l, eagain_fault(r, l, PL_IO_READABLE)) == F_EAGAIN) {
         return (int)spurious_eagain(r, l, PL_IO_READABLE);
     }
     ep *s = backlog_pop(l);
@@ -1416,7 +1427,7 @@ static ssize_t chan_read(pl__reactor *r, ep *e, chan *c, void *buf, size_t len)
         return PL_ENOMEM;
     }
     size_t n = len < c->readable ? len : c->readable;
-    switch (pick_fault(r, e, stream_faults(r, e, n, PL__REACTOR_FAULT_SHORT_READ))) {
+    switch (pick_fault(r, e, stream_faults(r, e, n, PL_IO_READABLE))) {
     case F_SHORT:
         n = short_len(r, e, n);
         break;
@@ -1455,7 +1466,7 @@ static ssize_t chan_write(pl__reactor *r, ep *e, chan *c, const void *buf, size_
     if (!heap_reserve(r, OP_EVENTS_MAX) || !chan_reserve(c, n)) {
         return PL_ENOMEM;
     }
-    switch (pick_fault(r, e, stream_faults(r, e, n, PL__REACTOR_FAULT_SHORT_WRITE))) {
+    switch (pick_fault(r, e, stream_faults(r, e, n, PL_IO_WRITABLE))) {
     case F_SHORT:
         n = short_len(r, e, n);
         break;
@@ -1514,7 +1525,7 @@ static ssize_t dgram_recv(pl__reactor *r, ep *e, void *buf, size_t len, struct s
     if (!heap_reserve(r, OP_EVENTS_MAX)) {
         return PL_ENOMEM;
     }
-    if (pick_fault(r, e, eagain_fault(r)) == F_EAGAIN) {
+    if (pick_fault(r, e, eagain_fault(r, e, PL_IO_READABLE)) == F_EAGAIN) {
         return spurious_eagain(r, e, PL_IO_READABLE);
     }
     dgram *d = e->q_head;
@@ -1556,7 +1567,7 @@ static ssize_t dgram_send(pl__reactor *r, ep *e, const void *buf, size_t len,
     if (d == NULL) {
         return PL_ENOMEM;
     }
-    uint32_t allowed = eagain_fault(r);
+    uint32_t allowed = eagain_fault(r, e, PL_IO_WRITABLE);
     if (r->faults & PL__REACTOR_FAULT_LOSS) {
         allowed |= FBIT(F_LOSS);
     }

@@ -33,7 +33,9 @@
  * A short operation moves 1 + pl__sim_choose(PL_DECIDE_IO_FAULT, n - 1)
  * bytes of the n possible. A spurious EAGAIN schedules a readiness
  * re-notification after a latency, so correct edge-triggered code never
- * loses a wakeup. Loss and reset change what correct programs compute
+ * loses a wakeup, and the next attempt in the same direction on the same
+ * handle cannot draw EAGAIN again (so no knob setting starves correct
+ * code). Loss and reset change what correct programs compute
  * (a lost reply, a broken connection) and are off by default.
  */
 #ifndef POLLEN_SIM_REACTOR_H

@@ -37,6 +37,7 @@ static struct fake {
 
 static pl__sim sim;
 static pl__reactor *R;
+static bool sim_always_fault; /* IO_FAULT answers its last choice */
 
 pl_time pl__sim_now(const pl__sim *s)
 {
@@ -60,6 +61,9 @@ uint32_t pl__sim_choose(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t 
         return 0;
     }
     fk.asked[kind]++;
+    if (sim_always_fault && kind == PL_DECIDE_IO_FAULT) {
+        return n - 1;
+    }
     if (fk.random_kinds & (1u << kind)) {
         return (uint32_t)(xorshift(&fk.rng) % n);
     }
@@ -100,6 +104,7 @@ static void setup(void)
 {
     memset(&sim, 0, sizeof sim);
     memset(&fk, 0, sizeof fk);
+    sim_always_fault = false;
     cr_assert_eq(pl__reactor_create(&R, &sim), 0);
 }
 
@@ -741,6 +746,31 @@ Test(reactor, spurious_eagain_on_write_and_accept_is_renotified)
     cr_assert(ls.ready & PL_IO_READABLE);
     cr_assert_geq(pl__reactor_accept(R, l, NULL, NULL), PL__REACTOR_HANDLE_FIRST);
     unreg(&ls);
+}
+
+Test(reactor, spurious_eagain_never_twice_in_a_row)
+{
+    pl__reactor_set_faults(R, PL__REACTOR_FAULT_EAGAIN);
+    int l = listener_on("127.0.0.1", 0);
+    int c = pl__reactor_socket(R, AF_INET, SOCK_STREAM);
+    struct sockaddr_in to = v4("127.0.0.1", (uint16_t)port_of(l));
+    cr_assert_eq(pl__reactor_connect(R, c, SA(to), SALEN(to)), PL_EINPROGRESS);
+    int c2 = pl__reactor_socket(R, AF_INET, SOCK_STREAM);
+    cr_assert_eq(pl__reactor_connect(R, c2, SA(to), SALEN(to)), PL_EINPROGRESS);
+    run_all();
+    /* Even a stream that always says "fault" lets every other accept through. */
+    sim_always_fault = true;
+    cr_assert_eq(pl__reactor_accept(R, l, NULL, NULL), PL_EAGAIN);
+    uint64_t asked = fk.asked[PL_DECIDE_IO_FAULT];
+    int s = pl__reactor_accept(R, l, NULL, NULL);
+    cr_assert_geq(s, PL__REACTOR_HANDLE_FIRST, "the attempt after a spurious EAGAIN is exempt");
+    cr_assert_eq(fk.asked[PL_DECIDE_IO_FAULT], asked, "no fault was offered");
+    cr_assert_eq(pl__reactor_accept(R, l, NULL, NULL), PL_EAGAIN, "and then faults resume");
+    cr_assert_geq(pl__reactor_accept(R, l, NULL, NULL), PL__REACTOR_HANDLE_FIRST);
+    /* Per direction: a read's EAGAIN does not exempt the next write. */
+    cr_assert_eq(pl__reactor_write(R, s, "x", 1), PL_EAGAIN);
+    cr_assert_eq(pl__reactor_write(R, s, "x", 1), 1);
+    sim_always_fault = false;
 }
 
 Test(reactor, faults_off_consult_nothing)
