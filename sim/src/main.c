@@ -51,14 +51,6 @@
 #include "strategy.h"
 #include "trace.h"
 
-/* Hook requested from the simulator; weak so the CLI builds and runs
- * before it lands (without it a crash's replay file holds the seed only).
- * Every later pl_sim_run in this process starts *len at 0, then appends
- * each consulted decision to buf[0, cap) and stores the new count in
- * *len after the record, so a run killed by a signal leaves a consistent
- * prefix in memory the parent shares. */
-extern void pl__sim_record_to(pl__dec_record *buf, size_t cap, volatile uint64_t *len)
-    __attribute__((weak));
 
 /* Process exit statuses. 10 + pl_finding_kind for findings of `run`. */
 enum {
@@ -1574,7 +1566,7 @@ static void worker_setup(const job *jb)
     prctl(PR_SET_PDEATHSIG, SIGKILL);
 #endif
     reset_sites();
-    if (jb->rec != NULL && pl__sim_record_to != NULL) {
+    if (jb->rec != NULL) {
         pl__sim_record_to(jb->rec->recs, (size_t)jb->rec->cap, &jb->rec->len);
     }
 }
@@ -1808,7 +1800,7 @@ static int write_lost_replay(const run_opts *o, report *rp, const shared_rec *re
     knobs_for(o, rp->seed, &r.knobs);
     r.finding = (char *)pl_finding_name(rp->f.kind);
     r.message = rp->f.message;
-    bool have = rec != NULL && pl__sim_record_to != NULL;
+    bool have = rec != NULL;
     uint64_t n = have ? rec->len : 0;
     r.decisions = have ? (pl__dec_record *)rec->recs : NULL;
     r.decisions_len = (size_t)(n < (have ? rec->cap : 0) ? n : (have ? rec->cap : 0));

@@ -24,12 +24,38 @@ void pl__sim_event(pl__sim *s, uint32_t kind, uint32_t task, uint64_t a, uint64_
     pl__trace_event(s->trace, s->step, s->now, (pl__trace_kind)kind, task, a, b);
 }
 
+/* A crash-proof copy of the decisions, in memory the CLI shares with a
+ * child process: written before the count is bumped, so a run killed by
+ * a signal leaves a consistent prefix behind. */
+static pl__dec_record *mirror_buf;
+static size_t mirror_cap;
+static volatile uint64_t *mirror_len;
+
+void pl__sim_record_to(pl__dec_record *buf, size_t cap, volatile uint64_t *len)
+{
+    mirror_buf = buf;
+    mirror_cap = cap;
+    mirror_len = len;
+}
+
+static void mirror(pl_decision_kind kind, uint32_t n, uint32_t v)
+{
+    uint64_t i = *mirror_len;
+    if (i < mirror_cap) {
+        mirror_buf[i] = (pl__dec_record){(uint32_t)kind, n, v};
+        *mirror_len = i + 1;
+    }
+}
+
 uint32_t pl__sim_choose(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t key)
 {
     uint64_t before = s->dec.consulted;
     uint32_t v = pl__dec_choose(&s->dec, kind, n, key);
     if (s->dec.consulted != before) {
         pl__trace_decision(s->trace, s->step, s->now, s->polling, (uint32_t)kind, n, v);
+        if (mirror_len != NULL) {
+            mirror(kind, n, v);
+        }
     }
     return v;
 }
@@ -388,6 +414,9 @@ int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o, cha
     if (rc != 0) {
         pl__sim_finish(s);
         return rc;
+    }
+    if (mirror_len != NULL) {
+        *mirror_len = 0;
     }
     current_sim = s;
     return 0;

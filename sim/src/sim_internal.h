@@ -30,6 +30,12 @@ uint32_t pl__sim_choose(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t 
 /* Appends a trace event (kind from trace.h; task id 0 when none). */
 void pl__sim_event(pl__sim *s, uint32_t kind, uint32_t task, uint64_t a, uint64_t b);
 
+/* Mirrors every consulted decision of the runs that follow into buf
+ * (shared memory): *len restarts at 0 with each run, and each record is
+ * stored before *len counts it, so a run killed by a signal leaves a
+ * consistent prefix. The CLI uses it to replay crashes. */
+void pl__sim_record_to(pl__dec_record *buf, size_t cap, volatile uint64_t *len);
+
 /* Records a finding (the first one wins) and stops the run. */
 void pl__sim_finding(pl__sim *s, pl_finding_kind kind, const pl_task *t, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
