@@ -257,36 +257,40 @@ static bool find_stale(pl__sim *s)
  * woke a task (itself included), or its state bytes changed. */
 static bool probe(pl__sim *s, pl__task_info *ti)
 {
-    pl_task *t = ti->task;
-    size_t size = pl_task_future_size(t);
+    size_t size = pl_task_future_size(ti->task);
     unsigned char *before = malloc(size);
     if (before == NULL) {
         return false;
     }
+    /* Our own reference keeps the task alive through the report: a probe
+     * that completes a task nobody holds a handle to frees it. */
+    pl_task *t = pl_task_ref(ti->task);
     memcpy(before, pl_task_future(t), size);
     uint64_t parked_step = ti->parked_step;
     pl_time parked_ns = ti->parked_ns;
     uint32_t polls = pl_task_polls(t);
     /* Read before the probe: a probe that completes drops the future, and
-     * with it the clones the report is about. */
+     * with it the clones the report is about (and a spawn during the probe
+     * may move s->tasks, so ti is not used afterwards). */
     uint32_t clones = ti->live_clones;
     uint32_t holder = ti->clone_holder;
     pl_poll_result r = pl_executor_probe(s->ex, t);
     bool changed = r == PL_READY || memcmp(before, pl_task_future(t), size) != 0;
     bool woke = s->woken_in_poll || s->woke_other;
     free(before);
-    if (!changed && !woke) {
-        return false;
+    if (changed || woke) {
+        const char *how = r == PL_READY ? "completed" : woke ? "woke a task" : "changed its state";
+        pl__sim_finding(
+            s, PL_FINDING_LOST_WAKEUP, t,
+            "'%s' parked at step %llu (%.3f ms) after poll #%u and was never woken, "
+            "yet a probe poll at quiescence %s: the event it waited for had happened. "
+            "Its waker clones alive: %u (latest made %s%s)",
+            pl_task_name(t), (unsigned long long)parked_step, (double)parked_ns / 1e6, polls, how,
+            clones, holder == pl_task_id(t) ? "by itself" : "while polling ",
+            holder == pl_task_id(t) ? "" : holder_name(s, holder));
     }
-    const char *how = r == PL_READY ? "completed" : woke ? "woke a task" : "changed its state";
-    pl__sim_finding(s, PL_FINDING_LOST_WAKEUP, t,
-                    "'%s' parked at step %llu (%.3f ms) after poll #%u and was never woken, "
-                    "yet a probe poll at quiescence %s: the event it waited for had happened. "
-                    "Its waker clones alive: %u (latest made %s%s)",
-                    pl_task_name(t), (unsigned long long)parked_step, (double)parked_ns / 1e6,
-                    polls, how, clones, holder == pl_task_id(t) ? "by itself" : "while polling ",
-                    holder == pl_task_id(t) ? "" : holder_name(s, holder));
-    return true;
+    pl_task_release(t);
+    return changed || woke;
 }
 
 static void report_deadlock(pl__sim *s)

@@ -91,8 +91,8 @@ struct ep {
     int family;
     int error;          /* ST_REFUSED: the connect error */
     bool bound;         /* in the reactor's bound list */
-    uint32_t eagain_owed; /* PL_IO_* directions whose last attempt was a spurious EAGAIN */
     bool shut_rd, shut_wr;
+    uint32_t eagain_owed; /* PL_IO_* directions just given a spurious EAGAIN */
     pl_io_source *src;  /* registration, NULL when none */
     addr local, peer;
     chan *rx, *tx;
@@ -122,7 +122,8 @@ typedef struct event {
 struct pl__reactor {
     pl__sim *sim;
     uint32_t faults;      /* PL__REACTOR_FAULT_* */
-    obj **objs;           /* by id; id 0 unused */
+    obj **objs;           /* by id; id 0 unused. Ids are never reused, so the
+                           * table keeps one NULL per object ever freed */
     size_t objs_len, objs_cap;
     ep **handles;         /* by handle - HANDLE_FIRST; NULL once closed */
     size_t handles_len, handles_cap;
@@ -159,7 +160,7 @@ static bool reserve(void **arr, size_t *cap, size_t need, size_t size, size_t mi
 
 #define RESERVE(arr, cap, need, min) reserve((void **)&(arr), &(cap), (need), sizeof *(arr), (min))
 
-/* ---- Objects and handles ------------------------------------------------- */
+/* ---- Objects and handles ------------------------------------------------ */
 
 static bool objs_reserve(pl__reactor *r, size_t k)
 {
@@ -265,7 +266,7 @@ static void ep_free(pl__reactor *r, ep *e)
     free(e);
 }
 
-/* ---- Event heap ---------------------------------------------------------- */
+/* ---- Event heap --------------------------------------------------------- */
 
 static bool ev_less(const event *a, const event *b)
 {
@@ -320,7 +321,7 @@ static event heap_pop(pl__reactor *r)
     return top;
 }
 
-/* ---- Decisions ------------------------------------------------------------ */
+/* ---- Decisions ---------------------------------------------------------- */
 
 static pl_time latency(pl__reactor *r, const ep *e)
 {
@@ -406,7 +407,7 @@ static ssize_t spurious_eagain(pl__reactor *r, ep *e, uint32_t bit)
     return PL_EAGAIN;
 }
 
-/* ---- Addresses ------------------------------------------------------------- */
+/* ---- Addresses ---------------------------------------------------------- */
 
 static int addr_parse(const struct sockaddr *sa, socklen_t len, int family, addr *out)
 {
@@ -488,7 +489,7 @@ static void addr_write(const addr *a, struct sockaddr *out, socklen_t *len)
     *len = full;
 }
 
-/* ---- Bound endpoints and ports ---------------------------------------- */
+/* ---- Bound endpoints and ports ------------------------------------------ */
 
 static bool same_space(const ep *a, const ep *b)
 {
@@ -739,7 +740,7 @@ static void chan_drop_writer(pl__reactor *r, chan *c, const ep *by, bool fin)
     chan_release(r, c);
 }
 
-/* ---- Readiness -------------------------------------------------------------- */
+/* ---- Readiness ---------------------------------------------------------- */
 
 /* What an endpoint is ready for right now: reported at registration, as
  * epoll does for a descriptor added in edge-triggered mode. */
@@ -847,7 +848,7 @@ static size_t notify_ready(pl__reactor *r)
     return fired;
 }
 
-/* ---- Connections --------------------------------------------------------------- */
+/* ---- Connections -------------------------------------------------------- */
 
 static void backlog_push(ep *l, ep *s)
 {
@@ -941,7 +942,7 @@ static void reset_conn(pl__reactor *r, ep *e, bool tell_peer)
     e->state = ST_RESET;
 }
 
-/* ---- Events ----------------------------------------------------------------------- */
+/* ---- Events ------------------------------------------------------------- */
 
 static void ev_segment(pl__reactor *r, uint32_t id)
 {
@@ -1037,7 +1038,7 @@ static void run_event(pl__reactor *r, event *ev)
     }
 }
 
-/* ---- Lifecycle ------------------------------------------------------------------------ */
+/* ---- Lifecycle ---------------------------------------------------------- */
 
 int pl__reactor_create(pl__reactor **out, pl__sim *sim)
 {
@@ -1129,7 +1130,7 @@ void pl__reactor_io_deregister(pl__reactor *r, pl_io_source *src)
     }
 }
 
-/* ---- Creating and closing handles ------------------------------------------------------ */
+/* ---- Creating and closing handles --------------------------------------- */
 
 int pl__reactor_socket(pl__reactor *r, int domain, int type)
 {
@@ -1233,7 +1234,7 @@ int pl__reactor_close(pl__reactor *r, int handle)
     return 0;
 }
 
-/* ---- Addresses and connections ----------------------------------------------------------- */
+/* ---- Addresses and connections ------------------------------------------ */
 
 static bool is_socket(const ep *e)
 {
@@ -1413,7 +1414,7 @@ int pl__reactor_shutdown(pl__reactor *r, int handle, int how)
     return 0;
 }
 
-/* ---- Byte streams ------------------------------------------------------------------------ */
+/* ---- Byte streams ------------------------------------------------------- */
 
 static ssize_t chan_read(pl__reactor *r, ep *e, chan *c, void *buf, size_t len)
 {
@@ -1514,7 +1515,7 @@ static ssize_t stream_write(pl__reactor *r, ep *e, const void *buf, size_t len)
     return e->shut_wr ? PL_EPIPE : chan_write(r, e, e->tx, buf, len);
 }
 
-/* ---- Datagrams -------------------------------------------------------------------------- */
+/* ---- Datagrams ---------------------------------------------------------- */
 
 static ssize_t dgram_recv(pl__reactor *r, ep *e, void *buf, size_t len, struct sockaddr *sa,
                           socklen_t *sa_len)
@@ -1584,7 +1585,7 @@ static ssize_t dgram_send(pl__reactor *r, ep *e, const void *buf, size_t len,
     return (ssize_t)len;
 }
 
-/* ---- The seam's data entries ------------------------------------------------------------- */
+/* ---- The seam's data entries -------------------------------------------- */
 
 ssize_t pl__reactor_read(pl__reactor *r, int handle, void *buf, size_t len)
 {

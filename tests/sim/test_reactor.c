@@ -16,7 +16,7 @@
 #include "pollen/error.h"
 #include "reactor.h"
 
-/* ---- The fake simulator -------------------------------------------------- */
+/* ---- The fake simulator ------------------------------------------------- */
 
 enum { SCRIPT_MAX = 64, READY_LOG_MAX = 256 };
 
@@ -117,7 +117,7 @@ static void teardown(void)
 
 TestSuite(reactor, .init = setup, .fini = teardown);
 
-/* ---- Helpers ------------------------------------------------------------- */
+/* ---- Helpers ------------------------------------------------------------ */
 
 /* Delivers everything due now. */
 static size_t deliver_now(void)
@@ -253,7 +253,7 @@ static size_t drain(int handle, uint8_t *buf, size_t cap)
     }
 }
 
-/* ---- Pipes --------------------------------------------------------------- */
+/* ---- Pipes -------------------------------------------------------------- */
 
 Test(reactor, pipe_write_read_eof)
 {
@@ -348,7 +348,7 @@ Test(reactor, registration_reports_current_state)
     unreg(&rs);
 }
 
-/* ---- Streams ------------------------------------------------------------- */
+/* ---- Streams ------------------------------------------------------------ */
 
 Test(reactor, stream_connect_accept_echo)
 {
@@ -528,7 +528,7 @@ Test(reactor, unbound_socket_reports_wildcard)
     cr_assert_eq(a.sin_addr.s_addr, 0u);
 }
 
-/* ---- Ordering and latency ------------------------------------------------ */
+/* ---- Ordering and latency ----------------------------------------------- */
 
 static uint8_t pattern(size_t i)
 {
@@ -663,7 +663,7 @@ Test(reactor, latency_is_choice_times_quantum)
     cr_assert_eq(pl__reactor_read(R, h[0], &b, 1), 1);
 }
 
-/* ---- Faults --------------------------------------------------------------- */
+/* ---- Faults ------------------------------------------------------------- */
 
 Test(reactor, short_reads_and_writes)
 {
@@ -892,7 +892,7 @@ Test(reactor, closing_a_listener_ends_unaccepted_connections)
     cr_assert_eq(pl__reactor_open_handles(R), 1u);
 }
 
-/* ---- Datagrams -------------------------------------------------------------- */
+/* ---- Datagrams ---------------------------------------------------------- */
 
 Test(reactor, dgram_send_recv_with_sender)
 {
@@ -985,7 +985,7 @@ Test(reactor, dgram_queue_is_bounded)
     cr_assert_eq(received, (int)fit, "arrivals past the queue limit are dropped");
 }
 
-/* ---- Handles, ports, determinism ----------------------------------------------- */
+/* ---- Handles, ports, determinism ---------------------------------------- */
 
 Test(reactor, handles_are_never_reused)
 {
@@ -1051,7 +1051,7 @@ Test(reactor, same_decisions_same_run)
     cr_assert_eq(workload_digest(), first);
 }
 
-/* ---- Teardown ------------------------------------------------------------------- */
+/* ---- Teardown ----------------------------------------------------------- */
 
 Test(reactor, destroy_frees_open_handles_and_data_in_flight)
 {

@@ -1,0 +1,99 @@
+/* scenarios/bugs/zoo.h: helpers the bug zoo's scenarios share.
+ *
+ * Private to scenarios/bugs/: nothing here is part of pollen's API. Each
+ * zoo file holds one small primitive or protocol written the way users
+ * write them, a buggy version (scenario bug_<name>, which names the
+ * finding it must produce) and its fixed twin (fix_<name>, which must
+ * stay clean), with a comment block saying what is wrong and why.
+ */
+#ifndef POLLEN_BUGS_ZOO_H
+#define POLLEN_BUGS_ZOO_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include <pollen/sim.h>
+
+/* Drops a child future unless it was never initialised (a zeroed field
+ * has no vtable) or was already dropped: a pending child holds a clone
+ * of the task's waker (in a timer or a wait list) that only its drop
+ * releases, and a second pl_drop is itself a contract violation. */
+static inline void zoo_drop_child(pl_future *child)
+{
+    if (child->vtable != NULL && (child->flags & PL_FUTURE_DROPPED) == 0) {
+        pl_drop(child);
+    }
+}
+
+/* Writes a check() failure message and returns 1. */
+__attribute__((format(printf, 3, 4))) static inline int zoo_fail(char *msg, size_t len,
+                                                                 const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, len, fmt, ap);
+    va_end(ap);
+    return 1;
+}
+
+/* A minimal intrusive FIFO of waiters, as hand-written primitives keep
+ * them: the node lives in the waiting future, which must not move while
+ * it is linked. */
+typedef struct zoo_node {
+    struct zoo_node *next;
+    struct zoo_node *prev;
+    bool linked;
+} zoo_node;
+
+typedef struct zoo_queue {
+    zoo_node *head;
+    zoo_node *tail;
+} zoo_queue;
+
+static inline void zoo_queue_push(zoo_queue *q, zoo_node *n)
+{
+    n->next = NULL;
+    n->prev = q->tail;
+    if (q->tail != NULL) {
+        q->tail->next = n;
+    } else {
+        q->head = n;
+    }
+    q->tail = n;
+    n->linked = true;
+}
+
+static inline void zoo_queue_remove(zoo_queue *q, zoo_node *n)
+{
+    if (!n->linked) {
+        return;
+    }
+    if (n->prev != NULL) {
+        n->prev->next = n->next;
+    } else {
+        q->head = n->next;
+    }
+    if (n->next != NULL) {
+        n->next->prev = n->prev;
+    } else {
+        q->tail = n->prev;
+    }
+    n->next = NULL;
+    n->prev = NULL;
+    n->linked = false;
+}
+
+static inline zoo_node *zoo_queue_pop(zoo_queue *q)
+{
+    zoo_node *n = q->head;
+    if (n != NULL) {
+        zoo_queue_remove(q, n);
+    }
+    return n;
+}
+
+#define ZOO_CONTAINER_OF(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+
+#endif

@@ -1,0 +1,243 @@
+/* tests/sim/test_bugs.c: the bug zoo proves the oracles.
+ *
+ * Every file in scenarios/bugs/ holds a buggy future (scenario bug_<name>,
+ * whose .expect names the finding it must produce) and its fixed twin
+ * (fix_<name>, which must stay clean). For each pair this checks that:
+ *  - a campaign over seeds 0..9999 with default options finds the bug,
+ *    and the first finding is of the documented kind, well within 10 s;
+ *  - that finding's replay file (written under /tmp) reproduces the same
+ *    finding and the same trace hash;
+ *  - the fixed twin runs clean for 2,000 seeds (POLLEN_ZOO_FIX_SEEDS
+ *    raises that, e.g. to 100000 for a long run by hand).
+ * Seeds and time to the first finding go to stderr, one line per bug,
+ * for the zoo's README table.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <pollen/sim.h>
+
+#include "leakcheck.h"
+
+#define BUG_SEEDS 10000
+#define FIX_SEEDS 2000
+#define FIND_SECONDS_MAX 10.0
+
+/* Every pair in the zoo. A registered bug_ or fix_ scenario missing here
+ * fails the registry test, so a new pair cannot go untested. */
+static const char *const zoo[] = {
+    "abort_permit",   "chan_register_late", "deadline_reset",     "edge_notify",
+    "event_clear",    "join_repoll",        "prefetch_leak",      "race_double_drop",
+    "reply_busy",     "select_first_waker", "sem_release",        "signal_drop",
+    "spin_wait",      "wake_by_ref_leak",   "wake_means_ready",
+};
+
+#define ZOO_LEN (sizeof zoo / sizeof zoo[0])
+
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static const pl_scenario *zoo_scenario(const char *prefix, const char *name)
+{
+    char full[96];
+    snprintf(full, sizeof full, "%s_%s", prefix, name);
+    const pl_scenario *sc = pl_scenario_find(full);
+    cr_assert_not_null(sc, "scenario %s is not linked into the test", full);
+    return sc;
+}
+
+static uint64_t fix_seeds(void)
+{
+    const char *env = getenv("POLLEN_ZOO_FIX_SEEDS");
+    uint64_t n = env != NULL ? strtoull(env, NULL, 10) : 0;
+    return n > 0 ? n : FIX_SEEDS;
+}
+
+/* Re-runs the finding's seed, writes its replay file, replays it, and
+ * checks that the replay reproduces the finding and the trace hash. */
+static void check_replay(const pl_scenario *sc, const pl_sim_options *base, uint64_t seed,
+                         pl_finding_kind want)
+{
+    pl_sim_options o = *base;
+    o.source = PL_SIM_SOURCE_SEED;
+    o.seed = seed;
+    pl_sim_result run;
+    cr_assert_eq(pl_sim_run(sc, &o, &run), 0);
+    cr_assert_eq(run.finding.kind, want, "%s seed %llu: rerun found %s", sc->name,
+                 (unsigned long long)seed, pl_finding_name(run.finding.kind));
+
+    char path[] = "/tmp/pollen-zoo-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0, "mkstemp failed");
+    close(fd);
+    cr_assert_eq(pl_sim_write_replay(sc, &o, &run, path), 0);
+
+    pl_sim_result replayed;
+    char err[512] = "";
+    int rc = pl_sim_replay_file(path, &replayed, err, sizeof err);
+    unlink(path);
+    cr_assert_eq(rc, 0, "%s seed %llu: replay differs: %s", sc->name, (unsigned long long)seed,
+                 err);
+    cr_assert_eq(replayed.finding.kind, want);
+    cr_assert_eq(replayed.hash, run.hash, "%s: replay hash %016llx, run hash %016llx", sc->name,
+                 (unsigned long long)replayed.hash, (unsigned long long)run.hash);
+    pl_sim_result_free(&replayed);
+    pl_sim_result_free(&run);
+}
+
+/* The bug scenario must produce its documented finding. */
+static void expect_finding(const char *name, const char *knobs)
+{
+    const pl_scenario *sc = zoo_scenario("bug", name);
+    cr_assert_not_null(sc->expect, "%s names no expected finding", sc->name);
+    int want = pl_finding_from_name(sc->expect);
+    cr_assert(want > 0, "%s expects an unknown finding '%s'", sc->name, sc->expect);
+
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.knobs = knobs;
+    pl_campaign_result cr;
+    double t0 = seconds_now();
+    cr_assert_eq(pl_sim_campaign(sc, 0, BUG_SEEDS - 1, &o, true, &cr), 0);
+    double dt = seconds_now() - t0;
+
+    cr_assert_eq(cr.findings, 1, "%s: no finding in %d seeds", sc->name, BUG_SEEDS);
+    cr_assert_eq(cr.first.kind, (pl_finding_kind)want, "%s: first finding is %s, want %s: %s",
+                 sc->name, pl_finding_name(cr.first.kind), sc->expect, cr.first.message);
+    cr_assert(dt < FIND_SECONDS_MAX, "%s: %.2f s to the first finding", sc->name, dt);
+    fprintf(stderr, "zoo: %-24s %-17s after %5llu seed(s) (seed %llu) in %8.3f ms%s%s\n",
+            sc->name, sc->expect, (unsigned long long)cr.runs,
+            (unsigned long long)cr.first_seed, dt * 1e3, knobs != NULL ? ", knobs " : "",
+            knobs != NULL ? knobs : "");
+    check_replay(sc, &o, cr.first_seed, (pl_finding_kind)want);
+}
+
+/* The fixed twin must stay clean. */
+static void expect_clean(const char *name, const char *knobs, bool rotate)
+{
+    const pl_scenario *sc = zoo_scenario("fix", name);
+    cr_assert_null(sc->expect, "%s is a fixed twin: it must not expect a finding", sc->name);
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.knobs = knobs;
+    o.rotate_wakers = rotate;
+    uint64_t seeds = fix_seeds();
+    pl_campaign_result cr;
+    double t0 = seconds_now();
+    cr_assert_eq(pl_sim_campaign(sc, 0, seeds - 1, &o, true, &cr), 0);
+    double dt = seconds_now() - t0;
+    cr_assert_eq(cr.findings, 0, "%s: %s at seed %llu: %s", sc->name,
+                 pl_finding_name(cr.first.kind), (unsigned long long)cr.first_seed,
+                 cr.first.message);
+    fprintf(stderr, "zoo: %-24s clean for %llu seeds in %.3f s (%llu distinct traces)%s%s%s\n",
+            sc->name, (unsigned long long)cr.runs, dt, (unsigned long long)cr.distinct_hashes,
+            knobs != NULL ? ", knobs " : "", knobs != NULL ? knobs : "",
+            rotate ? "" : ", no waker rotation");
+}
+
+/* Criterion 2.4.1 ignores failures raised in a suite's .fini, so each
+ * test runs the leak check at the end of its own body. */
+#define ZOO_PAIR(name)                                                      \
+    Test(bugs, name)                                                        \
+    {                                                                       \
+        expect_finding(#name, NULL);                                        \
+        pl_test_leak_check();                                               \
+    }                                                                       \
+    Test(fixes, name)                                                       \
+    {                                                                       \
+        expect_clean(#name, NULL, true);                                    \
+        pl_test_leak_check();                                               \
+    }
+
+ZOO_PAIR(abort_permit)
+ZOO_PAIR(chan_register_late)
+ZOO_PAIR(deadline_reset)
+ZOO_PAIR(edge_notify)
+ZOO_PAIR(event_clear)
+ZOO_PAIR(join_repoll)
+ZOO_PAIR(prefetch_leak)
+ZOO_PAIR(race_double_drop)
+ZOO_PAIR(reply_busy)
+ZOO_PAIR(select_first_waker)
+ZOO_PAIR(sem_release)
+ZOO_PAIR(signal_drop)
+ZOO_PAIR(spin_wait)
+ZOO_PAIR(wake_by_ref_leak)
+ZOO_PAIR(wake_means_ready)
+
+/* The simulator's own cancellations (the `cancel` decision, off by
+ * default) find the lost permit too, and the fix survives them. */
+Test(bugs, abort_permit_by_cancel_decision)
+{
+    expect_finding("abort_permit", "cancel=on");
+    pl_test_leak_check();
+}
+
+Test(fixes, abort_permit_by_cancel_decision)
+{
+    expect_clean("abort_permit", "cancel=on", true);
+    pl_test_leak_check();
+}
+
+/* Without waker rotation (production's executor) the stale waker is
+ * harmless, which is why only the rotating simulator sees it. */
+Test(bugs, select_first_waker_invisible_without_rotation)
+{
+    const pl_scenario *sc = zoo_scenario("bug", "select_first_waker");
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.rotate_wakers = false;
+    pl_campaign_result cr;
+    cr_assert_eq(pl_sim_campaign(sc, 0, FIX_SEEDS - 1, &o, true, &cr), 0);
+    cr_assert_eq(cr.findings, 0, "%s without rotation: %s", sc->name, cr.first.message);
+    pl_test_leak_check();
+}
+
+static bool in_zoo(const char *name)
+{
+    for (size_t i = 0; i < ZOO_LEN; i++) {
+        if (strcmp(zoo[i], name) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Every registered bug_/fix_ scenario belongs to a tested pair, every bug
+ * names a known finding and every fix expects none. */
+Test(zoo, registry)
+{
+    size_t n;
+    const pl_scenario *const *all = pl_scenarios(&n);
+    size_t bugs = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *name = all[i]->name;
+        bool bug = strncmp(name, "bug_", 4) == 0;
+        bool fix = strncmp(name, "fix_", 4) == 0;
+        if (!bug && !fix) {
+            continue;
+        }
+        cr_assert(in_zoo(name + 4), "%s is not in the zoo table of test_bugs.c", name);
+        if (bug) {
+            bugs++;
+            cr_assert(all[i]->expect != NULL && pl_finding_from_name(all[i]->expect) > 0,
+                      "%s must name a known finding in .expect", name);
+        } else {
+            cr_assert_null(all[i]->expect, "%s must not expect a finding", name);
+        }
+    }
+    cr_assert_eq(bugs, ZOO_LEN, "%zu bug scenarios registered, %zu in the table", bugs,
+                 (size_t)ZOO_LEN);
+    for (size_t i = 0; i < ZOO_LEN; i++) {
+        zoo_scenario("bug", zoo[i]);
+        zoo_scenario("fix", zoo[i]);
+    }
+}
