@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "reactor.h"
 #include "sim_internal.h"
 #include "strategy.h"
 
@@ -323,6 +324,11 @@ static ssize_t sim_recvfrom(void *self, int h, void *buf, size_t len, struct soc
     return pl__reactor_recvfrom(REACTOR(self), h, buf, len, a, alen);
 }
 
+static int sim_shutdown(void *self, int h, int how)
+{
+    return pl__reactor_shutdown(REACTOR(self), h, how);
+}
+
 static const pl_system_vtable sim_vtable = {
     .version = PL_SYSTEM_VERSION,
     .name = "sim",
@@ -345,6 +351,7 @@ static const pl_system_vtable sim_vtable = {
     .write = sim_write,
     .sendto = sim_sendto,
     .recvfrom = sim_recvfrom,
+    .shutdown = sim_shutdown,
 };
 
 /* ---- Lifecycle -------------------------------------------------------- */
