@@ -805,7 +805,9 @@ static pl_poll_result join_poll(pl_future *f, pl_context *cx)
 static void join_drop(pl_future *f)
 {
     pl_join *j = (pl_join *)f;
-    if (j->task->joiner == j) {
+    /* A completed join has let go of the task, whose handle may be gone:
+     * only a pending one is still linked to it. */
+    if (!pl_future_is_done(f) && j->task->joiner == j) {
         j->task->joiner = NULL;
     }
     pl_waker_slot_clear(&j->waker);

@@ -287,25 +287,18 @@ void pl_sleep_reset(pl_sleep *s, pl_time deadline_ns)
 
 /* ---- Timeout ---------------------------------------------------------- */
 
-static void drop_if_live(pl_future *f)
-{
-    if (!(f->flags & PL_FUTURE_DROPPED)) {
-        pl_drop(f);
-    }
-}
-
 static pl_poll_result timeout_poll(pl_future *f, pl_context *cx)
 {
     pl_timeout *t = (pl_timeout *)f;
     if (pl_poll(t->inner, cx) == PL_READY) {
         t->result = 0;
-        drop_if_live(&t->sleep.base);
+        pl_drop_child(&t->sleep.base);
         return PL_READY;
     }
     if (pl_poll(&t->sleep.base, cx) == PL_READY) {
         t->result = PL_ETIMEDOUT;
-        drop_if_live(t->inner);
-        drop_if_live(&t->sleep.base);
+        pl_drop_child(t->inner);
+        pl_drop_child(&t->sleep.base);
         return PL_READY;
     }
     return PL_PENDING;
@@ -315,9 +308,9 @@ static void timeout_drop(pl_future *f)
 {
     pl_timeout *t = (pl_timeout *)f;
     if (!pl_future_is_done(t->inner)) {
-        drop_if_live(t->inner);
+        pl_drop_child(t->inner);
     }
-    drop_if_live(&t->sleep.base);
+    pl_drop_child(&t->sleep.base);
 }
 
 static const pl_future_vtable timeout_vtable = {"timeout", timeout_poll, timeout_drop};
@@ -346,7 +339,7 @@ static pl_poll_result interval_tick_poll(pl_future *f, pl_context *cx)
     if (pl_poll(&it->sleep.base, cx) == PL_PENDING) {
         return PL_PENDING;
     }
-    drop_if_live(&it->sleep.base);
+    pl_drop_child(&it->sleep.base);
     pl_time next = sat_add(it->sleep.deadline_ns, iv->period_ns);
     iv->next_ns = next > now ? next : sat_add(now, iv->period_ns);
     iv->ticks++;
@@ -357,7 +350,7 @@ static void interval_tick_drop(pl_future *f)
 {
     pl_interval_tick *it = (pl_interval_tick *)f;
     if (it->sleep.base.vtable != NULL) {
-        drop_if_live(&it->sleep.base);
+        pl_drop_child(&it->sleep.base);
     }
 }
 

@@ -139,8 +139,8 @@ static pl_poll_result client_poll(pl_future *f, pl_context *cx)
 static void client_drop(pl_future *f)
 {
     client *self = (client *)f;
-    zoo_drop_child(&self->acq.base);
-    zoo_drop_child(&self->use.base);
+    pl_drop_child(&self->acq.base);
+    pl_drop_child(&self->use.base);
     if (self->holding) {
         self->holding = false;
         pool_release(&self->st->pool);
@@ -181,8 +181,8 @@ static pl_poll_result owner_poll(pl_future *f, pl_context *cx)
 static void owner_drop(pl_future *f)
 {
     owner *self = (owner *)f;
-    zoo_drop_child(&self->patience.base);
-    zoo_drop_child(&self->last.base);
+    pl_drop_child(&self->patience.base);
+    pl_drop_child(&self->last.base);
     pl_task_release(self->st->impatient); /* cancelled before it ran */
     self->st->impatient = NULL;
 }
@@ -228,11 +228,11 @@ static int check(pl_executor *ex, void *state, char *msg, size_t len)
     (void)ex;
     pool_state *st = state;
     if (st->pool.free != 1 || st->pool.waiters.head != NULL) {
-        return zoo_fail(msg, len, "the pool ends with %zu free permit(s), want 1",
+        return pl_check_fail(msg, len, "the pool ends with %zu free permit(s), want 1",
                         st->pool.free);
     }
     if (!st->closed || st->served + st->aborted != CLIENTS) {
-        return zoo_fail(msg, len, "closed=%d, %d clients served and %d aborted, want 1, %d in all",
+        return pl_check_fail(msg, len, "closed=%d, %d clients served and %d aborted, want 1, %d in all",
                         st->closed, st->served, st->aborted, CLIENTS);
     }
     return 0;

@@ -160,7 +160,7 @@ static void receiver_drop(pl_future *f)
 {
     receiver *self = (receiver *)f;
     pl_waker_slot_clear(&self->st->mb.rx_waker);
-    zoo_drop_child(&self->flush.base);
+    pl_drop_child(&self->flush.base);
 }
 
 static const pl_future_vtable receiver_buggy_vt = {"receiver", receiver_poll_buggy,
@@ -189,7 +189,7 @@ static pl_poll_result producer_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_END;
 }
 
-static void producer_drop(pl_future *f) { zoo_drop_child(&((producer *)f)->gap.base); }
+static void producer_drop(pl_future *f) { pl_drop_child(&((producer *)f)->gap.base); }
 
 static const pl_future_vtable producer_vt = {"producer", producer_poll, producer_drop};
 
@@ -219,7 +219,7 @@ static int check(pl_executor *ex, void *state, char *msg, size_t len)
     chan_state *st = state;
     int want = ITEMS * (ITEMS + 1) / 2;
     if (st->received != ITEMS || st->sum != want) {
-        return zoo_fail(msg, len, "received %d items summing to %d, want %d summing to %d",
+        return pl_check_fail(msg, len, "received %d items summing to %d, want %d summing to %d",
                         st->received, st->sum, ITEMS, want);
     }
     return 0;

@@ -138,7 +138,7 @@ static pl_poll_result watchdog_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_END;
 }
 
-static void watchdog_drop(pl_future *f) { zoo_drop_child(&((watchdog *)f)->wait.base); }
+static void watchdog_drop(pl_future *f) { pl_drop_child(&((watchdog *)f)->wait.base); }
 
 static const pl_future_vtable watchdog_vt = {"watchdog", watchdog_poll, watchdog_drop};
 
@@ -171,7 +171,7 @@ static pl_poll_result conn_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_END;
 }
 
-static void conn_drop(pl_future *f) { zoo_drop_child(&((conn *)f)->work.base); }
+static void conn_drop(pl_future *f) { pl_drop_child(&((conn *)f)->work.base); }
 
 static const pl_future_vtable conn_vt = {"conn", conn_poll, conn_drop};
 
@@ -196,7 +196,7 @@ static int check(pl_executor *ex, void *state, char *msg, size_t len)
     (void)ex;
     idle_state *st = state;
     if (!st->closed || st->served != REQUESTS) {
-        return zoo_fail(msg, len, "closed=%d after %d requests, want 1 after %d", st->closed,
+        return pl_check_fail(msg, len, "closed=%d after %d requests, want 1 after %d", st->closed,
                         st->served, REQUESTS);
     }
     return 0;

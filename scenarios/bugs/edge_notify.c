@@ -166,7 +166,7 @@ static int check(pl_executor *ex, void *state, char *msg, size_t len)
     edge_state *st = state;
     int want = ITEMS * (ITEMS + 1) / 2;
     if (st->handled != ITEMS || st->sum != want) {
-        return zoo_fail(msg, len, "handled %d items summing to %d, want %d summing to %d",
+        return pl_check_fail(msg, len, "handled %d items summing to %d, want %d summing to %d",
                         st->handled, st->sum, ITEMS, want);
     }
     return 0;

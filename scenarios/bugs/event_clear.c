@@ -112,8 +112,8 @@ static pl_poll_result consumer_poll(pl_future *f, pl_context *cx)
 static void consumer_drop(pl_future *f)
 {
     consumer *self = (consumer *)f;
-    zoo_drop_child(&self->wait.base);
-    zoo_drop_child(&self->ack.base);
+    pl_drop_child(&self->wait.base);
+    pl_drop_child(&self->ack.base);
 }
 
 static const pl_future_vtable consumer_vt = {"consumer", consumer_poll, consumer_drop};
@@ -147,7 +147,7 @@ static pl_poll_result producer_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_END;
 }
 
-static void producer_drop(pl_future *f) { zoo_drop_child(&((producer *)f)->gap.base); }
+static void producer_drop(pl_future *f) { pl_drop_child(&((producer *)f)->gap.base); }
 
 static const pl_future_vtable producer_vt = {"producer", producer_poll, producer_drop};
 
@@ -170,7 +170,7 @@ static int check(pl_executor *ex, void *state, char *msg, size_t len)
     (void)ex;
     event_state *st = state;
     if (st->handled != JOBS || st->len != 0) {
-        return zoo_fail(msg, len, "%d jobs handled, %u left queued, want %d and 0", st->handled,
+        return pl_check_fail(msg, len, "%d jobs handled, %u left queued, want %d and 0", st->handled,
                         st->len, JOBS);
     }
     return 0;

@@ -49,7 +49,7 @@ static pl_poll_result fetch_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_END;
 }
 
-static void fetch_drop(pl_future *f) { zoo_drop_child(&((fetch *)f)->io.base); }
+static void fetch_drop(pl_future *f) { pl_drop_child(&((fetch *)f)->io.base); }
 
 static const pl_future_vtable fetch_vt = {"fetch", fetch_poll, fetch_drop};
 
@@ -89,10 +89,10 @@ static void both_drop(pl_future *f)
 {
     both *self = (both *)f;
     if (!pl_future_is_done(self->a)) {
-        zoo_drop_child(self->a);
+        pl_drop_child(self->a);
     }
     if (!pl_future_is_done(self->b)) {
-        zoo_drop_child(self->b);
+        pl_drop_child(self->b);
     }
 }
 
@@ -127,7 +127,7 @@ static void page_loader_drop(pl_future *f)
 {
     page_loader *self = (page_loader *)f;
     if (self->join.base.vtable != NULL && !pl_future_is_done(&self->join.base)) {
-        zoo_drop_child(&self->join.base);
+        pl_drop_child(&self->join.base);
     }
 }
 
@@ -151,7 +151,7 @@ static int check(pl_executor *ex, void *state, char *msg, size_t len)
     (void)ex;
     page_state *st = state;
     if (st->header != 1 || st->body != 2) {
-        return zoo_fail(msg, len, "header %d and body %d, want 1 and 2", st->header, st->body);
+        return pl_check_fail(msg, len, "header %d and body %d, want 1 and 2", st->header, st->body);
     }
     return 0;
 }

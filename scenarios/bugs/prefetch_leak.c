@@ -53,7 +53,7 @@ static pl_poll_result fetch_task_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_END;
 }
 
-static void fetch_task_drop(pl_future *f) { zoo_drop_child(&((fetch_task *)f)->io.base); }
+static void fetch_task_drop(pl_future *f) { pl_drop_child(&((fetch_task *)f)->io.base); }
 
 static const pl_future_vtable fetch_task_vt = {"fetch", fetch_task_poll, fetch_task_drop};
 
@@ -107,8 +107,8 @@ static pl_poll_result handler_poll(pl_future *f, pl_context *cx)
 static void handler_drop(pl_future *f)
 {
     handler *self = (handler *)f;
-    zoo_drop_child(&self->parse.base);
-    zoo_drop_child(&self->join.base);
+    pl_drop_child(&self->parse.base);
+    pl_drop_child(&self->join.base);
     if (self->fixed) {
         pl_task_release(self->fetch);
         self->fetch = NULL;
@@ -141,11 +141,11 @@ static int check(pl_executor *ex, void *state, char *msg, size_t len)
     prefetch_state *st = state;
     for (int i = 0; i < HANDLERS; i++) {
         if (st->answers[i] != 99) {
-            return zoo_fail(msg, len, "handler %d answered %d, want 99", i, st->answers[i]);
+            return pl_check_fail(msg, len, "handler %d answered %d, want 99", i, st->answers[i]);
         }
     }
     if (st->fetches != HANDLERS) {
-        return zoo_fail(msg, len, "%d fetches ran, want %d", st->fetches, HANDLERS);
+        return pl_check_fail(msg, len, "%d fetches ran, want %d", st->fetches, HANDLERS);
     }
     return 0;
 }

@@ -124,7 +124,7 @@ static int check(pl_executor *ex, void *state, char *msg, size_t len)
     (void)ex;
     race_state *st = state;
     if (!st->finished) {
-        return zoo_fail(msg, len, "the fetch never finished");
+        return pl_check_fail(msg, len, "the fetch never finished");
     }
     return 0;
 }

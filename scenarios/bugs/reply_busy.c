@@ -107,8 +107,8 @@ static pl_poll_result client_poll(pl_future *f, pl_context *cx)
 static void client_drop(pl_future *f)
 {
     client *self = (client *)f;
-    zoo_drop_child(&self->think.base);
-    zoo_drop_child(&self->reply.base);
+    pl_drop_child(&self->think.base);
+    pl_drop_child(&self->reply.base);
 }
 
 static const pl_future_vtable client_vt = {"client", client_poll, client_drop};
@@ -134,7 +134,7 @@ static pl_poll_result server_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_END;
 }
 
-static void server_drop(pl_future *f) { zoo_drop_child(&((server *)f)->wait.base); }
+static void server_drop(pl_future *f) { pl_drop_child(&((server *)f)->wait.base); }
 
 static const pl_future_vtable server_vt = {"server", server_poll, server_drop};
 
@@ -163,7 +163,7 @@ static int check(pl_executor *ex, void *state, char *msg, size_t len)
     (void)ex;
     reply_state *st = state;
     if (st->client_got != 42) {
-        return zoo_fail(msg, len, "the client got %d, want 42", st->client_got);
+        return pl_check_fail(msg, len, "the client got %d, want 42", st->client_got);
     }
     return 0;
 }

@@ -105,7 +105,7 @@ static pl_poll_result progress_log_poll(pl_future *f, pl_context *cx)
 
 static void progress_log_drop(pl_future *f)
 {
-    zoo_drop_child(&((progress_log *)f)->report.base);
+    pl_drop_child(&((progress_log *)f)->report.base);
 }
 
 static const pl_future_vtable progress_log_vt = {"progress_log", progress_log_poll,
@@ -138,7 +138,7 @@ static pl_poll_result runner_poll(pl_future *f, pl_context *cx)
 }
 
 /* Dropping a pending select drops its unfinished children. */
-static void runner_drop(pl_future *f) { zoo_drop_child(&((runner *)f)->sel.base); }
+static void runner_drop(pl_future *f) { pl_drop_child(&((runner *)f)->sel.base); }
 
 static const pl_future_vtable runner_vt = {"runner", runner_poll, runner_drop};
 
@@ -166,7 +166,7 @@ static pl_poll_result worker_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_END;
 }
 
-static void worker_drop(pl_future *f) { zoo_drop_child(&((worker *)f)->step.base); }
+static void worker_drop(pl_future *f) { pl_drop_child(&((worker *)f)->step.base); }
 
 static const pl_future_vtable worker_vt = {"worker", worker_poll, worker_drop};
 
@@ -196,10 +196,10 @@ static int check(pl_executor *ex, void *state, char *msg, size_t len)
     (void)ex;
     select_state *st = state;
     if (!st->runner_saw_done) {
-        return zoo_fail(msg, len, "the runner finished without seeing the job done");
+        return pl_check_fail(msg, len, "the runner finished without seeing the job done");
     }
     if (st->reports_logged > REPORTS) {
-        return zoo_fail(msg, len, "%d reports logged, only %d sent", st->reports_logged,
+        return pl_check_fail(msg, len, "%d reports logged, only %d sent", st->reports_logged,
                         REPORTS);
     }
     return 0;

@@ -128,8 +128,8 @@ static pl_poll_result uploader_poll(pl_future *f, pl_context *cx)
 static void uploader_drop(pl_future *f)
 {
     uploader *self = (uploader *)f;
-    zoo_drop_child(&self->acq.base);
-    zoo_drop_child(&self->upload.base);
+    pl_drop_child(&self->acq.base);
+    pl_drop_child(&self->upload.base);
     if (self->holding) {
         self->holding = false;
         self->st->busy--;
@@ -164,7 +164,7 @@ static int check(pl_executor *ex, void *state, char *msg, size_t len)
     (void)ex;
     limiter_state *st = state;
     if (st->uploaded != UPLOADERS || st->busy_max != 1 || st->lim.free != 1) {
-        return zoo_fail(msg, len, "%d uploads (want %d), at most %d at once (want 1), %zu free",
+        return pl_check_fail(msg, len, "%d uploads (want %d), at most %d at once (want 1), %zu free",
                         st->uploaded, UPLOADERS, st->busy_max, st->lim.free);
     }
     return 0;

@@ -105,7 +105,7 @@ static pl_poll_result worker_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_END;
 }
 
-static void worker_drop(pl_future *f) { zoo_drop_child(&((worker *)f)->recv.base); }
+static void worker_drop(pl_future *f) { pl_drop_child(&((worker *)f)->recv.base); }
 
 static const pl_future_vtable worker_vt = {"worker", worker_poll, worker_drop};
 
@@ -146,7 +146,7 @@ static int check(pl_executor *ex, void *state, char *msg, size_t len)
     (void)ex;
     signal_state *st = state;
     if (!st->stopped || st->reloads != 1 || st->dropped != 0) {
-        return zoo_fail(msg, len, "stopped=%d reloads=%d dropped=%d, want 1, 1, 0",
+        return pl_check_fail(msg, len, "stopped=%d reloads=%d dropped=%d, want 1, 1, 0",
                         st->stopped, st->reloads, st->dropped);
     }
     return 0;

@@ -86,7 +86,7 @@ static pl_poll_result server_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_END;
 }
 
-static void server_drop(pl_future *f) { zoo_drop_child(&((server *)f)->wait.base); }
+static void server_drop(pl_future *f) { pl_drop_child(&((server *)f)->wait.base); }
 
 static const pl_future_vtable server_vt = {"server", server_poll, server_drop};
 
@@ -107,7 +107,7 @@ static pl_poll_result loader_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_END;
 }
 
-static void loader_drop(pl_future *f) { zoo_drop_child(&((loader *)f)->read.base); }
+static void loader_drop(pl_future *f) { pl_drop_child(&((loader *)f)->read.base); }
 
 static const pl_future_vtable loader_vt = {"loader", loader_poll, loader_drop};
 
@@ -130,7 +130,7 @@ static int check(pl_executor *ex, void *state, char *msg, size_t len)
     (void)ex;
     spin_state *st = state;
     if (st->served_with != 7) {
-        return zoo_fail(msg, len, "served with config %d, want 7", st->served_with);
+        return pl_check_fail(msg, len, "served with config %d, want 7", st->served_with);
     }
     return 0;
 }

@@ -92,7 +92,7 @@ static pl_poll_result worker_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_END;
 }
 
-static void worker_drop(pl_future *f) { zoo_drop_child(&((worker *)f)->wait.base); }
+static void worker_drop(pl_future *f) { pl_drop_child(&((worker *)f)->wait.base); }
 
 static const pl_future_vtable worker_vt = {"worker", worker_poll, worker_drop};
 
@@ -112,7 +112,7 @@ static pl_poll_result coordinator_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_END;
 }
 
-static void coordinator_drop(pl_future *f) { zoo_drop_child(&((coordinator *)f)->prepare.base); }
+static void coordinator_drop(pl_future *f) { pl_drop_child(&((coordinator *)f)->prepare.base); }
 
 static const pl_future_vtable coordinator_vt = {"coordinator", coordinator_poll,
                                                 coordinator_drop};
@@ -143,7 +143,7 @@ static int check(pl_executor *ex, void *state, char *msg, size_t len)
     (void)ex;
     gate_state *st = state;
     if (st->started != WORKERS) {
-        return zoo_fail(msg, len, "%d workers started, want %d", st->started, WORKERS);
+        return pl_check_fail(msg, len, "%d workers started, want %d", st->started, WORKERS);
     }
     return 0;
 }

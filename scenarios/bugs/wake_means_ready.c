@@ -99,7 +99,7 @@ static pl_poll_result caller_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_END;
 }
 
-static void caller_drop(pl_future *f) { zoo_drop_child(&((caller *)f)->recv.base); }
+static void caller_drop(pl_future *f) { pl_drop_child(&((caller *)f)->recv.base); }
 
 static const pl_future_vtable caller_vt = {"caller", caller_poll, caller_drop};
 
@@ -122,7 +122,7 @@ static pl_poll_result backend_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_END;
 }
 
-static void backend_drop(pl_future *f) { zoo_drop_child(&((backend *)f)->step.base); }
+static void backend_drop(pl_future *f) { pl_drop_child(&((backend *)f)->step.base); }
 
 static const pl_future_vtable backend_vt = {"backend", backend_poll, backend_drop};
 
@@ -151,7 +151,7 @@ static int check(pl_executor *ex, void *state, char *msg, size_t len)
     (void)ex;
     rpc_state *st = state;
     if (st->caller_got != 42) {
-        return zoo_fail(msg, len, "the caller got reply %d, want 42", st->caller_got);
+        return pl_check_fail(msg, len, "the caller got reply %d, want 42", st->caller_got);
     }
     return 0;
 }

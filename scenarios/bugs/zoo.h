@@ -16,28 +16,6 @@
 
 #include <pollen/sim.h>
 
-/* Drops a child future unless it was never initialised (a zeroed field
- * has no vtable) or was already dropped: a pending child holds a clone
- * of the task's waker (in a timer or a wait list) that only its drop
- * releases, and a second pl_drop is itself a contract violation. */
-static inline void zoo_drop_child(pl_future *child)
-{
-    if (child->vtable != NULL && (child->flags & PL_FUTURE_DROPPED) == 0) {
-        pl_drop(child);
-    }
-}
-
-/* Writes a check() failure message and returns 1. */
-__attribute__((format(printf, 3, 4))) static inline int zoo_fail(char *msg, size_t len,
-                                                                 const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, len, fmt, ap);
-    va_end(ap);
-    return 1;
-}
-
 /* A minimal intrusive FIFO of waiters, as hand-written primitives keep
  * them: the node lives in the waiting future, which must not move while
  * it is linked. */

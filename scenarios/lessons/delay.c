@@ -22,7 +22,6 @@
  */
 #include <pollen/sim.h>
 
-#include "lessons.h"
 
 enum { DELAYS = 3, BEATS = 15 };
 #define DELAY_NS (5 * PL_MS)
@@ -132,7 +131,7 @@ static pl_poll_result napper_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_END;
 }
 
-static void napper_drop(pl_future *f) { drop_child(&((napper *)f)->nap.base); }
+static void napper_drop(pl_future *f) { pl_drop_child(&((napper *)f)->nap.base); }
 
 static const pl_future_vtable napper_vtable = {"napper", napper_poll, napper_drop};
 
@@ -162,7 +161,7 @@ static pl_poll_result heartbeat_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_END;
 }
 
-static void heartbeat_drop(pl_future *f) { drop_child(&((heartbeat *)f)->beat.base); }
+static void heartbeat_drop(pl_future *f) { pl_drop_child(&((heartbeat *)f)->beat.base); }
 
 static const pl_future_vtable heartbeat_vtable = {"heartbeat", heartbeat_poll, heartbeat_drop};
 
@@ -181,13 +180,13 @@ static int delay_check(pl_executor *ex, void *state, char *msg, size_t len)
     (void)ex;
     const delay_state *st = state;
     if (st->delays_done != DELAYS) {
-        return check_failed(msg, len, "%d of %d delays completed", st->delays_done, DELAYS);
+        return pl_check_fail(msg, len, "%d of %d delays completed", st->delays_done, DELAYS);
     }
     if (st->beats != BEATS) {
-        return check_failed(msg, len, "%d of %d heartbeats", st->beats, BEATS);
+        return pl_check_fail(msg, len, "%d of %d heartbeats", st->beats, BEATS);
     }
     if (st->elapsed_ns < DELAYS * DELAY_NS) {
-        return check_failed(msg, len, "%d delays of %lld ms took only %lld ns", DELAYS,
+        return pl_check_fail(msg, len, "%d delays of %lld ms took only %lld ns", DELAYS,
                             (long long)(DELAY_NS / PL_MS), (long long)st->elapsed_ns);
     }
     return 0;

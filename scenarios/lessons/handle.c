@@ -30,7 +30,6 @@
 
 #include <pollen/sim.h>
 
-#include "lessons.h"
 
 enum {
     TABLE_MAX = 8,    /* key/value pairs */
@@ -316,8 +315,8 @@ static pl_poll_result server_poll(pl_future *f, pl_context *cx)
 static void server_drop(pl_future *f)
 {
     server *self = (server *)f;
-    drop_child(&self->h.base);
-    drop_child(&self->accept.base);
+    pl_drop_child(&self->h.base);
+    pl_drop_child(&self->accept.base);
     pl_tcp_close(&self->c.stream);
 }
 
@@ -385,9 +384,9 @@ static pl_poll_result client_poll(pl_future *f, pl_context *cx)
 static void client_drop(pl_future *f)
 {
     client *self = (client *)f;
-    drop_child(&self->read.base);
-    drop_child(&self->write.base);
-    drop_child(&self->connect.base);
+    pl_drop_child(&self->read.base);
+    pl_drop_child(&self->write.base);
+    pl_drop_child(&self->connect.base);
     pl_tcp_close(&self->stream);
 }
 
@@ -419,18 +418,18 @@ static int kv_check(pl_executor *ex, void *state, char *msg, size_t len)
     (void)ex;
     const kv_state *st = state;
     if (st->server_error != 0 || st->client_error != 0) {
-        return check_failed(msg, len, "server: %s, client: %s", pl_err_name(st->server_error),
+        return pl_check_fail(msg, len, "server: %s, client: %s", pl_err_name(st->server_error),
                             pl_err_name(st->client_error));
     }
     if (st->served != REQUESTS || strcmp(st->replies, replies_want) != 0) {
-        return check_failed(msg, len, "served %d requests, client read \"%.*s\"", st->served,
+        return pl_check_fail(msg, len, "served %d requests, client read \"%.*s\"", st->served,
                             (int)st->replies_len, st->replies);
     }
     const char *alpha = kv_get(&st->table, "alpha");
     const char *beta = kv_get(&st->table, "beta");
     if (st->table.len != 2 || alpha == NULL || strcmp(alpha, "1") != 0 || beta == NULL ||
         strcmp(beta, "22") != 0) {
-        return check_failed(msg, len, "table has %d entries: alpha=%s beta=%s", st->table.len,
+        return pl_check_fail(msg, len, "table has %d entries: alpha=%s beta=%s", st->table.len,
                             alpha ? alpha : "(none)", beta ? beta : "(none)");
     }
     return 0;

@@ -14,7 +14,6 @@
  */
 #include <pollen/sim.h>
 
-#include "lessons.h"
 
 typedef struct join_state {
     int total;          /* 2 * 10 + 2 * 20 */
@@ -43,7 +42,7 @@ static pl_poll_result double_after_poll(pl_future *f, pl_context *cx)
 }
 
 /* If dropped while sleeping, the sleep's timer still holds our waker. */
-static void double_after_drop(pl_future *f) { drop_child(&((double_after *)f)->sleep.base); }
+static void double_after_drop(pl_future *f) { pl_drop_child(&((double_after *)f)->sleep.base); }
 
 static const pl_future_vtable double_after_vtable = {"double_after", double_after_poll,
                                                      double_after_drop};
@@ -86,9 +85,9 @@ static pl_poll_result doubler_poll(pl_future *f, pl_context *cx)
 static void doubler_drop(pl_future *f)
 {
     doubler *self = (doubler *)f;
-    drop_child(&self->both.base);
-    drop_child(&self->a.base);
-    drop_child(&self->b.base);
+    pl_drop_child(&self->both.base);
+    pl_drop_child(&self->a.base);
+    pl_drop_child(&self->b.base);
 }
 
 static const pl_future_vtable doubler_vtable = {"doubler", doubler_poll, doubler_drop};
@@ -106,14 +105,14 @@ static int join_check(pl_executor *ex, void *state, char *msg, size_t len)
     (void)ex;
     const join_state *st = state;
     if (!st->done) {
-        return check_failed(msg, len, "the doubler did not finish");
+        return pl_check_fail(msg, len, "the doubler did not finish");
     }
     if (st->total != 60) {
-        return check_failed(msg, len, "join2(double(10), double(20)) gave %d, want 60", st->total);
+        return pl_check_fail(msg, len, "join2(double(10), double(20)) gave %d, want 60", st->total);
     }
     /* Never early: a sleep completes at or after its deadline. */
     if (st->elapsed_ns < 1 * PL_MS) {
-        return check_failed(msg, len, "done after %lld ns, before the 1 ms sleeps ended",
+        return pl_check_fail(msg, len, "done after %lld ns, before the 1 ms sleeps ended",
                             (long long)st->elapsed_ns);
     }
     return 0;

@@ -49,7 +49,6 @@
 
 #include <pollen/sim.h>
 
-#include "lessons.h"
 
 enum {
     ITEMS = 50, /* the benchmark runs the same relay with its own count */
@@ -146,8 +145,8 @@ static pl_poll_result worker_poll(pl_future *f, pl_context *cx)
 static void worker_drop(pl_future *f)
 {
     worker *self = (worker *)f;
-    drop_child(&self->wait.base);
-    drop_child(&self->relay.base);
+    pl_drop_child(&self->wait.base);
+    pl_drop_child(&self->relay.base);
 }
 
 static const pl_future_vtable worker_vtable = {"worker", worker_poll, worker_drop};
@@ -186,7 +185,7 @@ static pl_poll_result listener_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_END;
 }
 
-static void listener_drop(pl_future *f) { drop_child(&((listener *)f)->tick.base); }
+static void listener_drop(pl_future *f) { pl_drop_child(&((listener *)f)->tick.base); }
 
 static const pl_future_vtable listener_vtable = {"listener", listener_poll, listener_drop};
 
@@ -229,7 +228,7 @@ static int outbox_check(pl_executor *ex, void *state, char *msg, size_t len)
     const outbox_state *st = state;
     const uint64_t want_sum = (uint64_t)ITEMS * (ITEMS + 1) / 2;
     if (st->relayed != ITEMS || st->sum != want_sum) {
-        return check_failed(msg, len,
+        return pl_check_fail(msg, len,
                             "relayed %llu of %d items (sum %llu, want %llu); %u stranded in "
                             "the outbox",
                             (unsigned long long)st->relayed, ITEMS, (unsigned long long)st->sum,

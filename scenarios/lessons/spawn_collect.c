@@ -16,7 +16,6 @@
  */
 #include <pollen/sim.h>
 
-#include "lessons.h"
 
 enum { WORKERS = 4 };
 
@@ -117,7 +116,7 @@ static pl_poll_result collector_poll(pl_future *f, pl_context *cx)
 static void collector_drop(pl_future *f)
 {
     collector *self = (collector *)f;
-    drop_child(&self->join.base);
+    pl_drop_child(&self->join.base);
     release_workers(self);
 }
 
@@ -136,14 +135,14 @@ static int spawn_check(pl_executor *ex, void *state, char *msg, size_t len)
     (void)ex;
     const spawn_state *st = state;
     if (st->error != 0) {
-        return check_failed(msg, len, "collector failed: %s", pl_strerror(st->error));
+        return pl_check_fail(msg, len, "collector failed: %s", pl_strerror(st->error));
     }
     if (st->collected != WORKERS) {
-        return check_failed(msg, len, "collected %d results, want %d", st->collected, WORKERS);
+        return pl_check_fail(msg, len, "collected %d results, want %d", st->collected, WORKERS);
     }
     for (int i = 0; i < WORKERS; i++) {
         if (st->squares[i] != i * i) {
-            return check_failed(msg, len, "squares[%d] = %d, want %d", i, st->squares[i], i * i);
+            return pl_check_fail(msg, len, "squares[%d] = %d, want %d", i, st->squares[i], i * i);
         }
     }
     return 0;

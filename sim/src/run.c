@@ -6,6 +6,7 @@
  * tasks (their drops release wakers), tear the scenario down, count
  * leaks, destroy the executor.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,15 @@ const pl_scenario *pl_scenario_find(const char *name)
         }
     }
     return NULL;
+}
+
+int pl_check_fail(char *msg, size_t msg_len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, msg_len, fmt, ap);
+    va_end(ap);
+    return 1;
 }
 
 static const char *const finding_names[PL_FINDING__COUNT] = {

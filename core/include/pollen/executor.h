@@ -98,9 +98,10 @@ uint32_t pl_task_polls(const pl_task *t);   /* polls so far */
  * finished task. */
 void pl_task_abort(pl_task *t);
 
-/* The future of a task's completion. Borrows the handle, which must
- * outlive the join; one join per task at a time. After READY, `result`
- * is 0 (completed: read pl_task_future) or PL_ECANCELED. */
+/* The future of a task's completion. Borrows the handle, which must stay
+ * valid while the join is pending (a completed join no longer touches
+ * it); one join per task at a time. After READY, `result` is 0
+ * (completed: read pl_task_future) or PL_ECANCELED. */
 typedef struct pl_join {
     pl_future base;
     pl_task *task;

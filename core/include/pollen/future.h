@@ -106,6 +106,18 @@ static inline bool pl_future_is_done(const pl_future *f)
     return (f->flags & PL_FUTURE_DONE) != 0;
 }
 
+/* For a parent's drop: drops a child future unless it was never
+ * initialised (a zeroed field has no vtable) or was already dropped.
+ * A parent cancelled while suspended in an await must drop the child it
+ * awaits, because that child holds a clone of the task's waker (in a
+ * timer, a wait list, an I/O source); forgetting it is a waker leak. */
+static inline void pl_drop_child(pl_future *child)
+{
+    if (child->vtable != NULL && (child->flags & PL_FUTURE_DROPPED) == 0) {
+        pl_drop(child);
+    }
+}
+
 /* Buggify: a fault-injection point in user code. In production it is
  * always false. Under the simulator each site (file basename and line) is
  * enabled per run with one probability and then fires with another, so

@@ -59,6 +59,11 @@ typedef struct pl_scenario {
 const pl_scenario *const *pl_scenarios(size_t *count);
 const pl_scenario *pl_scenario_find(const char *name);
 
+/* For check(): writes the formatted reason into msg and returns 1, so a
+ * check reads `return pl_check_fail(msg, len, "got %d", x);`. */
+__attribute__((format(printf, 3, 4))) int pl_check_fail(char *msg, size_t msg_len,
+                                                        const char *fmt, ...);
+
 /* ---- Findings --------------------------------------------------------- */
 
 /* The numbering is part of the replay and JSON formats: append only.
