@@ -31,8 +31,10 @@ typedef struct bench_region {
     bool ended;
 } bench_region;
 
-/* CLOCK_MONOTONIC in nanoseconds. */
+/* The region's clock in nanoseconds: CLOCK_MONOTONIC, or the process's
+ * CPU time after bench_use_cpu_clock (lines then say clock=cpu). */
 uint64_t bench_clock_ns(void);
+void bench_use_cpu_clock(void);
 
 /* Marks the region: begin in setup right before the first spawn, end in
  * the main task once it has joined everything. */

@@ -1,7 +1,7 @@
 /* tests/bench/main.c: the pollen-bench command line.
  *
- *   pollen-bench WORKLOAD [N] [--sim] [--runs R] [-v]
- *   pollen-bench all [--sim] [--runs R] [-v]
+ *   pollen-bench WORKLOAD [N] [--sim] [--runs R] [--cpu] [-v]
+ *   pollen-bench all [--sim] [--runs R] [--cpu] [-v]
  *
  * A single run happens in this process. Several runs, and every workload
  * of `all`, each get a fresh process (this binary re-executed with
@@ -52,6 +52,7 @@ typedef struct options {
     bool sim;
     int runs;           /* 0: default (5 for all, 1 otherwise) */
     bool verbose;
+    bool cpu_clock;     /* time CPU, not wall (diagnostic) */
 } options;
 
 static const char *self_path = "/proc/self/exe";
@@ -60,8 +61,8 @@ static const char *self_path = "/proc/self/exe";
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: pollen-bench WORKLOAD [N] [--sim] [--runs R] [-v]\n"
-               "       pollen-bench all [--sim] [--runs R] [-v]\n\n"
+    fprintf(f, "usage: pollen-bench WORKLOAD [N] [--sim] [--runs R] [--cpu] [-v]\n"
+               "       pollen-bench all [--sim] [--runs R] [--cpu] [-v]\n\n"
                "Runs shared/BENCH.md's workloads and prints one line per metric:\n"
                "  <workload> <impl> <metric>=<value> <unit> [key=value ...]\n"
                "impl is 'pollen' (real backend) or 'pollen/sim' (--sim: the simulator\n"
@@ -69,6 +70,8 @@ static void usage(FILE *f)
                "  --sim      run under the simulator\n"
                "  --runs R   run R times, each in a fresh process, and print the\n"
                "             medians (default: 5 for all, 1 for one workload)\n"
+               "  --cpu      time the region in process CPU time, not wall time\n"
+               "             (a diagnostic for a busy machine; lines say clock=cpu)\n"
                "  -v         print every run's lines to stderr too\n"
                "  --help     this text\n\nWorkloads:\n");
     for (size_t i = 0; i < WORKLOADS_LEN; i++) {
@@ -115,6 +118,8 @@ static int parse_args(int argc, char **argv, options *o)
             o->sim = true;
         } else if (strcmp(a, "-v") == 0) {
             o->verbose = true;
+        } else if (strcmp(a, "--cpu") == 0) {
+            o->cpu_clock = true;
         } else if (strcmp(a, "--runs") == 0 && i + 1 < argc &&
                    parse_count(argv[i + 1], RUNS_MAX, &v)) {
             o->runs = (int)v;
@@ -170,7 +175,7 @@ static char *read_all(int fd)
 static void exec_child(int out_fd, const workload *w, const options *o)
 {
     char n_text[32];
-    char *args[8];
+    char *args[10];
     int k = 0;
     args[k++] = (char *)"pollen-bench";
     args[k++] = (char *)w->name;
@@ -180,6 +185,9 @@ static void exec_child(int out_fd, const workload *w, const options *o)
     }
     if (o->sim) {
         args[k++] = (char *)"--sim";
+    }
+    if (o->cpu_clock) {
+        args[k++] = (char *)"--cpu";
     }
     args[k++] = (char *)"--runs";
     args[k++] = (char *)"1";
@@ -395,6 +403,9 @@ int main(int argc, char **argv)
     if (rc != 0) {
         usage(rc > 0 ? stdout : stderr);
         return rc > 0 ? 0 : 2;
+    }
+    if (o.cpu_clock) {
+        bench_use_cpu_clock();
     }
     if (access(self_path, X_OK) != 0) {
         self_path = argv[0]; /* no procfs: hope argv[0] is a path */
