@@ -65,6 +65,7 @@ enum {
 #define DEFAULT_SEED_HI 999u
 #define DEFAULT_OUT_DIR "pollen-out"
 #define DEFAULT_WATCHDOG_NS (10 * PL_S)
+#define DEFAULT_SHRINK_NS (10 * PL_S)
 #define DEFAULT_REAL_LIMIT_NS (60 * PL_S)
 #define PROGRESS_TTY_MS 1000
 #define PROGRESS_PIPE_MS 10000
@@ -735,8 +736,9 @@ static const char help_run[] =
     "  --out DIR            directory for replay files (default pollen-out/)\n"
     "  --keep-going         report every finding instead of stopping at the first\n"
     "  --no-shrink          keep the first finding as found (by default it is\n"
-    "                       shrunk, for at most 30 s, to its fewest deviations\n"
-    "                       and saved next to it as ...-seed<seed>.shrunk.replay)\n"
+    "                       shrunk to its fewest deviations, explained, and saved\n"
+    "                       next to it as ...-seed<seed>.shrunk.replay)\n"
+    "  --shrink-time DURATION  wall-time budget of that shrink (default 10s)\n"
     "  --json               findings and a final summary as JSON objects, one per\n"
     "                       line, on stdout; the text goes to stderr\n"
     "  --quiet, -q          no progress or summary lines, only findings\n"
@@ -1033,6 +1035,8 @@ typedef struct run_opts {
     bool json, check_det, real, keep_going, quiet, no_shrink;
     bool bounded;           /* --strategy bounded:K: enumerate, no seeds */
     uint32_t bound_k;
+    uint32_t pct_depth;     /* --strategy pct:D: D, for the guarantee; 0: not PCT */
+    pl_time shrink_ns;      /* --shrink-time: the auto-shrink's budget */
     bool tty;               /* stderr is a terminal: progress every second */
     int64_t deadline_ms;    /* now_ms() when --time runs out; INT64_MAX: never */
     FILE *text;             /* findings and summaries: stdout, stderr under --json */
@@ -1040,7 +1044,8 @@ typedef struct run_opts {
 
 enum run_opt {
     R_SEEDS, R_SEED, R_TIME, R_STRATEGY, R_KNOBS, R_JOBS, R_SHARD, R_OUT, R_JSON,
-    R_CHECK_DET, R_REAL, R_KEEP_GOING, R_QUIET, R_WATCHDOG, R_NO_SHRINK, R_HELP, R__COUNT
+    R_CHECK_DET, R_REAL, R_KEEP_GOING, R_QUIET, R_WATCHDOG, R_NO_SHRINK, R_SHRINK_TIME, R_HELP,
+    R__COUNT
 };
 
 static const opt_spec run_specs[] = {
@@ -1059,6 +1064,7 @@ static const opt_spec run_specs[] = {
     [R_QUIET] = {"quiet", 'q', NULL},
     [R_WATCHDOG] = {"watchdog", 0, "DURATION"},
     [R_NO_SHRINK] = {"no-shrink", 0, NULL},
+    [R_SHRINK_TIME] = {"shrink-time", 0, "DURATION"},
     [R_HELP] = {"help", 'h', NULL},
     [R__COUNT] = {NULL, 0, NULL},
 };
@@ -1077,6 +1083,7 @@ static void run_opts_default(run_opts *o)
     memset(o, 0, sizeof *o);
     o->seed_hi = DEFAULT_SEED_HI;
     o->watchdog_ns = DEFAULT_WATCHDOG_NS;
+    o->shrink_ns = DEFAULT_SHRINK_NS;
     o->strategy = "random";
     o->jobs = default_jobs();
     o->shard_k = o->shard_n = 1;
@@ -1116,6 +1123,7 @@ static int run_opt_schedule(const opts_iter *it, int id, const char *v, run_opts
         o->strategy = v;
         o->bounded = spec.kind == PL__STRATEGY_BOUNDED;
         o->bound_k = spec.depth;
+        o->pct_depth = spec.kind == PL__STRATEGY_PCT ? spec.depth : 0;
         return 0;
     }
     pl__dec_knobs k;
@@ -1169,6 +1177,8 @@ static int run_opt_apply(const opts_iter *it, int id, const char *v, run_opts *o
         return opt_duration(it, id, v, &o->time_ns);
     case R_WATCHDOG:
         return opt_duration(it, id, v, &o->watchdog_ns);
+    case R_SHRINK_TIME:
+        return opt_duration(it, id, v, &o->shrink_ns);
     case R_JOBS:
         if (opt_number(it, id, v, 1, PL__CLI_JOBS_MAX, &n) != 0) {
             return ST_USAGE;
@@ -1194,7 +1204,8 @@ static int run_opt_apply(const opts_iter *it, int id, const char *v, run_opts *o
 static int run_opts_check(const opts_iter *it, const bool *seen, const run_opts *o)
 {
     static const int sim_only[] = {R_SEEDS, R_SEED, R_STRATEGY, R_KNOBS, R_JOBS, R_SHARD,
-                                   R_OUT, R_CHECK_DET, R_KEEP_GOING, R_WATCHDOG, R_NO_SHRINK};
+                                   R_OUT, R_CHECK_DET, R_KEEP_GOING, R_WATCHDOG, R_NO_SHRINK,
+                                   R_SHRINK_TIME};
     if (seen[R_SEEDS] && seen[R_SEED]) {
         return usage_error(it->c, it->cmd, "'--seeds' and '--seed' exclude each other");
     }
@@ -1698,9 +1709,24 @@ static void print_finding_head(FILE *f, const run_opts *o, const report *rp)
     }
 }
 
+/* Swarm draws its knobs per seed: show the ones this finding ran with. */
+static void print_swarm_knobs(FILE *f, const run_opts *o, const report *rp)
+{
+    pl_sim_options so;
+    char knobs[PL_SIM_KNOBS_TEXT_MAX];
+    if (strcmp(o->strategy, "swarm") != 0 || !rp->has_seed) {
+        return;
+    }
+    sim_options(o, rp->seed, &so);
+    if (pl_sim_knobs_text(&so, knobs, sizeof knobs) == 0) {
+        fprintf(f, "  swarm knobs: %s\n", knobs);
+    }
+}
+
 static void print_report_text(FILE *f, const run_opts *o, const report *rp)
 {
     print_finding_head(f, o, rp);
+    print_swarm_knobs(f, o, rp);
     if (rp->replay[0] != '\0') {
         fprintf(f, "  replay: %s%s%s%s\n", rp->replay, rp->note[0] != '\0' ? " (" : "", rp->note,
                 rp->note[0] != '\0' ? ")" : "");
@@ -2778,8 +2804,8 @@ static void shrink_report(const cli *c, const run_opts *o, report *rp)
         rp->f.kind == PL_FINDING_CRASH || rp->f.kind == PL_FINDING_NONDETERMINISM) {
         return;
     }
-    pl_sim_shrink_limits limits = {0, 0};
-    if (left_ms < 30 * 1000) {
+    pl_sim_shrink_limits limits = {o->shrink_ns, 0};
+    if (left_ms < o->shrink_ns / PL_MS) {
         limits.time_ns = left_ms * PL_MS;
     }
     shrink_msg *m = malloc(sizeof *m);
@@ -2935,9 +2961,9 @@ static void bounded_summary(const run_opts *o, const outcome *out, const bounded
     fprintf(f, "%s: %s, %" PRIu64 " runs, %" PRIu64 " schedules, %.1f s", out->sc->name,
             o->strategy, m->runs, m->schedules, out->seconds);
     if (m->exhausted) {
-        fprintf(f, "; exhaustive: every schedule with at most %" PRIu32 " deviation%s from "
-                   "production's order",
-                o->bound_k, o->bound_k == 1 ? "" : "s");
+        fprintf(f, "; verified: all %" PRIu64 " schedules with at most %" PRIu32 " deviation%s "
+                   "explored, no finding",
+                m->schedules, o->bound_k, o->bound_k == 1 ? "" : "s");
     } else if (m->finding.kind == PL_FINDING_NONE) {
         fprintf(f, "; schedules with fewer than %" PRIu32 " deviations done%s", m->levels_done,
                 m->truncated ? " (a run outgrew the decision recorder)" : "");
@@ -2999,6 +3025,7 @@ static int bounded_one(const cli *c, const run_opts *o, const pl_scenario *sc, o
         out->first = rp->f.kind;
         out->findings = 1;
         rc = rp->note[0] != '\0' ? ST_INTERNAL : 0;
+        shrink_report(c, o, rp);
         report_once(c, o, rp);
     }
     if (!o->quiet) {
@@ -3079,6 +3106,70 @@ static int run_status(const outcome *outs, size_t n, bool error)
     return interrupted ? ST_INTERRUPTED : ST_CLEAN;
 }
 
+/* ---- PCT's guarantee: n and k measured in a child (user code runs) --- */
+
+typedef struct pct_job {
+    const run_opts *o;
+    const pl_scenario *sc;
+} pct_job;
+
+typedef struct pct_msg {
+    int rc;
+    uint32_t tasks;
+    uint64_t steps;
+} pct_msg;
+
+static void pct_measure(const void *ctx, void *result)
+{
+    const pct_job *pj = ctx;
+    pct_msg *m = result;
+    pl_sim_options so;
+    sim_options(pj->o, 0, &so);
+    m->rc = pl_sim_pct_estimate(pj->sc, &so, &m->tasks, &m->steps);
+}
+
+/* x^n by squaring (no libm for one power). */
+static double power(double x, uint64_t n)
+{
+    double r = 1.0;
+    for (; n > 0; n >>= 1, x *= x) {
+        if (n & 1) {
+            r *= x;
+        }
+    }
+    return r;
+}
+
+/* After a pct:D campaign: the paper's bound 1/(n k^(D-1)) for one run and
+ * what it promises over the runs made. n and k come from the scenario's
+ * production run, as PCT's default horizon does (pct:D:K sets k). */
+static void pct_guarantee_line(const run_opts *o, const pl_scenario *sc, const outcome *out)
+{
+    pct_job pj = {o, sc};
+    pct_msg m;
+    child_end end;
+    pl__strategy_spec spec;
+    memset(&m, 0, sizeof m);
+    int rc = run_in_child(pct_measure, &pj, &m, sizeof m, now_ms() + o->watchdog_ns / PL_MS,
+                          &end);
+    if (rc != 0 || !end.complete || m.rc != 0 ||
+        pl__strategy_parse(o->strategy, &spec, NULL, 0) != 0) {
+        fprintf(o->text, "%s: %s guarantee unknown (the production run could not be measured)\n",
+                sc->name, o->strategy);
+        return;
+    }
+    uint64_t k = spec.horizon > 0 ? spec.horizon : m.steps;
+    double p = pl_sim_pct_guarantee(o->pct_depth, m.tasks, k);
+    fprintf(o->text,
+            "%s: %s guarantee: each run finds a bug of depth %" PRIu32 " with probability >= "
+            "1/(n*k^%" PRIu32 ") = %.3g (n = %" PRIu32 " task%s, k = %" PRIu64
+            " schedule step%s); all %" PRIu64 " runs miss such a bug with probability <= %.3g\n",
+            sc->name, o->strategy, o->pct_depth, o->pct_depth - 1, p, m.tasks,
+            m.tasks == 1 ? "" : "s", k, k == 1 ? "" : "s", out->runs,
+            power(1.0 - p, out->runs));
+    fflush(o->text);
+}
+
 static int run_all(const cli *c, const run_opts *o, const pl_scenario **sel, size_t nsel)
 {
     outcome *outs = calloc(nsel + 1, sizeof *outs);
@@ -3097,6 +3188,9 @@ static int run_all(const cli *c, const run_opts *o, const pl_scenario **sel, siz
         int rc = o->real      ? real_one(c, o, sel[i], &outs[i])
                  : o->bounded ? bounded_one(c, o, sel[i], &outs[i])
                               : campaign_run(c, o, sel[i], &outs[i]);
+        if (rc == 0 && o->pct_depth > 0 && !o->quiet && outs[i].ran) {
+            pct_guarantee_line(o, sel[i], &outs[i]);
+        }
         error = error || rc != 0;
     }
     int status = run_status(outs, nsel, error);

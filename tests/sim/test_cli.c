@@ -877,7 +877,7 @@ Test(cli, bounded_strategy_enumerates_schedules)
     proc p = POLLEN("run", "selftest_clean", "--strategy", "bounded:2");
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "selftest_clean: bounded:2, "), "%s", p.out);
-    cr_assert_not_null(strstr(p.out, "exhaustive"), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "verified: all "), "%s", p.out);
     proc_free(&p);
     /* A buggify site must be enabled, then fire: two deviations. */
     p = HARNESS("run", "selftest_assert", "--strategy", "bounded:2", "--no-shrink");
@@ -923,5 +923,24 @@ Test(cli, shrink_writes_a_smaller_replay)
     p = POLLEN("shrink", "missing.replay");
     cr_assert_eq(p.status, 3);
     cr_assert_not_null(strstr(p.err, "missing.replay"), "%s", p.err);
+    proc_free(&p);
+}
+
+Test(cli, strategies_say_what_they_promise)
+{
+    proc p = POLLEN("run", "selftest_clean", "--seeds", "0..9", "--strategy", "pct:2");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "selftest_clean: pct:2 guarantee: each run finds a bug "
+                                     "of depth 2 with probability >= 1/(n*k^1) = "),
+                       "%s", p.out);
+    proc_free(&p);
+    p = HARNESS("run", "selftest_assert", "--seeds", "0..199", "--strategy", "swarm",
+                "--shrink-time", "2s");
+    cr_assert_eq(p.status, 20, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "  swarm knobs: schedule="), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "  shrunk assertion: "), "%s", p.out);
+    proc_free(&p);
+    p = POLLEN("run", "selftest_clean", "--shrink-time", "0s");
+    cr_assert_eq(p.status, 2, "%s%s", p.out, p.err);
     proc_free(&p);
 }
