@@ -536,14 +536,17 @@ static void task_wake(pl_task *t, uint32_t gen, bool by_ref)
     }
 }
 
-static pl_waker task_waker_clone(const pl_waker *w)
+static void task_waker_clone(const pl_waker *w, pl_waker *out)
 {
     pl_task *t = w->data;
     t->refs++;
     if (t->ex->obs != NULL && t->ex->obs->waker_clone != NULL) {
         t->ex->obs->waker_clone(t->ex->obs_ud, t, w->gen);
     }
-    return *w;
+    out->vtable = w->vtable;
+    out->data = t;
+    out->gen = w->gen;
+    out->reserved = 0;
 }
 
 static void task_waker_drop(pl_waker w)
@@ -573,10 +576,17 @@ static const pl_waker_vtable task_waker_vtable = {
 /* Production wakers: with no observer and no rotation there is nothing
  * to report and no identity to check, so the hot path is a state test,
  * a queue push and a reference count. */
-static pl_waker fast_waker_clone(const pl_waker *w)
+static void fast_waker_clone(const pl_waker *w, pl_waker *out)
 {
-    ((pl_task *)w->data)->refs++;
-    return *w;
+    pl_task *t = w->data;
+    t->refs++;
+    /* Field by field from narrow loads: the context's waker was just
+     * written field by field, and one wide reload of it would stall on
+     * store forwarding. No rotation here: gen is always 0. */
+    out->vtable = &fast_waker_vtable;
+    out->data = t;
+    out->gen = 0;
+    out->reserved = 0;
 }
 
 static void fast_waker_wake_by_ref(const pl_waker *w)
@@ -613,7 +623,7 @@ void pl_executor_wake_task(pl_executor *ex, pl_task *t)
 
 /* ---- Noop waker ------------------------------------------------------- */
 
-static pl_waker noop_clone(const pl_waker *w) { return *w; }
+static void noop_clone(const pl_waker *w, pl_waker *out) { *out = *w; }
 static void noop_wake(pl_waker w) { (void)w; }
 static void noop_wake_by_ref(const pl_waker *w) { (void)w; }
 
@@ -682,8 +692,54 @@ pl_poll_result pl_executor_probe(pl_executor *ex, pl_task *t)
 }
 
 /* Polls up to the budget; returns how many tasks ran. */
+/* Production: no observer, no decisions, no rotation. The same steps as
+ * run_one + poll_task minus every hook test, with the waker built from a
+ * constant vtable. */
+static inline void poll_fast(pl_executor *ex, pl_task *t)
+{
+    if (t->state == TASK_CANCELLED) {
+        task_release(t);
+        return;
+    }
+    pl_context cx = {{&fast_waker_vtable, t, t->gen, 0}, ex, t};
+    t->state = TASK_RUNNING;
+    t->polls++;
+    ex->running = t;
+    pl_future *f = (pl_future *)(void *)t->future;
+    pl_poll_result r = pl_poll(f, &cx);
+    ex->running = NULL;
+    if (r == PL_READY) {
+        task_drop_future(t, false);
+        task_finish(t, TASK_DONE);
+    } else if (t->flags & (TASK_ABORT_IN_POLL | TASK_WOKEN_IN_POLL)) {
+        if (t->flags & TASK_ABORT_IN_POLL) {
+            task_cancel(t);
+        } else {
+            t->flags &= (uint8_t)~TASK_WOKEN_IN_POLL;
+            t->state = TASK_SCHEDULED;
+            ready_push(ex, t);
+        }
+    } else {
+        t->state = TASK_IDLE;
+    }
+}
+
+static uint32_t run_ready_fast(pl_executor *ex)
+{
+    uint32_t n = 0;
+    uint32_t budget = ex->budget;
+    while (ex->ready_head != NULL && n < budget && !ex->stop) {
+        poll_fast(ex, ready_unlink(ex, NULL));
+        n++;
+    }
+    return n;
+}
+
 static uint32_t run_ready(pl_executor *ex)
 {
+    if (ex->waker_vtable == &fast_waker_vtable && ex->decide == NULL) {
+        return run_ready_fast(ex);
+    }
     uint32_t n = 0;
     while (ex->ready_head != NULL && n < ex->budget && !ex->stop) {
         run_one(ex, ready_pop(ex));
@@ -813,12 +869,7 @@ static void join_drop(pl_future *f)
     pl_waker_slot_clear(&j->waker);
 }
 
-static const pl_future_vtable join_vtable = {"join", join_poll, join_drop};
-
-pl_join pl_join_init(pl_task *t)
-{
-    return (pl_join){PL_FUTURE_INIT(&join_vtable), t, PL_WAKER_EMPTY, 0};
-}
+const pl_future_vtable pl__join_vtable = {"join", join_poll, join_drop};
 
 /* ---- Misuse and buggify ----------------------------------------------- */
 

@@ -165,7 +165,7 @@ static pl_poll_result send_poll(pl_future *f, pl_context *cx)
         if (rc != PL_EAGAIN) {
             return send_finish(self, rc);
         }
-        self->waker = pl_waker_clone(&cx->waker);
+        pl_waker_clone_into(&self->waker, &cx->waker);
         pl_list_push_back(&ch->send_waiters, &self->node);
         self->base.resume = SEND_WAITING;
         return PL_PENDING;

@@ -55,7 +55,7 @@ static pl_poll_result lock_poll(pl_future *f, pl_context *cx)
             self->base.resume = LOCK_DONE;
             return PL_READY;
         }
-        self->waker = pl_waker_clone(&cx->waker);
+        pl_waker_clone_into(&self->waker, &cx->waker);
         pl_list_push_back(&self->mutex->waiters, &self->node);
         self->base.resume = LOCK_WAITING;
         return PL_PENDING;

@@ -66,7 +66,7 @@ static pl_poll_result notified_poll(pl_future *f, pl_context *cx)
             self->base.resume = NOTIFIED_DONE;
             return PL_READY;
         }
-        self->waker = pl_waker_clone(&cx->waker);
+        pl_waker_clone_into(&self->waker, &cx->waker);
         pl_list_push_back(&n->waiters, &self->node);
         self->base.resume = NOTIFIED_WAITING;
         return PL_PENDING;
@@ -98,18 +98,8 @@ static void notified_drop(pl_future *f)
     self->base.resume = NOTIFIED_DONE;
 }
 
-static const pl_future_vtable notified_vtable = {
+const pl_future_vtable pl__notified_vtable = {
     .name = "pl_notified",
     .poll = notified_poll,
     .drop = notified_drop,
 };
-
-pl_notified pl_notified_init(pl_notify *n)
-{
-    return (pl_notified){
-        .base = PL_FUTURE_INIT(&notified_vtable),
-        .notify = n,
-        .node = {NULL, NULL},
-        .waker = PL_WAKER_EMPTY,
-    };
-}

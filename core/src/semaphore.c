@@ -69,7 +69,7 @@ static pl_poll_result acquire_poll(pl_future *f, pl_context *cx)
             self->base.resume = ACQ_DONE;
             return PL_READY;
         }
-        self->waker = pl_waker_clone(&cx->waker);
+        pl_waker_clone_into(&self->waker, &cx->waker);
         pl_list_push_back(&self->sem->waiters, &self->node);
         self->base.resume = ACQ_WAITING;
         return PL_PENDING;

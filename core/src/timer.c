@@ -184,6 +184,9 @@ static int batch_reserve(pl_executor *ex, pl__timer_heap *h, uint32_t n)
     if (batch == NULL) {
         return PL_ENOMEM;
     }
+    if (h->batch_cap > 0) {
+        memcpy(batch, h->batch, (size_t)h->batch_cap * sizeof *batch);
+    }
     pl_free(ex, h->batch, (size_t)h->batch_cap * sizeof *batch);
     h->batch = batch;
     h->batch_cap = cap;
@@ -261,18 +264,7 @@ static pl_poll_result sleep_poll(pl_future *f, pl_context *cx)
 
 static void sleep_drop(pl_future *f) { pl_timer_disarm(&((pl_sleep *)f)->timer); }
 
-static const pl_future_vtable sleep_vtable = {"sleep", sleep_poll, sleep_drop};
-
-pl_sleep pl_sleep_for(pl_time duration_ns)
-{
-    return (pl_sleep){PL_FUTURE_INIT(&sleep_vtable), 0, duration_ns < 0 ? 0 : duration_ns,
-                      PL_TIMER_INIT};
-}
-
-pl_sleep pl_sleep_until(pl_time deadline_ns)
-{
-    return (pl_sleep){PL_FUTURE_INIT(&sleep_vtable), deadline_ns, -1, PL_TIMER_INIT};
-}
+const pl_future_vtable pl__sleep_vtable = {"sleep", sleep_poll, sleep_drop};
 
 void pl_sleep_reset(pl_sleep *s, pl_time deadline_ns)
 {

@@ -159,9 +159,9 @@ static void unreg(pl_io_source *src)
 /* A waker that counts its wakes: the readiness path really wakes. */
 static int wakes;
 
-static pl_waker counting_clone(const pl_waker *w)
+static void counting_clone(const pl_waker *w, pl_waker *out)
 {
-    return *w;
+    *out = *w;
 }
 
 static void counting_wake(pl_waker w)

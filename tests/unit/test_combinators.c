@@ -20,10 +20,10 @@ typedef struct tw {
     int live;   /* clones neither woken nor dropped */
 } tw;
 
-static pl_waker tw_clone(const pl_waker *w)
+static void tw_clone(const pl_waker *w, pl_waker *out)
 {
     ((tw *)w->data)->live++;
-    return *w;
+    *out = *w;
 }
 
 static void tw_wake(pl_waker w)

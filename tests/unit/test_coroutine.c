@@ -273,7 +273,7 @@ Test(coroutine, nested_coroutines_keep_their_locals_in_structs)
 /* ---- Polled by hand: resume points and spurious polls ------------------ */
 
 static int manual_wakes;
-static pl_waker counting_clone(const pl_waker *w) { return *w; }
+static void counting_clone(const pl_waker *w, pl_waker *out) { *out = *w; }
 static void counting_wake(pl_waker w)
 {
     (void)w;

@@ -41,12 +41,12 @@ static void log_wake(tw *t, uint32_t gen)
     }
 }
 
-static pl_waker tw_clone(const pl_waker *w)
+static void tw_clone(const pl_waker *w, pl_waker *out)
 {
     tw *t = w->data;
     t->clones++;
     t->live++;
-    return *w;
+    *out = *w;
 }
 
 static void tw_wake(pl_waker w)

@@ -307,7 +307,7 @@ static int fired_len;
 
 static void rec_wake_by_ref(const pl_waker *w) { fired_ids[fired_len++] = (int)(intptr_t)w->data; }
 static void rec_wake(pl_waker w) { rec_wake_by_ref(&w); }
-static pl_waker rec_clone(const pl_waker *w) { return *w; }
+static void rec_clone(const pl_waker *w, pl_waker *out) { *out = *w; }
 static void rec_drop(pl_waker w) { (void)w; }
 static const pl_waker_vtable rec_vt = {rec_clone, rec_wake, rec_wake_by_ref, rec_drop};
 

@@ -109,7 +109,11 @@ typedef struct pl_join {
     int result;
 } pl_join;
 
-pl_join pl_join_init(pl_task *t);
+extern const pl_future_vtable pl__join_vtable;
+static inline pl_join pl_join_init(pl_task *t)
+{
+    return (pl_join){PL_FUTURE_INIT(&pl__join_vtable), t, PL_WAKER_EMPTY, 0};
+}
 
 /* Runs until idle: no runnable task, no armed timer, no registered I/O
  * source and no outstanding remote waker. Returns 0 when every task

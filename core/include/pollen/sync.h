@@ -102,7 +102,16 @@ typedef struct pl_notified {
 } pl_notified;
 
 /* A future waiting on `n` (borrowed; must outlive the future). */
-pl_notified pl_notified_init(pl_notify *n);
+extern const pl_future_vtable pl__notified_vtable;
+static inline pl_notified pl_notified_init(pl_notify *n)
+{
+    return (pl_notified){
+        .base = PL_FUTURE_INIT(&pl__notified_vtable),
+        .notify = n,
+        .node = {NULL, NULL},
+        .waker = PL_WAKER_EMPTY,
+    };
+}
 
 /* ---- Oneshot ----------------------------------------------------------
  * One value from one sender to one receiver. The value is copied into

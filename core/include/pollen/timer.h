@@ -58,8 +58,16 @@ typedef struct pl_sleep {
     pl_timer timer;
 } pl_sleep;
 
-pl_sleep pl_sleep_for(pl_time duration_ns);
-pl_sleep pl_sleep_until(pl_time deadline_ns);
+extern const pl_future_vtable pl__sleep_vtable;
+static inline pl_sleep pl_sleep_for(pl_time duration_ns)
+{
+    return (pl_sleep){PL_FUTURE_INIT(&pl__sleep_vtable), 0, duration_ns < 0 ? 0 : duration_ns,
+                      PL_TIMER_INIT};
+}
+static inline pl_sleep pl_sleep_until(pl_time deadline_ns)
+{
+    return (pl_sleep){PL_FUTURE_INIT(&pl__sleep_vtable), deadline_ns, -1, PL_TIMER_INIT};
+}
 
 /* Moves a sleep's deadline (absolute). A deadline already past makes the
  * next poll READY. If the sleep is parked its timer is re-armed, so the

@@ -33,7 +33,7 @@ extern "C" {
 typedef struct pl_waker pl_waker;
 
 typedef struct pl_waker_vtable {
-    pl_waker (*clone)(const pl_waker *w);  /* a new owned reference */
+    void (*clone)(const pl_waker *w, pl_waker *out); /* a new owned reference into *out */
     void (*wake)(pl_waker w);              /* wake and release */
     void (*wake_by_ref)(const pl_waker *w); /* wake, keep the reference */
     void (*drop)(pl_waker w);              /* release without waking */
@@ -56,7 +56,18 @@ pl_waker pl_waker_noop(void);
 
 static inline bool pl_waker_is_set(const pl_waker *w) { return w->vtable != NULL; }
 
-static inline pl_waker pl_waker_clone(const pl_waker *w) { return w->vtable->clone(w); }
+static inline pl_waker pl_waker_clone(const pl_waker *w)
+{
+    pl_waker r;
+    w->vtable->clone(w, &r);
+    return r;
+}
+
+/* Clones straight into storage: no temporary copied afterwards. */
+static inline void pl_waker_clone_into(pl_waker *dst, const pl_waker *w)
+{
+    w->vtable->clone(w, dst);
+}
 
 static inline void pl_waker_wake(pl_waker w) { w.vtable->wake(w); }
 
@@ -88,7 +99,7 @@ static inline void pl_waker_slot_set(pl_waker *slot, const pl_waker *w)
         }
         pl_waker_drop(*slot);
     }
-    *slot = pl_waker_clone(w);
+    pl_waker_clone_into(slot, w);
 }
 
 static inline pl_waker pl_waker_slot_take(pl_waker *slot)
