@@ -165,40 +165,35 @@ static uint32_t sim_decide(void *self, pl_decision_kind kind, uint32_t n, uint64
 
 static void sim_remote_wake(void *self) { ((pl__sim *)self)->remote_pending = true; }
 
-/* The i-th parked task (1-based) in id order, or NULL. */
-static pl_task *nth_parked(pl__sim *s, uint32_t i)
+/* Task `id` if it is parked, else NULL. */
+static pl_task *parked_task(pl__sim *s, uint32_t id)
 {
-    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
-        pl__task_info *ti = &s->tasks[id];
-        if (ti->task != NULL && !ti->finished && !pl_task_is_scheduled(ti->task) && --i == 0) {
-            return ti->task;
-        }
+    if (id == 0 || id > s->tasks_spawned) {
+        return NULL;
     }
-    return NULL;
-}
-
-static size_t parked_count(pl__sim *s)
-{
-    return pl_executor_live_tasks(s->ex) - pl_executor_runnable(s->ex);
+    pl__task_info *ti = &s->tasks[id];
+    bool parked = ti->task != NULL && !ti->finished && !pl_task_is_scheduled(ti->task);
+    return parked ? ti->task : NULL;
 }
 
 /* Faults of the scheduler itself: a wake nobody asked for, or a poll
- * without a wake. Never at quiescence: an extra poll there would hide
- * exactly the lost wakeups the probes look for. */
+ * without a wake. A decision names a task id (0: none); a task that is
+ * not parked makes it a no-op. That costs O(1) per wait, where picking
+ * among the parked tasks would mean a scan of every task. Never at
+ * quiescence: an extra poll there would hide exactly the lost wakeups
+ * the probes look for. */
 static void inject_spurious(pl__sim *s)
 {
-    size_t parked = parked_count(s);
-    if (parked == 0 || parked > UINT32_MAX - 1) {
+    uint32_t n = s->tasks_spawned + 1;
+    if (pl_executor_live_tasks(s->ex) == pl_executor_runnable(s->ex) || n < 2) {
         return;
     }
-    uint32_t i = pl__sim_choose(s, PL_DECIDE_SPURIOUS_WAKE, (uint32_t)parked + 1, 0);
-    pl_task *t = i > 0 ? nth_parked(s, i) : NULL;
+    pl_task *t = parked_task(s, pl__sim_choose(s, PL_DECIDE_SPURIOUS_WAKE, n, 0));
     if (t != NULL) {
         pl_executor_wake_task(s->ex, t);
         return;
     }
-    i = pl__sim_choose(s, PL_DECIDE_SPURIOUS_POLL, (uint32_t)parked + 1, 0);
-    t = i > 0 ? nth_parked(s, i) : NULL;
+    t = parked_task(s, pl__sim_choose(s, PL_DECIDE_SPURIOUS_POLL, n, 0));
     if (t != NULL) {
         s->polling_probe = true;
         pl_executor_probe(s->ex, t);
