@@ -43,11 +43,19 @@ void pl__executor_io_count(pl_executor *ex, int delta);
 uint32_t pl__executor_decide(pl_executor *ex, pl_decision_kind kind, uint32_t n, uint64_t key);
 const pl_observer *pl__executor_observer(const pl_executor *ex, void **ud);
 
-/* The executor's timer heap: an array-backed binary min-heap of timer
- * pointers ordered by (fire_ns, seq). Nodes record their index, so a
- * timer is removed in O(log n) without a search. */
+/* The executor's timer heap: an array-backed 4-ary min-heap ordered by
+ * (fire_ns, seq). A slot keeps the key next to the timer pointer, so
+ * sifting compares without touching the timers (scattered through task
+ * allocations); timers record their slot, so one is removed in
+ * O(log n) without a search. */
+typedef struct pl__heap_entry {
+    pl_time fire_ns;
+    uint64_t seq;
+    struct pl_timer *t;
+} pl__heap_entry;
+
 typedef struct pl__timer_heap {
-    struct pl_timer **items;
+    pl__heap_entry *items;
     uint32_t len;
     uint32_t cap;
     uint64_t seq;               /* last arming number handed out */

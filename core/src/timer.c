@@ -1,7 +1,7 @@
 /* core/src/timer.c: the timer heap, sleep, timeout and interval.
  *
- * The heap is an array of timer pointers ordered by (fire_ns, seq); each
- * node keeps its index so disarming is O(log n) without a search. The
+ * The heap is a 4-ary array of (fire_ns, seq, timer) slots; each timer
+ * keeps its slot index so disarming is O(log n) without a search. The
  * sequence number makes the order total, so production fires equal
  * deadlines in arming order and the simulator has a well-defined default
  * (choice 0) when it reorders them.
@@ -15,7 +15,7 @@ enum { TIMER_IDLE = 0, TIMER_ARMED = 1, TIMER_FIRED = 2 };
 
 /* ---- Heap ------------------------------------------------------------- */
 
-static bool timer_less(const pl_timer *a, const pl_timer *b)
+static inline bool entry_less(const pl__heap_entry *a, const pl__heap_entry *b)
 {
     if (a->fire_ns != b->fire_ns) {
         return a->fire_ns < b->fire_ns;
@@ -23,44 +23,50 @@ static bool timer_less(const pl_timer *a, const pl_timer *b)
     return a->seq < b->seq;
 }
 
-static void heap_place(pl__timer_heap *h, uint32_t i, pl_timer *t)
+static inline void heap_place(pl__timer_heap *h, uint32_t i, pl__heap_entry e)
 {
-    h->items[i] = t;
-    t->heap_index = i;
+    h->items[i] = e;
+    e.t->heap_index = i;
 }
 
 static void sift_up(pl__timer_heap *h, uint32_t i)
 {
-    pl_timer *t = h->items[i];
+    pl__heap_entry e = h->items[i];
     while (i > 0) {
-        uint32_t parent = (i - 1) / 2;
-        if (!timer_less(t, h->items[parent])) {
+        uint32_t parent = (i - 1) / 4;
+        if (!entry_less(&e, &h->items[parent])) {
             break;
         }
         heap_place(h, i, h->items[parent]);
         i = parent;
     }
-    heap_place(h, i, t);
+    heap_place(h, i, e);
 }
 
 static void sift_down(pl__timer_heap *h, uint32_t i)
 {
-    pl_timer *t = h->items[i];
+    pl__heap_entry e = h->items[i];
     for (;;) {
-        uint32_t child = 2 * i + 1;
-        if (child >= h->len) {
+        uint32_t first = 4 * i + 1;
+        if (first >= h->len) {
             break;
         }
-        if (child + 1 < h->len && timer_less(h->items[child + 1], h->items[child])) {
-            child++;
+        /* Four children per node: half the depth of a binary heap, so half
+         * the heap_index stores into (cold) timers per removal. */
+        uint32_t end = first + 4 < h->len ? first + 4 : h->len;
+        uint32_t child = first;
+        for (uint32_t c = first + 1; c < end; c++) {
+            if (entry_less(&h->items[c], &h->items[child])) {
+                child = c;
+            }
         }
-        if (!timer_less(h->items[child], t)) {
+        if (!entry_less(&h->items[child], &e)) {
             break;
         }
         heap_place(h, i, h->items[child]);
         i = child;
     }
-    heap_place(h, i, t);
+    heap_place(h, i, e);
 }
 
 static int heap_reserve(pl_executor *ex, pl__timer_heap *h)
@@ -69,7 +75,7 @@ static int heap_reserve(pl_executor *ex, pl__timer_heap *h)
         return 0;
     }
     uint32_t cap = h->cap ? h->cap * 2 : 64;
-    pl_timer **items = pl_alloc(ex, (size_t)cap * sizeof *items);
+    pl__heap_entry *items = pl_alloc(ex, (size_t)cap * sizeof *items);
     if (items == NULL) {
         return PL_ENOMEM;
     }
@@ -85,18 +91,18 @@ static int heap_reserve(pl_executor *ex, pl__timer_heap *h)
 static void heap_remove(pl__timer_heap *h, pl_timer *t)
 {
     uint32_t i = t->heap_index;
-    PL_ASSERT(i < h->len && h->items[i] == t);
-    pl_timer *last = h->items[--h->len];
-    if (last != t) {
+    PL_ASSERT(i < h->len && h->items[i].t == t);
+    pl__heap_entry last = h->items[--h->len];
+    if (last.t != t) {
         heap_place(h, i, last);
         sift_down(h, i);
-        sift_up(h, last->heap_index);
+        sift_up(h, last.t->heap_index);
     }
 }
 
 pl_time pl__timers_next(const pl__timer_heap *h)
 {
-    return h->len > 0 ? h->items[0]->fire_ns : PL_TIME_NEVER;
+    return h->len > 0 ? h->items[0].fire_ns : PL_TIME_NEVER;
 }
 
 void pl__timers_finish(pl_executor *ex, pl__timer_heap *h)
@@ -135,7 +141,7 @@ int pl_timer_arm(pl_executor *ex, pl_timer *t, pl_time deadline_ns, const pl_wak
     if (w != &t->waker) {
         pl_waker_slot_set(&t->waker, w);
     }
-    h->items[h->len] = t;
+    h->items[h->len] = (pl__heap_entry){t->fire_ns, t->seq, t};
     t->heap_index = h->len++;
     sift_up(h, t->heap_index);
     void *ud;
@@ -197,20 +203,30 @@ static int batch_reserve(pl_executor *ex, pl__timer_heap *h, uint32_t n)
  * leave the heap together and fire in the order the system picks. */
 static size_t fire_tie_batch(pl_executor *ex, pl__timer_heap *h, pl_time now_ns)
 {
-    pl_time at = h->items[0]->fire_ns;
+    pl_time at = h->items[0].fire_ns;
     uint32_t n = 0;
-    while (h->len > 0 && h->items[0]->fire_ns == at) {
+    while (h->len > 0 && h->items[0].fire_ns == at) {
         if (batch_reserve(ex, h, n + 1) != 0) {
             break;
         }
-        pl_timer *t = h->items[0];
+        pl_timer *t = h->items[0].t;
         heap_remove(h, t);
         h->batch[n++] = t;
     }
+    /* The unfired rest stays in order in batch[first, first + left): the
+     * pick is closed from whichever side is shorter, so choice 0 (the
+     * common case) costs nothing and a batch never goes quadratic. */
+    pl_timer **b = h->batch;
+    uint32_t first = 0;
     for (uint32_t left = n; left > 0; left--) {
-        uint32_t k = pl__executor_decide(ex, PL_DECIDE_TIMER_ORDER, left, h->batch[0]->seq);
-        pl_timer *t = h->batch[k];
-        memmove(&h->batch[k], &h->batch[k + 1], (size_t)(left - k - 1) * sizeof *h->batch);
+        uint32_t k = pl__executor_decide(ex, PL_DECIDE_TIMER_ORDER, left, b[first]->seq);
+        pl_timer *t = b[first + k];
+        if (k < left - 1 - k) {
+            memmove(&b[first + 1], &b[first], (size_t)k * sizeof *b);
+            first++;
+        } else {
+            memmove(&b[first + k], &b[first + k + 1], (size_t)(left - k - 1) * sizeof *b);
+        }
         fire(ex, t, now_ns);
     }
     return n;
@@ -223,12 +239,12 @@ size_t pl__timers_fire_due(pl_executor *ex, pl__timer_heap *h, pl_time now_ns)
     uint64_t last_seq = h->seq;
     size_t fired = 0;
     bool deciding = pl__executor_system(ex)->vtable->decide != NULL;
-    while (h->len > 0 && h->items[0]->fire_ns <= now_ns && h->items[0]->seq <= last_seq) {
+    while (h->len > 0 && h->items[0].fire_ns <= now_ns && h->items[0].seq <= last_seq) {
         if (deciding) {
             fired += fire_tie_batch(ex, h, now_ns);
             continue;
         }
-        pl_timer *t = h->items[0];
+        pl_timer *t = h->items[0].t;
         heap_remove(h, t);
         fire(ex, t, now_ns);
         fired++;
