@@ -100,6 +100,18 @@ static void heap_remove(pl__timer_heap *h, pl_timer *t)
     }
 }
 
+/* Removes the root: the last slot sinks from the top, no sift-up needed. */
+static pl_timer *heap_pop(pl__timer_heap *h)
+{
+    pl_timer *t = h->items[0].t;
+    pl__heap_entry last = h->items[--h->len];
+    if (h->len > 0) {
+        h->items[0] = last;
+        sift_down(h, 0);
+    }
+    return t;
+}
+
 pl_time pl__timers_next(const pl__timer_heap *h)
 {
     return h->len > 0 ? h->items[0].fire_ns : PL_TIME_NEVER;
@@ -209,9 +221,7 @@ static size_t fire_tie_batch(pl_executor *ex, pl__timer_heap *h, pl_time now_ns)
         if (batch_reserve(ex, h, n + 1) != 0) {
             break;
         }
-        pl_timer *t = h->items[0].t;
-        heap_remove(h, t);
-        h->batch[n++] = t;
+        h->batch[n++] = heap_pop(h);
     }
     /* The unfired rest stays in order in batch[first, first + left): the
      * pick is closed from whichever side is shorter, so choice 0 (the
@@ -244,9 +254,7 @@ size_t pl__timers_fire_due(pl_executor *ex, pl__timer_heap *h, pl_time now_ns)
             fired += fire_tie_batch(ex, h, now_ns);
             continue;
         }
-        pl_timer *t = h->items[0].t;
-        heap_remove(h, t);
-        fire(ex, t, now_ns);
+        fire(ex, heap_pop(h), now_ns);
         fired++;
     }
     return fired;

@@ -99,7 +99,8 @@ static void on_poll_end(void *ud, pl_task *t, pl_poll_result r, bool probe)
     pl__sim *s = ud;
     pl__task_info *ti = info(s, t);
     uint32_t id = pl_task_id(t);
-    pl__sim_event(s, r == PL_READY ? PL__EV_READY : PL__EV_PENDING, id, pl_task_polls(t), 0);
+    pl__sim_event(s, r == PL_READY ? PL__EV_READY : PL__EV_PENDING, id, pl_task_polls(t),
+                  pl_task_waker_gen(t));
     if (r == PL_PENDING && !probe) {
         ti->parked_step = s->step;
         ti->parked_ns = s->now;

@@ -324,6 +324,18 @@ int pl_sim_write_replay(const pl_scenario *sc, const pl_sim_options *opts,
     return pl__replay_write_path(path, &rp);
 }
 
+/* The log entry of the i-th hashed event (the log also holds log-only
+ * kinds, which checkpoints do not count), or NULL. */
+static const pl__trace_rec *hashed_event(const pl__run_record *rec, size_t i)
+{
+    for (size_t k = 0; rec != NULL && k < rec->events_len; k++) {
+        if (pl__trace_kind_hashed(rec->events[k].kind) && i-- == 0) {
+            return &rec->events[k];
+        }
+    }
+    return NULL;
+}
+
 /* Says where a replayed run left the recorded one. */
 static void explain_divergence(const pl__replay *rp, pl_sim_result *out, char *err,
                                size_t err_len)
@@ -336,8 +348,8 @@ static void explain_divergence(const pl__replay *rp, pl_sim_result *out, char *e
     size_t w = pl__trace_first_diff_window(rp->checkpoints, rp->checkpoints_len,
                                            rec != NULL ? rec->checkpoints : NULL,
                                            rec != NULL ? rec->checkpoints_len : 0);
-    if (w != SIZE_MAX && rec != NULL && w * 256 < rec->events_len) {
-        const pl__trace_rec *e = &rec->events[w * 256];
+    const pl__trace_rec *e = w != SIZE_MAX ? hashed_event(rec, w * 256) : NULL;
+    if (e != NULL) {
         const char *name = pl__run_task_name(rec, e->task);
         snprintf(err, err_len,
                  "the trace differs within events %zu..%zu (step %llu, %.3f ms; that window "

@@ -189,9 +189,21 @@ static __attribute__((noinline)) void event_slow(pl__trace *t, uint64_t step, pl
     }
 }
 
+bool pl__trace_kind_hashed(uint32_t kind)
+{
+    return kind != PL__EV_POLL && kind != PL__EV_DECISION;
+}
+
 void pl__trace_event(pl__trace *t, uint64_t step, pl_time time_ns, pl__trace_kind kind,
                      uint32_t task, uint64_t a, uint64_t b)
 {
+    if (!pl__trace_kind_hashed(kind)) {
+        if (t->opts.keep_log) {
+            pl__trace_rec r = {step, time_ns, (uint32_t)kind, task, a, b};
+            log_append(t, &r);
+        }
+        return;
+    }
     if (t->used + PL__TRACE_EVENT_BYTES > BUF_BYTES) {
         flush(t);
     }
@@ -290,8 +302,8 @@ typedef struct arg_label {
 static const arg_label arg_labels[PL__EV__COUNT] = {
     [PL__EV_SPAWN] = {"parent", NULL, true, false},
     [PL__EV_POLL] = {"poll", "gen", false, false},
-    [PL__EV_PENDING] = {"poll", NULL, false, false},
-    [PL__EV_READY] = {"poll", NULL, false, false},
+    [PL__EV_PENDING] = {"poll", "gen", false, false},
+    [PL__EV_READY] = {"poll", "gen", false, false},
     [PL__EV_WAKE] = {"gen", "by", false, true},
     [PL__EV_WAKE_STALE] = {"gen", "by", false, true},
     [PL__EV_WAKE_DEDUP] = {"gen", "by", false, true},

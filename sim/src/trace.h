@@ -7,9 +7,16 @@
  *     kind u32 | task u32 | a u64 | b u64
  *
  * step and time_ns are kept in the log but not hashed per event: the
- * step is the number of POLL events before it, and the simulator emits a
- * CLOCK event whenever virtual time moves, so both are already covered,
- * and the hash has 40% fewer bytes to digest on the hot path.
+ * step is the number of PENDING/READY events before it, and the simulator
+ * emits a CLOCK event whenever virtual time moves, so both are already
+ * covered, and the hash has 40% fewer bytes to digest on the hot path.
+ *
+ * POLL and DECISION events are log-only (pl__trace_kind_hashed): they go
+ * to the kept log, for the timeline and the shrinker's explanations, but
+ * neither into the hash nor into the event count. A poll is hashed once,
+ * by its PENDING/READY event (which carries the poll number and waker
+ * generation), and a decision by the events it causes; hashing them too
+ * would double the hot path's hashing for no extra discrimination.
  *
  * The encoding and the kind numbers below are part of replay format 1: a
  * recorded hash stays valid only as long as they do. Events are batched
@@ -130,6 +137,9 @@ void pl__trace_destroy(pl__trace *t);
 /* Forgets all events, hash, log and checkpoints (same options). */
 void pl__trace_reset(pl__trace *t);
 
+/* False for the log-only kinds (POLL, DECISION), see above. */
+bool pl__trace_kind_hashed(uint32_t kind);
+
 /* Appends an event. Never allocates unless keep_log/checkpoints is on
  * (then amortized growth; on failure the log is marked truncated and the
  * hash stays exact). */
@@ -144,7 +154,7 @@ void pl__trace_decision(pl__trace *t, uint64_t step, pl_time time_ns, uint32_t t
  * trace hashes like XXH3_64bits of zero bytes. */
 uint64_t pl__trace_hash(pl__trace *t);
 
-/* Events appended so far. */
+/* Hashed events appended so far (log-only kinds are not counted). */
 uint64_t pl__trace_count(const pl__trace *t);
 
 /* The kept events (*len of them; NULL, 0 without keep_log). *truncated,
