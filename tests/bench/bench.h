@@ -4,7 +4,7 @@
  * verifies the result. The same scenario runs on the real backend or
  * under the simulator (impl "pollen" or "pollen/sim"), so both modes
  * time exactly the same user code. The measured region follows
- * shared/BENCH.md: it begins in setup, just before the first spawn, and
+ * tests/bench/README.md: it begins in setup, just before the first spawn, and
  * ends when the main task has seen every task complete.
  */
 #ifndef POLLEN_BENCH_H

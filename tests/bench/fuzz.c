@@ -1,6 +1,6 @@
 /* tests/bench/fuzz.c: workload 5, libFuzzer exec/s of the outbox target.
  *
- * NOT MEASURED YET. BENCH.md #5 is the exec/s libFuzzer reports for the
+ * NOT MEASURED YET. workload 5 is the exec/s libFuzzer reports for the
  * outbox fuzz target (50 items) over 30 s, built with clang, ASan and
  * UBSan: a figure of a separate instrumented build, not of this binary.
  * To wire it in, replace the body below with: find the fuzz target
@@ -20,7 +20,7 @@ int bench_fuzz(uint64_t n, bool sim)
 {
     (void)n;
     (void)sim;
-    fprintf(stderr, "pollen-bench: fuzz: not measured by pollen-bench yet (BENCH.md #5: "
+    fprintf(stderr, "pollen-bench: fuzz: not measured by pollen-bench yet (workload 5: "
                     "libFuzzer exec/s of the outbox fuzz target, 50 items, 30 s, clang with "
                     "ASan and UBSan); see tests/bench/fuzz.c\n");
     return BENCH_EXIT_UNAVAILABLE;

@@ -12,8 +12,9 @@
  * the region is marked from inside setup and a task, hence one global. */
 static bench_region current;
 
-/* BENCH.md times the wall clock; --cpu switches to this process's CPU
- * time, which a machine busy with other work inflates far less. */
+/* The specification (tests/bench/README.md) times the wall clock; --cpu
+ * switches to this process's CPU time, which a machine busy with other
+ * work inflates far less. */
 static clockid_t clock_id = CLOCK_MONOTONIC;
 
 void bench_use_cpu_clock(void) { clock_id = CLOCK_PROCESS_CPUTIME_ID; }

@@ -27,7 +27,7 @@ enum { MODE_REAL = 1u << 0, MODE_SIM = 1u << 1 };
 typedef struct workload {
     const char *name;
     unsigned modes;  /* where it runs at all */
-    unsigned in_all; /* where `all` runs it (BENCH.md's goals) */
+    unsigned in_all; /* where `all` runs it (the goals in tests/bench/README.md) */
     int (*run)(uint64_t n, bool sim);
     const char *summary;
 } workload;
@@ -63,7 +63,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: pollen-bench WORKLOAD [N] [--sim] [--runs R] [--cpu] [-v]\n"
                "       pollen-bench all [--sim] [--runs R] [--cpu] [-v]\n\n"
-               "Runs shared/BENCH.md's workloads and prints one line per metric:\n"
+               "Runs tests/bench/README.md's workloads and prints one line per metric:\n"
                "  <workload> <impl> <metric>=<value> <unit> [key=value ...]\n"
                "impl is 'pollen' (real backend) or 'pollen/sim' (--sim: the simulator\n"
                "with every oracle on and decisions recorded).\n\n"
@@ -386,7 +386,7 @@ static int run_one(options *o)
         return 2;
     }
     if (!supports(w, o->sim, w->modes)) {
-        bench_fail(w->name, "runs under the simulator only (BENCH.md): add --sim");
+        bench_fail(w->name, "runs under the simulator only (tests/bench/README.md): add --sim");
         return 2;
     }
     o->runs = o->runs ? o->runs : 1;
@@ -412,7 +412,7 @@ int main(int argc, char **argv)
     }
     if (strcmp(o.target, "all") == 0) {
         if (o.n != 0) {
-            fprintf(stderr, "pollen-bench: 'all' runs every workload at its BENCH.md size\n");
+            fprintf(stderr, "pollen-bench: 'all' runs every workload at its specified size\n");
             return 2;
         }
         return run_all(&o);

@@ -220,7 +220,7 @@ static void outbox_report(uint64_t *region_ns, uint64_t *whole_ns, uint64_t *vir
 int bench_outbox(uint64_t n, bool sim)
 {
     if (!sim) {
-        bench_fail("outbox", "runs under the simulator only (BENCH.md): add --sim");
+        bench_fail("outbox", "runs under the simulator only (tests/bench/README.md): add --sim");
         return 1;
     }
     outbox_items = n != 0 ? n : OUTBOX_ITEMS_DEFAULT;

@@ -1,11 +1,11 @@
 /* tests/bench/timers.c: workload 3, N tasks each sleeping d_i.
  *
  * Task i sleeps d_i milliseconds then completes; main spawns all and
- * joins all in order. d_i comes from the 64-bit LCG of BENCH.md (seed 42),
+ * joins all in order. d_i comes from the specified 64-bit LCG (seed 42),
  * generated before the region. Under the simulator the virtual clock
  * jumps from deadline to deadline; on the real backend the run lasts the
  * longest d_i of wall time, so its figure is bounded by the clock
- * (BENCH.md sets no real-backend goal for it).
+ * (the specification sets no real-backend goal for it).
  * Metrics: ns_per_timer, rss_per_timer.
  */
 #include <stdio.h>
@@ -15,7 +15,7 @@
 
 #define TIMERS_N_DEFAULT 1000000u
 
-/* BENCH.md's check values for the default N. */
+/* The specification's check values for the default N. */
 #define TIMERS_SUM_DEFAULT 500460715u
 
 typedef struct timers_state {
@@ -42,19 +42,19 @@ static uint64_t lcg_durations(uint16_t *d, uint64_t n)
     return sum;
 }
 
-/* The first values are fixed by BENCH.md; so is the sum for N = 1e6. */
+/* The first values are fixed by the specification; so is the sum for N = 1e6. */
 static int check_durations(const uint16_t *d, uint64_t n, uint64_t sum)
 {
     static const uint16_t first[5] = {335, 27, 539, 504, 295};
     for (uint64_t i = 0; i < n && i < 5; i++) {
         if (d[i] != first[i]) {
-            bench_fail("timers", "d_%llu = %u, BENCH.md says %u", (unsigned long long)i, d[i],
+            bench_fail("timers", "d_%llu = %u, the specification says %u", (unsigned long long)i, d[i],
                        first[i]);
             return -1;
         }
     }
     if (n == TIMERS_N_DEFAULT && sum != TIMERS_SUM_DEFAULT) {
-        bench_fail("timers", "sum of d_i = %llu, BENCH.md says %u", (unsigned long long)sum,
+        bench_fail("timers", "sum of d_i = %llu, the specification says %u", (unsigned long long)sum,
                    TIMERS_SUM_DEFAULT);
         return -1;
     }
