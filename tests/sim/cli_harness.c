@@ -1,4 +1,4 @@
-/* tests/sim/cli_harness.c: a user's own harness binary, as DESIGN.md
+/* tests/sim/cli_harness.c: a user's own harness binary, as README.md
  * describes it: pl_main over the registered scenarios plus extra ones
  * passed as an argument. test_cli.c runs it to reach the paths the
  * `pollen` binary's scenarios never take: a hang inside a poll, a
