@@ -1,0 +1,161 @@
+/* fuzz/fuzz_scenario.c: one scenario under libFuzzer.
+ *
+ * The input bytes are the run's decision stream (PL_SIM_SOURCE_BYTES):
+ * each consulted decision takes a byte, an exhausted input answers 0,
+ * which is production's order, so the all-zero input is the production
+ * schedule. Every oracle is on; a finding aborts so libFuzzer keeps the
+ * input, after printing the command that replays it.
+ *
+ * Built once per scenario: -DPL_FUZZ_SCENARIO="name" picks it.
+ *
+ * No extra feedback beyond code coverage: libFuzzer extra counters fed
+ * with schedule features (task-after-task pairs mod 16, decision kinds
+ * and values, wake outcomes) were tried on outbox_broadcast and made
+ * the first finding slower (median 6,986 executions and 2.5 s over 11
+ * libFuzzer seeds, against 4,242 and 1.0 s without), so they are gone;
+ * fuzz/ttff.sh measures a candidate the same way.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz.h"
+#include "pollen/sim.h"
+
+#ifndef PL_FUZZ_SCENARIO
+#error "define PL_FUZZ_SCENARIO as the scenario's name in quotes"
+#endif
+
+/* Longer inputs are rejected, not truncated: `pollen replay` feeds the
+ * whole file, and a crash file must mean the same run there. */
+#define INPUT_MAX 4096
+
+static const pl_scenario *scenario;
+
+static void list_scenarios(void)
+{
+    size_t n;
+    const pl_scenario *const *all = pl_scenarios(&n);
+    fprintf(stderr, "scenarios linked into this target:");
+    for (size_t i = 0; i < n; i++) {
+        fprintf(stderr, " %s", all[i]->name);
+    }
+    fprintf(stderr, "%s\n", n == 0 ? " none" : "");
+}
+
+/* libFuzzer starts with tiny inputs and lengthens them slowly
+ * (-len_control). Here a short input means "production order after the
+ * first few decisions", and bugs such as outbox_broadcast's need
+ * decisions deep into the run: -len_control=0 found it after a median
+ * of 4,242 executions (11 seeds) instead of 70,158 (9 seeds). Added
+ * unless the user chose.
+ * libFuzzer parses its flags after this function returns. */
+static void default_len_control(int *argc, char ***argv)
+{
+    static char flag[] = "-len_control=0";
+    for (int i = 1; i < *argc; i++) {
+        if (strncmp((*argv)[i], "-len_control=", 13) == 0) {
+            return;
+        }
+    }
+    char **args = malloc(((size_t)*argc + 2) * sizeof *args);
+    if (args == NULL) {
+        return;
+    }
+    memcpy(args, *argv, (size_t)*argc * sizeof *args);
+    args[*argc] = flag;
+    args[*argc + 1] = NULL;
+    *argv = args; /* lives as long as the process, like argv itself */
+    (*argc)++;
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    pl__fuzz_parse_flags(*argc, *argv);
+    default_len_control(argc, argv);
+    scenario = pl_scenario_find(PL_FUZZ_SCENARIO);
+    if (scenario == NULL) {
+        fprintf(stderr, "fuzz: scenario '%s' is not linked into this target\n",
+                PL_FUZZ_SCENARIO);
+        list_scenarios();
+        exit(2);
+    }
+    return 0;
+}
+
+/* One run of the scenario on the input's bytes, every oracle on. Aborts
+ * on a harness error: bad options are this file's bug. */
+static void run(const uint8_t *data, size_t size, bool keep_decisions, pl_sim_result *res)
+{
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.source = PL_SIM_SOURCE_BYTES;
+    o.bytes = data;
+    o.bytes_len = size;
+    o.keep_decisions = keep_decisions;
+    int rc = pl_sim_run(scenario, &o, res);
+    if (rc != 0) {
+        fprintf(stderr, "fuzz: pl_sim_run failed: %s (%s)\n", pl_strerror(rc),
+                res->finding.message);
+        abort();
+    }
+}
+
+/* Next to libFuzzer's crash file, a replay file of the same run: the
+ * form `pollen shrink` and the regression tools read. Not when the
+ * standalone driver replays a file, which may be a checked-in one. */
+static void write_replay(const uint8_t *data, size_t size, const char *artifact)
+{
+    if (pl__fuzz_input_path != NULL) {
+        return;
+    }
+    char path[600];
+    snprintf(path, sizeof path, "%s.replay", artifact);
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    pl_sim_result res;
+    run(data, size, true, &res);
+    if (pl_sim_write_replay(scenario, &o, &res, path) == 0) {
+        fprintf(stderr, "  replay file: %s (pollen shrink reads it)\n", path);
+    }
+    pl_sim_result_free(&res);
+}
+
+/* Prints what was found and how to replay it, then aborts: the abort is
+ * what makes libFuzzer save the input. */
+static void report(const pl_finding *f, const uint8_t *data, size_t size)
+{
+    char path[512];
+    pl__fuzz_artifact(data, size, path, sizeof path);
+    fprintf(stderr,
+            "\n==pollen== finding in scenario %s: %s\n"
+            "  task: %u (%s), poll %u; step %llu, virtual time %.3f ms\n"
+            "  message: %s\n"
+            "  replay: pollen replay %s --scenario %s\n",
+            scenario->name, pl_finding_name(f->kind), f->task_id,
+            f->task_id != 0 ? f->task_name : "-", f->task_polls,
+            (unsigned long long)f->step, (double)f->time_ns / 1e6, f->message, path,
+            scenario->name);
+    write_replay(data, size, path);
+    fputc('\n', stderr);
+    fflush(stderr);
+    abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size > INPUT_MAX) {
+        return -1;
+    }
+    pl_sim_result res;
+    /* Decisions are not recorded: the input itself is the replay. */
+    run(data, size, false, &res);
+    pl__fuzz_keep(res.hash ^ res.steps);
+    pl_finding finding = res.finding;
+    pl_sim_result_free(&res);
+    if (finding.kind != PL_FINDING_NONE) {
+        report(&finding, data, size);
+    }
+    return 0;
+}
