@@ -733,6 +733,19 @@ Test(cli, check_determinism_catches_outside_state)
     proc_free(&p);
 }
 
+Test(cli, sometimes_never_reached_is_an_assertion)
+{
+    proc p = HARNESS("run", "selftest_unreached", "--seeds", "0..4");
+    cr_assert_eq(p.status, 20, "%s", p.out); /* 10 + assertion */
+    cr_assert_not_null(strstr(p.out, "pl_sometimes(\"the rare branch runs\")"), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "never even reached"), "%s", p.out);
+    proc_free(&p);
+    /* The other scenarios of the harness do not answer for this site. */
+    p = HARNESS("run", "selftest_assert", "--seeds", "0..0");
+    cr_assert_null(strstr(p.out, "the rare branch runs"), "%s", p.out);
+    proc_free(&p);
+}
+
 Test(cli, sometimes_never_true_is_an_assertion)
 {
     proc p = HARNESS("run", "selftest_sometimes", "--seeds", "0..9", "-j", "2");

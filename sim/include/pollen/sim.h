@@ -44,6 +44,8 @@ typedef struct pl_scenario {
      * ("lost_wakeup"); NULL for scenarios that must stay clean. */
     const char *expect;
     pl_time time_limit_ns; /* virtual time budget; 0: 1 hour */
+    const char *source_file; /* set by PL_SCENARIO: pl_sometimes sites of this file
+                                that a campaign never reaches are reported */
 } pl_scenario;
 
 /* Registers a scenario in the pl_scenarios linker section, so a binary
@@ -51,7 +53,7 @@ typedef struct pl_scenario {
  *   PL_SCENARIO(my_relay, .name = "my_relay", .setup = relay_setup, ...);
  */
 #define PL_SCENARIO(ident, ...)                                             \
-    static const pl_scenario ident = {__VA_ARGS__};                         \
+    static const pl_scenario ident = {.source_file = __FILE__, __VA_ARGS__}; \
     __attribute__((used, section("pl_scenarios"))) static const pl_scenario \
         *const ident##__registration = &ident
 
