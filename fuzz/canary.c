@@ -40,8 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (depth == 4) {
         char path[512];
         pl__fuzz_artifact(data, size, path, sizeof path);
-        fprintf(stderr, "\n==pollen== canary found (%s): the fuzzing pipeline works\n\n",
-                path);
+        fprintf(stderr, "\n==pollen== canary found (%s): the fuzzing pipeline works\n\n", path);
         fflush(stderr);
         abort();
     }

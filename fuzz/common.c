@@ -12,10 +12,7 @@ static char exact_artifact_path[256];
 
 static volatile uint64_t sink;
 
-void pl__fuzz_keep(uint64_t value)
-{
-    sink ^= value;
-}
+void pl__fuzz_keep(uint64_t value) { sink ^= value; }
 
 /* Copies the value of "-name=value" into dst when arg is that flag. */
 static void take_flag(const char *arg, const char *name, char *dst, size_t len)
@@ -30,8 +27,7 @@ void pl__fuzz_parse_flags(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
         take_flag(argv[i], "-artifact_prefix", artifact_prefix, sizeof artifact_prefix);
-        take_flag(argv[i], "-exact_artifact_path", exact_artifact_path,
-                  sizeof exact_artifact_path);
+        take_flag(argv[i], "-exact_artifact_path", exact_artifact_path, sizeof exact_artifact_path);
     }
 }
 
@@ -40,14 +36,11 @@ void pl__fuzz_parse_flags(int argc, char **argv)
 typedef struct sha1 {
     uint32_t h[5];
     uint8_t block[64];
-    size_t used;      /* bytes in block */
-    uint64_t total;   /* bytes hashed */
+    size_t used;    /* bytes in block */
+    uint64_t total; /* bytes hashed */
 } sha1;
 
-static uint32_t rol(uint32_t x, int n)
-{
-    return x << n | x >> (32 - n);
-}
+static uint32_t rol(uint32_t x, int n) { return x << n | x >> (32 - n); }
 
 static uint32_t sha1_f(int t, uint32_t b, uint32_t c, uint32_t d)
 {

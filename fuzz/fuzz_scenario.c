@@ -76,8 +76,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     default_len_control(argc, argv);
     scenario = pl_scenario_find(PL_FUZZ_SCENARIO);
     if (scenario == NULL) {
-        fprintf(stderr, "fuzz: scenario '%s' is not linked into this target\n",
-                PL_FUZZ_SCENARIO);
+        fprintf(stderr, "fuzz: scenario '%s' is not linked into this target\n", PL_FUZZ_SCENARIO);
         list_scenarios();
         exit(2);
     }
@@ -134,9 +133,8 @@ static void report(const pl_finding *f, const uint8_t *data, size_t size)
             "  message: %s\n"
             "  replay: pollen replay %s --scenario %s\n",
             scenario->name, pl_finding_name(f->kind), f->task_id,
-            f->task_id != 0 ? f->task_name : "-", f->task_polls,
-            (unsigned long long)f->step, (double)f->time_ns / 1e6, f->message, path,
-            scenario->name);
+            f->task_id != 0 ? f->task_name : "-", f->task_polls, (unsigned long long)f->step,
+            (double)f->time_ns / 1e6, f->message, path, scenario->name);
     write_replay(data, size, path);
     fputc('\n', stderr);
     fflush(stderr);
