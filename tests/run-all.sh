@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/run-all.sh: the whole test run, as CI does it.
 #
-#   1. gcc, -O2, -Dwerror=true: build and every test suite;
+#   1. gcc, -O2, -Dwerror=true: build and every test suite, including the
+#      fuzz regressions replayed by the standalone driver;
 #   2. clang, -O0, ASan + UBSan (fatal) + LeakSanitizer: build and every
 #      test suite (the golden trace hash test runs in both builds, so the
 #      same seed must give the same hash under gcc -O2 and clang -O0 with
@@ -32,6 +33,7 @@ build_and_test() {
 
 mkdir -p "$out"
 CC=gcc build_and_test "$out/gcc" -Dwerror=true --buildtype=debugoptimized \
+    -Dfuzz=true -Dfuzzing_engine=none \
     -Dbench=true || status=1
 CC=clang build_and_test "$out/clang-asan" --buildtype=debug \
     -Db_sanitize=address,undefined -Db_lundef=false -Dbench=false || status=1
