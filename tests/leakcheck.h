@@ -32,4 +32,17 @@ static inline void pl_test_leak_check(void)
 static inline void pl_test_leak_check(void) {}
 #endif
 
+/* Defines a Criterion test that runs the leak check at the end of its own
+ * body. The check in a suite's .fini only prints (Criterion has already
+ * reported the case); this one makes the leaking case itself fail. Use it
+ * as `LEAK_TEST(suite, name) { ... }`. */
+#define LEAK_TEST(suite, name)                                                                     \
+    static void suite##_##name##_body(void);                                                       \
+    Test(suite, name)                                                                              \
+    {                                                                                              \
+        suite##_##name##_body();                                                                   \
+        pl_test_leak_check();                                                                      \
+    }                                                                                              \
+    static void suite##_##name##_body(void)
+
 #endif

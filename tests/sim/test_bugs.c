@@ -143,18 +143,14 @@ static void expect_clean(const char *name, const char *knobs, bool rotate)
             rotate ? "" : ", no waker rotation");
 }
 
-/* Criterion 2.4.1 ignores failures raised in a suite's .fini, so each
- * test runs the leak check at the end of its own body. */
 #define ZOO_PAIR(name)                                                      \
-    Test(bugs, name)                                                        \
+    LEAK_TEST(bugs, name)                                                   \
     {                                                                       \
         expect_finding(#name, NULL);                                        \
-        pl_test_leak_check();                                               \
     }                                                                       \
-    Test(fixes, name)                                                       \
+    LEAK_TEST(fixes, name)                                                  \
     {                                                                       \
         expect_clean(#name, NULL, true);                                    \
-        pl_test_leak_check();                                               \
     }
 
 ZOO_PAIR(abort_permit)
@@ -175,21 +171,19 @@ ZOO_PAIR(wake_means_ready)
 
 /* The simulator's own cancellations (the `cancel` decision, off by
  * default) find the lost permit too, and the fix survives them. */
-Test(bugs, abort_permit_by_cancel_decision)
+LEAK_TEST(bugs, abort_permit_by_cancel_decision)
 {
     expect_finding("abort_permit", "cancel=on");
-    pl_test_leak_check();
 }
 
-Test(fixes, abort_permit_by_cancel_decision)
+LEAK_TEST(fixes, abort_permit_by_cancel_decision)
 {
     expect_clean("abort_permit", "cancel=on", true);
-    pl_test_leak_check();
 }
 
 /* Without waker rotation (production's executor) the stale waker is
  * harmless, which is why only the rotating simulator sees it. */
-Test(bugs, select_first_waker_invisible_without_rotation)
+LEAK_TEST(bugs, select_first_waker_invisible_without_rotation)
 {
     const pl_scenario *sc = zoo_scenario("bug", "select_first_waker");
     pl_sim_options o;
@@ -198,7 +192,6 @@ Test(bugs, select_first_waker_invisible_without_rotation)
     pl_campaign_result cr;
     cr_assert_eq(pl_sim_campaign(sc, 0, FIX_SEEDS - 1, &o, true, &cr), 0);
     cr_assert_eq(cr.findings, 0, "%s without rotation: %s", sc->name, cr.first.message);
-    pl_test_leak_check();
 }
 
 static bool in_zoo(const char *name)

@@ -8,18 +8,6 @@
 #include "pollen/error.h"
 #include "prng.h"
 
-/* Criterion 2.4.1 ignores failures raised in a suite's .fini (the result
- * is already reported), so each test runs the leak check at the end of its
- * own body instead. */
-#define LEAK_TEST(suite, name)                                                \
-    static void suite##_##name##_body(void);                                  \
-    Test(suite, name)                                                         \
-    {                                                                         \
-        suite##_##name##_body();                                              \
-        pl_test_leak_check();                                                 \
-    }                                                                         \
-    static void suite##_##name##_body(void)
-
 /* PRNG ------------------------------------------------------------------ */
 
 LEAK_TEST(prng, splitmix64_reference_value)

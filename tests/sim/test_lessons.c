@@ -20,17 +20,6 @@
 
 #include "leakcheck.h"
 
-/* Criterion 2.4.1 ignores failures raised in a suite's .fini, so each
- * test runs the leak check at the end of its own body. */
-#define LEAK_TEST(suite, name)                                                                     \
-    static void suite##_##name##_body(void);                                                       \
-    Test(suite, name)                                                                              \
-    {                                                                                              \
-        suite##_##name##_body();                                                                   \
-        pl_test_leak_check();                                                                      \
-    }                                                                                              \
-    static void suite##_##name##_body(void)
-
 static const char *const clean_lessons[] = {
     "spawn_collect", "join_double", "delay", "handle", "outbox",
 };

@@ -16,15 +16,6 @@
 #include "shrink.h"
 #include "sim_internal.h"
 
-#define LEAK_TEST(suite, name)                                                \
-    static void suite##_##name##_body(void);                                  \
-    Test(suite, name)                                                         \
-    {                                                                         \
-        suite##_##name##_body();                                              \
-        pl_test_leak_check();                                                 \
-    }                                                                         \
-    static void suite##_##name##_body(void)
-
 /* ---- Scenario --------------------------------------------------------- */
 
 typedef struct noisy_state {

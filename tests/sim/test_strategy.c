@@ -17,15 +17,6 @@
 #include "sim_internal.h"
 #include "strategy.h"
 
-#define LEAK_TEST(suite, name)                                                \
-    static void suite##_##name##_body(void);                                  \
-    Test(suite, name)                                                         \
-    {                                                                         \
-        suite##_##name##_body();                                              \
-        pl_test_leak_check();                                                 \
-    }                                                                         \
-    static void suite##_##name##_body(void)
-
 /* ---- Scenarios -------------------------------------------------------- */
 
 typedef struct race_state {
