@@ -461,6 +461,15 @@ typedef struct chan3 {
 
 static void chan3_init(chan3 *c) { pl_mpsc_init_buffer(&c->ch, c->buf, sizeof(int), 3); }
 
+/* A channel holding 0, 1, 2: the next send has to wait. */
+static void chan3_init_full(chan3 *c)
+{
+    chan3_init(c);
+    for (int i = 0; i < 3; i++) {
+        pl_mpsc_try_send(&c->ch, &i);
+    }
+}
+
 Test(sync, mpsc_try_send_until_full_and_try_recv_in_order)
 {
     chan3 c;
@@ -509,10 +518,7 @@ Test(sync, mpsc_recv_waits_when_empty_and_each_item_wakes_it)
 Test(sync, mpsc_send_waits_when_full_and_senders_are_served_fifo)
 {
     chan3 c;
-    chan3_init(&c);
-    for (int i = 0; i < 3; i++) {
-        pl_mpsc_try_send(&c.ch, &i);
-    }
+    chan3_init_full(&c);
     tw t[3] = {{.id = 1}, {.id = 2}, {.id = 3}};
     int items[3] = {100, 101, 102};
     pl_mpsc_send s[3];
@@ -550,10 +556,7 @@ Test(sync, mpsc_send_waits_when_full_and_senders_are_served_fifo)
 Test(sync, mpsc_reserved_slot_cannot_be_taken_by_newcomers)
 {
     chan3 c;
-    chan3_init(&c);
-    for (int i = 0; i < 3; i++) {
-        pl_mpsc_try_send(&c.ch, &i);
-    }
+    chan3_init_full(&c);
     tw a = {.id = 1}, b = {.id = 2};
     int va = 50, vb = 60, out;
     pl_mpsc_send sa = pl_mpsc_send_init(&c.ch, &va);
@@ -573,10 +576,7 @@ Test(sync, mpsc_reserved_slot_cannot_be_taken_by_newcomers)
 Test(sync, mpsc_dropping_a_woken_send_passes_its_slot_on)
 {
     chan3 c;
-    chan3_init(&c);
-    for (int i = 0; i < 3; i++) {
-        pl_mpsc_try_send(&c.ch, &i);
-    }
+    chan3_init_full(&c);
     tw a = {.id = 1}, b = {.id = 2};
     int va = 50, vb = 60, out;
     pl_mpsc_send sa = pl_mpsc_send_init(&c.ch, &va);
@@ -601,10 +601,7 @@ Test(sync, mpsc_dropping_a_woken_send_passes_its_slot_on)
 Test(sync, mpsc_dropping_the_last_woken_send_frees_the_slot)
 {
     chan3 c;
-    chan3_init(&c);
-    for (int i = 0; i < 3; i++) {
-        pl_mpsc_try_send(&c.ch, &i);
-    }
+    chan3_init_full(&c);
     tw a = {.id = 1};
     int va = 50, out;
     pl_mpsc_send sa = pl_mpsc_send_init(&c.ch, &va);
@@ -618,10 +615,7 @@ Test(sync, mpsc_dropping_the_last_woken_send_frees_the_slot)
 Test(sync, mpsc_dropping_a_waiting_send_unlinks_it)
 {
     chan3 c;
-    chan3_init(&c);
-    for (int i = 0; i < 3; i++) {
-        pl_mpsc_try_send(&c.ch, &i);
-    }
+    chan3_init_full(&c);
     tw a = {.id = 1}, b = {.id = 2};
     int va = 50, vb = 60, out;
     pl_mpsc_send sa = pl_mpsc_send_init(&c.ch, &va);
@@ -640,10 +634,7 @@ Test(sync, mpsc_dropping_a_waiting_send_unlinks_it)
 Test(sync, mpsc_close_fails_sends_but_drains_items)
 {
     chan3 c;
-    chan3_init(&c);
-    for (int i = 0; i < 3; i++) {
-        pl_mpsc_try_send(&c.ch, &i);
-    }
+    chan3_init_full(&c);
     tw a = {.id = 1}, b = {.id = 2};
     int va = 50, vb = 60, out;
     pl_mpsc_send sa = pl_mpsc_send_init(&c.ch, &va);
