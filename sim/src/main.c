@@ -45,6 +45,7 @@
 #include "pollen/sim.h"
 #include "cli.h"
 #include "decide.h"
+#include "digits.h"
 #include "replay.h"
 #include "shrink.h"
 #include "sim_internal.h"
@@ -78,53 +79,9 @@ enum {
 
 int pl__cli_parse_u64(const char *text, uint64_t *out)
 {
-    if (text == NULL || *text == '\0') {
+    if (text == NULL || !parse_decimal(text, strlen(text), out)) {
         return PL_EINVAL;
     }
-    uint64_t v = 0;
-    for (const char *p = text; *p != '\0'; p++) {
-        if (*p < '0' || *p > '9') {
-            return PL_EINVAL;
-        }
-        unsigned d = (unsigned)(*p - '0');
-        if (v > (UINT64_MAX - d) / 10) {
-            return PL_EINVAL;
-        }
-        v = v * 10 + d;
-    }
-    *out = v;
-    return 0;
-}
-
-static int hex_digit(char c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
-/* Reads `len` hex digits (1..16) of text. */
-static int parse_hex(const char *text, size_t len, uint64_t *out)
-{
-    if (len == 0 || len > 16) {
-        return PL_EINVAL;
-    }
-    uint64_t v = 0;
-    for (size_t i = 0; i < len; i++) {
-        int d = hex_digit(text[i]);
-        if (d < 0) {
-            return PL_EINVAL;
-        }
-        v = v << 4 | (uint64_t)d;
-    }
-    *out = v;
     return 0;
 }
 
@@ -140,25 +97,37 @@ int pl__cli_parse_seed(const char *text, uint64_t *out)
                 return PL_EINVAL;
             }
         }
-        return parse_hex(text, 16, out);
+        return parse_hex(text, 16, out) ? 0 : PL_EINVAL;
     }
     if (len > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
-        return parse_hex(text + 2, len - 2, out);
+        return parse_hex(text + 2, len - 2, out) ? 0 : PL_EINVAL;
     }
     return pl__cli_parse_u64(text, out);
 }
 
+/* Splits text at the first `sep`: what precedes it is copied into left
+ * (NUL-terminated, so it can be parsed on its own), *right points after
+ * it. False when sep is missing or the left part does not fit. */
+static bool split_at(const char *text, const char *sep, char *left, size_t left_size,
+                     const char **right)
+{
+    const char *at = text != NULL ? strstr(text, sep) : NULL;
+    if (at == NULL || (size_t)(at - text) >= left_size) {
+        return false;
+    }
+    memcpy(left, text, (size_t)(at - text));
+    left[at - text] = '\0';
+    *right = at + strlen(sep);
+    return true;
+}
+
 int pl__cli_parse_seeds(const char *text, uint64_t *lo, uint64_t *hi)
 {
-    const char *dots = text != NULL ? strstr(text, "..") : NULL;
-    if (dots == NULL || (size_t)(dots - text) >= 64) {
-        return PL_EINVAL;
-    }
     char left[64];
-    memcpy(left, text, (size_t)(dots - text));
-    left[dots - text] = '\0';
+    const char *right;
     uint64_t a, b;
-    if (pl__cli_parse_seed(left, &a) != 0 || pl__cli_parse_seed(dots + 2, &b) != 0) {
+    if (!split_at(text, "..", left, sizeof left, &right) || pl__cli_parse_seed(left, &a) != 0 ||
+        pl__cli_parse_seed(right, &b) != 0) {
         return PL_EINVAL;
     }
     /* b - a + 1 seeds must fit in a uint64_t. */
@@ -225,15 +194,11 @@ int pl__cli_parse_duration(const char *text, pl_time *out_ns)
 
 int pl__cli_parse_shard(const char *text, uint32_t *k, uint32_t *n)
 {
-    const char *slash = text != NULL ? strchr(text, '/') : NULL;
-    if (slash == NULL || slash == text || (size_t)(slash - text) >= 16) {
-        return PL_EINVAL;
-    }
     char left[16];
-    memcpy(left, text, (size_t)(slash - text));
-    left[slash - text] = '\0';
+    const char *right;
     uint64_t a, b;
-    if (pl__cli_parse_u64(left, &a) != 0 || pl__cli_parse_u64(slash + 1, &b) != 0) {
+    if (!split_at(text, "/", left, sizeof left, &right) || pl__cli_parse_u64(left, &a) != 0 ||
+        pl__cli_parse_u64(right, &b) != 0) {
         return PL_EINVAL;
     }
     if (a < 1 || a > b || b > PL__CLI_SHARDS_MAX) {
@@ -3311,43 +3276,6 @@ static int replay_opts_parse(const cli *c, int argc, char **argv, replay_opts *r
     return 0;
 }
 
-/* Reads a whole raw input. Returns 0 or a negative errno. */
-static int read_bytes(const char *path, uint8_t **out, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        return -errno;
-    }
-    uint8_t *buf = NULL;
-    size_t n = 0, cap = 0;
-    int rc = 0;
-    for (;;) {
-        if (n == cap) {
-            cap = cap == 0 ? 4096 : cap * 2;
-            uint8_t *b = cap <= PL__REPLAY_FILE_MAX ? realloc(buf, cap) : NULL;
-            if (b == NULL) {
-                rc = cap <= PL__REPLAY_FILE_MAX ? PL_ENOMEM : PL_EFORMAT;
-                break;
-            }
-            buf = b;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) {
-            rc = ferror(f) ? PL_EIO : 0;
-            break;
-        }
-    }
-    fclose(f);
-    if (rc != 0) {
-        free(buf);
-        return rc;
-    }
-    *out = buf;
-    *len = n;
-    return 0;
-}
-
 static bool is_replay_file(const uint8_t *data, size_t len)
 {
     static const char magic[] = "pollen-replay";
@@ -3362,10 +3290,12 @@ static int replay_load(const cli *c, const replay_opts *ro, const char *path, re
     memset(in, 0, sizeof *in);
     in->path = path;
     pl__replay_init(&in->file);
-    int rc = read_bytes(path, &in->bytes, &in->bytes_len);
+    char *bytes = NULL;
+    int rc = pl__replay_read_path(path, &bytes, &in->bytes_len, err, sizeof err);
     if (rc < 0) {
-        return internal_error(c, "replay", "cannot read %s: %s", path, error_text(rc));
+        return internal_error(c, "replay", "%s", err);
     }
+    in->bytes = (uint8_t *)bytes;
     if (!is_replay_file(in->bytes, in->bytes_len)) {
         in->raw = true;
         if (ro->scenario == NULL) {
@@ -3382,9 +3312,14 @@ static int replay_load(const cli *c, const replay_opts *ro, const char *path, re
     }
     const char *name = ro->scenario != NULL ? ro->scenario : in->file.scenario;
     in->sc = name != NULL ? catalogue_find(c, name) : NULL;
+    if (name == NULL) {
+        return internal_error(c, "replay", "%s names no scenario; pass --scenario NAME", path);
+    }
     if (in->sc == NULL) {
-        return internal_error(c, "replay", "%s: scenario '%s' is not linked into this program",
-                              path, name != NULL ? name : "(none)");
+        return internal_error(c, "replay",
+                              "%s: scenario '%s' is not linked into this program; run it with "
+                              "the program that has it ('%s list' shows what this one has)",
+                              path, name, c->prog);
     }
     if (in->file.has_knobs) {
         pl__dec_knobs_format(&in->file.knobs, in->knobs, sizeof in->knobs);

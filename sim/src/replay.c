@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "digits.h"
 #include "pollen/error.h"
 #include "trace.h"
 
@@ -336,65 +337,20 @@ static bool next_line(parser *ps, const char **line, size_t *len)
     return true;
 }
 
-static bool parse_u64(const char *s, size_t len, uint64_t *out)
-{
-    if (len == 0 || len > 20) {
-        return false;
-    }
-    uint64_t v = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9') {
-            return false;
-        }
-        uint64_t digit = (uint64_t)(s[i] - '0');
-        if (v > (UINT64_MAX - digit) / 10) {
-            return false;
-        }
-        v = v * 10 + digit;
-    }
-    *out = v;
-    return true;
-}
-
 static bool parse_u32(const char *s, size_t len, uint32_t *out)
 {
     uint64_t v;
-    if (!parse_u64(s, len, &v) || v > UINT32_MAX) {
+    if (!parse_decimal(s, len, &v) || v > UINT32_MAX) {
         return false;
     }
     *out = (uint32_t)v;
     return true;
 }
 
-static int hex_digit(char c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
+/* A trace hash is written as exactly 16 hex digits. */
 static bool parse_hash(const char *s, size_t len, uint64_t *out)
 {
-    if (len != 16) {
-        return false;
-    }
-    uint64_t v = 0;
-    for (size_t i = 0; i < 16; i++) {
-        int d = hex_digit(s[i]);
-        if (d < 0) {
-            return false;
-        }
-        v = v << 4 | (uint64_t)d;
-    }
-    *out = v;
-    return true;
+    return len == 16 && parse_hex(s, len, out);
 }
 
 /* Splits s[0, len) at the first space: the word, and what follows. */
@@ -447,7 +403,7 @@ static int parse_number_key(parser *ps, const char *key, const char *v, size_t l
                             uint64_t *out)
 {
     char ex[48];
-    if (!parse_u64(v, len, out)) {
+    if (!parse_decimal(v, len, out)) {
         return fail(ps, PL_EFORMAT, "expected '%s <decimal uint64>', got '%s'", key,
                     excerpt(ex, sizeof(ex), v, len));
     }
@@ -480,7 +436,7 @@ static int parse_checkpoints_header(parser *ps, const char *v, size_t len)
     split_word(v, len, &wl, &rest, &rest_len);
     uint32_t every;
     uint64_t count;
-    if (!parse_u32(v, wl, &every) || every == 0 || !parse_u64(rest, rest_len, &count)) {
+    if (!parse_u32(v, wl, &every) || every == 0 || !parse_decimal(rest, rest_len, &count)) {
         return fail(ps, PL_EFORMAT,
                     "expected 'checkpoints <events per checkpoint > 0> <count>', got '%s'",
                     excerpt(ex, sizeof(ex), v, len));
@@ -534,7 +490,7 @@ static int parse_key(parser *ps, enum key_id k, const char *v, size_t len)
         r->has_hash = true;
         return 0;
     case K_TRUNCATED:
-        if (!parse_u64(v, len, &flag) || flag > 1) {
+        if (!parse_decimal(v, len, &flag) || flag > 1) {
             return fail(ps, PL_EFORMAT, "expected 'truncated 0' or 'truncated 1', got '%s'",
                         excerpt(ex, sizeof(ex), v, len));
         }
@@ -609,7 +565,7 @@ static int parse_decision_token(parser *ps, const char *t, size_t len)
     uint64_t repeat = 1;
     if (colon == NULL || kind < 0 || !parse_u32(t + 1, (size_t)(colon - t) - 1, &n) ||
         !parse_u32(colon + 1, (size_t)(vend - colon) - 1, &value) ||
-        (star != NULL && !parse_u64(star + 1, len - (size_t)(star - t) - 1, &repeat))) {
+        (star != NULL && !parse_decimal(star + 1, len - (size_t)(star - t) - 1, &repeat))) {
         return fail(ps, PL_EFORMAT,
                     "bad decision '%s' (expected <kind letter><n>:<value>[*<repeat>], "
                     "letters sitlwpdcfjbB)",
@@ -768,7 +724,7 @@ static int parse_magic(parser *ps)
                     PL__REPLAY_FORMAT);
     }
     uint64_t version;
-    if (!parse_u64(s + mlen, len - mlen, &version) || version == 0) {
+    if (!parse_decimal(s + mlen, len - mlen, &version) || version == 0) {
         return fail(ps, PL_EFORMAT, "bad format version '%s' (expected a positive integer)",
                     excerpt(ex, sizeof(ex), s + mlen, len - mlen));
     }
@@ -862,8 +818,7 @@ int pl__replay_parse_buffer(const char *data, size_t len, pl__replay *out, char 
     return rc;
 }
 
-/* Reads a whole file into a malloc'd buffer. */
-static int read_file(const char *path, char **data, size_t *len, char *err, size_t errlen)
+int pl__replay_read_path(const char *path, char **data, size_t *len, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
@@ -917,7 +872,7 @@ int pl__replay_parse_file(const char *path, pl__replay *out, char *err, size_t e
     char *data = NULL;
     size_t len = 0;
     pl__replay_init(out);
-    int rc = read_file(path, &data, &len, err, errlen);
+    int rc = pl__replay_read_path(path, &data, &len, err, errlen);
     if (rc < 0) {
         return rc;
     }

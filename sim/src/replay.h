@@ -129,6 +129,13 @@ int pl__replay_write_path(const char *path, const pl__replay *r);
 int pl__replay_parse_buffer(const char *data, size_t len, pl__replay *out, char *err,
                             size_t errlen);
 
+/* Reads the whole of `path` (any bytes, not only replay files) into a
+ * malloc'd buffer: *data, which the caller frees, and *len. Returns 0, a
+ * negative errno (PL_ENOENT, PL_EIO, ...), PL_ENOMEM, or PL_EFORMAT for a
+ * file of PL__REPLAY_FILE_MAX bytes or more; on failure nothing stays
+ * allocated and err (may be NULL) says what failed, naming the path. */
+int pl__replay_read_path(const char *path, char **data, size_t *len, char *err, size_t errlen);
+
 /* Reads `path` and parses it like pl__replay_parse_buffer. I/O errors
  * return a negative errno (PL_ENOENT, ...), files of PL__REPLAY_FILE_MAX
  * bytes or more PL_EFORMAT. */

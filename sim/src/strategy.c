@@ -11,31 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "digits.h"
 #include "pollen/observer.h"
 #include "sim_internal.h"
 
 /* ---- Specs ------------------------------------------------------------ */
-
-/* Strict decimal: digits only, no sign, no overflow. */
-static bool parse_u64(const char *text, size_t len, uint64_t *out)
-{
-    uint64_t v = 0;
-    if (len == 0 || len > 20) {
-        return false;
-    }
-    for (size_t i = 0; i < len; i++) {
-        if (text[i] < '0' || text[i] > '9') {
-            return false;
-        }
-        uint64_t d = (uint64_t)(text[i] - '0');
-        if (v > (UINT64_MAX - d) / 10) {
-            return false;
-        }
-        v = v * 10 + d;
-    }
-    *out = v;
-    return true;
-}
 
 static int bad_spec(const char *text, const char *why, char *err, size_t err_len)
 {
@@ -52,11 +32,11 @@ static int parse_pct(const char *text, const char *arg, pl__strategy_spec *out, 
     const char *colon = strchr(arg, ':');
     size_t dlen = colon != NULL ? (size_t)(colon - arg) : strlen(arg);
     uint64_t d;
-    if (!parse_u64(arg, dlen, &d) || d < 1 || d > PL__STRATEGY_DEPTH_MAX) {
+    if (!parse_decimal(arg, dlen, &d) || d < 1 || d > PL__STRATEGY_DEPTH_MAX) {
         return bad_spec(text, "pct:D needs a depth D from 1 to 64", err, err_len);
     }
     uint64_t k = 0;
-    if (colon != NULL && (!parse_u64(colon + 1, strlen(colon + 1), &k) || k < 1 ||
+    if (colon != NULL && (!parse_decimal(colon + 1, strlen(colon + 1), &k) || k < 1 ||
                           k > UINT32_MAX)) {
         return bad_spec(text, "pct:D:K needs a horizon K from 1 to 4294967295", err, err_len);
     }
@@ -79,7 +59,7 @@ int pl__strategy_parse(const char *text, pl__strategy_spec *out, char *err, size
     }
     if (strncmp(text, "bounded:", 8) == 0) {
         uint64_t k;
-        if (!parse_u64(text + 8, strlen(text + 8), &k) || k > PL__STRATEGY_DEPTH_MAX) {
+        if (!parse_decimal(text + 8, strlen(text + 8), &k) || k > PL__STRATEGY_DEPTH_MAX) {
             return bad_spec(text, "bounded:K needs a bound K from 0 to 64", err, err_len);
         }
         *out = (pl__strategy_spec){PL__STRATEGY_BOUNDED, (uint32_t)k, 0};

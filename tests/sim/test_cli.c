@@ -849,6 +849,16 @@ Test(cli, bad_replay_files_exit_3)
     proc_free(&p);
     p = POLLEN("replay", "missing.replay");
     cr_assert_eq(p.status, 3);
+    cr_assert_not_null(strstr(p.err, "cannot open 'missing.replay'"), "%s", p.err);
+    proc_free(&p);
+    f = fopen("nameless.replay", "w");
+    cr_assert_not_null(f);
+    fputs("pollen-replay 1\nseed 1\ndecisions 0\nend\n", f);
+    fclose(f);
+    p = POLLEN("replay", "nameless.replay");
+    cr_assert_eq(p.status, 3, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.err, "nameless.replay names no scenario; pass --scenario NAME"),
+                       "%s", p.err);
     proc_free(&p);
 }
 
