@@ -471,13 +471,15 @@ static void explain_other(explainer *x, size_t i, uint32_t kind, uint64_t key, u
         sb_printf(&x->out, "timer lateness: timer #%llu armed by %s fires %u ms late", k,
                   task_name(x, 0, e->task), v);
         break;
+    /* The value of a spurious wake or poll is the task id itself (sim.c).
+     * One naming a task that is not parked does nothing, so a finished
+     * shrink has zeroed it: what is left names a parked task. */
     case PL_DECIDE_SPURIOUS_WAKE:
         sb_printf(&x->out, "spurious wake: woke parked %s though nothing it waits for happened",
-                  task_name(x, 0, next_task(x, i, PL__EV_WAKE)));
+                  task_name(x, 0, v));
         break;
     case PL_DECIDE_SPURIOUS_POLL:
-        sb_printf(&x->out, "spurious poll: polled parked %s without a wake",
-                  task_name(x, 0, next_task(x, i, PL__EV_POLL)));
+        sb_printf(&x->out, "spurious poll: polled parked %s without a wake", task_name(x, 0, v));
         break;
     case PL_DECIDE_WAKE_DELAY:
         sb_printf(&x->out, "wake delay: held a remote wake back for one more wait");
