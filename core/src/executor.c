@@ -27,21 +27,19 @@ enum task_flag {
     TASK_ABORTABLE = 1u << 1,     /* the simulator may cancel it when woken */
     TASK_ABORT_IN_POLL = 1u << 2, /* aborted during its own poll */
     TASK_QUEUED = 1u << 3,        /* linked in the ready queue */
+    TASK_CLONED_ELSEWHERE = 1u << 4, /* latest waker clone made outside its own poll */
 };
 
 struct pl_task {
+    pl_task_head head;   /* id, polls, gen, waker clones: observers read it inline */
     pl_task *next;       /* ready queue link */
     pl_executor *ex;
     uint32_t refs;
     uint8_t state;       /* enum task_state */
     uint8_t flags;       /* enum task_flag */
     uint16_t reserved;
-    uint32_t id;
-    uint32_t gen;        /* waker generation of the latest scheduled poll */
-    uint32_t polls;
     uint32_t slot;       /* index in ex->tasks */
     uint32_t size;       /* bytes of the future copy */
-    uint32_t reserved2;
     pl_join *joiner;     /* the join future waiting for completion */
     const char *name;
     alignas(16) unsigned char future[];
@@ -247,7 +245,7 @@ size_t pl_executor_runnable_ids(const pl_executor *ex, uint32_t *ids, size_t max
 {
     size_t n = 0;
     for (const pl_task *t = ex->ready_head; t != NULL && n < max; t = t->next) {
-        ids[n++] = t->id;
+        ids[n++] = t->head.id;
     }
     return n;
 }
@@ -277,9 +275,10 @@ const pl_observer *pl__executor_observer(const pl_executor *ex, void **ud)
 void *pl_task_future(pl_task *t) { return t->future; }
 bool pl_task_is_finished(const pl_task *t) { return t->state >= TASK_DONE; }
 bool pl_task_is_cancelled(const pl_task *t) { return t->state == TASK_CANCELLED; }
-uint32_t pl_task_id(const pl_task *t) { return t->id; }
-uint32_t pl_task_polls(const pl_task *t) { return t->polls; }
-uint32_t pl_task_waker_gen(const pl_task *t) { return t->gen; }
+uint32_t pl_task_id(const pl_task *t) { return t->head.id; }
+uint32_t pl_task_polls(const pl_task *t) { return t->head.polls; }
+uint32_t pl_task_waker_gen(const pl_task *t) { return t->head.gen; }
+bool pl_task_cloned_elsewhere(const pl_task *t) { return t->flags & TASK_CLONED_ELSEWHERE; }
 size_t pl_task_future_size(const pl_task *t) { return t->size; }
 
 bool pl_task_is_scheduled(const pl_task *t)
@@ -343,7 +342,7 @@ static pl_task *ready_pop(pl_executor *ex)
         return ready_unlink(ex, NULL);
     }
     uint32_t n = ex->ready_len < ex->window ? (uint32_t)ex->ready_len : ex->window;
-    uint32_t k = pl__executor_decide(ex, PL_DECIDE_SCHEDULE, n, ex->ready_head->id);
+    uint32_t k = pl__executor_decide(ex, PL_DECIDE_SCHEDULE, n, ex->ready_head->head.id);
     pl_task *prev = NULL;
     for (uint32_t i = 0; i < k; i++) {
         prev = prev != NULL ? prev->next : ex->ready_head;
@@ -425,13 +424,14 @@ int pl_spawn(pl_executor *ex, const pl_future *fut, size_t size, const char *nam
     memcpy(t->future, fut, size);
     t->ex = ex;
     t->refs = handle != NULL ? 2 : 1;
-    t->id = ++ex->next_id;
+    t->head.id = ++ex->next_id;
     t->size = (uint32_t)size;
     t->name = name;
     t->slot = ex->tasks_len;
     ex->tasks[ex->tasks_len++] = t;
     ex->live++;
     t->state = TASK_SCHEDULED;
+    t->flags = TASK_CLONED_ELSEWHERE; /* no clone yet: nobody made the latest */
     if (ex->obs != NULL && ex->obs->spawn != NULL) {
         ex->obs->spawn(ex->obs_ud, t);
     }
@@ -499,7 +499,7 @@ void pl_task_abort(pl_task *t)
 
 static pl_waker task_waker(pl_task *t)
 {
-    return (pl_waker){t->ex->waker_vtable, t, t->gen, 0};
+    return (pl_waker){t->ex->waker_vtable, t, t->head.gen, 0};
 }
 
 static void notify_wake(pl_executor *ex, pl_task *t, uint32_t gen, bool by_ref,
@@ -519,7 +519,7 @@ static void task_wake(pl_task *t, uint32_t gen, bool by_ref)
     pl_wake_outcome outcome;
     if (t->state >= TASK_DONE) {
         outcome = PL_WAKE_FINISHED;
-    } else if (ex->rotate && gen != t->gen) {
+    } else if (ex->rotate && gen != t->head.gen) {
         outcome = PL_WAKE_STALE;
     } else if (t->state == TASK_IDLE) {
         t->state = TASK_SCHEDULED;
@@ -536,13 +536,36 @@ static void task_wake(pl_task *t, uint32_t gen, bool by_ref)
     }
 }
 
+/* Counts the clone in the task (hot: refs sits next to it) instead of a
+ * hook call per clone; the observer hears only of clones made outside the
+ * task's own poll, the rare case where it wants to know who made them. */
+static void count_clone(pl_executor *ex, pl_task *t, uint32_t gen)
+{
+    t->head.waker_clones++;
+    if (ex->running == t) {
+        t->flags &= (uint8_t)~TASK_CLONED_ELSEWHERE;
+        return;
+    }
+    t->flags |= TASK_CLONED_ELSEWHERE;
+    if (ex->obs != NULL && ex->obs->waker_clone != NULL) {
+        ex->obs->waker_clone(ex->obs_ud, t, gen);
+    }
+}
+
+static void count_drop(pl_executor *ex, pl_task *t, uint32_t gen)
+{
+    if (t->head.waker_clones > 0) {
+        t->head.waker_clones--;
+    } else if (ex->obs != NULL && ex->obs->waker_drop != NULL) {
+        ex->obs->waker_drop(ex->obs_ud, t, gen);
+    }
+}
+
 static void task_waker_clone(const pl_waker *w, pl_waker *out)
 {
     pl_task *t = w->data;
     t->refs++;
-    if (t->ex->obs != NULL && t->ex->obs->waker_clone != NULL) {
-        t->ex->obs->waker_clone(t->ex->obs_ud, t, w->gen);
-    }
+    count_clone(t->ex, t, w->gen);
     out->vtable = w->vtable;
     out->data = t;
     out->gen = w->gen;
@@ -552,9 +575,7 @@ static void task_waker_clone(const pl_waker *w, pl_waker *out)
 static void task_waker_drop(pl_waker w)
 {
     pl_task *t = w.data;
-    if (t->ex->obs != NULL && t->ex->obs->waker_drop != NULL) {
-        t->ex->obs->waker_drop(t->ex->obs_ud, t, w.gen);
-    }
+    count_drop(t->ex, t, w.gen);
     task_release(t);
 }
 
@@ -618,7 +639,7 @@ static const pl_waker_vtable fast_waker_vtable = {
 void pl_executor_wake_task(pl_executor *ex, pl_task *t)
 {
     PL_ASSERT(t->ex == ex);
-    task_wake(t, t->gen, true);
+    task_wake(t, t->head.gen, true);
 }
 
 /* ---- Noop waker ------------------------------------------------------- */
@@ -639,10 +660,10 @@ static pl_poll_result poll_task(pl_executor *ex, pl_task *t, bool probe)
     pl_task *outer = ex->running;
     uint8_t prior = t->state;
     t->state = TASK_RUNNING;
-    t->polls++;
+    t->head.polls++;
     ex->running = t;
     if (ex->obs != NULL && ex->obs->poll_begin != NULL) {
-        ex->obs->poll_begin(ex->obs_ud, t, t->gen, probe);
+        ex->obs->poll_begin(ex->obs_ud, t, t->head.gen, probe);
     }
     pl_poll_result r = pl_poll((pl_future *)(void *)t->future, &cx);
     ex->running = outer;
@@ -675,12 +696,12 @@ static void run_one(pl_executor *ex, pl_task *t)
         return;
     }
     if ((t->flags & TASK_ABORTABLE) && ex->decide != NULL &&
-        pl__executor_decide(ex, PL_DECIDE_CANCEL, 2, t->id) != 0) {
+        pl__executor_decide(ex, PL_DECIDE_CANCEL, 2, t->head.id) != 0) {
         task_cancel(t);
         return;
     }
     if (ex->rotate) {
-        t->gen++;
+        t->head.gen++;
     }
     poll_task(ex, t, false);
 }
@@ -701,9 +722,9 @@ static inline void poll_fast(pl_executor *ex, pl_task *t)
         task_release(t);
         return;
     }
-    pl_context cx = {{&fast_waker_vtable, t, t->gen, 0}, ex, t};
+    pl_context cx = {{&fast_waker_vtable, t, t->head.gen, 0}, ex, t};
     t->state = TASK_RUNNING;
-    t->polls++;
+    t->head.polls++;
     ex->running = t;
     pl_future *f = (pl_future *)(void *)t->future;
     pl_poll_result r = pl_poll(f, &cx);
@@ -924,8 +945,8 @@ int pl_remote_waker_create(pl_context *cx, pl_remote_waker **out)
     rw->wake = true;
     ex->remote_outstanding++;
     /* To the oracles a remote waker is one more live clone of the waker. */
-    if (ex->obs != NULL && ex->obs->waker_clone != NULL) {
-        ex->obs->waker_clone(ex->obs_ud, t, rw->gen);
+    if (ex->waker_vtable == &task_waker_vtable) {
+        count_clone(ex, t, rw->gen);
     }
     *out = rw;
     return 0;
@@ -962,8 +983,8 @@ static size_t deliver_remote(pl_executor *ex, pl_remote_waker *list)
         if (rw->wake) {
             task_wake(rw->task, rw->gen, false);
         }
-        if (ex->obs != NULL && ex->obs->waker_drop != NULL) {
-            ex->obs->waker_drop(ex->obs_ud, rw->task, rw->gen);
+        if (ex->waker_vtable == &task_waker_vtable) {
+            count_drop(ex, rw->task, rw->gen);
         }
         task_release(rw->task);
         pl_free(ex, rw, sizeof *rw);

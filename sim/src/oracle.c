@@ -15,7 +15,26 @@
 
 #include "sim_internal.h"
 
-static pl__task_info *info(pl__sim *s, const pl_task *t) { return &s->tasks[pl_task_id(t)]; }
+/* Task fields the hooks read on every poll and wake, without a call. */
+static uint32_t tid(const pl_task *t) { return pl_task_head_of(t)->id; }
+static uint32_t tpolls(const pl_task *t) { return pl_task_head_of(t)->polls; }
+
+static pl__task_info *info(pl__sim *s, const pl_task *t) { return &s->tasks[tid(t)]; }
+
+/* The executor counts waker clones in the task; a freed task has none. */
+static uint32_t live_clones(const pl__task_info *ti)
+{
+    return ti->task != NULL ? pl_task_head_of(ti->task)->waker_clones : 0;
+}
+
+/* The task polling when the latest clone was made (0: outside polls). */
+static uint32_t clone_holder(const pl__task_info *ti, uint32_t id)
+{
+    if (ti->task != NULL && !pl_task_cloned_elsewhere(ti->task)) {
+        return id;
+    }
+    return ti->clone_holder;
+}
 
 static int reserve_task(pl__sim *s, uint32_t id)
 {
@@ -41,7 +60,7 @@ static int reserve_task(pl__sim *s, uint32_t id)
 static void on_spawn(void *ud, pl_task *t)
 {
     pl__sim *s = ud;
-    uint32_t id = pl_task_id(t);
+    uint32_t id = tid(t);
     if (reserve_task(s, id) != 0) {
         pl__sim_finding(s, PL_FINDING_ASSERTION, t, "simulator out of memory");
         return;
@@ -56,11 +75,11 @@ static void on_poll_begin(void *ud, pl_task *t, uint32_t gen, bool probe)
 {
     pl__sim *s = ud;
     s->step++;
-    s->polling = pl_task_id(t);
+    s->polling = tid(t);
     s->woken_in_poll = false;
     s->woke_other = false;
     info(s, t)->stale_wakes = 0;
-    pl__sim_event(s, probe ? PL__EV_PROBE : PL__EV_POLL, s->polling, pl_task_polls(t), gen);
+    pl__sim_event(s, probe ? PL__EV_PROBE : PL__EV_POLL, s->polling, tpolls(t), gen);
     if (++s->steps_since_progress > s->steps_max) {
         pl__sim_finding(s, PL_FINDING_LIVELOCK, t,
                         "%llu polls without virtual time passing and without a task completing",
@@ -70,9 +89,9 @@ static void on_poll_begin(void *ud, pl_task *t, uint32_t gen, bool probe)
 
 /* PENDING is a promise that someone will wake the task: either it was
  * woken during this very poll, or a clone of its waker is alive. */
-static void check_orphan(pl__sim *s, pl_task *t, pl__task_info *ti)
+static void check_orphan(pl__sim *s, pl_task *t)
 {
-    if (!s->woken_in_poll && ti->live_clones == 0) {
+    if (!s->woken_in_poll && pl_task_head_of(t)->waker_clones == 0) {
         pl__sim_finding(s, PL_FINDING_ORPHAN, t,
                         "'%s' returned PENDING without storing a clone of its waker anywhere: "
                         "nothing can ever wake it",
@@ -98,13 +117,12 @@ static void on_poll_end(void *ud, pl_task *t, pl_poll_result r, bool probe)
 {
     pl__sim *s = ud;
     pl__task_info *ti = info(s, t);
-    uint32_t id = pl_task_id(t);
-    pl__sim_event(s, r == PL_READY ? PL__EV_READY : PL__EV_PENDING, id, pl_task_polls(t),
-                  pl_task_waker_gen(t));
+    const pl_task_head *h = pl_task_head_of(t);
+    pl__sim_event(s, r == PL_READY ? PL__EV_READY : PL__EV_PENDING, h->id, h->polls, h->gen);
     if (r == PL_PENDING && !probe) {
         ti->parked_step = s->step;
         ti->parked_ns = s->now;
-        check_orphan(s, t, ti);
+        check_orphan(s, t);
         check_busy_loop(s, t, ti);
     }
     s->polling = 0;
@@ -114,8 +132,8 @@ static void on_wake(void *ud, pl_task *t, uint32_t gen, bool by_ref, pl_task *ru
                     pl_wake_outcome outcome)
 {
     pl__sim *s = ud;
-    uint32_t id = pl_task_id(t);
-    uint32_t run_id = running != NULL ? pl_task_id(running) : 0;
+    uint32_t id = tid(t);
+    uint32_t run_id = running != NULL ? tid(running) : 0;
     uint32_t kind = PL__EV_WAKE;
     if (outcome == PL_WAKE_STALE) {
         kind = PL__EV_WAKE_STALE;
@@ -133,27 +151,22 @@ static void on_wake(void *ud, pl_task *t, uint32_t gen, bool by_ref, pl_task *ru
     pl__sim_event(s, kind, id, gen, run_id);
 }
 
+/* Called for clones made outside the task's own poll only. */
 static void on_waker_clone(void *ud, pl_task *t, uint32_t gen)
 {
     pl__sim *s = ud;
-    pl__task_info *ti = info(s, t);
     (void)gen;
-    ti->live_clones++;
-    ti->clone_holder = s->polling;
+    info(s, t)->clone_holder = s->polling;
 }
 
+/* Called only for a drop the executor found no clone for. */
 static void on_waker_drop(void *ud, pl_task *t, uint32_t gen)
 {
     pl__sim *s = ud;
-    pl__task_info *ti = info(s, t);
-    if (ti->live_clones == 0) {
-        pl__sim_finding(s, PL_FINDING_DOUBLE_DROP, t,
-                        "a waker of '%s' was dropped more times than it was cloned",
-                        pl_task_name(t));
-        return;
-    }
     (void)gen;
-    ti->live_clones--;
+    pl__sim_finding(s, PL_FINDING_DOUBLE_DROP, t,
+                    "a waker of '%s' was dropped more times than it was cloned",
+                    pl_task_name(t));
 }
 
 static void on_timer_arm(void *ud, uint64_t seq, pl_time deadline_ns, pl_time fire_ns)
@@ -172,16 +185,14 @@ static void on_timer_fire(void *ud, uint64_t seq, pl_time now_ns)
 static void on_complete(void *ud, pl_task *t)
 {
     pl__sim *s = ud;
-    info(s, t)->finished = true;
     s->steps_since_progress = 0;
-    pl__sim_event(s, PL__EV_COMPLETE, pl_task_id(t), 0, 0);
+    pl__sim_event(s, PL__EV_COMPLETE, tid(t), 0, 0);
 }
 
 static void on_drop(void *ud, pl_task *t, bool cancelled)
 {
     pl__sim *s = ud;
-    info(s, t)->finished = true;
-    pl__sim_event(s, PL__EV_DROP, pl_task_id(t), cancelled, 0);
+    pl__sim_event(s, PL__EV_DROP, tid(t), cancelled, 0);
 }
 
 static void on_free(void *ud, pl_task *t)
@@ -222,7 +233,8 @@ const pl_observer pl__sim_observer = {
 
 static bool is_parked(const pl__task_info *ti)
 {
-    return ti->task != NULL && !ti->finished && !pl_task_is_scheduled(ti->task);
+    return ti->task != NULL && !pl_task_is_finished(ti->task) &&
+           !pl_task_is_scheduled(ti->task);
 }
 
 static const char *holder_name(pl__sim *s, uint32_t id)
@@ -269,12 +281,12 @@ static bool probe(pl__sim *s, pl__task_info *ti)
     memcpy(before, pl_task_future(t), size);
     uint64_t parked_step = ti->parked_step;
     pl_time parked_ns = ti->parked_ns;
-    uint32_t polls = pl_task_polls(t);
+    uint32_t polls = tpolls(t);
     /* Read before the probe: a probe that completes drops the future, and
      * with it the clones the report is about (and a spawn during the probe
      * may move s->tasks, so ti is not used afterwards). */
-    uint32_t clones = ti->live_clones;
-    uint32_t holder = ti->clone_holder;
+    uint32_t clones = live_clones(ti);
+    uint32_t holder = clone_holder(ti, tid(t));
     pl_poll_result r = pl_executor_probe(s->ex, t);
     bool changed = r == PL_READY || memcmp(before, pl_task_future(t), size) != 0;
     bool woke = s->woken_in_poll || s->woke_other;
@@ -287,8 +299,8 @@ static bool probe(pl__sim *s, pl__task_info *ti)
             "yet a probe poll at quiescence %s: the event it waited for had happened. "
             "Its waker clones alive: %u (latest made %s%s)",
             pl_task_name(t), (unsigned long long)parked_step, (double)parked_ns / 1e6, polls, how,
-            clones, holder == pl_task_id(t) ? "by itself" : "while polling ",
-            holder == pl_task_id(t) ? "" : holder_name(s, holder));
+            clones, holder == tid(t) ? "by itself" : "while polling ",
+            holder == tid(t) ? "" : holder_name(s, holder));
     }
     pl_task_release(t);
     return changed || woke;
@@ -312,7 +324,7 @@ static void report_deadlock(pl__sim *s)
                              "\n    '%s' (#%u) parked since step %llu, waker clones: %u "
                              "(latest made while polling %s)",
                              pl_task_name(ti->task), id, (unsigned long long)ti->parked_step,
-                             ti->live_clones, holder_name(s, ti->clone_holder));
+                             live_clones(ti), holder_name(s, clone_holder(ti, id)));
             used += n > 0 ? (size_t)n : 0;
         }
     }
@@ -359,11 +371,11 @@ void pl__oracle_leaks(pl__sim *s)
 {
     for (uint32_t id = 1; id <= s->tasks_spawned && s->finding.kind == PL_FINDING_NONE; id++) {
         pl__task_info *ti = &s->tasks[id];
-        if (ti->live_clones > 0) {
+        if (live_clones(ti) > 0) {
             pl__sim_finding(s, PL_FINDING_WAKER_LEAK, ti->task,
                             "%u clone(s) of the waker of task #%u were never dropped (latest "
                             "made while polling %s)",
-                            ti->live_clones, id, holder_name(s, ti->clone_holder));
+                            live_clones(ti), id, holder_name(s, clone_holder(ti, id)));
         } else if (ti->task != NULL) {
             pl__sim_finding(s, PL_FINDING_TASK_LEAK, ti->task,
                             "task '%s' (#%u) is still allocated at the end of the run: a handle "

@@ -172,7 +172,8 @@ static pl_task *parked_task(pl__sim *s, uint32_t id)
         return NULL;
     }
     pl__task_info *ti = &s->tasks[id];
-    bool parked = ti->task != NULL && !ti->finished && !pl_task_is_scheduled(ti->task);
+    bool parked = ti->task != NULL && !pl_task_is_finished(ti->task) &&
+                  !pl_task_is_scheduled(ti->task);
     return parked ? ti->task : NULL;
 }
 

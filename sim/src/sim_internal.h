@@ -83,14 +83,13 @@ ssize_t pl__reactor_recvfrom(pl__reactor *r, int handle, void *buf, size_t len,
 typedef struct pl__task_info {
     pl_task *task;          /* NULL once freed; never hashed */
     const char *name;       /* static storage, as pl_task_name returned it */
-    uint32_t live_clones;   /* waker clones alive, every generation */
-    uint32_t clone_holder;  /* task polling when the latest clone was made; 0: none */
+    uint32_t clone_holder;  /* task polling when the latest clone was made outside
+                               the task's own poll; 0: none (see live_clones()) */
     uint32_t self_wakes;    /* consecutive polls that woke only themselves */
     uint32_t stale_wakes;   /* wakes through superseded wakers since the last poll */
     uint32_t last_stale_gen;
     uint64_t parked_step;   /* step of its latest PENDING */
     pl_time parked_ns;
-    bool finished;
 } pl__task_info;
 
 /* A PL_BUGGIFY site or a pl_eventually site seen in this run. */

@@ -37,6 +37,23 @@ typedef enum pl_misuse {
     PL_MISUSE_DOUBLE_DROP = 2,
 } pl_misuse;
 
+/* The first member of every task, readable without a call: observers run
+ * on every poll and wake, and a call per field read shows in their cost.
+ * Read-only outside the executor. waker_clones counts the live clones of
+ * the task's wakers (remote wakers included) and is kept only by
+ * executors that have an observer or rotate wakers; it is 0 otherwise. */
+typedef struct pl_task_head {
+    uint32_t id;           /* pl_task_id */
+    uint32_t polls;        /* pl_task_polls */
+    uint32_t gen;          /* pl_task_waker_gen */
+    uint32_t waker_clones; /* live waker clones (observed executors) */
+} pl_task_head;
+
+static inline const pl_task_head *pl_task_head_of(const pl_task *t)
+{
+    return (const pl_task_head *)(const void *)t;
+}
+
 struct pl_observer {
     void (*spawn)(void *ud, pl_task *t);
     /* `probe` is true for polls made by pl_executor_probe. */
@@ -47,6 +64,12 @@ struct pl_observer {
      * polled at the moment of the wake (NULL outside polls). */
     void (*wake)(void *ud, pl_task *waker_task, uint32_t gen, bool by_ref,
                  pl_task *running, pl_wake_outcome outcome);
+    /* The executor counts waker clones itself (pl_task_head.waker_clones),
+     * so these two are not called for every clone and drop: waker_clone
+     * only for a clone made outside the task's own poll (when it reports
+     * who made the latest clone, pl_task_cloned_elsewhere tells whether
+     * that was someone else), waker_drop only for a drop with no clone
+     * counted (dropped more often than cloned). */
     void (*waker_clone)(void *ud, pl_task *t, uint32_t gen);
     void (*waker_drop)(void *ud, pl_task *t, uint32_t gen);
     /* seq: the timer's arming number; fire_ns includes any lateness. */
@@ -64,6 +87,11 @@ struct pl_observer {
 
 /* The generation of the waker handed to the task's latest poll. */
 uint32_t pl_task_waker_gen(const pl_task *t);
+
+/* True when the latest clone of the task's waker was made outside its own
+ * poll (or no clone was made yet); false when the task made it while
+ * being polled. Observed executors only. */
+bool pl_task_cloned_elsewhere(const pl_task *t);
 
 /* Size of the task's future copy (pl_task_future gives its bytes). */
 size_t pl_task_future_size(const pl_task *t);
