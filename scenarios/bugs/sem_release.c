@@ -164,8 +164,9 @@ static int check(pl_executor *ex, void *state, char *msg, size_t len)
     (void)ex;
     limiter_state *st = state;
     if (st->uploaded != UPLOADERS || st->busy_max != 1 || st->lim.free != 1) {
-        return pl_check_fail(msg, len, "%d uploads (want %d), at most %d at once (want 1), %zu free",
-                        st->uploaded, UPLOADERS, st->busy_max, st->lim.free);
+        return pl_check_fail(msg, len,
+                             "%d uploads (want %d), at most %d at once (want 1), %zu free",
+                             st->uploaded, UPLOADERS, st->busy_max, st->lim.free);
     }
     return 0;
 }
