@@ -240,6 +240,31 @@ static bool pass_zero(shrinker *sh)
     return progress;
 }
 
+/* Zeroes every decision of one kind at once (all the timer lateness, all
+ * the spurious wakes...): a failure usually needs one or two kinds of
+ * deviation, and chunks of positions mix kinds, so this removes in one
+ * run what pass_zero could only remove decision by decision, if at all
+ * (zeroing one of many interdependent delays often loses the failure,
+ * zeroing all of them not). */
+static bool pass_zero_kind(shrinker *sh)
+{
+    bool progress = false;
+    for (uint32_t kind = 0; kind < PL_DECIDE__COUNT && budget_left(sh); kind++) {
+        bool any = false;
+        memcpy(sh->cand, sh->cur, sh->len * sizeof *sh->cand);
+        for (size_t j = 0; j < sh->len; j++) {
+            if (sh->cand[j].kind == kind && sh->cand[j].value != 0) {
+                sh->cand[j].value = 0;
+                any = true;
+            }
+        }
+        if (any) {
+            progress |= try_list(sh, sh->cand, sh->len);
+        }
+    }
+    return progress;
+}
+
 /* Tries value v at position i of the best list. */
 static bool try_value(shrinker *sh, size_t i, uint32_t v)
 {
@@ -352,6 +377,7 @@ static void shrink_rounds(shrinker *sh)
     bool progress = true;
     while (progress && budget_left(sh)) {
         progress = pass_tail(sh);
+        progress |= pass_zero_kind(sh);
         progress |= pass_delete(sh);
         progress |= pass_zero(sh);
         progress |= pass_lower(sh);
