@@ -15,6 +15,14 @@
 
 #include "sim_internal.h"
 
+/* pl__sim_event, inline: the hooks append an event or two per poll and
+ * per wake (pl__sim_event stays a function for the reactor, whose unit
+ * test links a fake of it). */
+static inline void event(pl__sim *s, uint32_t kind, uint32_t task, uint64_t a, uint64_t b)
+{
+    pl__trace_event(s->trace, s->step, s->now, (pl__trace_kind)kind, task, a, b);
+}
+
 /* Task fields the hooks read on every poll and wake, without a call. */
 static uint32_t tid(const pl_task *t) { return pl_task_head_of(t)->id; }
 static uint32_t tpolls(const pl_task *t) { return pl_task_head_of(t)->polls; }
@@ -68,7 +76,7 @@ static void on_spawn(void *ud, pl_task *t)
     s->tasks[id].task = t;
     s->tasks[id].name = pl_task_name(t);
     s->tasks_spawned = id;
-    pl__sim_event(s, PL__EV_SPAWN, id, s->polling, 0);
+    event(s, PL__EV_SPAWN, id, s->polling, 0);
 }
 
 static void on_poll_begin(void *ud, pl_task *t, uint32_t gen, bool probe)
@@ -79,7 +87,7 @@ static void on_poll_begin(void *ud, pl_task *t, uint32_t gen, bool probe)
     s->woken_in_poll = false;
     s->woke_other = false;
     info(s, t)->stale_wakes = 0;
-    pl__sim_event(s, probe ? PL__EV_PROBE : PL__EV_POLL, s->polling, tpolls(t), gen);
+    event(s, probe ? PL__EV_PROBE : PL__EV_POLL, s->polling, tpolls(t), gen);
     if (++s->steps_since_progress > s->steps_max) {
         pl__sim_finding(s, PL_FINDING_LIVELOCK, t,
                         "%llu polls without virtual time passing and without a task completing",
@@ -118,7 +126,7 @@ static void on_poll_end(void *ud, pl_task *t, pl_poll_result r, bool probe)
     pl__sim *s = ud;
     pl__task_info *ti = info(s, t);
     const pl_task_head *h = pl_task_head_of(t);
-    pl__sim_event(s, r == PL_READY ? PL__EV_READY : PL__EV_PENDING, h->id, h->polls, h->gen);
+    event(s, r == PL_READY ? PL__EV_READY : PL__EV_PENDING, h->id, h->polls, h->gen);
     if (r == PL_PENDING && !probe) {
         ti->parked_step = s->step;
         ti->parked_ns = s->now;
@@ -148,7 +156,7 @@ static void on_wake(void *ud, pl_task *t, uint32_t gen, bool by_ref, pl_task *ru
         s->woke_other = true;
     }
     (void)by_ref;
-    pl__sim_event(s, kind, id, gen, run_id);
+    event(s, kind, id, gen, run_id);
 }
 
 /* Called for clones made outside the task's own poll only. */
@@ -173,26 +181,26 @@ static void on_timer_arm(void *ud, uint64_t seq, pl_time deadline_ns, pl_time fi
 {
     pl__sim *s = ud;
     (void)deadline_ns;
-    pl__sim_event(s, PL__EV_TIMER_ARM, s->polling, seq, (uint64_t)fire_ns);
+    event(s, PL__EV_TIMER_ARM, s->polling, seq, (uint64_t)fire_ns);
 }
 
 static void on_timer_fire(void *ud, uint64_t seq, pl_time now_ns)
 {
     pl__sim *s = ud;
-    pl__sim_event(s, PL__EV_TIMER_FIRE, 0, seq, (uint64_t)now_ns);
+    event(s, PL__EV_TIMER_FIRE, 0, seq, (uint64_t)now_ns);
 }
 
 static void on_complete(void *ud, pl_task *t)
 {
     pl__sim *s = ud;
     s->steps_since_progress = 0;
-    pl__sim_event(s, PL__EV_COMPLETE, tid(t), 0, 0);
+    event(s, PL__EV_COMPLETE, tid(t), 0, 0);
 }
 
 static void on_drop(void *ud, pl_task *t, bool cancelled)
 {
     pl__sim *s = ud;
-    pl__sim_event(s, PL__EV_DROP, tid(t), cancelled, 0);
+    event(s, PL__EV_DROP, tid(t), cancelled, 0);
 }
 
 static void on_free(void *ud, pl_task *t)

@@ -11,14 +11,13 @@
 #include "decide.h"
 #include "pollen/error.h"
 
-/* 4 KiB of encoded events: large enough that XXH3_64bits_update runs on
- * long inputs (its fast path), small enough to stay in L1. */
-#define BUF_BYTES 4096u
+/* 4 KiB of encoded events (PL__TRACE_BUF_BYTES): large enough that
+ * XXH3_64bits_update runs on long inputs (its fast path), small enough to
+ * stay in L1. */
 
 struct pl__trace {
-    XXH3_state_t *xxh;     /* hash of everything flushed from buf */
-    size_t used;           /* bytes pending in buf */
-    uint64_t count;        /* events appended */
+    pl__trace_hot hot;     /* first: the inline append in trace.h reads it */
+    XXH3_state_t *xxh;     /* hash of everything flushed from hot.buf */
     pl__trace_options opts;
     pl__trace_rec *log;    /* keep_log: events, log_len of them */
     size_t log_len;
@@ -28,7 +27,6 @@ struct pl__trace {
     size_t cps_len;
     size_t cps_cap;
     bool cps_stopped;      /* growth failed: cps is a valid prefix */
-    uint8_t buf[BUF_BYTES];
 };
 
 static const char *const kind_names[PL__EV__COUNT] = {
@@ -40,6 +38,20 @@ static const char *const kind_names[PL__EV__COUNT] = {
 const char *pl__trace_kind_name(uint32_t kind)
 {
     return kind < PL__EV__COUNT ? kind_names[kind] : "?";
+}
+
+/* The hashed-event count at which the next event needs event_slow: every
+ * event with the log on, every checkpoint's worth without, never else. */
+static void update_slow_at(pl__trace *t)
+{
+    if (t->opts.keep_log) {
+        t->hot.slow_at = t->hot.count + 1;
+    } else if (t->opts.checkpoints) {
+        uint64_t n = PL__TRACE_CHECKPOINT_EVENTS;
+        t->hot.slow_at = (t->hot.count / n + 1) * n;
+    } else {
+        t->hot.slow_at = UINT64_MAX;
+    }
 }
 
 /* Life cycle ------------------------------------------------------------ */
@@ -83,52 +95,27 @@ void pl__trace_destroy(pl__trace *t)
 void pl__trace_reset(pl__trace *t)
 {
     XXH3_64bits_reset(t->xxh);
-    t->used = 0;
-    t->count = 0;
+    t->hot.used = 0;
+    t->hot.count = 0;
+    t->hot.keep_log = t->opts.keep_log;
     t->log_len = 0;
     t->log_truncated = false;
     t->cps_len = 0;
     t->cps_stopped = false;
+    update_slow_at(t);
 }
 
 /* Appending ------------------------------------------------------------- */
 
-/* Little-endian stores independent of the host's byte order. On
- * little-endian hosts a memcpy is one store; byte-by-byte code is not
- * reliably merged (clang 14 leaves it, costing several ns per event). */
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-static inline void put32(uint8_t *p, uint32_t v)
-{
-    memcpy(p, &v, sizeof(v));
-}
-
-static inline void put64(uint8_t *p, uint64_t v)
-{
-    memcpy(p, &v, sizeof(v));
-}
-#else
-static inline void put32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-    p[2] = (uint8_t)(v >> 16);
-    p[3] = (uint8_t)(v >> 24);
-}
-
-static inline void put64(uint8_t *p, uint64_t v)
-{
-    put32(p, (uint32_t)v);
-    put32(p + 4, (uint32_t)(v >> 32));
-}
-#endif
-
 static __attribute__((noinline)) void flush(pl__trace *t)
 {
-    if (t->used > 0) {
-        XXH3_64bits_update(t->xxh, t->buf, t->used);
-        t->used = 0;
+    if (t->hot.used > 0) {
+        XXH3_64bits_update(t->xxh, t->hot.buf, t->hot.used);
+        t->hot.used = 0;
     }
 }
+
+void pl__trace_flush_(pl__trace *t) { flush(t); }
 
 /* Grows *arr (elements of `size` bytes) to hold one more than *cap, up to
  * `max` elements. Returns false when full or out of memory. */
@@ -184,7 +171,7 @@ static __attribute__((noinline)) void event_slow(pl__trace *t, uint64_t step, pl
         pl__trace_rec r = {step, time_ns, (uint32_t)kind, task, a, b};
         log_append(t, &r);
     }
-    if (t->opts.checkpoints && t->count % PL__TRACE_CHECKPOINT_EVENTS == 0) {
+    if (t->opts.checkpoints && t->hot.count % PL__TRACE_CHECKPOINT_EVENTS == 0) {
         checkpoint(t);
     }
 }
@@ -194,29 +181,18 @@ bool pl__trace_kind_hashed(uint32_t kind)
     return kind != PL__EV_POLL && kind != PL__EV_DECISION;
 }
 
-void pl__trace_event(pl__trace *t, uint64_t step, pl_time time_ns, pl__trace_kind kind,
-                     uint32_t task, uint64_t a, uint64_t b)
+void pl__trace_event_slow_(pl__trace *t, uint64_t step, pl_time time_ns, pl__trace_kind kind,
+                           uint32_t task, uint64_t a, uint64_t b)
 {
-    if (!pl__trace_kind_hashed(kind)) {
-        if (t->opts.keep_log) {
-            pl__trace_rec r = {step, time_ns, (uint32_t)kind, task, a, b};
-            log_append(t, &r);
-        }
-        return;
-    }
-    if (t->used + PL__TRACE_EVENT_BYTES > BUF_BYTES) {
-        flush(t);
-    }
-    uint8_t *p = t->buf + t->used;
-    put32(p, (uint32_t)kind);
-    put32(p + 4, task);
-    put64(p + 8, a);
-    put64(p + 16, b);
-    t->used += PL__TRACE_EVENT_BYTES;
-    t->count++;
-    if (t->opts.keep_log || (t->opts.checkpoints && t->count % PL__TRACE_CHECKPOINT_EVENTS == 0)) {
-        event_slow(t, step, time_ns, kind, task, a, b);
-    }
+    event_slow(t, step, time_ns, kind, task, a, b);
+    update_slow_at(t);
+}
+
+void pl__trace_log_only_(pl__trace *t, uint64_t step, pl_time time_ns, pl__trace_kind kind,
+                         uint32_t task, uint64_t a, uint64_t b)
+{
+    pl__trace_rec r = {step, time_ns, (uint32_t)kind, task, a, b};
+    log_append(t, &r);
 }
 
 void pl__trace_decision(pl__trace *t, uint64_t step, pl_time time_ns, uint32_t task,
@@ -237,7 +213,7 @@ uint64_t pl__trace_hash(pl__trace *t)
 
 uint64_t pl__trace_count(const pl__trace *t)
 {
-    return t->count;
+    return t->hot.count;
 }
 
 const pl__trace_rec *pl__trace_log(const pl__trace *t, size_t *len, bool *truncated)
