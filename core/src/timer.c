@@ -1,6 +1,6 @@
 /* core/src/timer.c: the timer heap, sleep, timeout and interval.
  *
- * The heap is a 4-ary array of (fire_ns, seq, timer) slots; each timer
+ * The heap is an 8-ary array of (fire_ns, seq, timer) slots; each timer
  * keeps its slot index so disarming is O(log n) without a search. The
  * sequence number makes the order total, so production fires equal
  * deadlines in arming order and the simulator has a well-defined default
@@ -12,6 +12,8 @@
 #include "pollen/timer.h"
 
 enum { TIMER_IDLE = 0, TIMER_ARMED = 1, TIMER_FIRED = 2 };
+
+enum { HEAP_ARITY = 8 }; /* children per heap node */
 
 /* ---- Heap ------------------------------------------------------------- */
 
@@ -33,7 +35,7 @@ static void sift_up(pl__timer_heap *h, uint32_t i)
 {
     pl__heap_entry e = h->items[i];
     while (i > 0) {
-        uint32_t parent = (i - 1) / 4;
+        uint32_t parent = (i - 1) / HEAP_ARITY;
         if (!entry_less(&e, &h->items[parent])) {
             break;
         }
@@ -47,13 +49,14 @@ static void sift_down(pl__timer_heap *h, uint32_t i)
 {
     pl__heap_entry e = h->items[i];
     for (;;) {
-        uint32_t first = 4 * i + 1;
+        uint32_t first = HEAP_ARITY * i + 1;
         if (first >= h->len) {
             break;
         }
-        /* Four children per node: half the depth of a binary heap, so half
-         * the heap_index stores into (cold) timers per removal. */
-        uint32_t end = first + 4 < h->len ? first + 4 : h->len;
+        /* Eight children per node: a third of a binary heap's depth, so a
+         * third of the heap_index stores into (cold) timers per removal;
+         * the children's keys share three adjacent cache lines. */
+        uint32_t end = first + HEAP_ARITY < h->len ? first + HEAP_ARITY : h->len;
         uint32_t child = first;
         for (uint32_t c = first + 1; c < end; c++) {
             if (entry_less(&h->items[c], &h->items[child])) {
