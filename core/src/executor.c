@@ -1,8 +1,10 @@
 /* core/src/executor.c: tasks, task wakers, the run loop, remote wakes.
  *
  * A task is one allocation: this header followed by the user's future
- * copy. The ready queue is an intrusive singly linked FIFO through
- * task->next, so scheduling never allocates. Reference counting: the
+ * copy. The ready queue is a FIFO in two parts: its first `window` tasks
+ * in a small ring (the candidates of a scheduling decision, picked by
+ * index), the rest in an intrusive singly linked list through task->next,
+ * so scheduling never allocates. Reference counting: the
  * executor holds one reference from spawn until the task finishes, each
  * handle and each waker clone holds one more; the memory goes when the
  * count reaches zero.
@@ -66,9 +68,13 @@ struct pl_executor {
     uint32_t window;
     const pl_waker_vtable *waker_vtable; /* fast unless observed or rotating */
 
-    pl_task *ready_head;
+    pl_task **win;       /* ring: the first min(ready_len, window) runnable tasks */
+    uint32_t win_mask;   /* ring capacity - 1 (a power of two >= window) */
+    uint32_t win_head;
+    uint32_t win_len;
+    pl_task *ready_head; /* the runnable tasks after the window, FIFO */
     pl_task *ready_tail;
-    size_t ready_len;
+    size_t ready_len;    /* in the window and after it */
     pl_task *running;
 
     pl_task **tasks;     /* every allocated task, finished or not */
@@ -140,6 +146,20 @@ static int init_system(pl_executor *ex, const pl_executor_options *o)
     return 0;
 }
 
+static int window_create(pl_executor *ex)
+{
+    uint32_t cap = 1;
+    while (cap < ex->window) {
+        if (cap > UINT32_MAX / 2) {
+            return PL_ENOMEM;
+        }
+        cap *= 2;
+    }
+    ex->win = ex->alloc(ex->alloc_ud, NULL, 0, (size_t)cap * sizeof *ex->win);
+    ex->win_mask = cap - 1;
+    return ex->win != NULL ? 0 : PL_ENOMEM;
+}
+
 int pl_executor_create(pl_executor **out, const pl_executor_options *opts)
 {
     pl_executor_options defaults;
@@ -155,8 +175,13 @@ int pl_executor_create(pl_executor **out, const pl_executor_options *opts)
     memset(ex, 0, sizeof *ex);
     ex->alloc = alloc;
     ex->alloc_ud = opts->alloc_ud;
-    int rc = init_system(ex, opts);
+    ex->window = opts->schedule_window ? opts->schedule_window : 16;
+    int rc = window_create(ex);
+    if (rc == 0) {
+        rc = init_system(ex, opts);
+    }
     if (rc != 0) {
+        pl_free(ex, ex->win, ((size_t)ex->win_mask + 1) * sizeof *ex->win);
         alloc(opts->alloc_ud, ex, sizeof *ex, 0);
         return rc;
     }
@@ -166,7 +191,7 @@ int pl_executor_create(pl_executor **out, const pl_executor_options *opts)
     ex->rotate = opts->rotate_wakers;
     ex->waker_vtable = ex->obs == NULL && !ex->rotate ? &fast_waker_vtable : &task_waker_vtable;
     ex->budget = opts->polls_per_tick_max ? opts->polls_per_tick_max : 128;
-    ex->window = opts->schedule_window ? opts->schedule_window : 16;
+
     ex->timers.late_max = opts->timer_late_max;
     ex->timers.late_quantum_ns = opts->timer_late_quantum_ns;
     pthread_mutex_init(&ex->remote_lock, NULL);
@@ -195,6 +220,7 @@ void pl_executor_destroy(pl_executor *ex)
         task_free(ex->tasks[ex->tasks_len - 1]);
     }
     pl_free(ex, ex->tasks, (size_t)ex->tasks_cap * sizeof *ex->tasks);
+    pl_free(ex, ex->win, ((size_t)ex->win_mask + 1) * sizeof *ex->win);
     pl__timers_finish(ex, &ex->timers);
     pthread_mutex_destroy(&ex->remote_lock);
     if (ex->owns_system) {
@@ -244,6 +270,9 @@ void pl_executor_stop(pl_executor *ex) { ex->stop = true; }
 size_t pl_executor_runnable_ids(const pl_executor *ex, uint32_t *ids, size_t max)
 {
     size_t n = 0;
+    for (uint32_t i = 0; i < ex->win_len && n < max; i++) {
+        ids[n++] = ex->win[(ex->win_head + i) & ex->win_mask]->head.id;
+    }
     for (const pl_task *t = ex->ready_head; t != NULL && n < max; t = t->next) {
         ids[n++] = t->head.id;
     }
@@ -301,10 +330,22 @@ void pl_task_set_abortable(pl_task *t, bool abortable)
 
 /* ---- Ready queue ------------------------------------------------------ */
 
-static void ready_push(pl_executor *ex, pl_task *t)
+static inline pl_task **win_at(pl_executor *ex, uint32_t i)
+{
+    return &ex->win[(ex->win_head + i) & ex->win_mask];
+}
+
+/* The list after the window is used only once the window is full, so the
+ * window always holds the first min(ready_len, window) tasks in order. */
+static inline void ready_push(pl_executor *ex, pl_task *t)
 {
     PL_ASSERT(!(t->flags & TASK_QUEUED));
     t->flags |= TASK_QUEUED;
+    ex->ready_len++;
+    if (ex->ready_head == NULL && ex->win_len < ex->window) {
+        *win_at(ex, ex->win_len++) = t;
+        return;
+    }
     t->next = NULL;
     if (ex->ready_tail != NULL) {
         ex->ready_tail->next = t;
@@ -312,42 +353,45 @@ static void ready_push(pl_executor *ex, pl_task *t)
         ex->ready_head = t;
     }
     ex->ready_tail = t;
-    ex->ready_len++;
 }
 
-/* Unlinks the task after `prev` (NULL: the head). */
-static pl_task *ready_unlink(pl_executor *ex, pl_task *prev)
+/* Removes the k-th runnable task (k < win_len; 0: the head). The ones
+ * before it move up a place, and the list's head refills the window: a
+ * pick reads no task but the one it takes and the one that moves in,
+ * where walking a linked list to the k-th would miss the cache k times. */
+static inline pl_task *ready_take(pl_executor *ex, uint32_t k)
 {
-    pl_task *t = prev != NULL ? prev->next : ex->ready_head;
-    if (prev != NULL) {
-        prev->next = t->next;
-    } else {
-        ex->ready_head = t->next;
+    PL_ASSERT(k < ex->win_len);
+    pl_task *t = *win_at(ex, k);
+    for (uint32_t j = k; j > 0; j--) {
+        *win_at(ex, j) = *win_at(ex, j - 1);
     }
-    if (ex->ready_tail == t) {
-        ex->ready_tail = prev;
+    ex->win_head = (ex->win_head + 1) & ex->win_mask;
+    ex->win_len--;
+    pl_task *next = ex->ready_head;
+    if (next != NULL) {
+        ex->ready_head = next->next;
+        if (ex->ready_head == NULL) {
+            ex->ready_tail = NULL;
+        }
+        *win_at(ex, ex->win_len++) = next;
     }
     ex->ready_len--;
     t->flags &= (uint8_t)~TASK_QUEUED;
-    t->next = NULL;
     return t;
 }
 
 /* FIFO in production. With a decide() hook the system picks among the
- * first `window` runnable tasks: a bounded walk keeps each pick O(window)
- * however many tasks are runnable. */
+ * first `window` runnable tasks, so a pick costs O(window) however many
+ * tasks are runnable. */
 static pl_task *ready_pop(pl_executor *ex)
 {
     if (ex->decide == NULL || ex->ready_len <= 1) {
-        return ready_unlink(ex, NULL);
+        return ready_take(ex, 0);
     }
-    uint32_t n = ex->ready_len < ex->window ? (uint32_t)ex->ready_len : ex->window;
-    uint32_t k = pl__executor_decide(ex, PL_DECIDE_SCHEDULE, n, ex->ready_head->head.id);
-    pl_task *prev = NULL;
-    for (uint32_t i = 0; i < k; i++) {
-        prev = prev != NULL ? prev->next : ex->ready_head;
-    }
-    return ready_unlink(ex, prev);
+    uint32_t n = ex->win_len;
+    uint32_t k = pl__executor_decide(ex, PL_DECIDE_SCHEDULE, n, (*win_at(ex, 0))->head.id);
+    return ready_take(ex, k);
 }
 
 /* ---- Task lifetime ---------------------------------------------------- */
@@ -749,8 +793,8 @@ static uint32_t run_ready_fast(pl_executor *ex)
 {
     uint32_t n = 0;
     uint32_t budget = ex->budget;
-    while (ex->ready_head != NULL && n < budget && !ex->stop) {
-        poll_fast(ex, ready_unlink(ex, NULL));
+    while (ex->ready_len != 0 && n < budget && !ex->stop) {
+        poll_fast(ex, ready_take(ex, 0));
         n++;
     }
     return n;
@@ -762,7 +806,7 @@ static uint32_t run_ready(pl_executor *ex)
         return run_ready_fast(ex);
     }
     uint32_t n = 0;
-    while (ex->ready_head != NULL && n < ex->budget && !ex->stop) {
+    while (ex->ready_len != 0 && n < ex->budget && !ex->stop) {
         run_one(ex, ready_pop(ex));
         n++;
     }
@@ -773,7 +817,7 @@ static uint32_t run_ready(pl_executor *ex)
 
 static bool is_idle(const pl_executor *ex)
 {
-    return ex->ready_head == NULL && ex->timers.len == 0 && ex->io_count == 0 &&
+    return ex->ready_len == 0 && ex->timers.len == 0 && ex->io_count == 0 &&
            ex->remote_outstanding == 0;
 }
 
@@ -788,7 +832,7 @@ static int tick(pl_executor *ex, const pl_task *until)
     if (ex->stop || (until != NULL && until->state >= TASK_DONE)) {
         return 1;
     }
-    if (ex->ready_head != NULL) {
+    if (ex->ready_len != 0) {
         /* Budget spent: collect I/O without blocking, unless nothing
          * outside the executor could have happened (the common case of a
          * pure compute or notify workload: no syscall at all). */

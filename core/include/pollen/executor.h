@@ -43,7 +43,9 @@ typedef struct pl_executor_options {
     pl_alloc_fn alloc;            /* NULL: malloc/realloc/free */
     void *alloc_ud;
     uint32_t polls_per_tick_max;  /* polls between two I/O checks; 0: 128 */
-    uint32_t schedule_window;     /* runnable tasks offered to decide(SCHEDULE); 0: 16 */
+    uint32_t schedule_window;     /* runnable tasks offered to decide(SCHEDULE); 0: 16.
+                                     The executor keeps an array of that many task
+                                     pointers (rounded up to a power of two) */
     uint32_t timer_late_max;      /* n of PL_DECIDE_TIMER_LATE decisions; 0: never asked */
     pl_time timer_late_quantum_ns; /* one lateness step */
     bool rotate_wakers;           /* fresh waker identity per poll; wakes through a
