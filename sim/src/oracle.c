@@ -86,7 +86,13 @@ static void on_poll_begin(void *ud, pl_task *t, uint32_t gen, bool probe)
     s->polling = tid(t);
     s->woken_in_poll = false;
     s->woke_other = false;
-    info(s, t)->stale_wakes = 0;
+    if (s->stale_tasks > 0) {
+        /* Only then can a task have stale wakes to forget: the common
+         * poll does not touch its (cold) table entry at all. */
+        pl__task_info *ti = info(s, t);
+        s->stale_tasks -= ti->stale_wakes > 0;
+        ti->stale_wakes = 0;
+    }
     event(s, probe ? PL__EV_PROBE : PL__EV_POLL, s->polling, tpolls(t), gen);
     if (++s->steps_since_progress > s->steps_max) {
         pl__sim_finding(s, PL_FINDING_LIVELOCK, t,
@@ -145,7 +151,7 @@ static void on_wake(void *ud, pl_task *t, uint32_t gen, bool by_ref, pl_task *ru
     uint32_t kind = PL__EV_WAKE;
     if (outcome == PL_WAKE_STALE) {
         kind = PL__EV_WAKE_STALE;
-        info(s, t)->stale_wakes++;
+        s->stale_tasks += info(s, t)->stale_wakes++ == 0;
         info(s, t)->last_stale_gen = gen;
     } else if (outcome == PL_WAKE_DEDUPED || outcome == PL_WAKE_FINISHED) {
         kind = PL__EV_WAKE_DEDUP;
@@ -206,7 +212,10 @@ static void on_drop(void *ud, pl_task *t, bool cancelled)
 static void on_free(void *ud, pl_task *t)
 {
     pl__sim *s = ud;
-    info(s, t)->task = NULL;
+    pl__task_info *ti = info(s, t);
+    ti->task = NULL;
+    s->stale_tasks -= ti->stale_wakes > 0;
+    ti->stale_wakes = 0;
 }
 
 static void on_misuse(void *ud, pl_task *running, const char *name, pl_misuse what)

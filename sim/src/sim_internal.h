@@ -84,7 +84,7 @@ typedef struct pl__task_info {
     pl_task *task;          /* NULL once freed; never hashed */
     const char *name;       /* static storage, as pl_task_name returned it */
     uint32_t clone_holder;  /* task polling when the latest clone was made outside
-                               the task's own poll; 0: none (see live_clones()) */
+                               the task's own poll; 0: none (see clone_holder()) */
     uint32_t self_wakes;    /* consecutive polls that woke only themselves */
     uint32_t stale_wakes;   /* wakes through superseded wakers since the last poll */
     uint32_t last_stale_gen;
@@ -129,6 +129,7 @@ struct pl__sim {
     pl__task_info *tasks;   /* index = task id */
     uint32_t tasks_cap;
     uint32_t tasks_spawned;
+    uint32_t stale_tasks;   /* tasks whose stale_wakes is not 0 */
 
     uint32_t polling;       /* id of the task being polled; 0: none */
     bool polling_probe;
