@@ -330,6 +330,13 @@ void pl_task_set_abortable(pl_task *t, bool abortable)
 
 /* ---- Ready queue ------------------------------------------------------ */
 
+/* A hint that `p` will be read soon (no effect where unsupported). */
+#if defined(__GNUC__)
+#define PREFETCH(p) __builtin_prefetch(p)
+#else
+#define PREFETCH(p) ((void)(p))
+#endif
+
 static inline pl_task **win_at(pl_executor *ex, uint32_t i)
 {
     return &ex->win[(ex->win_head + i) & ex->win_mask];
@@ -370,10 +377,16 @@ static inline pl_task *ready_take(pl_executor *ex, uint32_t k)
     ex->win_len--;
     pl_task *next = ex->ready_head;
     if (next != NULL) {
+        /* Walking the list is a chain of dependent loads through cold
+         * task headers: fetch the new head now, a poll before the next
+         * refill reads its link, and the future of the task moving in. */
         ex->ready_head = next->next;
         if (ex->ready_head == NULL) {
             ex->ready_tail = NULL;
+        } else {
+            PREFETCH(ex->ready_head);
         }
+        PREFETCH(next->future);
         *win_at(ex, ex->win_len++) = next;
     }
     ex->ready_len--;
