@@ -330,13 +330,6 @@ void pl_task_set_abortable(pl_task *t, bool abortable)
 
 /* ---- Ready queue ------------------------------------------------------ */
 
-/* A hint that `p` will be read soon (no effect where unsupported). */
-#if defined(__GNUC__)
-#define PREFETCH(p) __builtin_prefetch(p)
-#else
-#define PREFETCH(p) ((void)(p))
-#endif
-
 static inline pl_task **win_at(pl_executor *ex, uint32_t i)
 {
     return &ex->win[(ex->win_head + i) & ex->win_mask];
@@ -384,9 +377,9 @@ static inline pl_task *ready_take(pl_executor *ex, uint32_t k)
         if (ex->ready_head == NULL) {
             ex->ready_tail = NULL;
         } else {
-            PREFETCH(ex->ready_head);
+            PL_PREFETCH(ex->ready_head);
         }
-        PREFETCH(next->future);
+        PL_PREFETCH(next->future);
         *win_at(ex, ex->win_len++) = next;
     }
     ex->ready_len--;

@@ -25,6 +25,15 @@
 
 _Noreturn void pl__assert_fail(const char *expr, const char *file, int line);
 
+/* A hint that `p` will be read soon, for walks whose next address is
+ * known a step ahead of its use (no effect where unsupported; never
+ * faults, so any pointer value will do). */
+#if defined(__GNUC__)
+#define PL_PREFETCH(p) __builtin_prefetch(p)
+#else
+#define PL_PREFETCH(p) ((void)(p))
+#endif
+
 /* The executor running on this thread, or NULL outside pl_run. Lets
  * pl_drop report misuse without a context. */
 pl_executor *pl__current_executor(void);

@@ -224,7 +224,12 @@ static size_t fire_tie_batch(pl_executor *ex, pl__timer_heap *h, pl_time now_ns)
         if (batch_reserve(ex, h, n + 1) != 0) {
             break;
         }
-        h->batch[n++] = heap_pop(h);
+        pl_timer *t = heap_pop(h);
+        /* Firing reads the timer's sequence, state and waker: start
+         * fetching them now, while the rest of the batch leaves the heap. */
+        PL_PREFETCH(&t->seq);
+        PL_PREFETCH(&t->waker);
+        h->batch[n++] = t;
     }
     /* The unfired rest stays in order in batch[first, first + left): the
      * pick is closed from whichever side is shorter, so choice 0 (the
@@ -239,6 +244,11 @@ static size_t fire_tie_batch(pl_executor *ex, pl__timer_heap *h, pl_time now_ns)
             first++;
         } else {
             memmove(&b[first + k], &b[first + k + 1], (size_t)(left - k - 1) * sizeof *b);
+        }
+        if (left > 1) {
+            /* The next pick is most likely the first left: its task's
+             * header, which the wake updates. */
+            PL_PREFETCH(b[first]->waker.data);
         }
         fire(ex, t, now_ns);
     }
