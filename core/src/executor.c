@@ -1,10 +1,11 @@
 /* core/src/executor.c: tasks, task wakers, the run loop, remote wakes.
  *
  * A task is one allocation: this header followed by the user's future
- * copy. The ready queue is a FIFO in two parts: its first `window` tasks
- * in a small ring (the candidates of a scheduling decision, picked by
- * index), the rest in an intrusive singly linked list through task->next,
- * so scheduling never allocates. Reference counting: the
+ * copy. The ready queue is a FIFO in two parts: under a deciding system
+ * its first `window` tasks sit in a small ring (the candidates of a
+ * scheduling decision, picked by index), the rest in an intrusive singly
+ * linked list through task->next (production uses the list alone), so
+ * scheduling never allocates. Reference counting: the
  * executor holds one reference from spawn until the task finishes, each
  * handle and each waker clone holds one more; the memory goes when the
  * count reaches zero.
@@ -72,6 +73,7 @@ struct pl_executor {
     uint32_t win_mask;   /* ring capacity - 1 (a power of two >= window) */
     uint32_t win_head;
     uint32_t win_len;
+    uint32_t win_max;    /* window; 0 without decide(): the list alone is FIFO */
     pl_task *ready_head; /* the runnable tasks after the window, FIFO */
     pl_task *ready_tail;
     size_t ready_len;    /* in the window and after it */
@@ -186,6 +188,7 @@ int pl_executor_create(pl_executor **out, const pl_executor_options *opts)
         return rc;
     }
     ex->decide = ex->system.vtable->decide;
+    ex->win_max = ex->decide != NULL ? ex->window : 0;
     ex->obs = opts->observer;
     ex->obs_ud = opts->observer_ud;
     ex->rotate = opts->rotate_wakers;
@@ -342,7 +345,7 @@ static inline void ready_push(pl_executor *ex, pl_task *t)
     PL_ASSERT(!(t->flags & TASK_QUEUED));
     t->flags |= TASK_QUEUED;
     ex->ready_len++;
-    if (ex->ready_head == NULL && ex->win_len < ex->window) {
+    if (ex->ready_head == NULL && ex->win_len < ex->win_max) {
         *win_at(ex, ex->win_len++) = t;
         return;
     }
@@ -355,12 +358,32 @@ static inline void ready_push(pl_executor *ex, pl_task *t)
     ex->ready_tail = t;
 }
 
+/* Without decisions the queue is the list alone: popping its head reads
+ * the link of a task about to be polled anyway, and fetching the next
+ * head now overlaps that task's miss with this poll. */
+static inline pl_task *list_take(pl_executor *ex)
+{
+    pl_task *t = ex->ready_head;
+    ex->ready_head = t->next;
+    if (ex->ready_head == NULL) {
+        ex->ready_tail = NULL;
+    } else {
+        PL_PREFETCH(ex->ready_head);
+    }
+    ex->ready_len--;
+    t->flags &= (uint8_t)~TASK_QUEUED;
+    return t;
+}
+
 /* Removes the k-th runnable task (k < win_len; 0: the head). The ones
  * before it move up a place, and the list's head refills the window: a
  * pick reads no task but the one it takes and the one that moves in,
  * where walking a linked list to the k-th would miss the cache k times. */
 static inline pl_task *ready_take(pl_executor *ex, uint32_t k)
 {
+    if (ex->win_len == 0) {
+        return list_take(ex);
+    }
     PL_ASSERT(k < ex->win_len);
     pl_task *t = *win_at(ex, k);
     for (uint32_t j = k; j > 0; j--) {
