@@ -281,6 +281,13 @@ void pl__dec_use_list(pl__dec *d, const pl__dec_record *records, size_t len)
     memset(&d->divergence, 0, sizeof(d->divergence));
 }
 
+void pl__dec_use_list_by_kind(pl__dec *d, const pl__dec_record *records, size_t len)
+{
+    pl__dec_use_list(d, records, len);
+    d->source = PL__DEC_SOURCE_LIST_BY_KIND;
+    memset(d->kind_pos, 0, sizeof(d->kind_pos));
+}
+
 void pl__dec_set_strategy(pl__dec *d, pl__dec_strategy_fn fn, void *ud)
 {
     d->strategy = fn;
@@ -360,6 +367,22 @@ static uint32_t from_list(pl__dec *d, pl_decision_kind kind, uint32_t n)
     return r->value < n ? r->value : n - 1;
 }
 
+/* The next record of `kind` (each kind's cursor only moves forward, so a
+ * whole run scans the list once per kind). */
+static uint32_t from_list_by_kind(pl__dec *d, pl_decision_kind kind, uint32_t n)
+{
+    size_t *pos = &d->kind_pos[kind];
+    while (*pos < d->list_len && d->list[*pos].kind != (uint32_t)kind) {
+        (*pos)++;
+    }
+    if (*pos >= d->list_len) {
+        d->past_end++;
+        return 0;
+    }
+    uint32_t v = d->list[(*pos)++].value;
+    return v < n ? v : n - 1;
+}
+
 /* The slow path of recording: grow the array or give up. Kept out of line
  * so the common append stays a few instructions. */
 static void record_slow(pl__dec *d, pl__dec_record rec)
@@ -408,6 +431,9 @@ uint32_t pl__dec_choose(pl__dec *d, pl_decision_kind kind, uint32_t n, uint64_t 
         break;
     case PL__DEC_SOURCE_LIST:
         v = from_list(d, kind, n);
+        break;
+    case PL__DEC_SOURCE_LIST_BY_KIND:
+        v = from_list_by_kind(d, kind, n);
         break;
     case PL__DEC_SOURCE_PRNG:
     default:

@@ -101,6 +101,7 @@ typedef enum pl__dec_source {
     PL__DEC_SOURCE_PRNG = 0,
     PL__DEC_SOURCE_BYTES = 1,
     PL__DEC_SOURCE_LIST = 2,
+    PL__DEC_SOURCE_LIST_BY_KIND = 3, /* each kind reads its own sub-list */
 } pl__dec_source;
 
 /* A strategy may replace the source's answer `fallback` with any value
@@ -134,6 +135,7 @@ typedef struct pl__dec {
     const pl__dec_record *list; /* borrowed */
     size_t list_len;
     size_t list_pos; /* next list entry: the list's decision index */
+    size_t kind_pos[PL_DECIDE__COUNT]; /* by-kind source: next entry to scan, per kind */
 
     /* Results: read freely, do not write. */
     uint64_t consulted;                  /* consulted decisions so far */
@@ -219,6 +221,13 @@ void pl__dec_finish(pl__dec *d);
 void pl__dec_use_prng(pl__dec *d, uint64_t seed);
 void pl__dec_use_bytes(pl__dec *d, const uint8_t *data, size_t len);
 void pl__dec_use_list(pl__dec *d, const pl__dec_record *records, size_t len);
+/* Like pl__dec_use_list, but a decision of kind K takes the next record of
+ * kind K, skipping the others: the list read as one sub-list per kind.
+ * A positional record of a run replays identically this way, and an edit
+ * that removes or adds decisions of one kind leaves every other kind's
+ * decisions where they were (the shrinker's candidates). No divergence
+ * is noted. */
+void pl__dec_use_list_by_kind(pl__dec *d, const pl__dec_record *records, size_t len);
 
 /* Installs (or, with fn == NULL, removes) the strategy hook. */
 void pl__dec_set_strategy(pl__dec *d, pl__dec_strategy_fn fn, void *ud);

@@ -647,7 +647,11 @@ int pl_sim_shrink(const pl_scenario *sc, const pl_sim_options *base, const void 
     } else {
         pl_sim_options_default(&sh.o);
     }
-    sh.o.source = PL_SIM_SOURCE_LIST;
+    /* Candidates are read one sub-list per decision kind: deleting or
+     * zeroing decisions of one kind then leaves the others on the same
+     * decision points. A run's record reads back identically this way,
+     * and what is adopted is always a run's own positional record. */
+    sh.o.source = PL_SIM_SOURCE_LIST_BY_KIND;
     sh.o.keep_decisions = true;
     sh.o.keep_events = false;
     sh.time_ns = limits != NULL && limits->time_ns > 0 ? limits->time_ns : SHRINK_TIME_DEFAULT_NS;

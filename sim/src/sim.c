@@ -378,6 +378,9 @@ static int init_decisions(pl__sim *s, const pl_sim_options *o, char *err, size_t
     case PL_SIM_SOURCE_LIST:
         pl__dec_use_list(&s->dec, o->decisions, o->decisions_len);
         break;
+    case PL_SIM_SOURCE_LIST_BY_KIND:
+        pl__dec_use_list_by_kind(&s->dec, o->decisions, o->decisions_len);
+        break;
     }
     if (!o->keep_decisions) {
         pl__dec_set_record_max(&s->dec, 0);

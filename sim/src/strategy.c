@@ -380,7 +380,7 @@ static int install_pct(pl__sim *s, const pl__strategy_spec *spec, const pl_sim_o
 int pl__strategy_install(pl__sim *s, const pl__strategy_spec *spec, const pl_sim_options *o)
 {
     s->strategy = NULL;
-    if (o->source == PL_SIM_SOURCE_LIST) {
+    if (o->source == PL_SIM_SOURCE_LIST || o->source == PL_SIM_SOURCE_LIST_BY_KIND) {
         if (active_capture == NULL) {
             return 0;
         }

@@ -421,6 +421,32 @@ LEAK_TEST(stream, list_replays_in_order_then_zero)
     pl__dec_finish(&d);
 }
 
+LEAK_TEST(stream, list_by_kind_reads_one_sub_list_per_kind)
+{
+    static const pl__dec_record list[] = {
+        {PL_DECIDE_SCHEDULE, 3, 2},
+        {PL_DECIDE_TIMER_LATE, 10, 9},
+        {PL_DECIDE_SCHEDULE, 2, 1},
+        {PL_DECIDE_TIMER_LATE, 10, 4},
+    };
+    pl__dec d;
+    pl__dec_init(&d, NULL);
+    pl__dec_use_list_by_kind(&d, list, 4);
+    /* Asked in another order than recorded: each kind keeps its own order. */
+    cr_assert_eq(pl__dec_choose(&d, PL_DECIDE_TIMER_LATE, 10, 0), 9);
+    cr_assert_eq(pl__dec_choose(&d, PL_DECIDE_TIMER_LATE, 10, 0), 4);
+    cr_assert_eq(pl__dec_choose(&d, PL_DECIDE_SCHEDULE, 3, 0), 2);
+    cr_assert_eq(pl__dec_choose(&d, PL_DECIDE_SCHEDULE, 2, 0), 1);
+    cr_assert_eq(d.past_end, 0);
+    /* Past its sub-list a kind answers 0; values beyond n are clamped. */
+    cr_assert_eq(pl__dec_choose(&d, PL_DECIDE_TIMER_LATE, 10, 0), 0);
+    cr_assert_eq(d.past_end, 1);
+    pl__dec_use_list_by_kind(&d, list, 4);
+    cr_assert_eq(pl__dec_choose(&d, PL_DECIDE_TIMER_LATE, 5, 0), 4);
+    cr_assert(!d.divergence.diverged);
+    pl__dec_finish(&d);
+}
+
 LEAK_TEST(stream, list_notes_first_divergence_and_clamps)
 {
     static const pl__dec_record list[] = {

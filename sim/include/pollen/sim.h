@@ -107,6 +107,9 @@ typedef enum pl_sim_source {
     PL_SIM_SOURCE_SEED = 0,  /* seeded PRNG */
     PL_SIM_SOURCE_BYTES = 1, /* a byte buffer (libFuzzer input) */
     PL_SIM_SOURCE_LIST = 2,  /* a recorded decision list (replay, shrink) */
+    PL_SIM_SOURCE_LIST_BY_KIND = 3, /* the same list, each decision kind reading its
+                                       own sub-list: edits of one kind leave the
+                                       others aligned (the shrinker's candidates) */
 } pl_sim_source;
 
 typedef struct pl_sim_options {
