@@ -52,7 +52,7 @@ void pl__executor_io_count(pl_executor *ex, int delta);
 uint32_t pl__executor_decide(pl_executor *ex, pl_decision_kind kind, uint32_t n, uint64_t key);
 const pl_observer *pl__executor_observer(const pl_executor *ex, void **ud);
 
-/* The executor's timer heap: an array-backed 4-ary min-heap ordered by
+/* The executor's timer heap: an array-backed 8-ary min-heap ordered by
  * (fire_ns, seq). A slot keeps the key next to the timer pointer, so
  * sifting compares without touching the timers (scattered through task
  * allocations); timers record their slot, so one is removed in

@@ -1,10 +1,9 @@
 /* sim/src/oracle.c: the waker-contract oracles.
  *
- * The executor reports every spawn, poll, wake and waker clone through
- * its observer hooks; this file turns them into trace events (clones and
- * drops are only counted: they follow from the polls and would double
- * the hashing on the hot path) and checks
- * the contract at the moment it breaks (orphan, misuse, livelock) or at
+ * The executor reports every spawn, poll and wake through its observer
+ * hooks and counts waker clones in the task header (pl_task_head); this
+ * file turns the hooks into trace events and checks the contract at the
+ * moment it breaks (orphan, misuse, livelock) or at
  * quiescence (stale wakers, lost wakeups, deadlock) and at the end of a
  * run (leaks, pl_eventually). Only task ids and counters enter the
  * trace: never a pointer.
