@@ -79,8 +79,8 @@ typedef enum pl__trace_kind {
     PL__EV_WAKE = 4,
     PL__EV_WAKE_STALE = 5,
     PL__EV_WAKE_DEDUP = 6,
-    PL__EV_WAKER_CLONE = 7,
-    PL__EV_WAKER_DROP = 8,
+    PL__EV_WAKER_CLONE = 7, /* reserved: clones are counted, not traced */
+    PL__EV_WAKER_DROP = 8,  /* reserved: likewise */
     PL__EV_TIMER_ARM = 9,
     PL__EV_TIMER_FIRE = 10,
     PL__EV_IO_READY = 11,
