@@ -303,11 +303,10 @@ static const char *task_label(char *buf, size_t len, uint64_t task,
     if (task == PL__TRACE_NO_TASK || task > UINT32_MAX) {
         return "-";
     }
+    /* Tasks often share a name (workers spawned in a loop): the id keeps
+     * them apart. */
     const char *name = fn != NULL ? fn(ud, (uint32_t)task) : NULL;
-    if (name != NULL) {
-        return name;
-    }
-    snprintf(buf, len, "task-%" PRIu64, task);
+    snprintf(buf, len, "%s#%" PRIu64, name != NULL ? name : "task", task);
     return buf;
 }
 

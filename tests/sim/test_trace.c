@@ -301,14 +301,14 @@ LEAK_TEST(output, text_timeline)
         lines += *p == '\n';
     }
     cr_assert_eq(lines, 11);
-    cr_assert(strstr(text, "       3      1.234ms poll         relay-\"2\"    poll=1 gen=0\n") !=
+    cr_assert(strstr(text, "       3      1.234ms poll         relay-\"2\"#2  poll=1 gen=0\n") !=
                   NULL,
               "%s", text);
     cr_assert(strstr(text, "decision     -            schedule n=3 value=1\n") != NULL, "%s",
               text);
-    cr_assert(strstr(text, "spawn        main         parent=-\n") != NULL, "%s", text);
-    cr_assert(strstr(text, "spawn        relay-\"2\"    parent=main\n") != NULL, "%s", text);
-    cr_assert(strstr(text, "task-7") != NULL, "%s", text);
+    cr_assert(strstr(text, "spawn        main#1       parent=-\n") != NULL, "%s", text);
+    cr_assert(strstr(text, "spawn        relay-\"2\"#2  parent=main#1\n") != NULL, "%s", text);
+    cr_assert(strstr(text, "task#7") != NULL, "%s", text);
     cr_assert(strstr(text, "-0.005ms finding") != NULL, "%s", text);
     free(text);
     pl__trace_destroy(t);
@@ -485,7 +485,7 @@ LEAK_TEST(output, chrome_json_is_well_formed)
                            "\"tid\":7,") != NULL,
               "%s", text);
     cr_assert_eq(count_of(text, "\"ph\":\"M\""), 2);
-    cr_assert(strstr(text, "\"args\":{\"name\":\"relay-\\\"2\\\"\"}") != NULL, "%s", text);
+    cr_assert(strstr(text, "\"args\":{\"name\":\"relay-\\\"2\\\"#2\"}") != NULL, "%s", text);
     cr_assert(strstr(text, "\"kind\":\"schedule\",\"n\":3,\"value\":1") != NULL, "%s", text);
     cr_assert(strstr(text, "\"ts\":-5.000") != NULL, "%s", text);
     /* Every event object carries the required fields (the thread_name
