@@ -206,7 +206,6 @@ int pl_executor_create(pl_executor **out, const pl_executor_options *opts)
 static void task_free(pl_task *t);
 static void task_cancel(pl_task *t);
 static inline void task_release(pl_task *t);
-static void drain_remote_list(pl_executor *ex);
 
 void pl_executor_destroy(pl_executor *ex)
 {
@@ -218,7 +217,7 @@ void pl_executor_destroy(pl_executor *ex)
     /* Whatever is still referenced after the cancellations is freed by
      * force: the executor owns every task's memory. */
     pl_executor_cancel_all(ex);
-    drain_remote_list(ex);
+    (void)pl__executor_drain_remote(ex);
     while (ex->tasks_len > 0) {
         task_free(ex->tasks[ex->tasks_len - 1]);
     }
@@ -982,7 +981,7 @@ void pl__future_misuse(pl_future *f, int what)
 
 /* A site's key must be the same in every build of the same source, so it
  * hashes the file's base name and line, never an address. */
-static uint64_t site_key(const char *file, int line)
+uint64_t pl_site_key(const char *file, int line)
 {
     const char *base = strrchr(file, '/');
     base = base != NULL ? base + 1 : file;
@@ -999,7 +998,7 @@ bool pl__buggify(pl_context *cx, const char *file, int line)
     if (ex->decide == NULL) {
         return false;
     }
-    return pl__executor_decide(ex, PL_DECIDE_BUGGIFY_FIRE, 2, site_key(file, line)) != 0;
+    return pl__executor_decide(ex, PL_DECIDE_BUGGIFY_FIRE, 2, pl_site_key(file, line)) != 0;
 }
 
 /* ---- Remote wakers ---------------------------------------------------- */
@@ -1077,4 +1076,3 @@ size_t pl__executor_drain_remote(pl_executor *ex)
     return deliver_remote(ex, list);
 }
 
-static void drain_remote_list(pl_executor *ex) { (void)pl__executor_drain_remote(ex); }

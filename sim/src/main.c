@@ -46,6 +46,7 @@
 #include "cli.h"
 #include "decide.h"
 #include "digits.h"
+#include "hashset.h"
 #include "replay.h"
 #include "shrink.h"
 #include "sim_internal.h"
@@ -71,7 +72,6 @@ enum {
 #define PROGRESS_TTY_MS 1000
 #define PROGRESS_PIPE_MS 10000
 #define JOBS_DEFAULT_MAX 64u
-#define HASHSET_MAX ((size_t)1 << 22)
 
 /* ======================================================================
  * Pure helpers (declared in cli.h, unit-tested)
@@ -1815,60 +1815,6 @@ static int write_lost_replay(const run_opts *o, report *rp, const shared_rec *re
  * `run`: the parent's side of a campaign
  * ==================================================================== */
 
-/* Distinct trace hashes: open addressing, 0 kept aside as the empty mark. */
-typedef struct hashset {
-    uint64_t *slots;
-    size_t cap;   /* power of two, or 0 */
-    size_t count; /* distinct values, zero included */
-    bool zero;
-    bool full;    /* stopped growing: count is a lower bound */
-} hashset;
-
-static bool hashset_put_slot(uint64_t *slots, size_t cap, uint64_t h)
-{
-    size_t i = (size_t)(h * 0x9e3779b97f4a7c15u) & (cap - 1);
-    while (slots[i] != 0) {
-        if (slots[i] == h) {
-            return false;
-        }
-        i = (i + 1) & (cap - 1);
-    }
-    slots[i] = h;
-    return true;
-}
-
-static bool hashset_grow(hashset *s)
-{
-    size_t cap = s->cap == 0 ? 1024 : s->cap * 2;
-    uint64_t *slots = cap <= HASHSET_MAX ? calloc(cap, sizeof *slots) : NULL;
-    if (slots == NULL) {
-        s->full = true;
-        return false;
-    }
-    for (size_t i = 0; i < s->cap; i++) {
-        if (s->slots[i] != 0) {
-            hashset_put_slot(slots, cap, s->slots[i]);
-        }
-    }
-    free(s->slots);
-    s->slots = slots;
-    s->cap = cap;
-    return true;
-}
-
-static void hashset_add(hashset *s, uint64_t h)
-{
-    if (h == 0) {
-        s->count += !s->zero;
-        s->zero = true;
-        return;
-    }
-    if (s->full || ((s->count + 1) * 2 > s->cap && !hashset_grow(s))) {
-        return;
-    }
-    s->count += hashset_put_slot(s->slots, s->cap, h);
-}
-
 typedef enum kill_reason { KILL_NONE, KILL_STOP, KILL_WATCHDOG } kill_reason;
 
 typedef struct worker {
@@ -1898,7 +1844,7 @@ typedef struct campaign {
     uint64_t findings;       /* findings reported */
     uint64_t limit;          /* lowest seed with a finding; UINT64_MAX: none */
     report *first;           /* the lowest-seed finding */
-    hashset hashes;
+    pl__hashset hashes;
     uint64_t *sites;         /* hits, reached per pl_sometimes site, summed */
     size_t nsites;
     uint32_t sites_expected; /* seed workers started */
@@ -2181,7 +2127,7 @@ static void on_message(campaign *cp, worker *w, const msg_head *h, const uint8_t
         memcpy(&hash, payload, sizeof hash);
         w->running = false;
         cp->done++;
-        hashset_add(&cp->hashes, hash);
+        pl__hashset_add(&cp->hashes, hash);
     } else if (h->type == MSG_FINDING && h->len == sizeof(msg_finding)) {
         msg_finding *m = malloc(sizeof *m); /* aligned copy */
         if (m != NULL) {

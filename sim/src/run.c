@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hashset.h"
 #include "replay.h"
 #include "sim_internal.h"
 
@@ -419,31 +420,6 @@ int pl_sim_replay_file(const char *path, pl_sim_result *out, char *err, size_t e
 
 /* ---- Campaigns -------------------------------------------------------- */
 
-typedef struct hash_set {
-    uint64_t *slots;
-    size_t cap;
-    size_t len;
-} hash_set;
-
-/* Counts distinct hashes up to a fixed capacity (a gauge of exploration,
- * not an exact census past 65536). */
-static void hash_set_add(hash_set *h, uint64_t v)
-{
-    if (h->slots == NULL || h->len * 2 >= h->cap) {
-        return;
-    }
-    v |= 1; /* 0 marks an empty slot */
-    size_t i = (size_t)(v ^ (v >> 31)) & (h->cap - 1);
-    while (h->slots[i] != 0) {
-        if (h->slots[i] == v) {
-            return;
-        }
-        i = (i + 1) & (h->cap - 1);
-    }
-    h->slots[i] = v;
-    h->len++;
-}
-
 int pl_sim_campaign(const pl_scenario *sc, uint64_t seed_lo, uint64_t seed_hi,
                     const pl_sim_options *opts, bool stop_at_first, pl_campaign_result *out)
 {
@@ -455,7 +431,7 @@ int pl_sim_campaign(const pl_scenario *sc, uint64_t seed_lo, uint64_t seed_hi,
         pl_sim_options_default(&o);
     }
     o.source = PL_SIM_SOURCE_SEED;
-    hash_set hs = {calloc(131072, sizeof(uint64_t)), 131072, 0};
+    pl__hashset hs = {.cap_max = (size_t)1 << 17}; /* 65536 distinct tracked */
     for (uint64_t seed = seed_lo; seed <= seed_hi; seed++) {
         o.seed = seed;
         pl_sim_result r;
@@ -466,7 +442,7 @@ int pl_sim_campaign(const pl_scenario *sc, uint64_t seed_lo, uint64_t seed_hi,
             return rc;
         }
         out->runs++;
-        hash_set_add(&hs, r.hash);
+        pl__hashset_add(&hs, r.hash);
         if (r.finding.kind == PL_FINDING_NONE) {
             out->clean++;
         } else if (out->findings++ == 0) {
@@ -478,7 +454,7 @@ int pl_sim_campaign(const pl_scenario *sc, uint64_t seed_lo, uint64_t seed_hi,
             break;
         }
     }
-    out->distinct_hashes = hs.len;
+    out->distinct_hashes = hs.count;
     free(hs.slots);
     return 0;
 }

@@ -450,17 +450,6 @@ void pl__sim_finish(pl__sim *s)
 
 /* ---- Properties ------------------------------------------------------- */
 
-static uint64_t site_key(const char *file, int line)
-{
-    const char *base = strrchr(file, '/');
-    base = base != NULL ? base + 1 : file;
-    uint64_t h = 1469598103934665603ull;
-    for (const char *p = base; *p != '\0'; p++) {
-        h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    }
-    return (h ^ (uint64_t)(uint32_t)line) * 1099511628211ull;
-}
-
 static const pl_task *running_task(pl__sim *s)
 {
     return s->polling != 0 ? s->tasks[s->polling].task : NULL;
@@ -488,7 +477,7 @@ void pl__eventually(bool ok, const char *msg, const char *file, int line)
         return;
     }
     bool created;
-    pl__site *site = pl__site_lookup(&s->eventually, site_key(file, line), &created);
+    pl__site *site = pl__site_lookup(&s->eventually, pl_site_key(file, line), &created);
     if (site != NULL) {
         site->last_ok = ok;
         site->msg = msg;

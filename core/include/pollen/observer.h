@@ -93,6 +93,11 @@ uint32_t pl_task_waker_gen(const pl_task *t);
  * being polled. Observed executors only. */
 bool pl_task_cloned_elsewhere(const pl_task *t);
 
+/* The identity of a source site (PL_BUGGIFY, properties): a hash of the
+ * file's base name and the line, the same in every build of the same
+ * source. PL_DECIDE_BUGGIFY_FIRE decisions carry it as their key. */
+uint64_t pl_site_key(const char *file, int line);
+
 /* Size of the task's future copy (pl_task_future gives its bytes). */
 size_t pl_task_future_size(const pl_task *t);
 
