@@ -31,6 +31,7 @@ enum task_flag {
     TASK_ABORT_IN_POLL = 1u << 2, /* aborted during its own poll */
     TASK_QUEUED = 1u << 3,        /* linked in the ready queue */
     TASK_CLONED_ELSEWHERE = 1u << 4, /* latest waker clone made outside its own poll */
+    TASK_BACKGROUND = 1u << 5,    /* does not keep pl_run going (pl_task_set_background) */
 };
 
 struct pl_task {
@@ -83,6 +84,8 @@ struct pl_executor {
     uint32_t tasks_len;
     uint32_t tasks_cap;
     size_t live;         /* tasks not yet finished */
+    size_t live_background; /* of which marked background */
+    const pl_poll_watch *watch; /* handed to observed polls; NULL in production */
     uint32_t next_id;
 
     pl_time now;
@@ -192,6 +195,7 @@ int pl_executor_create(pl_executor **out, const pl_executor_options *opts)
     ex->obs = opts->observer;
     ex->obs_ud = opts->observer_ud;
     ex->rotate = opts->rotate_wakers;
+    ex->watch = opts->poll_watch;
     ex->waker_vtable = ex->obs == NULL && !ex->rotate ? &fast_waker_vtable : &task_waker_vtable;
     ex->budget = opts->polls_per_tick_max ? opts->polls_per_tick_max : 128;
 
@@ -324,6 +328,24 @@ const char *pl_task_name(const pl_task *t)
     }
     return ((const pl_future *)(const void *)t->future)->vtable->name;
 }
+
+void pl_task_set_background(pl_task *t, bool background)
+{
+    bool was = (t->flags & TASK_BACKGROUND) != 0;
+    if (was == background) {
+        return;
+    }
+    t->flags = (uint8_t)(background ? t->flags | TASK_BACKGROUND : t->flags & ~TASK_BACKGROUND);
+    if (t->state < TASK_DONE) {
+        PL_ASSERT(background || t->ex->live_background > 0);
+        t->ex->live_background = background ? t->ex->live_background + 1
+                                             : t->ex->live_background - 1;
+    }
+}
+
+bool pl_task_is_background(const pl_task *t) { return (t->flags & TASK_BACKGROUND) != 0; }
+
+size_t pl_executor_live_background(const pl_executor *ex) { return ex->live_background; }
 
 void pl_task_set_abortable(pl_task *t, bool abortable)
 {
@@ -543,6 +565,10 @@ static void task_finish(pl_task *t, uint8_t state)
     t->state = state;
     PL_ASSERT(ex->live > 0);
     ex->live--;
+    if (t->flags & TASK_BACKGROUND) {
+        PL_ASSERT(ex->live_background > 0);
+        ex->live_background--;
+    }
     wake_joiner(t);
     if (!(t->flags & TASK_QUEUED)) {
         task_release(t);
@@ -728,7 +754,7 @@ pl_waker pl_waker_noop(void) { return (pl_waker){&noop_vtable, NULL, 0, 0}; }
 
 static pl_poll_result poll_task(pl_executor *ex, pl_task *t, bool probe)
 {
-    pl_context cx = {task_waker(t), ex, t};
+    pl_context cx = {task_waker(t), ex, t, ex->watch};
     pl_task *outer = ex->running;
     uint8_t prior = t->state;
     t->state = TASK_RUNNING;
@@ -794,7 +820,7 @@ static inline void poll_fast(pl_executor *ex, pl_task *t)
         task_release(t);
         return;
     }
-    pl_context cx = {{&fast_waker_vtable, t, t->head.gen, 0}, ex, t};
+    pl_context cx = {{&fast_waker_vtable, t, t->head.gen, 0}, ex, t, NULL};
     t->state = TASK_RUNNING;
     t->head.polls++;
     ex->running = t;
@@ -893,16 +919,20 @@ static int run_loop(pl_executor *ex, pl_task *until)
             rc = 0;
             break;
         }
+        if (ex->live_background > 0 && ex->live == ex->live_background && until == NULL) {
+            rc = 0; /* only background work is left */
+            break;
+        }
         rc = tick(ex, until);
         if (rc <= 0) {
             break;
         }
     }
     current_executor = saved;
-    if (rc == 0 && ex->live > 0 && (until == NULL || until->state < TASK_DONE)) {
+    if (rc == 0 && ex->live > ex->live_background && (until == NULL || until->state < TASK_DONE)) {
         rc = PL_EDEADLK;
     }
-    if (rc == PL_EDEADLK && ex->live == 0) {
+    if (rc == PL_EDEADLK && ex->live == ex->live_background) {
         rc = 0;
     }
     return rc;
@@ -963,6 +993,54 @@ static void join_drop(pl_future *f)
 }
 
 const pl_future_vtable pl__join_vtable = {"join", join_poll, join_drop};
+
+/* ---- Timers seen from the simulator ---------------------------------- */
+
+/* The task a timer's waker wakes, or NULL for a waker that is not one of
+ * this executor's task wakers (a user's own waker, an empty slot). */
+static pl_task *timer_task(const pl_executor *ex, const pl_timer *tm)
+{
+    const pl_waker *w = &tm->waker;
+    if (w->vtable != &task_waker_vtable && w->vtable != &fast_waker_vtable) {
+        return NULL;
+    }
+    pl_task *t = w->data;
+    return t->ex == ex ? t : NULL;
+}
+
+pl_task *pl_executor_next_timer_task(const pl_executor *ex, uint64_t *seq)
+{
+    if (ex->timers.len == 0) {
+        return NULL;
+    }
+    *seq = ex->timers.items[0].seq;
+    return timer_task(ex, ex->timers.items[0].t);
+}
+
+bool pl_executor_timers_wake_foreground(const pl_executor *ex)
+{
+    for (uint32_t i = 0; i < ex->timers.len; i++) {
+        const pl_task *t = timer_task(ex, ex->timers.items[i].t);
+        if (t == NULL || (t->state < TASK_DONE && !(t->flags & TASK_BACKGROUND))) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* ---- Watched polls ---------------------------------------------------- */
+
+pl_poll_result pl__poll_watched(pl_future *f, pl_context *cx)
+{
+    const pl_poll_watch *w = cx->watch;
+    w->enter(w->ud, f);
+    pl_poll_result r = f->vtable->poll(f, cx);
+    if (r == PL_READY) {
+        f->flags |= PL_FUTURE_DONE;
+    }
+    w->leave(w->ud, f, r);
+    return r;
+}
 
 /* ---- Misuse and buggify ----------------------------------------------- */
 

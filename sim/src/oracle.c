@@ -85,6 +85,10 @@ static void on_poll_begin(void *ud, pl_task *t, uint32_t gen, bool probe)
     s->polling = tid(t);
     s->woken_in_poll = false;
     s->woke_other = false;
+    s->sub_polls = 0;
+    if (!probe) {
+        info(s, t)->waits_len = 0;
+    }
     if (s->stale_tasks > 0) {
         /* Only then can a task have stale wakes to forget: the common
          * poll does not touch its (cold) table entry at all. */
@@ -228,6 +232,44 @@ static void on_misuse(void *ud, pl_task *running, const char *name, pl_misuse wh
                         "future '%s' was polled after it returned READY (or after its drop)",
                         name);
     }
+}
+
+/* ---- The poll watch --------------------------------------------------- */
+
+static void on_enter(void *ud, pl_future *f)
+{
+    pl__sim *s = ud;
+    (void)f;
+    s->poll_depth++;
+    s->sub_polls++;
+}
+
+static void on_leave(void *ud, pl_future *f, pl_poll_result r)
+{
+    pl__sim *s = ud;
+    (void)f;
+    (void)r;
+    s->poll_depth--;
+}
+
+/* A declaration outlives the poll that made it: the task stays parked on
+ * it until its next poll, which forgets it (on_poll_begin). */
+static void on_wait(void *ud, const pl_wait *w)
+{
+    pl__sim *s = ud;
+    if (s->polling == 0 || s->polling_probe) {
+        return; /* a probe's declarations would double those of the real poll */
+    }
+    pl__task_info *ti = &s->tasks[s->polling];
+    if (ti->waits_len < PL__WAITS_MAX) {
+        ti->waits[ti->waits_len] = *w;
+    }
+    ti->waits_len++;
+}
+
+void pl__oracle_watch_init(pl__sim *s)
+{
+    s->watch = (pl_poll_watch){s, on_enter, on_leave, on_wait};
 }
 
 const pl_observer pl__sim_observer = {

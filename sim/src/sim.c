@@ -414,6 +414,8 @@ int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o, cha
     eo.observer = &pl__sim_observer;
     eo.observer_ud = s;
     eo.rotate_wakers = o->rotate_wakers;
+    pl__oracle_watch_init(s);
+    eo.poll_watch = &s->watch;
     eo.timer_late_max = 4;
     eo.timer_late_quantum_ns = PL_MS;
     rc = pl_executor_create(&s->ex, &eo);

@@ -79,6 +79,9 @@ ssize_t pl__reactor_recvfrom(pl__reactor *r, int handle, void *buf, size_t len,
 
 /* ---- The simulator instance ------------------------------------------ */
 
+/* Wait conditions a parked task declared in its latest poll (pl_wait_declare). */
+#define PL__WAITS_MAX 4
+
 /* What the oracles know of one task, indexed by task id. */
 typedef struct pl__task_info {
     pl_task *task;          /* NULL once freed; never hashed */
@@ -90,6 +93,9 @@ typedef struct pl__task_info {
     uint32_t last_stale_gen;
     uint64_t parked_step;   /* step of its latest PENDING */
     pl_time parked_ns;
+    uint32_t waits_len;     /* declared in the latest poll; more than PL__WAITS_MAX
+                               keeps the first ones */
+    pl_wait waits[PL__WAITS_MAX];
 } pl__task_info;
 
 /* A PL_BUGGIFY site or a pl_eventually site seen in this run. */
@@ -131,6 +137,10 @@ struct pl__sim {
     uint32_t tasks_spawned;
     uint32_t stale_tasks;   /* tasks whose stale_wakes is not 0 */
 
+    pl_poll_watch watch;    /* handed to every poll (pl_context.watch) */
+    uint32_t poll_depth;    /* pl_poll nesting inside the current task poll */
+    uint64_t sub_polls;     /* pl_poll calls inside the current task poll */
+
     uint32_t polling;       /* id of the task being polled; 0: none */
     bool polling_probe;
     bool woken_in_poll;     /* the polled task was woken during its poll */
@@ -154,6 +164,8 @@ void pl__sim_finish(pl__sim *s);
 
 /* Oracles (oracle.c). */
 extern const pl_observer pl__sim_observer;
+/* The poll watch's hooks (oracle.c), installed in s->watch by pl__sim_init. */
+void pl__oracle_watch_init(pl__sim *s);
 /* Quiescence: stale wakers, then probes, then deadlock. */
 void pl__oracle_quiescence(pl__sim *s);
 /* End of a clean run: eventually sites, waker and task leaks. */

@@ -41,7 +41,7 @@ static const pl_waker_vtable tw_vtable = {tw_clone, tw_wake, tw_wake_by_ref, tw_
 
 static pl_poll_result poll_as(void *fut, tw *t)
 {
-    pl_context cx = {{&tw_vtable, t, 1, 0}, NULL, NULL};
+    pl_context cx = {{&tw_vtable, t, 1, 0}, NULL, NULL, NULL};
     return pl_poll((pl_future *)fut, &cx);
 }
 

@@ -295,7 +295,7 @@ Test(coroutine, spurious_polls_do_not_advance_and_yield_wakes_itself)
     pl_notify_init(&st.n[1]);
     pl_notify_init(&st.n[2]);
     stepper s = {.base = PL_FUTURE_INIT(&stepper_vtable), .st = &st};
-    pl_context cx = {{&counting_vtable, NULL, 1, 0}, NULL, NULL};
+    pl_context cx = {{&counting_vtable, NULL, 1, 0}, NULL, NULL, NULL};
     trace_len = 0;
     manual_wakes = 0;
     cr_assert_eq(pl_poll(&s.base, &cx), PL_PENDING);

@@ -318,7 +318,7 @@ Test(executor, block_on_reports_deadlock)
 Test(executor, poll_after_ready_aborts_in_production, .signal = SIGABRT)
 {
     yielder y = make_yielder(0, 0);
-    pl_context cx = {pl_waker_noop(), NULL, NULL};
+    pl_context cx = {pl_waker_noop(), NULL, NULL, NULL};
     cr_assert_eq(pl_poll(&y.base, &cx), PL_READY);
     pl_poll(&y.base, &cx);
 }

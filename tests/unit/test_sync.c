@@ -69,7 +69,7 @@ static const pl_waker_vtable tw_vtable = {tw_clone, tw_wake, tw_wake_by_ref, tw_
 
 static pl_context cx_of(tw *t, uint32_t gen)
 {
-    return (pl_context){{&tw_vtable, t, gen, 0}, NULL, NULL};
+    return (pl_context){{&tw_vtable, t, gen, 0}, NULL, NULL, NULL};
 }
 
 static pl_poll_result poll_as(void *fut, tw *t)
@@ -325,7 +325,7 @@ Test(sync, notify_waiters_ignores_waiters_registered_during_the_call)
     tw a = {.id = 1};
     reentrant_fut = pl_notified_init(&n);
     pl_notified fa = pl_notified_init(&n);
-    pl_context cx = {{&reentrant_vtable, &a, 1, 0}, NULL, NULL};
+    pl_context cx = {{&reentrant_vtable, &a, 1, 0}, NULL, NULL, NULL};
     cr_assert_eq(pl_poll(&fa.base, &cx), PL_PENDING);
     pl_notify_waiters(&n);
     cr_assert_eq(a.wakes, 1);

@@ -50,6 +50,8 @@ typedef struct pl_executor_options {
     pl_time timer_late_quantum_ns; /* one lateness step */
     bool rotate_wakers;           /* fresh waker identity per poll; wakes through a
                                      superseded waker are reported, not delivered */
+    const pl_poll_watch *poll_watch; /* NULL in production: handed to every poll
+                                        context (pl_context.watch) */
 } pl_executor_options;
 
 /* Fills every field with its default. */
@@ -80,6 +82,19 @@ int pl_spawn(pl_executor *ex, const pl_future *fut, size_t size, const char *nam
 /* Marks a task abortable: under the simulator, a decision may cancel it
  * while it is woken but not yet polled, to exercise drop paths. */
 void pl_task_set_abortable(pl_task *t, bool abortable);
+
+/* Marks a task background (a ticker, an accept loop, a metrics flusher):
+ * work that runs for as long as the program does and that the rest of
+ * the program never waits for. Background tasks do not keep pl_run from
+ * returning: it returns 0 once every foreground task has finished, and
+ * pl_executor_destroy (or pl_executor_cancel_all) cancels the background
+ * tasks still alive. Under the simulator the foreground tasks are judged
+ * (probed for lost wakeups and deadlocks) as soon as nothing but
+ * background work can happen, while the background tasks still run; so
+ * mark a task background only if no foreground task ever waits for it.
+ * Allowed any time on the executor thread, from a poll too. */
+void pl_task_set_background(pl_task *t, bool background);
+bool pl_task_is_background(const pl_task *t);
 
 pl_task *pl_task_ref(pl_task *t);   /* another reference to the same task */
 void pl_task_release(pl_task *t);   /* NULL is allowed */
@@ -118,8 +133,9 @@ static inline pl_join pl_join_init(pl_task *t)
 }
 
 /* Runs until idle: no runnable task, no armed timer, no registered I/O
- * source and no outstanding remote waker. Returns 0 when every task
- * finished, PL_EDEADLK when tasks remain that nothing can wake,
+ * source and no outstanding remote waker; or, when background tasks
+ * exist, until every foreground task has finished (pl_task_set_background).
+ * Returns 0 when every (foreground) task finished, PL_EDEADLK when tasks remain that nothing can wake,
  * PL_ECANCELED after pl_executor_stop, or a system error. Not from a poll. */
 int pl_run(pl_executor *ex);
 

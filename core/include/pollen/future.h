@@ -37,13 +37,47 @@ typedef struct pl_executor pl_executor;
 typedef struct pl_task pl_task;
 typedef struct pl_future pl_future;
 
+typedef struct pl_poll_watch pl_poll_watch;
+
 /* What a poll receives. Read-only for futures; valid only during the
  * poll it was passed to. Clone `waker` to keep it. */
 typedef struct pl_context {
     pl_waker waker;     /* wakes the task being polled */
     pl_executor *ex;    /* the executor running the task */
     pl_task *task;      /* the task being polled */
+    const pl_poll_watch *watch; /* NULL in production; see pl_poll_watch */
 } pl_context;
+
+/* A wait condition: what a parked future waits for, declared with
+ * pl_wait_declare just before it returns PL_PENDING. pollen's own
+ * primitives declare theirs; user futures may. Under the simulator a
+ * parked task whose declared condition holds at a probe point is a
+ * finding (it waits for something that is already there, and nobody
+ * woke it). The struct is copied; `subject` must stay valid while the
+ * task stays parked (the primitive outlives its waiters). */
+typedef struct pl_wait {
+    const char *object;    /* what is waited on, in words: "semaphore" */
+    const char *condition; /* what for, in words: "a permit is free" */
+    const void *subject;   /* the primitive, handed to holds() */
+    /* True when the condition holds now. Must not change anything; may
+     * say how it holds in why (e.g. "2 permits are free"). */
+    bool (*holds)(const void *subject, char *why, size_t why_len);
+    const char *file;      /* where it was declared (__FILE__, __LINE__) */
+    int line;
+} pl_wait;
+
+/* Hooks an observed executor attaches to every poll context (the
+ * simulator's oracles use them). NULL in production, where each use
+ * below is one predictable branch. Called on the executor thread. */
+struct pl_poll_watch {
+    void *ud;
+    /* A pl_poll of `f` begins / ends (the task's own future included:
+     * nesting gives the chain of futures a task is parked in). */
+    void (*enter)(void *ud, pl_future *f);
+    void (*leave)(void *ud, pl_future *f, pl_poll_result r);
+    /* pl_wait_declare: the future being polled waits for *w. */
+    void (*wait)(void *ud, const pl_wait *w);
+};
 
 typedef struct pl_future_vtable {
     const char *name; /* shown in traces and findings; never NULL */
@@ -72,6 +106,9 @@ struct pl_future {
 void pl__future_misuse(pl_future *f, int what);
 enum { PL__MISUSE_POLL_AFTER_READY = 1, PL__MISUSE_DOUBLE_DROP = 2 };
 
+/* pl_poll under a watch: enter, poll, leave. Internal. */
+pl_poll_result pl__poll_watched(pl_future *f, pl_context *cx);
+
 /* Polls `f` once. Returns PL_READY (and marks it done) or PL_PENDING.
  * Allowed from within a poll (to poll a child) and from the executor.
  * Polling a done or dropped future is a contract violation. */
@@ -80,6 +117,9 @@ static inline pl_poll_result pl_poll(pl_future *f, pl_context *cx)
     if (f->flags != 0) {
         pl__future_misuse(f, PL__MISUSE_POLL_AFTER_READY);
         return PL_READY;
+    }
+    if (cx->watch != NULL) {
+        return pl__poll_watched(f, cx);
     }
     pl_poll_result r = f->vtable->poll(f, cx);
     if (r == PL_READY) {
@@ -115,6 +155,17 @@ static inline void pl_drop_child(pl_future *child)
 {
     if (child->vtable != NULL && (child->flags & PL_FUTURE_DROPPED) == 0) {
         pl_drop(child);
+    }
+}
+
+/* Declares what the future being polled waits for (see pl_wait). Free
+ * in production. Call it from a poll that is about to return PENDING;
+ * a later poll of the same task forgets it. Several may be declared (a
+ * select waits for any of its branches). */
+static inline void pl_wait_declare(pl_context *cx, const pl_wait *w)
+{
+    if (cx->watch != NULL) {
+        cx->watch->wait(cx->watch->ud, w);
     }
 }
 

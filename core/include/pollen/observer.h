@@ -124,6 +124,18 @@ size_t pl_executor_runnable_ids(const pl_executor *ex, uint32_t *ids, size_t max
 /* The earliest armed timer's firing time, or PL_TIME_NEVER. */
 pl_time pl_executor_next_timer(const pl_executor *ex);
 
+/* The task the earliest armed timer will wake (NULL: no timer, or its
+ * waker is not a task waker of this executor); *seq receives the
+ * timer's arming number when a timer is armed. */
+pl_task *pl_executor_next_timer_task(const pl_executor *ex, uint64_t *seq);
+
+/* True when some armed timer would wake a live foreground task (or a
+ * waker that is not a task's: it may lead anywhere). O(timers). */
+bool pl_executor_timers_wake_foreground(const pl_executor *ex);
+
+/* Live tasks marked background (pl_task_set_background). */
+size_t pl_executor_live_background(const pl_executor *ex);
+
 /* Called by a system's wait() to deliver remote wakes queued by other
  * threads. Returns how many were delivered. */
 size_t pl__executor_drain_remote(pl_executor *ex);
