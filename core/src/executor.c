@@ -1017,6 +1017,16 @@ pl_task *pl_executor_next_timer_task(const pl_executor *ex, uint64_t *seq)
     return timer_task(ex, ex->timers.items[0].t);
 }
 
+size_t pl_executor_timer_task_ids(const pl_executor *ex, uint32_t *ids, size_t max)
+{
+    size_t n = 0;
+    for (uint32_t i = 0; i < ex->timers.len && n < max; i++) {
+        const pl_task *t = timer_task(ex, ex->timers.items[i].t);
+        ids[n++] = t != NULL ? t->head.id : 0;
+    }
+    return n;
+}
+
 bool pl_executor_timers_wake_foreground(const pl_executor *ex)
 {
     for (uint32_t i = 0; i < ex->timers.len; i++) {

@@ -15,10 +15,11 @@ static const char *const kind_names[PL_DECIDE__COUNT] = {
     "schedule",     "io_order",      "timer_order", "timer_late",
     "spurious_wake", "spurious_poll", "wake_delay",  "cancel",
     "io_fault",     "io_latency",    "buggify_site", "buggify_fire",
+    "probe",
 };
 
 static const char kind_letters[PL_DECIDE__COUNT] = {
-    's', 'i', 't', 'l', 'w', 'p', 'd', 'c', 'f', 'j', 'b', 'B',
+    's', 'i', 't', 'l', 'w', 'p', 'd', 'c', 'f', 'j', 'b', 'B', 'q',
 };
 
 static const pl__dec_knob default_knobs[PL_DECIDE__COUNT] = {
@@ -34,6 +35,7 @@ static const pl__dec_knob default_knobs[PL_DECIDE__COUNT] = {
     [PL_DECIDE_IO_LATENCY] = {true, 4096},
     [PL_DECIDE_BUGGIFY_SITE] = {true, 16384},
     [PL_DECIDE_BUGGIFY_FIRE] = {true, 8192},
+    [PL_DECIDE_PROBE] = {true, 8192},
 };
 
 /* Kind names and letters ----------------------------------------------- */

@@ -27,6 +27,7 @@
  *     spurious_wake  on   1024     io_latency     on   4096
  *                                  buggify_site   on  16384
  *                                  buggify_fire   on   8192
+ *                                  probe          on   8192
  *
  * spurious_poll is off because extra polls hide lost wakeups; cancel is
  * off because it changes what a scenario computes.
@@ -196,7 +197,7 @@ const char *pl__dec_kind_name(uint32_t kind);
 /* The kind named text[0, len), or -1. */
 int pl__dec_kind_from_name(const char *text, size_t len);
 
-/* The one-letter code of a kind in replay files (s i t l w p d c f j b B,
+/* The one-letter code of a kind in replay files (s i t l w p d c f j b B q,
  * in enum order), or 0 for a kind out of range. */
 char pl__dec_kind_letter(uint32_t kind);
 

@@ -29,19 +29,43 @@ static uint32_t tpolls(const pl_task *t) { return pl_task_head_of(t)->polls; }
 static pl__task_info *info(pl__sim *s, const pl_task *t) { return &s->tasks[tid(t)]; }
 
 /* The executor counts waker clones in the task; a freed task has none. */
-static uint32_t live_clones(const pl__task_info *ti)
+uint32_t pl__oracle_live_clones(const pl__task_info *ti)
 {
     return ti->task != NULL ? pl_task_head_of(ti->task)->waker_clones : 0;
 }
 
 /* The task polling when the latest clone was made (0: outside polls). */
-static uint32_t clone_holder(const pl__task_info *ti, uint32_t id)
+uint32_t pl__oracle_clone_holder(const pl__task_info *ti, uint32_t id)
 {
     if (ti->task != NULL && !pl_task_cloned_elsewhere(ti->task)) {
         return id;
     }
     return ti->clone_holder;
 }
+
+bool pl__oracle_is_parked(const pl__task_info *ti)
+{
+    return ti->task != NULL && !pl_task_is_finished(ti->task) &&
+           !pl_task_is_scheduled(ti->task);
+}
+
+const char *pl__oracle_holder_name(pl__sim *s, uint32_t id)
+{
+    if (id == 0) {
+        return "outside any poll";
+    }
+    pl_task *h = s->tasks[id].task;
+    return h != NULL ? pl_task_name(h) : "a finished task";
+}
+
+const char *pl__run_name_of(const pl__sim *s, uint32_t id)
+{
+    if (id == 0 || id > s->tasks_spawned || s->tasks[id].name == NULL) {
+        return "?";
+    }
+    return s->tasks[id].name;
+}
+
 
 static int reserve_task(pl__sim *s, uint32_t id)
 {
@@ -86,8 +110,11 @@ static void on_poll_begin(void *ud, pl_task *t, uint32_t gen, bool probe)
     s->woken_in_poll = false;
     s->woke_other = false;
     s->sub_polls = 0;
+    s->firing_seq = 0;
     if (!probe) {
-        info(s, t)->waits_len = 0;
+        pl__task_info *ti = info(s, t);
+        ti->waits_len = 0;
+        ti->on_purpose = false;
     }
     if (s->stale_tasks > 0) {
         /* Only then can a task have stale wakes to forget: the common
@@ -97,7 +124,7 @@ static void on_poll_begin(void *ud, pl_task *t, uint32_t gen, bool probe)
         ti->stale_wakes = 0;
     }
     event(s, probe ? PL__EV_PROBE : PL__EV_POLL, s->polling, tpolls(t), gen);
-    if (++s->steps_since_progress > s->steps_max) {
+    if (!probe && ++s->steps_since_progress > s->steps_max) {
         pl__sim_finding(s, PL_FINDING_LIVELOCK, t,
                         "%llu polls without virtual time passing and without a task completing",
                         (unsigned long long)s->steps_max);
@@ -154,8 +181,12 @@ static void on_wake(void *ud, pl_task *t, uint32_t gen, bool by_ref, pl_task *ru
     uint32_t kind = PL__EV_WAKE;
     if (outcome == PL_WAKE_STALE) {
         kind = PL__EV_WAKE_STALE;
-        s->stale_tasks += info(s, t)->stale_wakes++ == 0;
-        info(s, t)->last_stale_gen = gen;
+        pl__task_info *ti = info(s, t);
+        s->stale_tasks += ti->stale_wakes++ == 0;
+        ti->last_stale_gen = gen;
+        ti->stale_step = s->step;
+        ti->stale_ns = s->now;
+        ti->stale_by = run_id;
     } else if (outcome == PL_WAKE_DEDUPED || outcome == PL_WAKE_FINISHED) {
         kind = PL__EV_WAKE_DEDUP;
     }
@@ -166,6 +197,10 @@ static void on_wake(void *ud, pl_task *t, uint32_t gen, bool by_ref, pl_task *ru
     }
     (void)by_ref;
     event(s, kind, id, gen, run_id);
+    if (s->follow.active && outcome == PL_WAKE_SCHEDULED) {
+        pl__follow_wake(s, id, run_id);
+    }
+    s->firing_seq = 0;
 }
 
 /* Called for clones made outside the task's own poll only. */
@@ -186,17 +221,46 @@ static void on_waker_drop(void *ud, pl_task *t, uint32_t gen)
                     pl_task_name(t));
 }
 
+/* Who armed timer #seq: a report names the timer that rescued a task and
+ * its author. Arming numbers are dense, so an array indexed by them. */
+static void note_armer(pl__sim *s, uint64_t seq)
+{
+    if (seq >= s->armers_cap) {
+        uint64_t cap = s->armers_cap ? s->armers_cap : 256;
+        while (cap <= seq) {
+            cap *= 2;
+        }
+        uint32_t *a = realloc(s->armers, (size_t)cap * sizeof *a);
+        if (a == NULL) {
+            return; /* the report then says "armed outside any poll" */
+        }
+        memset(a + s->armers_cap, 0, (size_t)(cap - s->armers_cap) * sizeof *a);
+        s->armers = a;
+        s->armers_cap = cap;
+    }
+    s->armers[seq] = s->polling;
+}
+
 static void on_timer_arm(void *ud, uint64_t seq, pl_time deadline_ns, pl_time fire_ns)
 {
     pl__sim *s = ud;
-    (void)deadline_ns;
     event(s, PL__EV_TIMER_ARM, s->polling, seq, (uint64_t)fire_ns);
+    note_armer(s, seq);
+    if (fire_ns > deadline_ns && s->polling != 0) {
+        /* A late timer: between its deadline and its firing the task's
+         * own clock check says "due" although nothing woke it yet; that is
+         * the lateness being simulated, not a lost wake (check_probe.c). */
+        pl__task_info *ti = &s->tasks[s->polling];
+        ti->late_from = deadline_ns;
+        ti->late_until = fire_ns > ti->late_until ? fire_ns : ti->late_until;
+    }
 }
 
 static void on_timer_fire(void *ud, uint64_t seq, pl_time now_ns)
 {
     pl__sim *s = ud;
     event(s, PL__EV_TIMER_FIRE, 0, seq, (uint64_t)now_ns);
+    s->firing_seq = seq;
 }
 
 static void on_complete(void *ud, pl_task *t)
@@ -267,9 +331,17 @@ static void on_wait(void *ud, const pl_wait *w)
     ti->waits_len++;
 }
 
+static void on_purpose(void *ud)
+{
+    pl__sim *s = ud;
+    if (s->polling != 0 && !s->polling_probe) {
+        s->tasks[s->polling].on_purpose = true;
+    }
+}
+
 void pl__oracle_watch_init(pl__sim *s)
 {
-    s->watch = (pl_poll_watch){s, on_enter, on_leave, on_wait};
+    s->watch = (pl_poll_watch){s, on_enter, on_leave, on_wait, on_purpose};
 }
 
 const pl_observer pl__sim_observer = {
@@ -286,130 +358,6 @@ const pl_observer pl__sim_observer = {
     .free = on_free,
     .misuse = on_misuse,
 };
-
-/* ---- Quiescence ------------------------------------------------------- */
-
-static bool is_parked(const pl__task_info *ti)
-{
-    return ti->task != NULL && !pl_task_is_finished(ti->task) &&
-           !pl_task_is_scheduled(ti->task);
-}
-
-static const char *holder_name(pl__sim *s, uint32_t id)
-{
-    if (id == 0) {
-        return "outside any poll";
-    }
-    pl_task *h = s->tasks[id].task;
-    return h != NULL ? pl_task_name(h) : "a finished task";
-}
-
-/* A task woken only through wakers a later poll superseded is stuck
- * because of where it stored its waker, not because of who woke it. */
-static bool find_stale(pl__sim *s)
-{
-    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
-        pl__task_info *ti = &s->tasks[id];
-        if (is_parked(ti) && ti->stale_wakes > 0) {
-            pl__sim_finding(
-                s, PL_FINDING_STALE_WAKER, ti->task,
-                "'%s' was woken %u time(s) only through the waker of its poll #%u, which its "
-                "later polls superseded; it kept a stale waker (compare with "
-                "pl_waker_will_wake and store the newest), so it is stuck since step %llu",
-                pl_task_name(ti->task), ti->stale_wakes, ti->last_stale_gen,
-                (unsigned long long)ti->parked_step);
-            return true;
-        }
-    }
-    return false;
-}
-
-/* One probe poll. Progress means the task could have run: it completed,
- * woke a task (itself included), or its state bytes changed. */
-static bool probe(pl__sim *s, pl__task_info *ti)
-{
-    size_t size = pl_task_future_size(ti->task);
-    unsigned char *before = malloc(size);
-    if (before == NULL) {
-        return false;
-    }
-    /* Our own reference keeps the task alive through the report: a probe
-     * that completes a task nobody holds a handle to frees it. */
-    pl_task *t = pl_task_ref(ti->task);
-    memcpy(before, pl_task_future(t), size);
-    uint64_t parked_step = ti->parked_step;
-    pl_time parked_ns = ti->parked_ns;
-    uint32_t polls = tpolls(t);
-    /* Read before the probe: a probe that completes drops the future, and
-     * with it the clones the report is about (and a spawn during the probe
-     * may move s->tasks, so ti is not used afterwards). */
-    uint32_t clones = live_clones(ti);
-    uint32_t holder = clone_holder(ti, tid(t));
-    pl_poll_result r = pl_executor_probe(s->ex, t);
-    bool changed = r == PL_READY || memcmp(before, pl_task_future(t), size) != 0;
-    bool woke = s->woken_in_poll || s->woke_other;
-    free(before);
-    if (changed || woke) {
-        const char *how = r == PL_READY ? "completed" : woke ? "woke a task" : "changed its state";
-        pl__sim_finding(
-            s, PL_FINDING_LOST_WAKEUP, t,
-            "'%s' parked at step %llu (%.3f ms) after poll #%u and was never woken, "
-            "yet a probe poll at quiescence %s: the event it waited for had happened. "
-            "Its waker clones alive: %u (latest made %s%s)",
-            pl_task_name(t), (unsigned long long)parked_step, (double)parked_ns / 1e6, polls, how,
-            clones, holder == tid(t) ? "by itself" : "while polling ",
-            holder == tid(t) ? "" : holder_name(s, holder));
-    }
-    pl_task_release(t);
-    return changed || woke;
-}
-
-static void report_deadlock(pl__sim *s)
-{
-    char list[768];
-    size_t used = 0;
-    size_t parked = 0;
-    const pl_task *first = NULL;
-    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
-        pl__task_info *ti = &s->tasks[id];
-        if (!is_parked(ti)) {
-            continue;
-        }
-        first = first != NULL ? first : ti->task;
-        parked++;
-        if (used < sizeof list - 1) {
-            int n = snprintf(list + used, sizeof list - used,
-                             "\n    '%s' (#%u) parked since step %llu, waker clones: %u "
-                             "(latest made while polling %s)",
-                             pl_task_name(ti->task), id, (unsigned long long)ti->parked_step,
-                             live_clones(ti), holder_name(s, clone_holder(ti, id)));
-            used += n > 0 ? (size_t)n : 0;
-        }
-    }
-    if (used >= sizeof list) {
-        used = sizeof list - 1;
-    }
-    list[used] = '\0';
-    pl__sim_finding(s, PL_FINDING_DEADLOCK, first,
-                    "%zu task(s) parked forever and no probe made progress:%s", parked, list);
-}
-
-void pl__oracle_quiescence(pl__sim *s)
-{
-    if (s->finding.kind != PL_FINDING_NONE || find_stale(s)) {
-        return;
-    }
-    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
-        pl__task_info *ti = &s->tasks[id];
-        s->polling_probe = true;
-        bool progress = is_parked(ti) && probe(s, ti);
-        s->polling_probe = false;
-        if (progress) {
-            return;
-        }
-    }
-    report_deadlock(s);
-}
 
 /* ---- End of run ------------------------------------------------------- */
 
@@ -429,11 +377,11 @@ void pl__oracle_leaks(pl__sim *s)
 {
     for (uint32_t id = 1; id <= s->tasks_spawned && s->finding.kind == PL_FINDING_NONE; id++) {
         pl__task_info *ti = &s->tasks[id];
-        if (live_clones(ti) > 0) {
+        if (pl__oracle_live_clones(ti) > 0) {
             pl__sim_finding(s, PL_FINDING_WAKER_LEAK, ti->task,
                             "%u clone(s) of the waker of task #%u were never dropped (latest "
                             "made while polling %s)",
-                            live_clones(ti), id, holder_name(s, clone_holder(ti, id)));
+                            pl__oracle_live_clones(ti), id, pl__oracle_holder_name(s, pl__oracle_clone_holder(ti, id)));
         } else if (ti->task != NULL) {
             pl__sim_finding(s, PL_FINDING_TASK_LEAK, ti->task,
                             "task '%s' (#%u) is still allocated at the end of the run: a handle "

@@ -187,12 +187,12 @@ static void judge(pl__sim *s, const pl_scenario *sc, void *state, int rc)
 {
     if (rc == PL_EDEADLK) {
         pl__oracle_quiescence(s);
-        if (s->finding.kind == PL_FINDING_DEADLOCK) {
-            annotate_deadlock(s, sc, state);
-        }
     } else if (rc < 0 && rc != PL_ECANCELED) {
         pl__sim_finding(s, PL_FINDING_ASSERTION, NULL, "the executor failed: %s",
                         pl_strerror(rc));
+    }
+    if (s->finding.kind == PL_FINDING_DEADLOCK || s->stuck_finding) {
+        annotate_deadlock(s, sc, state);
     }
     if (s->finding.kind != PL_FINDING_NONE) {
         return;
@@ -231,6 +231,62 @@ static void fill_result(pl__sim *s, pl_sim_result *out)
     }
 }
 
+/* What runs after the run was judged, in one order for every run: the
+ * tasks are cancelled (their drops release wakers and handles), then the
+ * scenario's teardown. */
+static void wind_down(pl__sim *s, const pl_scenario *sc, void *state)
+{
+    pl_executor_cancel_all(s->ex);
+    if (sc->teardown != NULL) {
+        sc->teardown(state);
+    }
+}
+
+/* A probe found that a task could have run although nothing woke it. A
+ * second run of the same decisions, in which that probe does not happen,
+ * shows what would have woken the task and when, so the report can say
+ * how late the rescue came without anything the probe did leaking into
+ * it. Runs only for such findings. */
+static void follow_up(const pl_scenario *sc, const pl__sim *first, pl_sim_result *out)
+{
+    const pl__run_record *rec = out->internal;
+    if (rec == NULL || rec->decisions_truncated || !first->opts.keep_decisions) {
+        return;
+    }
+    pl_sim_options o = first->opts;
+    o.source = PL_SIM_SOURCE_LIST;
+    o.decisions = rec->decisions;
+    o.decisions_len = rec->decisions_len;
+    o.strategy = "random"; /* the record holds every value; the knobs say which kinds */
+    o.knobs = rec->knobs;
+    o.keep_events = false;
+    o.keep_decisions = false;
+    pl__sim *s = calloc(1, sizeof *s);
+    void *state = calloc(1, sc->state_size ? sc->state_size : 1);
+    char err[128];
+    if (s == NULL || state == NULL || pl__sim_init(s, sc, &o, err, sizeof err) != 0) {
+        free(s);
+        free(state);
+        return;
+    }
+    s->follow = (pl__follow){.active = true, .task = first->follow_task,
+                             .point = first->follow_point};
+    if (sc->setup(s->ex, state) == 0) {
+        (void)pl_run(s->ex);
+    }
+    pl__follow f = s->follow;
+    uint32_t by = f.how == PL__WOKEN_BY_TIMER ? f.timer_armer : f.by_task;
+    char by_name[96] = "";
+    if (by != 0) {
+        snprintf(by_name, sizeof by_name, "'%s' (#%u)", pl__run_name_of(s, by), by);
+    }
+    wind_down(s, sc, state);
+    pl__sim_finish(s);
+    free(s);
+    free(state);
+    pl__follow_explain(&f, by != 0 ? by_name : NULL, out->finding.time_ns, &out->finding);
+}
+
 int pl_sim_run(const pl_scenario *sc, const pl_sim_options *opts, pl_sim_result *out)
 {
     memset(out, 0, sizeof *out);
@@ -259,16 +315,17 @@ int pl_sim_run(const pl_scenario *sc, const pl_sim_options *opts, pl_sim_result 
     } else {
         judge(s, sc, state, pl_run(s->ex));
     }
-    pl_executor_cancel_all(s->ex);
-    if (sc->teardown != NULL) {
-        sc->teardown(state);
-    }
+    s->judged = true;
+    wind_down(s, sc, state);
     if (s->finding.kind == PL_FINDING_NONE) {
         pl__oracle_leaks(s);
     }
     fill_result(s, out);
     out->internal = make_record(s, sc);
     pl__sim_finish(s);
+    if (s->follow_wanted) {
+        follow_up(sc, s, out);
+    }
     free(s);
     free(state);
     return 0;

@@ -183,23 +183,32 @@ static pl_task *parked_task(pl__sim *s, uint32_t id)
  * among the parked tasks would mean a scan of every task. Never at
  * quiescence: an extra poll there would hide exactly the lost wakeups
  * the probes look for. */
-static void inject_spurious(pl__sim *s)
+static void inject_spurious(pl__sim *s, bool at_point)
 {
     uint32_t n = s->tasks_spawned + 1;
     if (pl_executor_live_tasks(s->ex) == pl_executor_runnable(s->ex) || n < 2) {
         return;
     }
+    /* At a timer-quiescent point an injected wake or poll that lets a
+     * long-parked task progress is evidence that its real wake was lost:
+     * the task is probed first, and reported if it progresses. */
     pl_task *t = parked_task(s, pl__sim_choose(s, PL_DECIDE_SPURIOUS_WAKE, n, 0));
     if (t != NULL) {
+        if (at_point && pl__probe_before_injection(s, t)) {
+            return;
+        }
+        s->injecting = true;
         pl_executor_wake_task(s->ex, t);
+        s->injecting = false;
         return;
     }
     t = parked_task(s, pl__sim_choose(s, PL_DECIDE_SPURIOUS_POLL, n, 0));
-    if (t != NULL) {
-        s->polling_probe = true;
-        pl_executor_probe(s->ex, t);
-        s->polling_probe = false;
+    if (t == NULL || (at_point && pl__probe_before_injection(s, t))) {
+        return;
     }
+    s->polling_probe = true;
+    pl_executor_probe(s->ex, t);
+    s->polling_probe = false;
 }
 
 /* Remote wakes may be held back one wait at a time (delivery latency),
@@ -232,6 +241,7 @@ static int sim_wait(void *self, pl_executor *ex, pl_time deadline_ns)
     if (s->stopped) {
         return 0;
     }
+    s->firing_seq = 0;
     bool runnable = pl_executor_runnable(s->ex) > 0;
     pl_time io_next = s->reactor != NULL ? pl__reactor_next_event(s->reactor) : PL_TIME_NEVER;
     pl_time next = io_next < deadline_ns ? io_next : deadline_ns;
@@ -239,18 +249,26 @@ static int sim_wait(void *self, pl_executor *ex, pl_time deadline_ns)
         return PL_EDEADLK; /* quiescence: the runner takes over */
     }
     deliver_remote(s, !runnable && next == PL_TIME_NEVER);
+    /* Quiescent up to timers: only a timer can fire next. The parked
+     * tasks are judged here, before the clock jumps (check_probe.c). */
+    bool at_point = !runnable && io_next == PL_TIME_NEVER && !s->remote_pending &&
+                    deadline_ns != PL_TIME_NEVER && deadline_ns <= s->time_limit_ns;
+    if (at_point && pl__probe_point(s)) {
+        return 0;
+    }
     /* Spurious wakes come before the clock moves: a task woken after the
      * jump would already see its deadline and never show that it kept a
      * stale waker. */
-    inject_spurious(s);
+    inject_spurious(s, at_point);
+    if (s->stopped) {
+        return 0;
+    }
     if (pl_executor_runnable(s->ex) > 0) {
         runnable = true;
     }
     if (!runnable && next != PL_TIME_NEVER) {
         if (next > s->time_limit_ns) {
-            pl__sim_finding(s, PL_FINDING_LIVELOCK, NULL,
-                            "virtual time limit of %.3f s reached with %zu tasks alive",
-                            (double)s->time_limit_ns / 1e9, pl_executor_live_tasks(s->ex));
+            pl__probe_time_limit(s);
             return 0;
         }
         advance_clock(s, next);
@@ -446,6 +464,9 @@ void pl__sim_finish(pl__sim *s)
     s->strategy = NULL;
     free(s->tasks);
     s->tasks = NULL;
+    free(s->armers);
+    s->armers = NULL;
+    s->armers_cap = 0;
     pl__site_table_free(&s->buggify);
     pl__site_table_free(&s->eventually);
 }

@@ -96,7 +96,38 @@ typedef struct pl__task_info {
     uint32_t waits_len;     /* declared in the latest poll; more than PL__WAITS_MAX
                                keeps the first ones */
     pl_wait waits[PL__WAITS_MAX];
+    uint64_t probed_step;   /* s->step after its latest probe: nothing changed since */
+    uint64_t stale_step;    /* its latest wake through a superseded waker */
+    pl_time stale_ns;
+    uint32_t stale_by;      /* task polling then (0: outside polls) */
+    bool on_purpose;        /* its latest poll said it polls on purpose (a poll interval) */
+    pl_time late_from;      /* a timer it armed fires late: [deadline, fire) */
+    pl_time late_until;
 } pl__task_info;
+
+/* How a task's wake came about, for the reports of rescued tasks. */
+typedef enum pl__waker_kind {
+    PL__WOKEN_NOT = 0,      /* not woken before the run ended */
+    PL__WOKEN_BY_TIMER = 1,
+    PL__WOKEN_BY_TASK = 2,  /* a task's poll woke it */
+    PL__WOKEN_BY_SPURIOUS = 3, /* pollen's injected spurious wake */
+    PL__WOKEN_OUTSIDE = 4,  /* outside polls: I/O readiness, a remote wake */
+} pl__waker_kind;
+
+/* Following one task after a probe found it could progress (check_probe.c):
+ * a re-execution of the run's decisions without that probe, to see what
+ * would have woken it and when. */
+typedef struct pl__follow {
+    bool active;
+    uint32_t task;          /* the task followed */
+    uint64_t point;         /* probing stops at this timer-quiescent point */
+    bool done;              /* its next wake was seen, or the run ended */
+    pl__waker_kind how;
+    pl_time woken_ns;
+    uint32_t by_task;
+    uint64_t by_timer;      /* timer seq */
+    uint32_t timer_armer;   /* task that armed it (0: outside polls) */
+} pl__follow;
 
 /* A PL_BUGGIFY site or a pl_eventually site seen in this run. */
 typedef struct pl__site {
@@ -150,6 +181,20 @@ struct pl__sim {
     pl__site_table buggify;
     pl__site_table eventually;
 
+    /* Quiescence up to timers (check_probe.c). */
+    uint64_t points;        /* timer-quiescent points so far */
+    uint32_t probe_cursor;  /* where the next point's scan for parked tasks starts */
+    uint32_t *armers;       /* task that armed timer #seq (index seq); 0: none */
+    uint64_t armers_cap;
+    uint64_t firing_seq;    /* timer whose wake is being delivered; 0: none */
+    bool injecting;         /* a spurious wake is being delivered */
+    bool follow_wanted;     /* the finding wants a follow-up run (rescue unknown) */
+    uint32_t follow_task;
+    uint64_t follow_point;
+    pl__follow follow;      /* this run is the follow-up of another */
+    bool stuck_finding;     /* the finding names stuck tasks: append the scenario's check */
+    bool judged;            /* the run is over: teardown's drops are not the program's */
+
     bool stopped;
     pl_finding finding;
 };
@@ -162,12 +207,47 @@ int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o, cha
                  size_t err_len);
 void pl__sim_finish(pl__sim *s);
 
+/* Quiescence probes (check_probe.c). A timer-quiescent point: nothing is
+ * runnable, no I/O delivery or remote wake is in flight, and a timer is
+ * armed. Each returns true when it raised a finding. */
+bool pl__probe_point(pl__sim *s);
+/* A spurious wake of `t` is about to be injected at a timer-quiescent
+ * point: probes it first (an injected wake must not hide a lost one). */
+bool pl__probe_before_injection(pl__sim *s, pl_task *t);
+/* The virtual time limit is reached: judges every parked task. */
+void pl__probe_time_limit(pl__sim *s);
+/* Following a task (s->follow): notes the task's wake. */
+void pl__follow_wake(pl__sim *s, uint32_t id, uint32_t running);
+/* The finding's message gets what the follow-up run saw; by_name names
+ * the waking task or the timer's armer (NULL: none). */
+void pl__follow_explain(const pl__follow *f, const char *by_name, pl_time progress_ns,
+                        pl_finding *finding);
+/* Final quiescence: stale wakers, then probes, then deadlock. */
+void pl__oracle_quiescence(pl__sim *s);
+
+/* Always-on invariant checks, as core's PL_ASSERT (a broken invariant in
+ * the simulator would silently turn into a wrong verdict). */
+_Noreturn void pl__assert_fail(const char *expr, const char *file, int line);
+#define PL__SIM_ASSERT(cond)                                                \
+    do {                                                                    \
+        if (!(cond)) {                                                      \
+            pl__assert_fail(#cond, __FILE__, __LINE__);                     \
+        }                                                                   \
+    } while (0)
+
+/* The name of task `id` of this run, even once it was freed. */
+const char *pl__run_name_of(const pl__sim *s, uint32_t id);
+
+/* Oracle helpers shared by the checkers (oracle.c). */
+uint32_t pl__oracle_live_clones(const pl__task_info *ti);
+uint32_t pl__oracle_clone_holder(const pl__task_info *ti, uint32_t id);
+const char *pl__oracle_holder_name(pl__sim *s, uint32_t id);
+bool pl__oracle_is_parked(const pl__task_info *ti);
+
 /* Oracles (oracle.c). */
 extern const pl_observer pl__sim_observer;
 /* The poll watch's hooks (oracle.c), installed in s->watch by pl__sim_init. */
 void pl__oracle_watch_init(pl__sim *s);
-/* Quiescence: stale wakers, then probes, then deadlock. */
-void pl__oracle_quiescence(pl__sim *s);
 /* End of a clean run: eventually sites, waker and task leaks. */
 void pl__oracle_eventually(pl__sim *s);
 void pl__oracle_leaks(pl__sim *s);

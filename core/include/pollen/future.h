@@ -77,6 +77,9 @@ struct pl_poll_watch {
     void (*leave)(void *ud, pl_future *f, pl_poll_result r);
     /* pl_wait_declare: the future being polled waits for *w. */
     void (*wait)(void *ud, const pl_wait *w);
+    /* pl_poll_interval_declare: the task polls on purpose until its next
+     * poll (it checks a condition nothing signals, once per tick). */
+    void (*on_purpose)(void *ud);
 };
 
 typedef struct pl_future_vtable {
@@ -166,6 +169,19 @@ static inline void pl_wait_declare(pl_context *cx, const pl_wait *w)
 {
     if (cx->watch != NULL) {
         cx->watch->wait(cx->watch->ud, w);
+    }
+}
+
+/* Declares that the task being polled polls on purpose: it checks a
+ * condition that nothing signals and comes back after a timer (a poll
+ * interval). Under the simulator such a task is not probed for lost
+ * wakeups while timers can still wake it: a probe would find the
+ * condition before its own timer does, by design. Free in production.
+ * pl_sleep_poll_interval (timer.h) is the usual way to say it. */
+static inline void pl_poll_interval_declare(pl_context *cx)
+{
+    if (cx->watch != NULL) {
+        cx->watch->on_purpose(cx->watch->ud);
     }
 }
 

@@ -129,6 +129,10 @@ pl_time pl_executor_next_timer(const pl_executor *ex);
  * timer's arming number when a timer is armed. */
 pl_task *pl_executor_next_timer_task(const pl_executor *ex, uint64_t *seq);
 
+/* Writes, for the first `max` armed timers (heap order), the id of the
+ * task each would wake (0: not a task waker). Returns how many. */
+size_t pl_executor_timer_task_ids(const pl_executor *ex, uint32_t *ids, size_t max);
+
 /* True when some armed timer would wake a live foreground task (or a
  * waker that is not a task's: it may lead anywhere). O(timers). */
 bool pl_executor_timers_wake_foreground(const pl_executor *ex);

@@ -43,6 +43,8 @@ typedef enum pl_decision_kind {
     PL_DECIDE_IO_LATENCY = 9,    /* delay of simulated I/O delivery */
     PL_DECIDE_BUGGIFY_SITE = 10, /* enable a PL_BUGGIFY site for this run */
     PL_DECIDE_BUGGIFY_FIRE = 11, /* an enabled site fires this time */
+    PL_DECIDE_PROBE = 12,        /* simulator only: probe the parked tasks at a point
+                                    where only a timer can fire next */
     PL_DECIDE__COUNT
 } pl_decision_kind;
 

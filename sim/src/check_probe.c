@@ -1,0 +1,549 @@
+/* sim/src/check_probe.c: the quiescence probes, up to timers.
+ *
+ * A parked task that could progress if polled, yet nothing woke it, lost
+ * a wakeup. Real code is rarely quiescent: an idle timeout, a retry
+ * deadline or a ticker is nearly always armed, and rescues the task late.
+ * So parked tasks are judged not only at final quiescence and at the
+ * time limit but also at every timer-quiescent point (nothing runnable,
+ * no I/O delivery or remote wake in flight, a timer armed: only a timer
+ * can happen next), and at points where only background work is left.
+ *
+ * A probe polls a parked task in place, handing it the waker of its
+ * latest poll (no rotation: the wakers it stored stay current). The
+ * Future contract lets a poll come without a wake, so a correct future
+ * tolerates a probe; one that returns PENDING, leaves the future's bytes
+ * as they were and wakes nobody had no effect the program can see
+ * through the future, and the run goes on as if it had not happened.
+ * (Effects outside the future, a statistics counter, are the one thing
+ * that can leak; they cannot make a correct program incorrect.) A probe
+ * that makes progress ends the run with the finding; what would have
+ * rescued the task is then learnt from a follow-up run of the same
+ * decisions without that probe (run.c), so nothing the probe did leaks
+ * into what the report says.
+ *
+ * Which points probe is a decision (PL_DECIDE_PROBE, knob "probe"), so
+ * it replays and shrinks. Two probes need no decision: the task the next
+ * timer will wake, when someone besides that timer holds its waker (the
+ * timer is about to rescue it: the last moment a lost wake still shows),
+ * and the task pollen is about to wake spuriously (an injected wake must
+ * not hide a lost one). The knob's on/off switch covers all three.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <xxhash.h>
+
+#include "sim_internal.h"
+
+/* A point's scan for parked tasks looks at this many task ids at most,
+ * and probes at most this many of them: O(1) per point with a million
+ * tasks, every task of a small scenario at every probing point. */
+#define SCAN_MAX 64u
+#define PROBES_PER_POINT_MAX 8u
+
+static double ms(pl_time ns) { return (double)ns / 1e6; }
+
+/* Between a late timer's deadline and its firing, the task's own clock
+ * check already says "due": that is the lateness being simulated. */
+static bool in_late_window(const pl__sim *s, const pl__task_info *ti)
+{
+    return ti->late_from <= s->now && s->now < ti->late_until;
+}
+
+/* Worth probing at a timer point: parked in the foreground, not polling
+ * on purpose, and something ran since it was parked or last probed
+ * (otherwise a probe sees what its own poll saw). */
+static bool suspect(const pl__sim *s, const pl__task_info *ti)
+{
+    return pl__oracle_is_parked(ti) && !pl_task_is_background(ti->task) && !ti->on_purpose &&
+           !in_late_window(s, ti) && s->step > ti->parked_step && s->step > ti->probed_step;
+}
+
+typedef struct probe_out {
+    bool progress;
+    const char *how;      /* "completed", "woke a task", "changed its state" */
+    uint32_t polls;       /* polls before the probe */
+    uint32_t clones;      /* live waker clones before the probe */
+    uint32_t holder;      /* who made the latest clone */
+    uint64_t parked_step;
+    pl_time parked_ns;
+    pl_time at_ns;        /* when the probe ran */
+} probe_out;
+
+/* One probe poll of task `id`. Progress: it completed, woke a task (itself
+ * included), or its future's bytes changed. The bytes are compared by
+ * hash, so a probe never allocates. */
+static bool probe_task(pl__sim *s, uint32_t id, probe_out *out)
+{
+    pl__task_info *ti = &s->tasks[id];
+    PL__SIM_ASSERT(pl__oracle_is_parked(ti));
+    /* Our own reference keeps the task alive through the report: a probe
+     * that completes a task nobody holds a handle to frees it. */
+    pl_task *t = pl_task_ref(ti->task);
+    *out = (probe_out){
+        .polls = pl_task_polls(t),
+        .clones = pl__oracle_live_clones(ti),
+        .holder = pl__oracle_clone_holder(ti, id),
+        .parked_step = ti->parked_step,
+        .parked_ns = ti->parked_ns,
+        .at_ns = s->now,
+    };
+    size_t size = pl_task_future_size(t);
+    XXH64_hash_t before = XXH3_64bits(pl_task_future(t), size);
+    s->polling_probe = true;
+    pl_poll_result r = pl_executor_probe(s->ex, t);
+    s->polling_probe = false;
+    bool woke = s->woken_in_poll || s->woke_other;
+    bool changed = r == PL_READY || XXH3_64bits(pl_task_future(t), size) != before;
+    /* A spawn during the probe may have moved s->tasks: index again. */
+    s->tasks[id].probed_step = s->step;
+    out->progress = changed || woke;
+    out->how = r == PL_READY ? "completed" : woke ? "woke a task" : "changed its state";
+    pl_task_release(t);
+    return out->progress;
+}
+
+/* "latest made by itself" / "latest made while polling 'x'". */
+static void clone_text(pl__sim *s, uint32_t id, const probe_out *p, char *buf, size_t len)
+{
+    if (p->holder == id) {
+        snprintf(buf, len, "%u (latest made by itself)", p->clones);
+    } else {
+        snprintf(buf, len, "%u (latest made while polling %s)", p->clones,
+                 pl__oracle_holder_name(s, p->holder));
+    }
+}
+
+/* The finding for a probe that progressed. `rescue` says what woke the
+ * task instead, when that is already known ("" otherwise). A task woken
+ * only through a superseded waker is a stale_waker, and the report links
+ * that dropped wake. */
+static void report_progress(pl__sim *s, uint32_t id, const probe_out *p, const char *where,
+                            const char *rescue)
+{
+    pl__task_info *ti = &s->tasks[id];
+    const pl_task *t = ti->task;
+    char clones[128];
+    clone_text(s, id, p, clones, sizeof clones);
+    if (ti->stale_wakes > 0) {
+        pl__sim_finding(
+            s, PL_FINDING_STALE_WAKER, t,
+            "'%s' (#%u) was woken at %.3f ms by %s only through the waker of its poll #%u, "
+            "which its later polls superseded, so the wake was dropped (it kept a stale "
+            "waker: compare with pl_waker_will_wake and store the newest); a probe poll %s at "
+            "%.3f ms %s: it could have run%s. Its waker clones alive: %s",
+            pl_task_name(t), id, ms(ti->stale_ns), pl__oracle_holder_name(s, ti->stale_by),
+            ti->last_stale_gen, where, ms(p->at_ns), p->how, rescue, clones);
+        return;
+    }
+    pl__sim_finding(s, PL_FINDING_LOST_WAKEUP, t,
+                    "'%s' (#%u) parked at %.3f ms (step %llu, after poll #%u) and nothing woke "
+                    "it, yet a probe poll %s at %.3f ms %s: the event it waited for had "
+                    "happened%s. Its waker clones alive: %s",
+                    pl_task_name(t), id, ms(p->parked_ns), (unsigned long long)p->parked_step,
+                    p->polls, where, ms(p->at_ns), p->how, rescue, clones);
+}
+
+/* ---- Timer-quiescent points ------------------------------------------- */
+
+/* The next timer is about to wake a parked task that someone else also
+ * holds a waker of: the last moment at which a lost wake still shows. */
+static bool rescue_probe(pl__sim *s)
+{
+    uint64_t seq = 0;
+    pl_task *t = pl_executor_next_timer_task(s->ex, &seq);
+    if (t == NULL) {
+        return false;
+    }
+    uint32_t id = pl_task_id(t);
+    pl__task_info *ti = &s->tasks[id];
+    if (!suspect(s, ti) || pl__oracle_live_clones(ti) < 2) {
+        return false;
+    }
+    probe_out p;
+    if (!probe_task(s, id, &p)) {
+        return false;
+    }
+    pl_time fire_ns = pl_executor_next_timer(s->ex);
+    uint32_t armer = seq < s->armers_cap ? s->armers[seq] : 0;
+    char by[96] = "code outside any poll";
+    if (armer != 0) {
+        snprintf(by, sizeof by, "'%s' (#%u)", pl__run_name_of(s, armer), armer);
+    }
+    char rescue[200];
+    snprintf(rescue, sizeof rescue,
+             ";\n  it is woken only at %.3f ms, by timer #%llu armed by %s (%.3f ms late)",
+             ms(fire_ns), (unsigned long long)seq, by, ms(fire_ns - p.at_ns));
+    report_progress(s, id, &p, "at a timer-quiescent point", rescue);
+    return true;
+}
+
+/* Up to PROBES_PER_POINT_MAX suspects, scanning from a cursor that
+ * rotates over task ids. `skip` (the follow-up run's task) and everything
+ * after it are left alone. Returns how many it found. */
+static uint32_t gather_suspects(pl__sim *s, uint32_t *ids)
+{
+    uint32_t n = s->tasks_spawned;
+    uint32_t found = 0;
+    for (uint32_t k = 0; k < n && k < SCAN_MAX && found < PROBES_PER_POINT_MAX; k++) {
+        uint32_t id = 1 + (s->probe_cursor + k) % n;
+        if (suspect(s, &s->tasks[id])) {
+            ids[found++] = id;
+        }
+    }
+    s->probe_cursor = n > 0 ? (s->probe_cursor + (n < SCAN_MAX ? 1 : SCAN_MAX)) % n : 0;
+    return found;
+}
+
+static bool decision_probe(pl__sim *s)
+{
+    uint32_t ids[PROBES_PER_POINT_MAX];
+    uint32_t n = gather_suspects(s, ids);
+    if (n == 0 || pl__sim_choose(s, PL_DECIDE_PROBE, 2, s->points) == 0) {
+        return false;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        if (s->follow.active && s->follow.task == ids[i]) {
+            return false; /* the follow-up run goes on without this probe */
+        }
+        probe_out p;
+        if (pl__oracle_is_parked(&s->tasks[ids[i]]) && probe_task(s, ids[i], &p)) {
+            report_progress(s, ids[i], &p, "at a timer-quiescent point", "");
+            s->follow_wanted = s->finding.kind == PL_FINDING_LOST_WAKEUP ||
+                               s->finding.kind == PL_FINDING_STALE_WAKER;
+            s->follow_task = ids[i];
+            s->follow_point = s->points;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* ---- Deadlock reports -------------------------------------------------- */
+
+/* Appends one line per task to buf: "'x' (#3) parked since ...". */
+static void list_task(pl__sim *s, uint32_t id, const char *note, char *buf, size_t len,
+                      size_t *used)
+{
+    pl__task_info *ti = &s->tasks[id];
+    if (*used >= len - 1) {
+        return;
+    }
+    int n = snprintf(buf + *used, len - *used,
+                     "\n    '%s' (#%u) parked since step %llu (%.3f ms), waker clones: %u "
+                     "(latest made while polling %s)%s",
+                     pl_task_name(ti->task), id, (unsigned long long)ti->parked_step,
+                     ms(ti->parked_ns), pl__oracle_live_clones(ti),
+                     pl__oracle_holder_name(s, pl__oracle_clone_holder(ti, id)), note);
+    *used += n > 0 ? (size_t)n : 0;
+    if (*used >= len) {
+        *used = len - 1;
+    }
+}
+
+/* Parked task ids, longest parked first (time-limit and foreground reports). */
+static uint32_t *parked_by_age(pl__sim *s, bool foreground_only, uint32_t *count)
+{
+    uint32_t *ids = malloc(((size_t)s->tasks_spawned + 1) * sizeof *ids);
+    *count = 0;
+    if (ids == NULL) {
+        return NULL;
+    }
+    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
+        pl__task_info *ti = &s->tasks[id];
+        if (pl__oracle_is_parked(ti) && !(foreground_only && pl_task_is_background(ti->task))) {
+            uint32_t j = (*count)++;
+            while (j > 0 && s->tasks[ids[j - 1]].parked_step > ti->parked_step) {
+                ids[j] = ids[j - 1];
+                j--;
+            }
+            ids[j] = id;
+        }
+    }
+    return ids;
+}
+
+/* Probes every task in ids (longest parked first); reports the first
+ * that progresses. */
+static bool probe_all(pl__sim *s, const uint32_t *ids, uint32_t n, const char *where)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        pl__task_info *ti = &s->tasks[ids[i]];
+        if (!pl__oracle_is_parked(ti) || in_late_window(s, ti) || ti->on_purpose) {
+            continue;
+        }
+        probe_out p;
+        if (probe_task(s, ids[i], &p)) {
+            report_progress(s, ids[i], &p, where, "");
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The background tasks still alive, for the foreground's deadlock report. */
+static void list_background(pl__sim *s, char *buf, size_t len, size_t *used)
+{
+    bool first = true;
+    for (uint32_t id = 1; id <= s->tasks_spawned && *used < len - 1; id++) {
+        pl__task_info *ti = &s->tasks[id];
+        if (ti->task == NULL || pl_task_is_finished(ti->task) ||
+            !pl_task_is_background(ti->task)) {
+            continue;
+        }
+        int n = snprintf(buf + *used, len - *used, "%s'%s' (#%u)", first ? "" : ", ",
+                         pl_task_name(ti->task), id);
+        *used += n > 0 ? (size_t)n : 0;
+        first = false;
+    }
+    if (*used >= len) {
+        *used = len - 1;
+    }
+}
+
+/* Nothing but background work can happen: the foreground is judged now,
+ * while the background tasks still run. */
+static bool judge_foreground(pl__sim *s)
+{
+    uint32_t n;
+    uint32_t *ids = parked_by_age(s, true, &n);
+    if (ids == NULL) {
+        pl__sim_finding(s, PL_FINDING_ASSERTION, NULL, "simulator out of memory");
+        return true;
+    }
+    if (probe_all(s, ids, n, "once only background work was left")) {
+        free(ids);
+        return true;
+    }
+    char list[900];
+    size_t used = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        list_task(s, ids[i], "", list, sizeof list, &used);
+    }
+    list[used] = '\0';
+    char bg[200];
+    size_t bg_used = 0;
+    list_background(s, bg, sizeof bg, &bg_used);
+    bg[bg_used] = '\0';
+    pl__sim_finding(s, PL_FINDING_DEADLOCK, n > 0 ? s->tasks[ids[0]].task : NULL,
+                    "%u foreground task(s) parked and nothing but background work can "
+                    "happen (still running: %s); no probe made progress:%s",
+                    n, bg, list);
+    free(ids);
+    return true;
+}
+
+bool pl__probe_point(pl__sim *s)
+{
+    s->points++;
+    if (pl_executor_live_background(s->ex) > 0 && !pl_executor_timers_wake_foreground(s->ex)) {
+        return judge_foreground(s);
+    }
+    if (!s->dec.knobs.kind[PL_DECIDE_PROBE].enabled) {
+        return false;
+    }
+    bool past_follow = s->follow.active && s->points > s->follow.point;
+    if (past_follow) {
+        return false;
+    }
+    return rescue_probe(s) || decision_probe(s);
+}
+
+bool pl__probe_before_injection(pl__sim *s, pl_task *t)
+{
+    uint32_t id = pl_task_id(t);
+    pl__task_info *ti = &s->tasks[id];
+    if (!s->dec.knobs.kind[PL_DECIDE_PROBE].enabled || !suspect(s, ti) ||
+        (s->follow.active && s->points >= s->follow.point)) {
+        return false;
+    }
+    probe_out p;
+    if (!probe_task(s, id, &p)) {
+        return false;
+    }
+    report_progress(s, id, &p, "made just before pollen's injected spurious wake",
+                    ";\n  only that injected wake would have reached it");
+    return true;
+}
+
+/* ---- The time limit ---------------------------------------------------- */
+
+static bool timer_held(const uint32_t *timer_ids, size_t n, uint32_t id)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (timer_ids[i] == id) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void pl__probe_time_limit(pl__sim *s)
+{
+    s->stuck_finding = true;
+    uint32_t n;
+    uint32_t *ids = parked_by_age(s, false, &n);
+    size_t timers = pl_executor_timers(s->ex);
+    uint32_t *timer_ids = malloc((timers + 1) * sizeof *timer_ids);
+    if (ids == NULL || timer_ids == NULL) {
+        free(ids);
+        free(timer_ids);
+        pl__sim_finding(s, PL_FINDING_ASSERTION, NULL, "simulator out of memory");
+        return;
+    }
+    size_t held = pl_executor_timer_task_ids(s->ex, timer_ids, timers);
+    if (!probe_all(s, ids, n, "at the virtual time limit")) {
+        char stuck[700], waiting[300];
+        size_t su = 0, wu = 0;
+        uint32_t nstuck = 0;
+        const pl_task *first = NULL;
+        for (uint32_t i = 0; i < n; i++) {
+            pl__task_info *ti = &s->tasks[ids[i]];
+            if (timer_held(timer_ids, held, ids[i]) || pl_task_is_background(ti->task)) {
+                list_task(s, ids[i], ", waits for a timer", waiting, sizeof waiting, &wu);
+            } else {
+                first = first != NULL ? first : ti->task;
+                nstuck++;
+                list_task(s, ids[i], "", stuck, sizeof stuck, &su);
+            }
+        }
+        stuck[su] = '\0';
+        waiting[wu] = '\0';
+        double limit_s = (double)s->time_limit_ns / 1e9;
+        if (nstuck > 0) {
+            pl__sim_finding(s, PL_FINDING_DEADLOCK, first,
+                            "virtual time limit of %.3f s reached; %u task(s) parked that no "
+                            "timer will wake, and no probe made progress (longest parked "
+                            "first):%s%s%s",
+                            limit_s, nstuck, stuck, wu > 0 ? "\n  still running:" : "", waiting);
+        } else {
+            pl__sim_finding(s, PL_FINDING_LIVELOCK, n > 0 ? s->tasks[ids[0]].task : NULL,
+                            "virtual time limit of %.3f s reached with %zu task(s) alive, each "
+                            "waiting for a timer (nothing stuck, but the run never ends; mark "
+                            "tickers background with pl_task_set_background):%s",
+                            limit_s, pl_executor_live_tasks(s->ex), waiting);
+        }
+    }
+    free(ids);
+    free(timer_ids);
+}
+
+/* ---- Following a task: the follow-up run ------------------------------- */
+
+void pl__follow_wake(pl__sim *s, uint32_t id, uint32_t running)
+{
+    pl__follow *f = &s->follow;
+    if (f->done || id != f->task || s->points < f->point) {
+        return;
+    }
+    f->done = true;
+    f->woken_ns = s->now;
+    if (s->firing_seq != 0) {
+        f->how = PL__WOKEN_BY_TIMER;
+        f->by_timer = s->firing_seq;
+        f->timer_armer = s->firing_seq < s->armers_cap ? s->armers[s->firing_seq] : 0;
+    } else if (s->injecting) {
+        f->how = PL__WOKEN_BY_SPURIOUS;
+    } else if (running != 0) {
+        f->how = PL__WOKEN_BY_TASK;
+        f->by_task = running;
+    } else {
+        f->how = PL__WOKEN_OUTSIDE;
+    }
+    s->stopped = true;
+    pl_executor_stop(s->ex);
+}
+
+void pl__follow_explain(const pl__follow *f, const char *by_name, pl_time progress_ns,
+                        pl_finding *finding)
+{
+    char text[300];
+    double late = ms(f->woken_ns - progress_ns);
+    switch (f->how) {
+    case PL__WOKEN_BY_TIMER:
+        snprintf(text, sizeof text,
+                 "\n  without that probe it is woken only at %.3f ms, by timer #%llu armed by "
+                 "%s (%.3f ms late)",
+                 ms(f->woken_ns), (unsigned long long)f->by_timer,
+                 by_name != NULL ? by_name : "code outside any poll", late);
+        break;
+    case PL__WOKEN_BY_TASK:
+        snprintf(text, sizeof text,
+                 "\n  without that probe it is woken only at %.3f ms, by '%s' (%.3f ms late)",
+                 ms(f->woken_ns), by_name != NULL ? by_name : "?", late);
+        break;
+    case PL__WOKEN_BY_SPURIOUS:
+        snprintf(text, sizeof text,
+                 "\n  without that probe only pollen's injected spurious wake reaches it, at "
+                 "%.3f ms (%.3f ms late)",
+                 ms(f->woken_ns), late);
+        break;
+    case PL__WOKEN_OUTSIDE:
+        snprintf(text, sizeof text,
+                 "\n  without that probe it is woken only at %.3f ms, from outside any poll "
+                 "(I/O readiness or a remote wake; %.3f ms late)",
+                 ms(f->woken_ns), late);
+        break;
+    case PL__WOKEN_NOT:
+    default:
+        snprintf(text, sizeof text,
+                 "\n  without that probe nothing wakes it before the run ends");
+        break;
+    }
+    size_t used = strlen(finding->message);
+    snprintf(finding->message + used, sizeof finding->message - used, "%s", text);
+}
+
+/* ---- Final quiescence --------------------------------------------------- */
+
+/* A task woken only through wakers a later poll superseded is stuck
+ * because of where it stored its waker, not because of who woke it. */
+static bool find_stale(pl__sim *s)
+{
+    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
+        pl__task_info *ti = &s->tasks[id];
+        if (pl__oracle_is_parked(ti) && ti->stale_wakes > 0) {
+            pl__sim_finding(
+                s, PL_FINDING_STALE_WAKER, ti->task,
+                "'%s' (#%u) was woken %u time(s) only through the waker of its poll #%u, which "
+                "its later polls superseded (the latest at %.3f ms, by %s); it kept a stale "
+                "waker (compare with pl_waker_will_wake and store the newest), so it is stuck "
+                "since step %llu",
+                pl_task_name(ti->task), id, ti->stale_wakes, ti->last_stale_gen,
+                ms(ti->stale_ns), pl__oracle_holder_name(s, ti->stale_by),
+                (unsigned long long)ti->parked_step);
+            return true;
+        }
+    }
+    return false;
+}
+
+void pl__oracle_quiescence(pl__sim *s)
+{
+    if (s->finding.kind != PL_FINDING_NONE || find_stale(s)) {
+        return;
+    }
+    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
+        probe_out p;
+        if (pl__oracle_is_parked(&s->tasks[id]) && probe_task(s, id, &p)) {
+            report_progress(s, id, &p, "at quiescence", "");
+            return;
+        }
+    }
+    char list[768];
+    size_t used = 0;
+    size_t parked = 0;
+    const pl_task *first = NULL;
+    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
+        pl__task_info *ti = &s->tasks[id];
+        if (pl__oracle_is_parked(ti)) {
+            first = first != NULL ? first : ti->task;
+            parked++;
+            list_task(s, id, "", list, sizeof list, &used);
+        }
+    }
+    list[used] = '\0';
+    pl__sim_finding(s, PL_FINDING_DEADLOCK, first,
+                    "%zu task(s) parked forever and no probe made progress:%s", parked, list);
+}
