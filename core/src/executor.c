@@ -996,16 +996,18 @@ const pl_future_vtable pl__join_vtable = {"join", join_poll, join_drop};
 
 /* ---- Timers seen from the simulator ---------------------------------- */
 
-/* The task a timer's waker wakes, or NULL for a waker that is not one of
- * this executor's task wakers (a user's own waker, an empty slot). */
-static pl_task *timer_task(const pl_executor *ex, const pl_timer *tm)
+pl_task *pl__executor_waker_task(const pl_executor *ex, const pl_waker *w)
 {
-    const pl_waker *w = &tm->waker;
     if (w->vtable != &task_waker_vtable && w->vtable != &fast_waker_vtable) {
         return NULL;
     }
     pl_task *t = w->data;
     return t->ex == ex ? t : NULL;
+}
+
+static pl_task *timer_task(const pl_executor *ex, const pl_timer *tm)
+{
+    return pl__executor_waker_task(ex, &tm->waker);
 }
 
 pl_task *pl_executor_next_timer_task(const pl_executor *ex, uint64_t *seq)

@@ -76,6 +76,10 @@ typedef struct pl__timer_heap {
 
 pl__timer_heap *pl__executor_timers(pl_executor *ex);
 
+/* The task a waker wakes, or NULL for a waker that is not one of this
+ * executor's task wakers (a user's own waker, an empty slot). */
+pl_task *pl__executor_waker_task(const pl_executor *ex, const pl_waker *w);
+
 /* Fires every timer due at `now_ns`; returns how many fired. */
 size_t pl__timers_fire_due(pl_executor *ex, pl__timer_heap *h, pl_time now_ns);
 pl_time pl__timers_next(const pl__timer_heap *h);

@@ -162,7 +162,8 @@ int pl_timer_arm(pl_executor *ex, pl_timer *t, pl_time deadline_ns, const pl_wak
     void *ud;
     const pl_observer *obs = pl__executor_observer(ex, &ud);
     if (obs != NULL && obs->timer_arm != NULL) {
-        obs->timer_arm(ud, t->seq, deadline_ns, t->fire_ns);
+        obs->timer_arm(ud, t->seq, deadline_ns, t->fire_ns,
+                       pl__executor_waker_task(ex, &t->waker));
     }
     return 0;
 }
@@ -302,6 +303,18 @@ static pl_poll_result sleep_poll(pl_future *f, pl_context *cx)
 static void sleep_drop(pl_future *f) { pl_timer_disarm(&((pl_sleep *)f)->timer); }
 
 const pl_future_vtable pl__sleep_vtable = {"sleep", sleep_poll, sleep_drop};
+
+static pl_poll_result sleep_poll_interval_poll(pl_future *f, pl_context *cx)
+{
+    pl_poll_result r = sleep_poll(f, cx);
+    if (r == PL_PENDING) {
+        pl_poll_interval_declare(cx);
+    }
+    return r;
+}
+
+const pl_future_vtable pl__sleep_poll_vtable = {"poll_interval", sleep_poll_interval_poll,
+                                                sleep_drop};
 
 void pl_sleep_reset(pl_sleep *s, pl_time deadline_ns)
 {

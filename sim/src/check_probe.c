@@ -71,10 +71,53 @@ typedef struct probe_out {
     pl_time at_ns;        /* when the probe ran */
 } probe_out;
 
+/* "latest made by itself" / "latest made while polling 'x'". */
+static void clone_text(pl__sim *s, uint32_t id, const probe_out *p, char *buf, size_t len)
+{
+    if (p->holder == id) {
+        snprintf(buf, len, "%u (latest made by itself)", p->clones);
+    } else {
+        snprintf(buf, len, "%u (latest made while polling %s)", p->clones,
+                 pl__oracle_holder_name(s, p->holder));
+    }
+}
+
+/* The finding for a probe that progressed. `rescue` says what woke the
+ * task instead, when that is already known ("" otherwise). A task woken
+ * only through a superseded waker is a stale_waker, and the report links
+ * that dropped wake. */
+static void report_progress(pl__sim *s, const pl_task *t, const probe_out *p, const char *where,
+                            const char *rescue)
+{
+    uint32_t id = pl_task_id(t);
+    pl__task_info *ti = &s->tasks[id];
+    char clones[128];
+    clone_text(s, id, p, clones, sizeof clones);
+    if (ti->stale_wakes > 0) {
+        pl__sim_finding(
+            s, PL_FINDING_STALE_WAKER, t,
+            "'%s' (#%u) was woken at %.3f ms by %s only through the waker of its poll #%u, "
+            "which its later polls superseded, so the wake was dropped (it kept a stale "
+            "waker: compare with pl_waker_will_wake and store the newest); a probe poll %s at "
+            "%.3f ms %s: it could have run%s. Its waker clones alive: %s",
+            pl_task_name(t), id, ms(ti->stale_ns), pl__oracle_holder_name(s, ti->stale_by),
+            ti->last_stale_gen, where, ms(p->at_ns), p->how, rescue, clones);
+        return;
+    }
+    pl__sim_finding(s, PL_FINDING_LOST_WAKEUP, t,
+                    "'%s' (#%u) parked at %.3f ms (step %llu, after poll #%u) and nothing woke "
+                    "it, yet a probe poll %s at %.3f ms %s: the event it waited for had "
+                    "happened%s. Its waker clones alive: %s",
+                    pl_task_name(t), id, ms(p->parked_ns), (unsigned long long)p->parked_step,
+                    p->polls, where, ms(p->at_ns), p->how, rescue, clones);
+}
+
 /* One probe poll of task `id`. Progress: it completed, woke a task (itself
- * included), or its future's bytes changed. The bytes are compared by
- * hash, so a probe never allocates. */
-static bool probe_task(pl__sim *s, uint32_t id, probe_out *out)
+ * included), or its future's bytes changed; then it is reported (`where`
+ * the probe ran, `rescue` what woke the task instead when known). The
+ * bytes are compared by hash, so a probe never allocates. */
+static bool probe_task(pl__sim *s, uint32_t id, const char *where, const char *rescue,
+                       probe_out *out)
 {
     pl__task_info *ti = &s->tasks[id];
     PL__SIM_ASSERT(pl__oracle_is_parked(ti));
@@ -100,49 +143,11 @@ static bool probe_task(pl__sim *s, uint32_t id, probe_out *out)
     s->tasks[id].probed_step = s->step;
     out->progress = changed || woke;
     out->how = r == PL_READY ? "completed" : woke ? "woke a task" : "changed its state";
+    if (out->progress) {
+        report_progress(s, t, out, where, rescue);
+    }
     pl_task_release(t);
     return out->progress;
-}
-
-/* "latest made by itself" / "latest made while polling 'x'". */
-static void clone_text(pl__sim *s, uint32_t id, const probe_out *p, char *buf, size_t len)
-{
-    if (p->holder == id) {
-        snprintf(buf, len, "%u (latest made by itself)", p->clones);
-    } else {
-        snprintf(buf, len, "%u (latest made while polling %s)", p->clones,
-                 pl__oracle_holder_name(s, p->holder));
-    }
-}
-
-/* The finding for a probe that progressed. `rescue` says what woke the
- * task instead, when that is already known ("" otherwise). A task woken
- * only through a superseded waker is a stale_waker, and the report links
- * that dropped wake. */
-static void report_progress(pl__sim *s, uint32_t id, const probe_out *p, const char *where,
-                            const char *rescue)
-{
-    pl__task_info *ti = &s->tasks[id];
-    const pl_task *t = ti->task;
-    char clones[128];
-    clone_text(s, id, p, clones, sizeof clones);
-    if (ti->stale_wakes > 0) {
-        pl__sim_finding(
-            s, PL_FINDING_STALE_WAKER, t,
-            "'%s' (#%u) was woken at %.3f ms by %s only through the waker of its poll #%u, "
-            "which its later polls superseded, so the wake was dropped (it kept a stale "
-            "waker: compare with pl_waker_will_wake and store the newest); a probe poll %s at "
-            "%.3f ms %s: it could have run%s. Its waker clones alive: %s",
-            pl_task_name(t), id, ms(ti->stale_ns), pl__oracle_holder_name(s, ti->stale_by),
-            ti->last_stale_gen, where, ms(p->at_ns), p->how, rescue, clones);
-        return;
-    }
-    pl__sim_finding(s, PL_FINDING_LOST_WAKEUP, t,
-                    "'%s' (#%u) parked at %.3f ms (step %llu, after poll #%u) and nothing woke "
-                    "it, yet a probe poll %s at %.3f ms %s: the event it waited for had "
-                    "happened%s. Its waker clones alive: %s",
-                    pl_task_name(t), id, ms(p->parked_ns), (unsigned long long)p->parked_step,
-                    p->polls, where, ms(p->at_ns), p->how, rescue, clones);
 }
 
 /* ---- Timer-quiescent points ------------------------------------------- */
@@ -161,10 +166,6 @@ static bool rescue_probe(pl__sim *s)
     if (!suspect(s, ti) || pl__oracle_live_clones(ti) < 2) {
         return false;
     }
-    probe_out p;
-    if (!probe_task(s, id, &p)) {
-        return false;
-    }
     pl_time fire_ns = pl_executor_next_timer(s->ex);
     uint32_t armer = seq < s->armers_cap ? s->armers[seq] : 0;
     char by[96] = "code outside any poll";
@@ -174,9 +175,9 @@ static bool rescue_probe(pl__sim *s)
     char rescue[200];
     snprintf(rescue, sizeof rescue,
              ";\n  it is woken only at %.3f ms, by timer #%llu armed by %s (%.3f ms late)",
-             ms(fire_ns), (unsigned long long)seq, by, ms(fire_ns - p.at_ns));
-    report_progress(s, id, &p, "at a timer-quiescent point", rescue);
-    return true;
+             ms(fire_ns), (unsigned long long)seq, by, ms(fire_ns - s->now));
+    probe_out p;
+    return probe_task(s, id, "at a timer-quiescent point", rescue, &p);
 }
 
 /* Up to PROBES_PER_POINT_MAX suspects, scanning from a cursor that
@@ -208,8 +209,8 @@ static bool decision_probe(pl__sim *s)
             return false; /* the follow-up run goes on without this probe */
         }
         probe_out p;
-        if (pl__oracle_is_parked(&s->tasks[ids[i]]) && probe_task(s, ids[i], &p)) {
-            report_progress(s, ids[i], &p, "at a timer-quiescent point", "");
+        if (pl__oracle_is_parked(&s->tasks[ids[i]]) &&
+            probe_task(s, ids[i], "at a timer-quiescent point", "", &p)) {
             s->follow_wanted = s->finding.kind == PL_FINDING_LOST_WAKEUP ||
                                s->finding.kind == PL_FINDING_STALE_WAKER;
             s->follow_task = ids[i];
@@ -274,8 +275,7 @@ static bool probe_all(pl__sim *s, const uint32_t *ids, uint32_t n, const char *w
             continue;
         }
         probe_out p;
-        if (probe_task(s, ids[i], &p)) {
-            report_progress(s, ids[i], &p, where, "");
+        if (probe_task(s, ids[i], where, "", &p)) {
             return true;
         }
     }
@@ -359,12 +359,8 @@ bool pl__probe_before_injection(pl__sim *s, pl_task *t)
         return false;
     }
     probe_out p;
-    if (!probe_task(s, id, &p)) {
-        return false;
-    }
-    report_progress(s, id, &p, "made just before pollen's injected spurious wake",
-                    ";\n  only that injected wake would have reached it");
-    return true;
+    return probe_task(s, id, "made just before pollen's injected spurious wake",
+                      ";\n  only that injected wake would have reached it", &p);
 }
 
 /* ---- The time limit ---------------------------------------------------- */
@@ -526,8 +522,7 @@ void pl__oracle_quiescence(pl__sim *s)
     }
     for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
         probe_out p;
-        if (pl__oracle_is_parked(&s->tasks[id]) && probe_task(s, id, &p)) {
-            report_progress(s, id, &p, "at quiescence", "");
+        if (pl__oracle_is_parked(&s->tasks[id]) && probe_task(s, id, "at quiescence", "", &p)) {
             return;
         }
     }

@@ -241,16 +241,17 @@ static void note_armer(pl__sim *s, uint64_t seq)
     s->armers[seq] = s->polling;
 }
 
-static void on_timer_arm(void *ud, uint64_t seq, pl_time deadline_ns, pl_time fire_ns)
+static void on_timer_arm(void *ud, uint64_t seq, pl_time deadline_ns, pl_time fire_ns,
+                         pl_task *wakes)
 {
     pl__sim *s = ud;
     event(s, PL__EV_TIMER_ARM, s->polling, seq, (uint64_t)fire_ns);
     note_armer(s, seq);
-    if (fire_ns > deadline_ns && s->polling != 0) {
+    if (fire_ns > deadline_ns && wakes != NULL) {
         /* A late timer: between its deadline and its firing the task's
          * own clock check says "due" although nothing woke it yet; that is
          * the lateness being simulated, not a lost wake (check_probe.c). */
-        pl__task_info *ti = &s->tasks[s->polling];
+        pl__task_info *ti = info(s, wakes);
         ti->late_from = deadline_ns;
         ti->late_until = fire_ns > ti->late_until ? fire_ns : ti->late_until;
     }

@@ -463,6 +463,17 @@ static int parse_knobs(parser *ps, const char *v, size_t len)
     return 0;
 }
 
+/* Format 1 predates the probe decision: those runs never probed at timer
+ * points, so they replay with the probe knob off. */
+static void knobs_of_format_1(pl__replay *r)
+{
+    if (!r->has_knobs) {
+        pl__dec_knobs_default(&r->knobs);
+        r->has_knobs = true;
+    }
+    r->knobs.kind[PL_DECIDE_PROBE].enabled = false;
+}
+
 /* Handles a known key's value. */
 static int parse_key(parser *ps, enum key_id k, const char *v, size_t len)
 {
@@ -791,6 +802,9 @@ static int parse_body(parser *ps)
         }
     }
     int rc = parse_trailer(ps);
+    if (rc == 0 && ps->out->format < 2) {
+        knobs_of_format_1(ps->out);
+    }
     return rc < 0 ? rc : check_required(ps);
 }
 

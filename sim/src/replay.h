@@ -22,7 +22,7 @@
  *     d s3:1 s2:0*40 t2:1 ...
  *     end
  *
- * Grammar (format version 1):
+ * Grammar (format version 2; version 1 is the same without the probe kind):
  *   - Lines end with "\n" ("\r\n" is accepted). The first line must be
  *     "pollen-replay <version>"; otherwise the file is foreign
  *     (PL_EFORMAT). A version above PL__REPLAY_FORMAT is PL_EVERSION.
@@ -70,7 +70,9 @@
 
 #include "decide.h"
 
-#define PL__REPLAY_FORMAT 1u
+/* Version 2 added the probe decision kind (letter q); files of version 1
+ * replay with the probe knob off. */
+#define PL__REPLAY_FORMAT 2u
 #define PL__REPLAY_DECISIONS_MAX ((size_t)1 << 24)
 #define PL__REPLAY_CHECKPOINTS_MAX ((size_t)1 << 20)
 #define PL__REPLAY_FILE_MAX ((size_t)1 << 30)

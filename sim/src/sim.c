@@ -252,7 +252,8 @@ static int sim_wait(void *self, pl_executor *ex, pl_time deadline_ns)
     /* Quiescent up to timers: only a timer can fire next. The parked
      * tasks are judged here, before the clock jumps (check_probe.c). */
     bool at_point = !runnable && io_next == PL_TIME_NEVER && !s->remote_pending &&
-                    deadline_ns != PL_TIME_NEVER && deadline_ns <= s->time_limit_ns;
+                    deadline_ns != PL_TIME_NEVER && deadline_ns > s->now &&
+                    deadline_ns <= s->time_limit_ns;
     if (at_point && pl__probe_point(s)) {
         return 0;
     }

@@ -171,7 +171,7 @@ LEAK_TEST(roundtrip, minimal_file_and_runs)
     r.decisions = (pl__dec_record *)runs;
     r.decisions_len = 6;
     char *text = to_text(&r);
-    cr_assert_str_eq(text, "pollen-replay 1\nseed 7\nsteps 0\nevents 0\ndecisions 6\n"
+    cr_assert_str_eq(text, "pollen-replay 2\nseed 7\nsteps 0\nevents 0\ndecisions 6\n"
                            "d s2:0*3 s2:1 B2:1*2\nend\n");
     pl__replay back;
     cr_assert_eq(parse(text, &back, NULL, 0), 0);
@@ -300,11 +300,11 @@ static void expect_error(const char *text, int code, uint64_t line, const char *
 LEAK_TEST(errors, foreign_files)
 {
     expect_error("", PL_EFORMAT, 1,
-                 "line 1: not a pollen replay file (expected 'pollen-replay 1')");
+                 "line 1: not a pollen replay file (expected 'pollen-replay 2')");
     expect_error("\x7f" "ELF\x02\x01\x01", PL_EFORMAT, 1,
-                 "line 1: not a pollen replay file (expected 'pollen-replay 1')");
+                 "line 1: not a pollen replay file (expected 'pollen-replay 2')");
     expect_error("pollen-replay\nseed 1\n", PL_EFORMAT, 1,
-                 "line 1: not a pollen replay file (expected 'pollen-replay 1')");
+                 "line 1: not a pollen replay file (expected 'pollen-replay 2')");
     expect_error("pollen-replay one\n", PL_EFORMAT, 1,
                  "line 1: bad format version 'one' (expected a positive integer)");
     expect_error("pollen-replay 0\n", PL_EFORMAT, 1,
@@ -313,8 +313,8 @@ LEAK_TEST(errors, foreign_files)
 
 LEAK_TEST(errors, newer_version)
 {
-    expect_error("pollen-replay 2\nwhatever the future holds\n", PL_EVERSION, 1,
-                 "line 1: format version 2 is newer than this pollen reads (1)");
+    expect_error("pollen-replay 3\nwhatever the future holds\n", PL_EVERSION, 1,
+                 "line 1: format version 3 is newer than this pollen reads (2)");
     expect_error("pollen-replay 99999999999999999999\n", PL_EFORMAT, 1,
                  "line 1: bad format version '99999999999999999999' (expected a positive "
                  "integer)");

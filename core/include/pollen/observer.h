@@ -72,8 +72,10 @@ struct pl_observer {
      * counted (dropped more often than cloned). */
     void (*waker_clone)(void *ud, pl_task *t, uint32_t gen);
     void (*waker_drop)(void *ud, pl_task *t, uint32_t gen);
-    /* seq: the timer's arming number; fire_ns includes any lateness. */
-    void (*timer_arm)(void *ud, uint64_t seq, pl_time deadline_ns, pl_time fire_ns);
+    /* seq: the timer's arming number; fire_ns includes any lateness;
+     * `wakes` is the task its waker wakes (NULL: not a task waker). */
+    void (*timer_arm)(void *ud, uint64_t seq, pl_time deadline_ns, pl_time fire_ns,
+                      pl_task *wakes);
     void (*timer_fire)(void *ud, uint64_t seq, pl_time now_ns);
     void (*complete)(void *ud, pl_task *t);
     /* The task's future is dropped: cancelled, or released after completion. */

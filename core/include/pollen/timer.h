@@ -69,6 +69,18 @@ static inline pl_sleep pl_sleep_until(pl_time deadline_ns)
     return (pl_sleep){PL_FUTURE_INIT(&pl__sleep_vtable), deadline_ns, -1, PL_TIMER_INIT};
 }
 
+/* A sleep that also says its task polls on purpose (pl_poll_interval_declare):
+ * for code that checks a condition nothing signals, once per period,
+ *     loop { if (cond) break; await pl_sleep_poll_interval(1 * PL_MS); }
+ * The simulator then does not report the task for finding the condition
+ * before its sleep ends. Otherwise it is pl_sleep_for. */
+extern const pl_future_vtable pl__sleep_poll_vtable;
+static inline pl_sleep pl_sleep_poll_interval(pl_time duration_ns)
+{
+    return (pl_sleep){PL_FUTURE_INIT(&pl__sleep_poll_vtable), 0,
+                      duration_ns < 0 ? 0 : duration_ns, PL_TIMER_INIT};
+}
+
 /* Moves a sleep's deadline (absolute). A deadline already past makes the
  * next poll READY. If the sleep is parked its timer is re-armed, so the
  * task is woken at the new deadline. */
