@@ -752,6 +752,21 @@ pl_waker pl_waker_noop(void) { return (pl_waker){&noop_vtable, NULL, 0, 0}; }
 
 /* ---- Polling ---------------------------------------------------------- */
 
+/* The task's own future: pl_poll without the watch's enter/leave, which
+ * the observer's poll_begin/poll_end already bracket. */
+static inline pl_poll_result poll_root(pl_future *f, pl_context *cx)
+{
+    if (f->flags != 0) {
+        pl__future_misuse(f, PL__MISUSE_POLL_AFTER_READY);
+        return PL_READY;
+    }
+    pl_poll_result r = f->vtable->poll(f, cx);
+    if (r == PL_READY) {
+        f->flags |= PL_FUTURE_DONE;
+    }
+    return r;
+}
+
 static pl_poll_result poll_task(pl_executor *ex, pl_task *t, bool probe)
 {
     pl_context cx = {task_waker(t), ex, t, ex->watch};
@@ -763,7 +778,7 @@ static pl_poll_result poll_task(pl_executor *ex, pl_task *t, bool probe)
     if (ex->obs != NULL && ex->obs->poll_begin != NULL) {
         ex->obs->poll_begin(ex->obs_ud, t, t->head.gen, probe);
     }
-    pl_poll_result r = pl_poll((pl_future *)(void *)t->future, &cx);
+    pl_poll_result r = poll_root((pl_future *)(void *)t->future, &cx);
     ex->running = outer;
     if (ex->obs != NULL && ex->obs->poll_end != NULL) {
         ex->obs->poll_end(ex->obs_ud, t, r, probe);

@@ -197,13 +197,15 @@ static uint32_t gather_suspects(pl__sim *s, uint32_t *ids)
     return found;
 }
 
+/* The decision comes first and the scan only when it says yes: most
+ * points then cost one decision. */
 static bool decision_probe(pl__sim *s)
 {
-    uint32_t ids[PROBES_PER_POINT_MAX];
-    uint32_t n = gather_suspects(s, ids);
-    if (n == 0 || pl__sim_choose(s, PL_DECIDE_PROBE, 2, s->points) == 0) {
+    if (pl__sim_choose(s, PL_DECIDE_PROBE, 2, s->points) == 0) {
         return false;
     }
+    uint32_t ids[PROBES_PER_POINT_MAX];
+    uint32_t n = gather_suspects(s, ids);
     for (uint32_t i = 0; i < n; i++) {
         if (s->follow.active && s->follow.task == ids[i]) {
             return false; /* the follow-up run goes on without this probe */

@@ -35,7 +35,7 @@ static const pl__dec_knob default_knobs[PL_DECIDE__COUNT] = {
     [PL_DECIDE_IO_LATENCY] = {true, 4096},
     [PL_DECIDE_BUGGIFY_SITE] = {true, 16384},
     [PL_DECIDE_BUGGIFY_FIRE] = {true, 8192},
-    [PL_DECIDE_PROBE] = {true, 8192},
+    [PL_DECIDE_PROBE] = {true, 4096},
 };
 
 /* Kind names and letters ----------------------------------------------- */

@@ -27,7 +27,7 @@
  *     spurious_wake  on   1024     io_latency     on   4096
  *                                  buggify_site   on  16384
  *                                  buggify_fire   on   8192
- *                                  probe          on   8192
+ *                                  probe          on   4096
  *
  * spurious_poll is off because extra polls hide lost wakeups; cancel is
  * off because it changes what a scenario computes.

@@ -71,8 +71,9 @@ typedef struct pl_wait {
  * below is one predictable branch. Called on the executor thread. */
 struct pl_poll_watch {
     void *ud;
-    /* A pl_poll of `f` begins / ends (the task's own future included:
-     * nesting gives the chain of futures a task is parked in). */
+    /* A pl_poll of a child future `f` begins / ends (nesting gives the
+     * chain of futures a task is parked in; the task's own future is
+     * bracketed by the observer's poll_begin / poll_end instead). */
     void (*enter)(void *ud, pl_future *f);
     void (*leave)(void *ud, pl_future *f, pl_poll_result r);
     /* pl_wait_declare: the future being polled waits for *w. */
