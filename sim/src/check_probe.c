@@ -52,12 +52,14 @@ static bool in_late_window(const pl__sim *s, const pl__task_info *ti)
 }
 
 /* Worth probing at a timer point: parked in the foreground, not polling
- * on purpose, and something ran since it was parked or last probed
- * (otherwise a probe sees what its own poll saw). */
+ * on purpose, and either not probed since it parked (its poll may have
+ * parked without looking at what had already happened) or something ran
+ * since its last probe (otherwise a probe sees what the last one saw). */
 static bool suspect(const pl__sim *s, const pl__task_info *ti)
 {
     return pl__oracle_is_parked(ti) && !pl_task_is_background(ti->task) && !ti->on_purpose &&
-           !in_late_window(s, ti) && s->step > ti->parked_step && s->step > ti->probed_step;
+           !in_late_window(s, ti) &&
+           (ti->probed_step < ti->parked_step || s->step > ti->probed_step);
 }
 
 typedef struct probe_out {
@@ -339,7 +341,9 @@ static bool judge_foreground(pl__sim *s)
 bool pl__probe_point(pl__sim *s)
 {
     s->points++;
-    if (pl_executor_live_background(s->ex) > 0 && !pl_executor_timers_wake_foreground(s->ex)) {
+    size_t background = pl_executor_live_background(s->ex);
+    if (background > 0 && pl_executor_live_tasks(s->ex) > background &&
+        !pl_executor_timers_wake_foreground(s->ex)) {
         return judge_foreground(s);
     }
     if (!s->dec.knobs.kind[PL_DECIDE_PROBE].enabled) {
@@ -468,7 +472,7 @@ void pl__follow_explain(const pl__follow *f, const char *by_name, pl_time progre
         break;
     case PL__WOKEN_BY_TASK:
         snprintf(text, sizeof text,
-                 "\n  without that probe it is woken only at %.3f ms, by '%s' (%.3f ms late)",
+                 "\n  without that probe it is woken only at %.3f ms, by %s (%.3f ms late)",
                  ms(f->woken_ns), by_name != NULL ? by_name : "?", late);
         break;
     case PL__WOKEN_BY_SPURIOUS:

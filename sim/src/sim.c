@@ -238,8 +238,9 @@ static int sim_wait(void *self, pl_executor *ex, pl_time deadline_ns)
 {
     pl__sim *s = self;
     (void)ex;
-    if (s->stopped) {
-        return 0;
+    size_t background = pl_executor_live_background(s->ex);
+    if (s->stopped || (background > 0 && pl_executor_live_tasks(s->ex) == background)) {
+        return 0; /* only background work is left: pl_run returns */
     }
     s->firing_seq = 0;
     bool runnable = pl_executor_runnable(s->ex) > 0;

@@ -158,6 +158,7 @@ void pl_executor_stop(pl_executor *ex);
 pl_time pl_now(const pl_executor *ex);
 
 size_t pl_executor_live_tasks(const pl_executor *ex);
+size_t pl_executor_live_background(const pl_executor *ex); /* of those, background */
 const pl_system *pl_executor_system(const pl_executor *ex);
 
 /* Allocation through the executor's allocator. */
