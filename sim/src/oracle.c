@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "sim_internal.h"
 
@@ -211,6 +212,12 @@ static void on_drop(void *ud, pl_task *t, bool cancelled)
 static void on_free(void *ud, pl_task *t)
 {
     pl__sim *s = ud;
+    if (tid(t) >= s->tasks_cap) {
+        /* Spawned when its table entry could not be allocated: on_spawn
+         * reported that and stopped the run, so it was never polled and
+         * has no entry to clear. */
+        return;
+    }
     pl__task_info *ti = info(s, t);
     ti->task = NULL;
     s->stale_tasks -= ti->stale_wakes > 0;
@@ -287,14 +294,12 @@ static bool find_stale(pl__sim *s)
 static bool probe(pl__sim *s, pl__task_info *ti)
 {
     size_t size = pl_task_future_size(ti->task);
-    unsigned char *before = malloc(size);
-    if (before == NULL) {
-        return false;
-    }
     /* Our own reference keeps the task alive through the report: a probe
      * that completes a task nobody holds a handle to frees it. */
     pl_task *t = pl_task_ref(ti->task);
-    memcpy(before, pl_task_future(t), size);
+    /* A 128-bit hash of the state, not a copy: a copy needs memory, and a
+     * failed allocation must not turn a lost wakeup into a deadlock. */
+    XXH128_hash_t before = XXH3_128bits(pl_task_future(t), size);
     uint64_t parked_step = ti->parked_step;
     pl_time parked_ns = ti->parked_ns;
     uint32_t polls = tpolls(t);
@@ -304,9 +309,9 @@ static bool probe(pl__sim *s, pl__task_info *ti)
     uint32_t clones = live_clones(ti);
     uint32_t holder = clone_holder(ti, tid(t));
     pl_poll_result r = pl_executor_probe(s->ex, t);
-    bool changed = r == PL_READY || memcmp(before, pl_task_future(t), size) != 0;
+    bool changed =
+        r == PL_READY || !XXH128_isEqual(before, XXH3_128bits(pl_task_future(t), size));
     bool woke = s->woken_in_poll || s->woke_other;
-    free(before);
     if (changed || woke) {
         const char *how = r == PL_READY ? "completed" : woke ? "woke a task" : "changed its state";
         pl__sim_finding(
