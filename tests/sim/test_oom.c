@@ -241,6 +241,171 @@ PL_SCENARIO(oom_pipe, .name = "oom_pipe", .summary = "a writer and a reader on a
             .state_size = sizeof(pipe_state), .setup = pipe_setup, .check = pipe_check,
             .teardown = pipe_teardown);
 
+/* ---- Scenario: TCP echo ----------------------------------------------- */
+
+enum { ECHO = 48 };
+
+typedef struct echo_state {
+    pl_tcp_listener listener;
+    struct sockaddr_storage addr;
+    socklen_t addr_len;
+    pl_tcp_stream served; /* the server's end, once accepted */
+    pl_tcp_stream client; /* the client's end, once connected */
+    unsigned char msg[ECHO];
+    unsigned char got[ECHO];
+    size_t got_len;
+    int server_error;
+    int client_error;
+} echo_state;
+
+/* Accepts one connection, reads until end of stream, echoes it back. */
+typedef struct echo_server {
+    pl_future base;
+    echo_state *st;
+    unsigned char buf[ECHO];
+    size_t len;
+    pl_tcp_accept accept;
+    pl_timeout timeout;
+    pl_io_read read;
+    pl_io_write_all write;
+} echo_server;
+
+static pl_poll_result echo_server_poll(pl_future *f, pl_context *cx)
+{
+    echo_server *self = (echo_server *)f;
+    echo_state *st = self->st;
+    PL_ASYNC_BEGIN(self);
+    /* Bounded: a client that failed to connect must not leave the server
+     * waiting forever, which would be a true deadlock of this program. */
+    self->accept = pl_tcp_accept_init(&st->listener);
+    self->timeout = pl_timeout_init(&self->accept.base, 100 * PL_MS);
+    PL_AWAIT(cx, &self->timeout);
+    pl_tcp_listener_close(&st->listener);
+    if (self->timeout.result != 0 || self->accept.result != 0) {
+        st->server_error = self->timeout.result != 0 ? self->timeout.result : self->accept.result;
+        return PL_READY;
+    }
+    st->served = pl_tcp_accept_take(&self->accept);
+    for (;;) {
+        self->read = pl_tcp_read(&st->served, self->buf + self->len, ECHO - self->len);
+        PL_AWAIT(cx, &self->read);
+        if (self->read.result <= 0 || (self->len += (size_t)self->read.result) == ECHO) {
+            break;
+        }
+    }
+    if (self->read.result < 0) {
+        st->server_error = (int)self->read.result;
+    } else {
+        self->write = pl_tcp_write_all(&st->served, self->buf, self->len);
+        PL_AWAIT(cx, &self->write);
+        st->server_error = self->write.result < 0 ? (int)self->write.result : 0;
+    }
+    pl_tcp_close(&st->served);
+    PL_ASYNC_END;
+}
+
+static void echo_server_drop(pl_future *f)
+{
+    echo_server *self = (echo_server *)f;
+    pl_drop_child(&self->timeout.base);
+    pl_drop_child(&self->read.base);
+    pl_drop_child(&self->write.base);
+}
+
+static const pl_future_vtable echo_server_vt = {"echo_server", echo_server_poll, echo_server_drop};
+
+/* Connects, sends the message, shuts its side down, reads the echo. */
+typedef struct echo_client {
+    pl_future base;
+    echo_state *st;
+    pl_tcp_connect connect;
+    pl_io_write_all write;
+    pl_io_read read;
+} echo_client;
+
+static pl_poll_result echo_client_poll(pl_future *f, pl_context *cx)
+{
+    echo_client *self = (echo_client *)f;
+    echo_state *st = self->st;
+    PL_ASYNC_BEGIN(self);
+    self->connect = pl_tcp_connect_init((const struct sockaddr *)&st->addr, st->addr_len);
+    PL_AWAIT(cx, &self->connect);
+    if (self->connect.result != 0) {
+        st->client_error = self->connect.result;
+        return PL_READY;
+    }
+    st->client = pl_tcp_connect_take(&self->connect);
+    self->write = pl_tcp_write_all(&st->client, st->msg, ECHO);
+    PL_AWAIT(cx, &self->write);
+    st->client_error =
+        self->write.result < 0 ? (int)self->write.result : pl_tcp_shutdown(&st->client, SHUT_WR);
+    while (st->client_error == 0 && st->got_len < ECHO) {
+        self->read = pl_tcp_read(&st->client, st->got + st->got_len, ECHO - st->got_len);
+        PL_AWAIT(cx, &self->read);
+        if (self->read.result <= 0) {
+            st->client_error = (int)self->read.result;
+            break;
+        }
+        st->got_len += (size_t)self->read.result;
+    }
+    pl_tcp_close(&st->client);
+    PL_ASYNC_END;
+}
+
+static void echo_client_drop(pl_future *f)
+{
+    echo_client *self = (echo_client *)f;
+    pl_drop_child(&self->connect.base);
+    pl_drop_child(&self->write.base);
+    pl_drop_child(&self->read.base);
+}
+
+static const pl_future_vtable echo_client_vt = {"echo_client", echo_client_poll, echo_client_drop};
+
+static int echo_setup(pl_executor *ex, void *state)
+{
+    echo_state *st = state;
+    for (int i = 0; i < ECHO; i++) {
+        st->msg[i] = (unsigned char)(3 * i + 1);
+    }
+    int rc = pl_tcp_listen_str(ex, &st->listener, "127.0.0.1:0", 0);
+    if (rc == 0) {
+        st->addr_len = sizeof st->addr;
+        rc = pl_tcp_listener_local_addr(&st->listener, &st->addr, &st->addr_len);
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    echo_server srv = {.base = PL_FUTURE_INIT(&echo_server_vt), .st = st};
+    echo_client cli = {.base = PL_FUTURE_INIT(&echo_client_vt), .st = st};
+    rc = PL_SPAWN(ex, srv, "echo_server", NULL);
+    return rc != 0 ? rc : PL_SPAWN(ex, cli, "echo_client", NULL);
+}
+
+static int echo_check(pl_executor *ex, void *state, char *msg, size_t len)
+{
+    echo_state *st = state;
+    if (st->server_error != 0 || st->client_error != 0) {
+        return pl_check_fail(msg, len, "server: %s, client: %s", pl_strerror(st->server_error),
+                             pl_strerror(st->client_error));
+    }
+    if (st->got_len != ECHO || memcmp(st->got, st->msg, ECHO) != 0) {
+        return pl_check_fail(msg, len, "the echo came back as %zu bytes", st->got_len);
+    }
+    return 0;
+}
+
+static void echo_teardown(void *state)
+{
+    echo_state *st = state;
+    pl_tcp_listener_close(&st->listener);
+    pl_tcp_close(&st->served);
+    pl_tcp_close(&st->client);
+}
+
+PL_SCENARIO(oom_echo, .name = "oom_echo", .summary = "a TCP echo", .state_size = sizeof(echo_state),
+            .setup = echo_setup, .check = echo_check, .teardown = echo_teardown);
+
 /* ---- Scenario: a lost wakeup ----------------------------------------- */
 
 /* The setter sets the flag after a sleep and forgets to wake the waiter,
@@ -465,6 +630,8 @@ LEAK_TEST(sim_oom, timers_swarm)
 }
 
 LEAK_TEST(sim_oom, pipe) { sweep(&(run_spec){"oom_pipe", 5, NULL, NULL, PL_FINDING_NONE}); }
+
+LEAK_TEST(sim_oom, tcp_echo) { sweep(&(run_spec){"oom_echo", 6, NULL, NULL, PL_FINDING_NONE}); }
 
 LEAK_TEST(sim_oom, lost_wakeup_stays_a_lost_wakeup)
 {
