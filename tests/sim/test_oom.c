@@ -9,8 +9,9 @@
  * must end in an error code or a finding that says "out of memory":
  * never a hang, a crash, a leak, or another finding (a lost wakeup must
  * not become a deadlock, a buggify site must not silently switch off).
- * Each sweep tries every N: a run makes a few hundred allocations and
- * takes well under a millisecond, so no sampling is needed. */
+ * Each sweep tries every N: a run makes at most about a hundred
+ * allocations and takes well under a millisecond, so no sampling is
+ * needed. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>

@@ -12,7 +12,7 @@
  * binary also links with --wrap for malloc, calloc, realloc
  * (tests/failalloc.h) and pthread_mutex_init, to see allocations that
  * bypass the hook and to fail the executor's lock. Every N is tried:
- * the workload makes a few dozen allocations. */
+ * the workload makes under a hundred allocations. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <pthread.h>
