@@ -242,6 +242,47 @@ PL_SCENARIO(oom_pipe, .name = "oom_pipe", .summary = "a writer and a reader on a
             .state_size = sizeof(pipe_state), .setup = pipe_setup, .check = pipe_check,
             .teardown = pipe_teardown);
 
+/* The writer closes at once: the reader must see the end of stream. */
+typedef struct closer {
+    pl_future base;
+    pipe_state *st;
+} closer;
+
+static pl_poll_result closer_poll(pl_future *f, pl_context *cx)
+{
+    pl_pipe_writer_close(&((closer *)f)->st->w);
+    return PL_READY;
+}
+
+static const pl_future_vtable closer_vt = {"closer", closer_poll, NULL};
+
+static int empty_pipe_setup(pl_executor *ex, void *state)
+{
+    pipe_state *st = state;
+    int rc = pl_pipe_open(ex, &st->r, &st->w);
+    if (rc != 0) {
+        return rc;
+    }
+    closer c = {.base = PL_FUTURE_INIT(&closer_vt), .st = st};
+    reader r = {.base = PL_FUTURE_INIT(&reader_vt), .st = st};
+    rc = PL_SPAWN(ex, c, "closer", NULL);
+    return rc != 0 ? rc : PL_SPAWN(ex, r, "reader", NULL);
+}
+
+static int empty_pipe_check(pl_executor *ex, void *state, char *msg, size_t len)
+{
+    pipe_state *st = state;
+    if (st->error != 0 || st->read != 0) {
+        return pl_check_fail(msg, len, "read %zu bytes, error: %s", st->read,
+                             pl_strerror((int)st->error));
+    }
+    return 0;
+}
+
+PL_SCENARIO(oom_pipe_empty, .name = "oom_pipe_empty", .summary = "a pipe closed unwritten",
+            .state_size = sizeof(pipe_state), .setup = empty_pipe_setup, .check = empty_pipe_check,
+            .teardown = pipe_teardown);
+
 /* ---- Scenario: TCP echo ----------------------------------------------- */
 
 enum { ECHO = 48 };
@@ -631,6 +672,11 @@ LEAK_TEST(sim_oom, timers_swarm)
 }
 
 LEAK_TEST(sim_oom, pipe) { sweep(&(run_spec){"oom_pipe", 5, NULL, NULL, PL_FINDING_NONE}); }
+
+LEAK_TEST(sim_oom, pipe_closed_unwritten)
+{
+    sweep(&(run_spec){"oom_pipe_empty", 5, NULL, NULL, PL_FINDING_NONE});
+}
 
 LEAK_TEST(sim_oom, tcp_echo) { sweep(&(run_spec){"oom_echo", 6, NULL, NULL, PL_FINDING_NONE}); }
 
