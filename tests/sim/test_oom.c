@@ -714,6 +714,7 @@ typedef struct run_spec {
     const char *strategy; /* NULL: random */
     const char *knobs;    /* NULL: the defaults */
     pl_finding_kind want;
+    bool persistent; /* every allocation from the N-th on fails, not only it */
 } run_spec;
 
 static void sim_options(pl_sim_options *o, const run_spec *spec)
@@ -738,7 +739,7 @@ static uint64_t run_failing(const pl_scenario *sc, const run_spec *spec, uint64_
     pl_sim_options o;
     sim_options(&o, spec);
     pl_sim_result r;
-    failalloc_arm(n, false);
+    failalloc_arm(n, spec->persistent);
     int rc = pl_sim_run(sc, &o, &r);
     uint64_t calls = failalloc_disarm();
     bool failed = failalloc.failed > 0;
@@ -779,43 +780,69 @@ static void sweep(const run_spec *spec)
     }
 }
 
-LEAK_TEST(sim_oom, timers) { sweep(&(run_spec){"oom_timers", 3, NULL, NULL, PL_FINDING_NONE}); }
+LEAK_TEST(sim_oom, timers)
+{
+    sweep(&(run_spec){"oom_timers", 3, NULL, NULL, PL_FINDING_NONE, false});
+}
 
 LEAK_TEST(sim_oom, timers_pct)
 {
-    sweep(&(run_spec){"oom_timers", 3, "pct:3", NULL, PL_FINDING_NONE});
+    sweep(&(run_spec){"oom_timers", 3, "pct:3", NULL, PL_FINDING_NONE, false});
 }
 
 LEAK_TEST(sim_oom, timers_swarm)
 {
-    sweep(&(run_spec){"oom_timers", 9, "swarm", NULL, PL_FINDING_NONE});
+    sweep(&(run_spec){"oom_timers", 9, "swarm", NULL, PL_FINDING_NONE, false});
 }
 
-LEAK_TEST(sim_oom, pipe) { sweep(&(run_spec){"oom_pipe", 5, NULL, NULL, PL_FINDING_NONE}); }
+LEAK_TEST(sim_oom, pipe) { sweep(&(run_spec){"oom_pipe", 5, NULL, NULL, PL_FINDING_NONE, false}); }
 
 LEAK_TEST(sim_oom, pipe_closed_unwritten)
 {
-    sweep(&(run_spec){"oom_pipe_empty", 5, NULL, NULL, PL_FINDING_NONE});
+    sweep(&(run_spec){"oom_pipe_empty", 5, NULL, NULL, PL_FINDING_NONE, false});
 }
 
-LEAK_TEST(sim_oom, tcp_echo) { sweep(&(run_spec){"oom_echo", 6, NULL, NULL, PL_FINDING_NONE}); }
+LEAK_TEST(sim_oom, tcp_echo)
+{
+    sweep(&(run_spec){"oom_echo", 6, NULL, NULL, PL_FINDING_NONE, false});
+}
 
 /* No I/O faults: a lost datagram is not what this sweep is about. */
-LEAK_TEST(sim_oom, udp) { sweep(&(run_spec){"oom_udp", 8, NULL, "io_fault=off", PL_FINDING_NONE}); }
+LEAK_TEST(sim_oom, udp)
+{
+    sweep(&(run_spec){"oom_udp", 8, NULL, "io_fault=off", PL_FINDING_NONE, false});
+}
 
 LEAK_TEST(sim_oom, lost_wakeup_stays_a_lost_wakeup)
 {
-    sweep(&(run_spec){"oom_lost_wakeup", 1, NULL, NULL, PL_FINDING_LOST_WAKEUP});
+    sweep(&(run_spec){"oom_lost_wakeup", 1, NULL, NULL, PL_FINDING_LOST_WAKEUP, false});
 }
 
 LEAK_TEST(sim_oom, buggify_site_never_silently_off)
 {
-    sweep(&(run_spec){"oom_buggify", 2, NULL, always_buggify, PL_FINDING_NONE});
+    sweep(&(run_spec){"oom_buggify", 2, NULL, always_buggify, PL_FINDING_NONE, false});
 }
 
 LEAK_TEST(sim_oom, eventually_site_never_silently_dropped)
 {
-    sweep(&(run_spec){"oom_eventually", 4, NULL, NULL, PL_FINDING_ASSERTION});
+    sweep(&(run_spec){"oom_eventually", 4, NULL, NULL, PL_FINDING_ASSERTION, false});
+}
+
+/* Memory gone for good from the N-th allocation on: cleanup paths must
+ * not need memory either. Scenarios with timers are left out: a sleep
+ * whose timer cannot be armed retries at every poll (sleep_poll), which
+ * under memory that never returns is a busy loop the simulator reports
+ * as a livelock. */
+LEAK_TEST(sim_oom, memory_gone_pipe)
+{
+    sweep(&(run_spec){"oom_pipe", 5, NULL, NULL, PL_FINDING_NONE, true});
+    sweep(&(run_spec){"oom_pipe_empty", 5, NULL, NULL, PL_FINDING_NONE, true});
+}
+
+LEAK_TEST(sim_oom, memory_gone_sites)
+{
+    sweep(&(run_spec){"oom_buggify", 2, NULL, always_buggify, PL_FINDING_NONE, true});
+    sweep(&(run_spec){"oom_eventually", 4, NULL, NULL, PL_FINDING_ASSERTION, true});
 }
 
 /* ---- The sweep over the replay parser --------------------------------- */
@@ -883,7 +910,7 @@ static void assert_same_replay(const pl__replay *a, const pl__replay *b, uint64_
     cr_assert(pl__dec_knobs_equal(&a->knobs, &b->knobs));
 }
 
-LEAK_TEST(sim_oom, replay_parser)
+static void replay_sweep(bool persistent)
 {
     size_t len;
     char *text = replay_text(&len);
@@ -897,7 +924,7 @@ LEAK_TEST(sim_oom, replay_parser)
     cr_assert_gt(total, 3, "the allocation wrappers are not linked in");
     for (uint64_t n = 1; n <= total; n++) {
         pl__replay got;
-        failalloc_arm(n, false);
+        failalloc_arm(n, persistent);
         rc = pl__replay_parse_buffer(text, len, &got, err, sizeof err);
         failalloc_disarm();
         cr_assert(rc == 0 || rc == PL_ENOMEM, "allocation %llu failing: %s (%s)",
@@ -913,3 +940,7 @@ LEAK_TEST(sim_oom, replay_parser)
     pl__replay_free(&want);
     free(text);
 }
+
+LEAK_TEST(sim_oom, replay_parser) { replay_sweep(false); }
+
+LEAK_TEST(sim_oom, replay_parser_memory_gone) { replay_sweep(true); }
