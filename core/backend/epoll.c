@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -30,6 +31,8 @@ typedef struct epoll_system {
     int wake_fd;              /* eventfd: remote_wake writes, wait drains */
     bool no_pwait2;           /* the kernel lacks epoll_pwait2: use ms timeouts */
     pl_time last_now_ns;      /* latest now(), to assert monotonicity */
+    pl_alloc_fn alloc;        /* what allocated this struct, and frees it */
+    void *alloc_ud;
     struct epoll_event events[EVENTS_MAX];
 } epoll_system;
 
@@ -408,23 +411,43 @@ static void close_fds(epoll_system *s)
     }
 }
 
-int pl_system_default_create(pl_system *out)
+static void *libc_alloc(void *ud, void *ptr, size_t old_size, size_t new_size)
+{
+    (void)ud;
+    (void)old_size;
+    if (new_size == 0) {
+        free(ptr);
+        return NULL;
+    }
+    return realloc(ptr, new_size);
+}
+
+int pl__system_default_create_with(pl_system *out, pl_alloc_fn alloc, void *alloc_ud)
 {
     *out = (pl_system){NULL, NULL};
-    epoll_system *s = calloc(1, sizeof *s);
+    alloc = alloc != NULL ? alloc : libc_alloc;
+    epoll_system *s = alloc(alloc_ud, NULL, 0, sizeof *s);
     if (s == NULL) {
         return PL_ENOMEM;
     }
+    memset(s, 0, sizeof *s);
+    s->alloc = alloc;
+    s->alloc_ud = alloc_ud;
     s->epoll_fd = -1;
     s->wake_fd = -1;
     int rc = open_fds(s);
     if (rc < 0) {
         close_fds(s);
-        free(s);
+        alloc(alloc_ud, s, sizeof *s, 0);
         return rc;
     }
     *out = (pl_system){&epoll_vtable, s};
     return 0;
+}
+
+int pl_system_default_create(pl_system *out)
+{
+    return pl__system_default_create_with(out, NULL, NULL);
 }
 
 void pl_system_default_destroy(pl_system *sys)
@@ -435,6 +458,6 @@ void pl_system_default_destroy(pl_system *sys)
     PL_ASSERT(sys->vtable == &epoll_vtable);
     epoll_system *s = sys->self;
     close_fds(s);
-    free(s);
+    s->alloc(s->alloc_ud, s, sizeof *s, 0);
     *sys = (pl_system){NULL, NULL};
 }

@@ -140,7 +140,7 @@ void pl_executor_options_default(pl_executor_options *opts)
 static int init_system(pl_executor *ex, const pl_executor_options *o)
 {
     if (o->system == NULL) {
-        int rc = pl_system_default_create(&ex->system);
+        int rc = pl__system_default_create_with(&ex->system, ex->alloc, ex->alloc_ud);
         ex->owns_system = rc == 0;
         return rc;
     }
@@ -165,6 +165,17 @@ static int window_create(pl_executor *ex)
     return ex->win != NULL ? 0 : PL_ENOMEM;
 }
 
+/* pthread_mutex_init may fail for lack of resources (EAGAIN, ENOMEM);
+ * an executor without its remote-wake lock would race on first use. */
+static int init_remote_lock(pl_executor *ex)
+{
+    int err = pthread_mutex_init(&ex->remote_lock, NULL);
+    if (err == 0) {
+        return 0;
+    }
+    return err == ENOMEM ? PL_ENOMEM : PL_EAGAIN;
+}
+
 int pl_executor_create(pl_executor **out, const pl_executor_options *opts)
 {
     pl_executor_options defaults;
@@ -185,7 +196,13 @@ int pl_executor_create(pl_executor **out, const pl_executor_options *opts)
     if (rc == 0) {
         rc = init_system(ex, opts);
     }
+    if (rc == 0) {
+        rc = init_remote_lock(ex);
+    }
     if (rc != 0) {
+        if (ex->owns_system) {
+            pl_system_default_destroy(&ex->system);
+        }
         pl_free(ex, ex->win, ((size_t)ex->win_mask + 1) * sizeof *ex->win);
         alloc(opts->alloc_ud, ex, sizeof *ex, 0);
         return rc;
@@ -201,7 +218,6 @@ int pl_executor_create(pl_executor **out, const pl_executor_options *opts)
 
     ex->timers.late_max = opts->timer_late_max;
     ex->timers.late_quantum_ns = opts->timer_late_quantum_ns;
-    pthread_mutex_init(&ex->remote_lock, NULL);
     ex->now = ex->system.vtable->now(ex->system.self);
     *out = ex;
     return 0;

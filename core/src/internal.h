@@ -38,6 +38,13 @@ _Noreturn void pl__assert_fail(const char *expr, const char *file, int line);
  * pl_drop report misuse without a context. */
 pl_executor *pl__current_executor(void);
 
+/* pl_system_default_create with an allocator for the backend's own
+ * state (NULL: malloc/free): the executor passes its pl_alloc_fn, so an
+ * executor that owns its backend allocates nothing behind its hook. The
+ * instance frees through the same allocator in pl_system_default_destroy.
+ * Returns 0, PL_ENOMEM or a negated errno of epoll_create1/eventfd. */
+int pl__system_default_create_with(pl_system *out, pl_alloc_fn alloc, void *alloc_ud);
+
 /* The system the executor runs on. */
 const pl_system *pl__executor_system(const pl_executor *ex);
 

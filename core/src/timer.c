@@ -216,7 +216,9 @@ static int batch_reserve(pl_executor *ex, pl__timer_heap *h, uint32_t n)
 }
 
 /* Under a deciding system, timers that share the earliest firing time
- * leave the heap together and fire in the order the system picks. */
+ * leave the heap together and fire in the order the system picks. When
+ * the batch cannot grow, the timers collected so far form the batch and
+ * the rest wait for the caller's next round; always at least one fires. */
 static size_t fire_tie_batch(pl_executor *ex, pl__timer_heap *h, pl_time now_ns)
 {
     pl_time at = h->items[0].fire_ns;
@@ -231,6 +233,13 @@ static size_t fire_tie_batch(pl_executor *ex, pl__timer_heap *h, pl_time now_ns)
         PL_PREFETCH(&t->seq);
         PL_PREFETCH(&t->waker);
         h->batch[n++] = t;
+    }
+    if (n == 0) {
+        /* No memory for a batch: fire the root alone, in production
+         * order. The caller loops while timers are due, so a batch that
+         * cannot grow must still fire one timer or the loop would spin. */
+        fire(ex, heap_pop(h), now_ns);
+        return 1;
     }
     /* The unfired rest stays in order in batch[first, first + left): the
      * pick is closed from whichever side is shorter, so choice 0 (the

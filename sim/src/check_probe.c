@@ -117,7 +117,9 @@ static void report_progress(pl__sim *s, const pl_task *t, const probe_out *p, co
 /* One probe poll of task `id`. Progress: it completed, woke a task (itself
  * included), or its future's bytes changed; then it is reported (`where`
  * the probe ran, `rescue` what woke the task instead when known). The
- * bytes are compared by hash, so a probe never allocates. */
+ * bytes are compared by a 128-bit hash, not a copy: a probe never
+ * allocates, so running out of memory cannot turn a lost wakeup into a
+ * deadlock. */
 static bool probe_task(pl__sim *s, uint32_t id, const char *where, const char *rescue,
                        probe_out *out)
 {
@@ -135,12 +137,13 @@ static bool probe_task(pl__sim *s, uint32_t id, const char *where, const char *r
         .at_ns = s->now,
     };
     size_t size = pl_task_future_size(t);
-    XXH64_hash_t before = XXH3_64bits(pl_task_future(t), size);
+    XXH128_hash_t before = XXH3_128bits(pl_task_future(t), size);
     s->polling_probe = true;
     pl_poll_result r = pl_executor_probe(s->ex, t);
     s->polling_probe = false;
     bool woke = s->woken_in_poll || s->woke_other;
-    bool changed = r == PL_READY || XXH3_64bits(pl_task_future(t), size) != before;
+    bool changed =
+        r == PL_READY || !XXH128_isEqual(before, XXH3_128bits(pl_task_future(t), size));
     /* A spawn during the probe may have moved s->tasks: index again. */
     s->tasks[id].probed_step = s->step;
     out->progress = changed || woke;

@@ -280,6 +280,12 @@ static void on_drop(void *ud, pl_task *t, bool cancelled)
 static void on_free(void *ud, pl_task *t)
 {
     pl__sim *s = ud;
+    if (tid(t) >= s->tasks_cap) {
+        /* Spawned when its table entry could not be allocated: on_spawn
+         * reported that and stopped the run, so it was never polled and
+         * has no entry to clear. */
+        return;
+    }
     pl__task_info *ti = info(s, t);
     ti->task = NULL;
     s->stale_tasks -= ti->stale_wakes > 0;

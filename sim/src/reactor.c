@@ -1226,6 +1226,11 @@ int pl__reactor_close(pl__reactor *r, int handle)
         return PL_EBADF;
     }
     if (!close_reserve(r, e)) {
+        /* A real close always releases the handle, and callers do not
+         * retry one: left open, the peer would wait forever for the end
+         * of stream and the run would end in a deadlock it never had. */
+        pl__sim_finding(r->sim, PL_FINDING_ASSERTION, NULL,
+                        "simulator out of memory: closing handle %d", handle);
         return PL_ENOMEM;
     }
     r->handles[handle - PL__REACTOR_HANDLE_FIRST] = NULL;

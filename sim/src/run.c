@@ -130,23 +130,48 @@ static void *dup_array(const void *src, size_t n, size_t size)
     return dst;
 }
 
+static void free_record(pl__run_record *rec)
+{
+    if (rec != NULL) {
+        free(rec->decisions);
+        free(rec->checkpoints);
+        free(rec->events);
+        free(rec->names_blob);
+        free(rec);
+    }
+}
+
+/* True when copying n elements from src should have produced dst. */
+static bool dup_failed(const void *dst, const void *src, size_t n)
+{
+    return dst == NULL && src != NULL && n > 0;
+}
+
 static pl__run_record *make_record(pl__sim *s, const pl_scenario *sc)
 {
     pl__run_record *rec = calloc(1, sizeof *rec);
     if (rec == NULL) {
         return NULL;
     }
-    size_t n;
-    const pl__dec_record *d = pl__dec_records(&s->dec, &n);
-    rec->decisions = dup_array(d, n, sizeof *d);
-    rec->decisions_len = rec->decisions != NULL ? n : 0;
+    size_t nd, nc, ne;
+    const pl__dec_record *d = pl__dec_records(&s->dec, &nd);
+    const uint64_t *cp = pl__trace_checkpoints(s->trace, &nc);
+    const pl__trace_rec *ev = pl__trace_log(s->trace, &ne, NULL);
+    rec->decisions = dup_array(d, nd, sizeof *d);
+    rec->checkpoints = dup_array(cp, nc, sizeof *cp);
+    rec->events = dup_array(ev, ne, sizeof *ev);
+    if (dup_failed(rec->decisions, d, nd) || dup_failed(rec->checkpoints, cp, nc) ||
+        dup_failed(rec->events, ev, ne)) {
+        /* A record missing its decisions would replay and shrink as a
+         * run that decided nothing; no record is what readers expect
+         * when memory ran out. */
+        free_record(rec);
+        return NULL;
+    }
+    rec->decisions_len = rec->decisions != NULL ? nd : 0;
     rec->decisions_truncated = s->dec.truncated;
-    const uint64_t *cp = pl__trace_checkpoints(s->trace, &n);
-    rec->checkpoints = dup_array(cp, n, sizeof *cp);
-    rec->checkpoints_len = rec->checkpoints != NULL ? n : 0;
-    const pl__trace_rec *ev = pl__trace_log(s->trace, &n, NULL);
-    rec->events = dup_array(ev, n, sizeof *ev);
-    rec->events_len = rec->events != NULL ? n : 0;
+    rec->checkpoints_len = rec->checkpoints != NULL ? nc : 0;
+    rec->events_len = rec->events != NULL ? ne : 0;
     pl__dec_knobs_format(&s->dec.knobs, rec->knobs, sizeof rec->knobs);
     snprintf(rec->scenario, sizeof rec->scenario, "%s", sc->name);
     set_name_blob(rec, s);
@@ -157,14 +182,7 @@ const pl__run_record *pl__sim_result_record(const pl_sim_result *r) { return r->
 
 void pl_sim_result_free(pl_sim_result *r)
 {
-    pl__run_record *rec = r->internal;
-    if (rec != NULL) {
-        free(rec->decisions);
-        free(rec->checkpoints);
-        free(rec->events);
-        free(rec->names_blob);
-        free(rec);
-    }
+    free_record(r->internal);
     r->internal = NULL;
 }
 

@@ -138,6 +138,8 @@ void pl__site_table_free(pl__site_table *t)
 
 /* ---- The system vtable ------------------------------------------------ */
 
+static const pl_task *running_task(pl__sim *s);
+
 static pl_time sim_now(void *self) { return ((pl__sim *)self)->now; }
 
 /* A buggify site is enabled or not once per run, then fires per call. */
@@ -146,6 +148,11 @@ static uint32_t decide_buggify(pl__sim *s, uint64_t key)
     bool created;
     pl__site *site = pl__site_lookup(&s->buggify, key, &created);
     if (site == NULL) {
+        /* Answering 0 alone would turn the site off unnoticed: the run
+         * would pass for one that tested it. Say so and stop the run. */
+        pl__sim_finding(s, PL_FINDING_ASSERTION, running_task(s),
+                        "simulator out of memory: no room for buggify site %016llx",
+                        (unsigned long long)key);
         return 0;
     }
     if (created) {
@@ -503,12 +510,17 @@ void pl__eventually(bool ok, const char *msg, const char *file, int line)
     }
     bool created;
     pl__site *site = pl__site_lookup(&s->eventually, pl_site_key(file, line), &created);
-    if (site != NULL) {
-        site->last_ok = ok;
-        site->msg = msg;
-        site->file = file;
-        site->line = line;
+    if (site == NULL) {
+        /* A property the end of the run would not check must not pass. */
+        pl__sim_finding(s, PL_FINDING_ASSERTION, running_task(s),
+                        "simulator out of memory: no room for pl_eventually site %s:%d", file,
+                        line);
+        return;
     }
+    site->last_ok = ok;
+    site->msg = msg;
+    site->file = file;
+    site->line = line;
 }
 
 void pl__sometimes(pl__sometimes_site *site, bool ok)

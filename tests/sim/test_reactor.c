@@ -1,7 +1,8 @@
 /* tests/sim/test_reactor.c: the simulated reactor, on its own.
  *
  * The reactor only needs three things from the simulator: the virtual
- * clock, the decision stream and the trace. This file provides a fake
+ * clock, the decision stream and the trace (and a finding when it runs
+ * out of memory). This file provides a fake
  * pl__sim with those (scripted or seeded decisions, counted events), so
  * the reactor is linked alone, without sim.c, which defines the same
  * symbols. pl_io_source_ready comes from libpollen.
@@ -86,6 +87,15 @@ void pl__sim_event(pl__sim *s, uint32_t kind, uint32_t task, uint64_t a, uint64_
         fk.ready_b[fk.ready_len] = b;
         fk.ready_len++;
     }
+}
+
+/* The reactor reports only out-of-memory findings, which these tests
+ * never provoke. */
+void pl__sim_finding(pl__sim *s, pl_finding_kind kind, const pl_task *t, const char *fmt, ...)
+{
+    (void)s;
+    (void)t;
+    cr_assert_fail("unexpected finding of kind %d (%s)", (int)kind, fmt);
 }
 
 static void script(pl_decision_kind kind, size_t n, const uint32_t *values)

@@ -58,7 +58,11 @@ typedef struct pl_executor_options {
 void pl_executor_options_default(pl_executor_options *opts);
 
 /* Creates an executor. opts may be NULL (defaults). Returns 0, PL_ENOMEM,
- * PL_EINVAL (a system of another version), or the real backend's error. */
+ * PL_EINVAL (a system of another version), PL_EAGAIN (no resources for
+ * the executor's lock), or the real backend's error; on failure nothing
+ * stays allocated. Every allocation of the executor goes through
+ * opts->alloc, including the real backend it creates when opts->system
+ * is NULL. */
 int pl_executor_create(pl_executor **out, const pl_executor_options *opts);
 
 /* Destroys an executor; NULL is allowed. Live tasks are cancelled first
