@@ -52,6 +52,10 @@ uint32_t pl__sim_choose(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t 
 {
     uint64_t before = s->dec.consulted;
     uint32_t v = pl__dec_choose(&s->dec, kind, n, key);
+    if (kind == PL_DECIDE_SCHEDULE) {
+        /* The oracles count only polls production would make too. */
+        s->passed_head = v != 0 ? (uint32_t)key : 0;
+    }
     if (s->dec.consulted != before) {
         pl__trace_decision(s->trace, s->step, s->now, s->polling, (uint32_t)kind, n, v);
         if (mirror_len != NULL) {

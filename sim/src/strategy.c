@@ -82,6 +82,8 @@ struct pl__strategy {
     uint64_t step;            /* schedule decisions so far */
     uint64_t change[PL__STRATEGY_DEPTH_MAX]; /* change[j], j = 1..depth-1 */
     pl__capture *capture;     /* capture hook only */
+    uint64_t fair_head;       /* fairness hook: head task of the latest schedule decision */
+    uint32_t fair_passes;     /* consecutive decisions that passed over it */
 };
 
 void pl__strategy_free(pl__strategy *st)
@@ -342,6 +344,49 @@ static uint32_t capture_choose(void *ud, pl_decision_kind kind, uint32_t n, uint
     return fallback;
 }
 
+/* ---- Fairness ----------------------------------------------------------- */
+
+/* Random choices may pass over the task at the head of the run queue
+ * without end: with schedule=65536 every pick leaves FIFO order, and a
+ * task that yields is queued last and picked again, starving the head
+ * for good. Past FAIR_PASSES_MAX consecutive passes the head is taken,
+ * so every runnable task gets polled and a run ends; the oracles do not
+ * count the passed-over picks meanwhile. Under the default knobs (one
+ * pass in two) the bound is never reached in practice. */
+#define FAIR_PASSES_MAX 64u
+
+static uint32_t fair_choose(void *ud, pl_decision_kind kind, uint32_t n, uint64_t key,
+                            uint32_t fallback)
+{
+    pl__strategy *st = ud;
+    (void)n;
+    if (kind != PL_DECIDE_SCHEDULE) {
+        return fallback;
+    }
+    if (key != st->fair_head || fallback == 0) {
+        st->fair_head = key;
+        st->fair_passes = 0;
+    }
+    if (fallback == 0 || st->fair_passes == FAIR_PASSES_MAX) {
+        st->fair_passes = 0;
+        return 0;
+    }
+    st->fair_passes++;
+    return fallback;
+}
+
+static int install_fair(pl__sim *s)
+{
+    pl__strategy *st = calloc(1, sizeof *st);
+    if (st == NULL) {
+        return PL_ENOMEM;
+    }
+    st->sim = s;
+    s->strategy = st;
+    pl__dec_set_strategy(&s->dec, fair_choose, st);
+    return 0;
+}
+
 /* ---- Install ------------------------------------------------------------ */
 
 /* bounded:K outside the explorer: the enumeration's root. */
@@ -398,7 +443,12 @@ int pl__strategy_install(pl__sim *s, const pl__strategy_spec *spec, const pl_sim
         pl__dec_set_strategy(&s->dec, zero_choose, NULL);
         return 0;
     }
-    return spec->kind == PL__STRATEGY_PCT ? install_pct(s, spec, o) : 0;
+    if (spec->kind == PL__STRATEGY_PCT) {
+        return install_pct(s, spec, o);
+    }
+    /* random and swarm: the PRNG's choices, starvation bounded. A byte
+     * source (the fuzzer) ends, and production order resumes with it. */
+    return o->source == PL_SIM_SOURCE_SEED ? install_fair(s) : 0;
 }
 
 /* ---- Public helpers ----------------------------------------------------- */

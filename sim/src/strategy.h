@@ -3,7 +3,8 @@
  * A strategy decides how a run leaves production's order. Specs, as the
  * `strategy` option and `--strategy` spell them:
  *
- *   random       the PRNG source with the knobs (decide.h); no hook.
+ *   random       the PRNG source with the knobs (decide.h), through the
+ *                fairness hook below.
  *   swarm        random, with knobs drawn per seed (pl__dec_knobs_swarm).
  *   pct:D[:K]    PCT with depth D (1..64), Burckhardt et al., ASPLOS 2010.
  *                K (1..2^32) is the horizon for the change points; without
@@ -14,6 +15,18 @@
  *                (0..64) non-zero decisions: pl_sim_explore_bounded. A
  *                single run with this spec is the production schedule
  *                (the enumeration's root): every decision 0.
+ *
+ * Fairness (random and swarm on a PRNG source). The PRNG may pass over
+ * the task at the head of the run queue (the FIFO head, the decision's
+ * key) at every schedule decision: with schedule=65536 a task that yields
+ * is queued last and picked again forever, starving the task it waits
+ * for. The hook lets at most 64 consecutive schedule decisions pass over
+ * the same head; the next one takes it (value 0). The source's draw still
+ * happens, so the PRNG stream stays aligned. Under the default knobs a
+ * run of 65 passes has probability 2^-65 per head and never happens in
+ * practice, so default runs are unchanged. Starvation by the decisions is
+ * not a finding: the oracles count toward livelock only the polls that
+ * production's FIFO order would make too (oracle.c).
  *
  * PCT, as installed on a run. Tasks get distinct random priorities the
  * first time the strategy sees them among the candidates of a schedule
@@ -73,8 +86,8 @@ struct pl__sim;
 typedef struct pl__strategy pl__strategy;
 
 /* Installs the strategy of `spec` on s->dec and stores its per-run state
- * in s->strategy (NULL when the strategy needs none: random, swarm,
- * bounded, or a list source). Call after the source is selected. May run
+ * in s->strategy (NULL when the strategy needs none: bounded, a byte
+ * source, or a list source without a capture). Call after the source is selected. May run
  * the scenario once in production order to estimate PCT's horizon (see
  * above). Returns 0 or PL_ENOMEM. */
 int pl__strategy_install(struct pl__sim *s, const pl__strategy_spec *spec,
