@@ -125,6 +125,7 @@ struct pl__sim {
     pl_time time_limit_ns;
     uint64_t step;          /* polls so far */
     uint64_t steps_since_progress;
+    uint64_t steps_charged; /* polls whose poll cost the clock has taken */
     uint64_t steps_max;
     uint32_t self_wakes_max;
 

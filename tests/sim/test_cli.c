@@ -290,6 +290,10 @@ Test(cli, parse_durations)
     cr_assert_eq(ns, 7200 * PL_S);
     cr_assert_eq(pl__cli_parse_duration("0.000000001s", &ns), 0);
     cr_assert_eq(ns, 1);
+    cr_assert_eq(pl__cli_parse_duration("100ns", &ns), 0);
+    cr_assert_eq(ns, 100);
+    cr_assert_eq(pl__cli_parse_duration("2.5us", &ns), 0);
+    cr_assert_eq(ns, 2500);
     const char *bad[] = {"", "10", "s", "0s", "0.0ms", "-1s", "1.s", ".5s", "1.5", "5 s",
                          "5sec", "5S", "1.0000000001s", "99999999999999h", "1e3ms"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -946,6 +950,36 @@ Test(cli, shrink_writes_a_smaller_replay)
     p = POLLEN("shrink", "missing.replay");
     cr_assert_eq(p.status, 3);
     cr_assert_not_null(strstr(p.err, "missing.replay"), "%s", p.err);
+    proc_free(&p);
+}
+
+/* --poll-cost reaches the run and its replay file, and the file alone
+ * reproduces the run (replaying it at another cost does not). */
+Test(cli, poll_cost_is_recorded_and_replayed)
+{
+    proc p = POLLEN("run", "bug_spin_wait", "--seed", "3", "--poll-cost", "50ns", "--no-shrink");
+    cr_assert_eq(p.status, 19, "%s%s", p.out, p.err);
+    char path[4096];
+    snprintf(path, sizeof path, "%s", replay_of(p.out));
+    proc_free(&p);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s", path);
+    char line[256];
+    bool found = false;
+    while (fgets(line, sizeof line, f) != NULL) {
+        found = found || strcmp(line, "poll-cost-ns 50\n") == 0;
+    }
+    fclose(f);
+    cr_assert(found, "%s has no poll-cost-ns line", path);
+    p = POLLEN("replay", path);
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    proc_free(&p);
+    p = POLLEN("replay", path, "--poll-cost", "0");
+    cr_assert_eq(p.status, 1, "%s%s", p.out, p.err);
+    proc_free(&p);
+    p = POLLEN("run", "bug_spin_wait", "--poll-cost", "2s");
+    cr_assert_eq(p.status, 2, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.err, "--poll-cost"), "%s", p.err);
     proc_free(&p);
 }
 

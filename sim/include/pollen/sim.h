@@ -124,12 +124,18 @@ typedef struct pl_sim_options {
     uint64_t steps_without_progress_max; /* livelock: polls with no time passing and no
                                             completion; 0: 1000000 */
     uint32_t self_wakes_max;       /* livelock: consecutive self-woken polls; 0: 10000 */
+    pl_time poll_cost_ns;          /* virtual time each poll costs, 0 (default) to
+                                      PL_SIM_POLL_COST_MAX: the clock then also moves
+                                      while tasks stay runnable (busy work takes time) */
     bool rotate_wakers;            /* fresh waker identity per poll (default true) */
     bool keep_events;              /* keep the event log (timeline, divergence) */
     bool keep_decisions;           /* record decisions (replay files); default true */
 } pl_sim_options;
 
 void pl_sim_options_default(pl_sim_options *o);
+
+/* The largest poll_cost_ns pl_sim_run accepts (PL_EINVAL above it). */
+#define PL_SIM_POLL_COST_MAX PL_S
 
 typedef struct pl_sim_result {
     pl_finding finding;            /* kind PL_FINDING_NONE when clean */
