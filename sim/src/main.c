@@ -144,8 +144,8 @@ static pl_time unit_ns(const char *unit)
     static const struct {
         const char *name;
         pl_time ns;
-    } units[] = {{"ns", 1},          {"us", PL_US},      {"ms", PL_MS},
-                 {"s", PL_S},        {"m", 60 * PL_S},   {"h", 3600 * PL_S}};
+    } units[] = {{"ns", 1},   {"us", PL_US},    {"ms", PL_MS},
+                 {"s", PL_S}, {"m", 60 * PL_S}, {"h", 3600 * PL_S}};
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
         if (strcmp(unit, units[i].name) == 0) {
             return units[i].ns;
@@ -2898,9 +2898,35 @@ static void bounded_explore(const void *ctx, void *result)
     pl_sim_bounded_result_free(&res);
 }
 
+/* Which decision kinds a bounded claim covers: the enumeration deviates
+ * only at consulted decisions, and a kind whose knob is off is never
+ * consulted, so its faults were not explored at all. Appends
+ * " over decision kinds a, b; not explored: c (off)" to buf. */
+static void bounded_kinds(const run_opts *o, char *buf, size_t len)
+{
+    pl__dec_knobs k;
+    knobs_for(o, 0, &k);
+    static const char *const heads[2] = {" over decision kinds ", "; not explored: "};
+    size_t used = strlen(buf);
+    for (int pass = 0; pass < 2; pass++) {
+        bool first = true;
+        for (uint32_t i = 0; i < PL_DECIDE__COUNT; i++) {
+            if (k.kind[i].enabled != (pass == 0) || used >= len) {
+                continue;
+            }
+            int n = snprintf(buf + used, len - used, "%s%s%s", first ? heads[pass] : ", ",
+                             pl__dec_kind_name(i), pass == 0 ? "" : " (off)");
+            used += n > 0 ? (size_t)n : 0;
+            first = false;
+        }
+    }
+}
+
 static void bounded_summary(const run_opts *o, const outcome *out, const bounded_msg *m,
                             bool complete)
 {
+    char kinds[512] = "";
+    bounded_kinds(o, kinds, sizeof kinds);
     FILE *f = o->text;
     if (!complete) {
         fprintf(f, "%s: %s, %.1f s; %s before the exploration finished\n", out->sc->name,
@@ -2913,11 +2939,12 @@ static void bounded_summary(const run_opts *o, const outcome *out, const bounded
             o->strategy, m->runs, m->schedules, out->seconds);
     if (m->exhausted) {
         fprintf(f, "; verified: all %" PRIu64 " schedules with at most %" PRIu32 " deviation%s "
-                   "explored, no finding",
-                m->schedules, o->bound_k, o->bound_k == 1 ? "" : "s");
+                   "explored, no finding,%s",
+                m->schedules, o->bound_k, o->bound_k == 1 ? "" : "s", kinds);
     } else if (m->finding.kind == PL_FINDING_NONE) {
-        fprintf(f, "; schedules with fewer than %" PRIu32 " deviations done%s", m->levels_done,
-                m->truncated ? " (a run outgrew the decision recorder)" : "");
+        fprintf(f, "; schedules with fewer than %" PRIu32 " deviations done%s,%s",
+                m->levels_done, m->truncated ? " (a run outgrew the decision recorder)" : "",
+                kinds);
     }
     fputc('\n', f);
 }
@@ -3109,15 +3136,26 @@ static void pct_guarantee_line(const run_opts *o, const pl_scenario *sc, const o
                 sc->name, o->strategy);
         return;
     }
+    /* The bound holds for what the change points covered: the first k
+     * schedule steps (the horizon they were drawn over), and the schedule
+     * decisions only, which are all PCT orders. */
     uint64_t k = spec.horizon > 0 ? spec.horizon : m.steps;
     double p = pl_sim_pct_guarantee(o->pct_depth, m.tasks, k);
+    double miss = power(1.0 - p, out->runs);
+    char miss_text[32] = "< 1e-300"; /* (1-p)^runs underflows: say so, never "<= 0" */
+    if (miss >= 1e-300) {
+        snprintf(miss_text, sizeof miss_text, "<= %.3g", miss);
+    }
     fprintf(o->text,
-            "%s: %s guarantee: each run finds a bug of depth %" PRIu32 " with probability >= "
-            "1/(n*k^%" PRIu32 ") = %.3g (n = %" PRIu32 " task%s, k = %" PRIu64
-            " schedule step%s); all %" PRIu64 " runs miss such a bug with probability <= %.3g\n",
+            "%s: %s guarantee: each run finds a scheduling bug of depth %" PRIu32 " within the "
+            "first k schedule steps with probability >= 1/(n*k^%" PRIu32 ") = %.3g (n = %" PRIu32
+            " task%s, k = %" PRIu64 " schedule step%s, %s); all %" PRIu64
+            " runs miss such a bug with probability %s. PCT orders schedule decisions only: "
+            "every other decision kind was drawn at random, with no such bound\n",
             sc->name, o->strategy, o->pct_depth, o->pct_depth - 1, p, m.tasks,
-            m.tasks == 1 ? "" : "s", k, k == 1 ? "" : "s", out->runs,
-            power(1.0 - p, out->runs));
+            m.tasks == 1 ? "" : "s", k, k == 1 ? "" : "s",
+            spec.horizon > 0 ? "as given" : "the longest of the production run and 8 PCT runs",
+            out->runs, miss_text);
     fflush(o->text);
 }
 

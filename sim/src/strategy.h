@@ -8,9 +8,13 @@
  *   swarm        random, with knobs drawn per seed (pl__dec_knobs_swarm).
  *   pct:D[:K]    PCT with depth D (1..64), Burckhardt et al., ASPLOS 2010.
  *                K (1..2^32) is the horizon for the change points; without
- *                it, K is the number of schedule decisions of the
- *                scenario's production run (every decision 0), measured
- *                once per scenario and thread (pl__strategy_pct_estimate).
+ *                it, K is the most schedule decisions made by the
+ *                scenario's production run (every decision 0) and by 8
+ *                PCT runs over that first horizon, measured once per
+ *                scenario, depth and thread (pl__strategy_pct_estimate):
+ *                PCT's runs are often much longer than production's, and
+ *                change points drawn over production's steps alone never
+ *                reach their later steps.
  *   bounded:K    systematic exploration of every schedule with at most K
  *                (0..64) non-zero decisions: pl_sim_explore_bounded. A
  *                single run with this spec is the production schedule
@@ -96,11 +100,11 @@ int pl__strategy_install(struct pl__sim *s, const pl__strategy_spec *spec,
 /* Frees per-run strategy state; NULL is a no-op. */
 void pl__strategy_free(pl__strategy *st);
 
-/* PCT's inputs measured on the production run of `sc` with the knobs of
- * `o` (NULL: defaults): the tasks spawned and the schedule decisions
- * consulted. Cached per thread by scenario. pl_sometimes counters are
- * restored afterwards, so the measuring run never counts as coverage.
- * Returns 0 or a negative code. */
+/* PCT's inputs measured with the knobs of `o` (NULL: defaults): the most
+ * tasks spawned and schedule decisions consulted by the production run of
+ * `sc` and by 8 PCT runs (see pct:D above). Cached per thread by scenario
+ * and depth. pl_sometimes counters are restored afterwards, so measuring
+ * runs never count as coverage. Returns 0 or a negative code. */
 int pl__strategy_pct_estimate(const pl_scenario *sc, const pl_sim_options *o, uint32_t *tasks,
                               uint64_t *steps);
 

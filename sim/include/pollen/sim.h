@@ -198,11 +198,13 @@ int pl_sim_campaign(const pl_scenario *sc, uint64_t seed_lo, uint64_t seed_hi,
  * Returns 0.0 when depth or tasks is 0; steps 0 counts as 1. */
 double pl_sim_pct_guarantee(uint32_t depth, uint32_t tasks, uint64_t steps);
 
-/* Measures what PCT uses as n and k for `sc`: the tasks spawned and the
- * schedule decisions of its production run (every decision 0), which is
- * also PCT's default change-point horizon. Runs the scenario once per
- * thread and caches the answer. opts may be NULL. Returns 0 or a
- * negative code. */
+/* Measures what PCT uses as n and k for `sc`: the most tasks spawned and
+ * schedule decisions made by its production run (every decision 0) and
+ * by 8 PCT runs (seeds 0..7, depth from opts->strategy when it is pct:D,
+ * else 3, change points over the production run's steps, opts' knobs).
+ * k is also PCT's default change-point horizon. Runs the scenario 9 times
+ * per thread and depth and caches the answer. opts may be NULL. Returns 0
+ * or a negative code. */
 int pl_sim_pct_estimate(const pl_scenario *sc, const pl_sim_options *opts, uint32_t *tasks,
                         uint64_t *steps);
 
