@@ -30,7 +30,8 @@ int pl__cli_parse_seed(const char *text, uint64_t *out);
 int pl__cli_parse_seeds(const char *text, uint64_t *lo, uint64_t *hi);
 
 /* Parses a positive duration: a number with an optional fraction of up
- * to 9 digits and a unit, one of ms, s, m, h ("250ms", "1.5s", "10m").
+ * to 9 digits and a unit, one of ns, us, ms, s, m, h ("100ns", "250ms",
+ * "1.5s", "10m").
  * A bare number is an error: the unit is never guessed. Returns 0 or
  * PL_EINVAL (also for zero and for more than 10 years). */
 int pl__cli_parse_duration(const char *text, pl_time *out_ns);

@@ -22,15 +22,20 @@
  *
  *     schedule       on  32768     spurious_poll  off
  *     io_order       on  32768     wake_delay     on   8192
- *     timer_order    on  32768     cancel         off
+ *     timer_order    on  32768     cancel         on   1024
  *     timer_late     on   4096     io_fault       on   2048
  *     spurious_wake  on   1024     io_latency     on   4096
  *                                  buggify_site   on  16384
  *                                  buggify_fire   on   8192
  *                                  probe          on   4096
  *
- * spurious_poll is off because extra polls hide lost wakeups; cancel is
- * off because it changes what a scenario computes.
+ * spurious_poll is off because extra polls hide lost wakeups. cancel is
+ * on: it is only ever consulted for tasks marked abortable
+ * (pl_task_set_abortable), whose owners declared that cancellation at any
+ * await is part of their contract, so exploring it by default finds the
+ * drop bugs of cancelled futures (bug_abort_permit) and changes nothing
+ * for a scenario without abortable tasks (no cancel decision is ever
+ * consulted there, so its runs and trace hashes stay the same).
  *
  * Sources (frozen for replay-format version 1):
  *   PRNG   the generator is seeded with pl__prng_subseed(seed,

@@ -144,7 +144,8 @@ static pl_time unit_ns(const char *unit)
     static const struct {
         const char *name;
         pl_time ns;
-    } units[] = {{"ms", PL_MS}, {"s", PL_S}, {"m", 60 * PL_S}, {"h", 3600 * PL_S}};
+    } units[] = {{"ns", 1},   {"us", PL_US},    {"ms", PL_MS},
+                 {"s", PL_S}, {"m", 60 * PL_S}, {"h", 3600 * PL_S}};
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
         if (strcmp(unit, units[i].name) == 0) {
             return units[i].ns;
@@ -511,6 +512,22 @@ static int opt_duration(const opts_iter *it, int idx, const char *v, pl_time *ou
     return 0;
 }
 
+/* --poll-cost: 0, or a virtual duration up to PL_SIM_POLL_COST_MAX. */
+static int opt_poll_cost(const opts_iter *it, int idx, const char *v, pl_time *out)
+{
+    if (strcmp(v, "0") == 0) {
+        *out = 0;
+        return 0;
+    }
+    if (pl__cli_parse_duration(v, out) != 0 || *out > PL_SIM_POLL_COST_MAX) {
+        return usage_error(it->c, it->cmd,
+                           "bad value for '--%s': '%s' (expected 0 or a duration up to 1s, such "
+                           "as 100ns or 2us)",
+                           it->specs[idx].name, v);
+    }
+    return 0;
+}
+
 /* ======================================================================
  * Output helpers
  * ==================================================================== */
@@ -685,6 +702,8 @@ static const char help_run[] =
     "                       seeds (no --seeds, --jobs, --shard or watchdog)\n"
     "  --knobs TEXT         decision knobs over the defaults, e.g.\n"
     "                       'spurious_poll=on,io_fault=off,schedule=65536'\n"
+    "  --poll-cost DURATION virtual time each poll costs (default 0: the clock\n"
+    "                       moves only while no task is runnable), e.g. 100ns\n"
     "  --check-determinism  run every seed twice and compare the trace hashes\n"
     "  --real               instead of simulating, run each scenario once on\n"
     "                       the real epoll backend (60 s limit, or --time)\n"
@@ -735,6 +754,8 @@ static const char help_replay[] =
     "  --chrome-trace OUT.json write Chrome trace-event JSON (open it in\n"
     "                          Perfetto); needs exactly one FILE\n"
     "  --watchdog DURATION     kill a replay running longer (default 10s)\n"
+    "  --poll-cost DURATION    run with this poll cost instead of the file's\n"
+    "                          (a raw fuzzer input has none: 0)\n"
     "  --no-fork               run in this process (for a debugger)\n"
     "  --quiet, -q             only the verdict line per file\n"
     "  --help, -h              this text\n"
@@ -994,6 +1015,7 @@ typedef struct run_opts {
     pl_time watchdog_ns;    /* per-seed wall-time cap */
     const char *strategy;   /* never NULL */
     const char *knobs;      /* NULL: the defaults */
+    pl_time poll_cost_ns;   /* --poll-cost; 0: none */
     uint32_t jobs;
     uint32_t shard_k, shard_n;
     char out_dir[PATH_MAX]; /* no trailing slash */
@@ -1010,7 +1032,7 @@ typedef struct run_opts {
 enum run_opt {
     R_SEEDS, R_SEED, R_TIME, R_STRATEGY, R_KNOBS, R_JOBS, R_SHARD, R_OUT, R_JSON,
     R_CHECK_DET, R_REAL, R_KEEP_GOING, R_QUIET, R_WATCHDOG, R_NO_SHRINK, R_SHRINK_TIME, R_HELP,
-    R__COUNT
+    R_POLL_COST, R__COUNT
 };
 
 static const opt_spec run_specs[] = {
@@ -1031,6 +1053,7 @@ static const opt_spec run_specs[] = {
     [R_NO_SHRINK] = {"no-shrink", 0, NULL},
     [R_SHRINK_TIME] = {"shrink-time", 0, "DURATION"},
     [R_HELP] = {"help", 'h', NULL},
+    [R_POLL_COST] = {"poll-cost", 0, "DURATION"},
     [R__COUNT] = {NULL, 0, NULL},
 };
 
@@ -1144,6 +1167,8 @@ static int run_opt_apply(const opts_iter *it, int id, const char *v, run_opts *o
         return opt_duration(it, id, v, &o->watchdog_ns);
     case R_SHRINK_TIME:
         return opt_duration(it, id, v, &o->shrink_ns);
+    case R_POLL_COST:
+        return opt_poll_cost(it, id, v, &o->poll_cost_ns);
     case R_JOBS:
         if (opt_number(it, id, v, 1, PL__CLI_JOBS_MAX, &n) != 0) {
             return ST_USAGE;
@@ -1245,6 +1270,7 @@ static void sim_options(const run_opts *o, uint64_t seed, pl_sim_options *so)
     so->seed = seed;
     so->strategy = o->strategy;
     so->knobs = o->knobs;
+    so->poll_cost_ns = o->poll_cost_ns;
 }
 
 /* A message for a negative code, falling back to strerror for errno
@@ -1589,17 +1615,21 @@ typedef struct report {
     char shrink_text[8192];   /* the shrinker's account, lines indented */
 } report;
 
-/* "--strategy S --knobs K" when they differ from the defaults. */
+/* "--strategy S --knobs K --poll-cost Nns" when they differ from the defaults. */
 static void schedule_args(const run_opts *o, char *buf, size_t len)
 {
     char knobs[512] = "";
+    char cost[48] = "";
     buf[0] = '\0';
     if (o->knobs != NULL) {
         pl__cli_shell_quote(o->knobs, knobs, sizeof knobs);
     }
-    snprintf(buf, len, "%s%s%s%s", strcmp(o->strategy, "random") != 0 ? " --strategy " : "",
+    if (o->poll_cost_ns > 0) {
+        snprintf(cost, sizeof cost, " --poll-cost %lldns", (long long)o->poll_cost_ns);
+    }
+    snprintf(buf, len, "%s%s%s%s%s", strcmp(o->strategy, "random") != 0 ? " --strategy " : "",
              strcmp(o->strategy, "random") != 0 ? o->strategy : "",
-             o->knobs != NULL ? " --knobs " : "", knobs);
+             o->knobs != NULL ? " --knobs " : "", knobs, cost);
 }
 
 static void make_reproduce(const cli *c, const run_opts *o, report *rp)
@@ -1789,6 +1819,7 @@ static int write_lost_replay(const run_opts *o, report *rp, const shared_rec *re
     r.strategy = (char *)o->strategy;
     r.has_knobs = true;
     knobs_for(o, rp->seed, &r.knobs);
+    r.poll_cost_ns = o->poll_cost_ns;
     r.finding = (char *)pl_finding_name(rp->f.kind);
     r.message = rp->f.message;
     bool have = rec != NULL;
@@ -2867,9 +2898,35 @@ static void bounded_explore(const void *ctx, void *result)
     pl_sim_bounded_result_free(&res);
 }
 
+/* Which decision kinds a bounded claim covers: the enumeration deviates
+ * only at consulted decisions, and a kind whose knob is off is never
+ * consulted, so its faults were not explored at all. Appends
+ * " over decision kinds a, b; not explored: c (off)" to buf. */
+static void bounded_kinds(const run_opts *o, char *buf, size_t len)
+{
+    pl__dec_knobs k;
+    knobs_for(o, 0, &k);
+    static const char *const heads[2] = {" over decision kinds ", "; not explored: "};
+    size_t used = strlen(buf);
+    for (int pass = 0; pass < 2; pass++) {
+        bool first = true;
+        for (uint32_t i = 0; i < PL_DECIDE__COUNT; i++) {
+            if (k.kind[i].enabled != (pass == 0) || used >= len) {
+                continue;
+            }
+            int n = snprintf(buf + used, len - used, "%s%s%s", first ? heads[pass] : ", ",
+                             pl__dec_kind_name(i), pass == 0 ? "" : " (off)");
+            used += n > 0 ? (size_t)n : 0;
+            first = false;
+        }
+    }
+}
+
 static void bounded_summary(const run_opts *o, const outcome *out, const bounded_msg *m,
                             bool complete)
 {
+    char kinds[512] = "";
+    bounded_kinds(o, kinds, sizeof kinds);
     FILE *f = o->text;
     if (!complete) {
         fprintf(f, "%s: %s, %.1f s; %s before the exploration finished\n", out->sc->name,
@@ -2882,11 +2939,12 @@ static void bounded_summary(const run_opts *o, const outcome *out, const bounded
             o->strategy, m->runs, m->schedules, out->seconds);
     if (m->exhausted) {
         fprintf(f, "; verified: all %" PRIu64 " schedules with at most %" PRIu32 " deviation%s "
-                   "explored, no finding",
-                m->schedules, o->bound_k, o->bound_k == 1 ? "" : "s");
+                   "explored, no finding,%s",
+                m->schedules, o->bound_k, o->bound_k == 1 ? "" : "s", kinds);
     } else if (m->finding.kind == PL_FINDING_NONE) {
-        fprintf(f, "; schedules with fewer than %" PRIu32 " deviations done%s", m->levels_done,
-                m->truncated ? " (a run outgrew the decision recorder)" : "");
+        fprintf(f, "; schedules with fewer than %" PRIu32 " deviations done%s,%s",
+                m->levels_done, m->truncated ? " (a run outgrew the decision recorder)" : "",
+                kinds);
     }
     fputc('\n', f);
 }
@@ -3078,15 +3136,26 @@ static void pct_guarantee_line(const run_opts *o, const pl_scenario *sc, const o
                 sc->name, o->strategy);
         return;
     }
+    /* The bound holds for what the change points covered: the first k
+     * schedule steps (the horizon they were drawn over), and the schedule
+     * decisions only, which are all PCT orders. */
     uint64_t k = spec.horizon > 0 ? spec.horizon : m.steps;
     double p = pl_sim_pct_guarantee(o->pct_depth, m.tasks, k);
+    double miss = power(1.0 - p, out->runs);
+    char miss_text[32] = "< 1e-300"; /* (1-p)^runs underflows: say so, never "<= 0" */
+    if (miss >= 1e-300) {
+        snprintf(miss_text, sizeof miss_text, "<= %.3g", miss);
+    }
     fprintf(o->text,
-            "%s: %s guarantee: each run finds a bug of depth %" PRIu32 " with probability >= "
-            "1/(n*k^%" PRIu32 ") = %.3g (n = %" PRIu32 " task%s, k = %" PRIu64
-            " schedule step%s); all %" PRIu64 " runs miss such a bug with probability <= %.3g\n",
+            "%s: %s guarantee: each run finds a scheduling bug of depth %" PRIu32 " within the "
+            "first k schedule steps with probability >= 1/(n*k^%" PRIu32 ") = %.3g (n = %" PRIu32
+            " task%s, k = %" PRIu64 " schedule step%s, %s); all %" PRIu64
+            " runs miss such a bug with probability %s. PCT orders schedule decisions only: "
+            "every other decision kind was drawn at random, with no such bound\n",
             sc->name, o->strategy, o->pct_depth, o->pct_depth - 1, p, m.tasks,
-            m.tasks == 1 ? "" : "s", k, k == 1 ? "" : "s", out->runs,
-            power(1.0 - p, out->runs));
+            m.tasks == 1 ? "" : "s", k, k == 1 ? "" : "s",
+            spec.horizon > 0 ? "as given" : "the longest of the production run and 8 PCT runs",
+            out->runs, miss_text);
     fflush(o->text);
 }
 
@@ -3157,9 +3226,13 @@ typedef struct replay_opts {
     const char *chrome;     /* --chrome-trace OUT.json */
     bool trace, quiet, no_fork;
     pl_time watchdog_ns;
+    pl_time poll_cost_ns;   /* --poll-cost, when poll_cost_set */
+    bool poll_cost_set;
 } replay_opts;
 
-enum replay_opt { P_SCENARIO, P_TRACE, P_CHROME, P_WATCHDOG, P_NO_FORK, P_QUIET, P_HELP };
+enum replay_opt {
+    P_SCENARIO, P_TRACE, P_CHROME, P_WATCHDOG, P_NO_FORK, P_QUIET, P_HELP, P_POLL_COST
+};
 
 static const opt_spec replay_specs[] = {
     [P_SCENARIO] = {"scenario", 0, "NAME"},
@@ -3169,6 +3242,7 @@ static const opt_spec replay_specs[] = {
     [P_NO_FORK] = {"no-fork", 0, NULL},
     [P_QUIET] = {"quiet", 'q', NULL},
     [P_HELP] = {"help", 'h', NULL},
+    [P_POLL_COST] = {"poll-cost", 0, "DURATION"},
     {NULL, 0, NULL},
 };
 
@@ -3203,7 +3277,10 @@ static int replay_opts_parse(const cli *c, int argc, char **argv, replay_opts *r
             return -1;
         } else if (id == P_WATCHDOG && opt_duration(&it, id, v, &ro->watchdog_ns) != 0) {
             return ST_USAGE;
+        } else if (id == P_POLL_COST && opt_poll_cost(&it, id, v, &ro->poll_cost_ns) != 0) {
+            return ST_USAGE;
         }
+        ro->poll_cost_set = ro->poll_cost_set || id == P_POLL_COST;
         ro->scenario = id == P_SCENARIO ? v : ro->scenario;
         ro->chrome = id == P_CHROME ? v : ro->chrome;
         ro->trace = ro->trace || id == P_TRACE;
@@ -3242,6 +3319,7 @@ static int replay_load(const cli *c, const replay_opts *ro, const char *path, re
         return internal_error(c, "replay", "%s", err);
     }
     in->bytes = (uint8_t *)bytes;
+    in->file.poll_cost_ns = ro->poll_cost_ns;
     if (!is_replay_file(in->bytes, in->bytes_len)) {
         in->raw = true;
         if (ro->scenario == NULL) {
@@ -3270,6 +3348,7 @@ static int replay_load(const cli *c, const replay_opts *ro, const char *path, re
     if (in->file.has_knobs) {
         pl__dec_knobs_format(&in->file.knobs, in->knobs, sizeof in->knobs);
     }
+    in->file.poll_cost_ns = ro->poll_cost_set ? ro->poll_cost_ns : in->file.poll_cost_ns;
     return 0;
 }
 
@@ -3293,6 +3372,7 @@ static void replay_sim_options(const replay_input *in, pl_sim_options *so)
     pl_sim_options_default(so);
     so->seed = in->file.seed;
     so->knobs = in->file.has_knobs ? in->knobs : NULL;
+    so->poll_cost_ns = in->file.poll_cost_ns;
     if (in->raw) {
         so->source = PL_SIM_SOURCE_BYTES;
         so->bytes = in->bytes;
@@ -3450,7 +3530,7 @@ static int replay_exec(const cli *c, const replay_opts *ro, const replay_input *
     int rc;
     bool canonical = !in->raw && !seed_only(in) && in->file.scenario != NULL &&
                      strcmp(in->file.scenario, in->sc->name) == 0 &&
-                     pl_scenario_find(in->sc->name) == in->sc;
+                     pl_scenario_find(in->sc->name) == in->sc && !ro->poll_cost_set;
     if (canonical) {
         rc = pl_sim_replay_file(in->path, &r, err, sizeof err);
     } else {

@@ -116,6 +116,10 @@ static void on_poll_begin(void *ud, pl_task *t, uint32_t gen, bool probe)
         ti->waits_len = 0;
         ti->on_purpose = false;
     }
+    /* A pick that passed over the FIFO head is the schedule's choice. The
+     * head (a lone candidate, a probe) is what production polls next. */
+    s->poll_deviated = s->passed_head != 0 && s->passed_head != s->polling;
+    s->passed_head = 0;
     if (s->stale_tasks > 0) {
         /* Only then can a task have stale wakes to forget: the common
          * poll does not touch its (cold) table entry at all. */
@@ -124,7 +128,10 @@ static void on_poll_begin(void *ud, pl_task *t, uint32_t gen, bool probe)
         ti->stale_wakes = 0;
     }
     event(s, probe ? PL__EV_PROBE : PL__EV_POLL, s->polling, tpolls(t), gen);
-    if (!probe && ++s->steps_since_progress > s->steps_max) {
+    /* Polls the schedule chose over production's order do not count: a
+     * strategy starving the task that would make progress is no livelock
+     * of the program (the strategies bound that starvation). */
+    if (!probe && !s->poll_deviated && ++s->steps_since_progress > s->steps_max) {
         pl__sim_finding(s, PL_FINDING_LIVELOCK, t,
                         "%llu polls without virtual time passing and without a task completing",
                         (unsigned long long)s->steps_max);
@@ -143,17 +150,26 @@ static void check_orphan(pl__sim *s, pl_task *t)
     }
 }
 
+/* A busy loop is the program's only if production would spin too: a
+ * self-woken poll counts toward the limit when FIFO order would have
+ * polled this task as well (it was the head, or alone). A task the
+ * schedule keeps picking right after it yields, over the task it waits
+ * for, is starved by the strategy, not spinning; its deviated polls
+ * neither count nor break the streak. self_wakes counts them all, for
+ * PCT's spinner rule. */
 static void check_busy_loop(pl__sim *s, pl_task *t, pl__task_info *ti)
 {
     if (s->woken_in_poll && !s->woke_other) {
-        if (++ti->self_wakes > s->self_wakes_max) {
+        ti->self_wakes++;
+        if (!s->poll_deviated && ++ti->busy_wakes > s->self_wakes_max) {
             pl__sim_finding(s, PL_FINDING_LIVELOCK, t,
                             "'%s' woke itself %u polls in a row without waking anyone else "
                             "or completing: a busy loop",
-                            pl_task_name(t), ti->self_wakes - 1);
+                            pl_task_name(t), ti->busy_wakes - 1);
         }
     } else {
         ti->self_wakes = 0;
+        ti->busy_wakes = 0;
     }
 }
 

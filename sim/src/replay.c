@@ -13,6 +13,7 @@
 
 #include "digits.h"
 #include "pollen/error.h"
+#include "pollen/sim.h"
 #include "trace.h"
 
 /* Writer columns before a 'd' or 'c' line wraps. */
@@ -65,7 +66,8 @@ static bool record_valid(const pl__dec_record *d)
 static int validate(const pl__replay *r)
 {
     if (r->decisions_len > PL__REPLAY_DECISIONS_MAX ||
-        r->checkpoints_len > PL__REPLAY_CHECKPOINTS_MAX) {
+        r->checkpoints_len > PL__REPLAY_CHECKPOINTS_MAX || r->poll_cost_ns < 0 ||
+        r->poll_cost_ns > PL_SIM_POLL_COST_MAX) {
         return PL_EINVAL;
     }
     if ((r->decisions_len > 0 && r->decisions == NULL) ||
@@ -190,6 +192,9 @@ int pl__replay_write(FILE *f, const pl__replay *r)
         pl__dec_knobs_format(&r->knobs, knobs, sizeof(knobs));
         fprintf(f, "knobs %s\n", knobs);
     }
+    if (r->poll_cost_ns != 0) {
+        fprintf(f, "poll-cost-ns %" PRId64 "\n", r->poll_cost_ns);
+    }
     write_text(f, "finding", r->finding);
     write_text(f, "message", r->message);
     fprintf(f, "steps %" PRIu64 "\nevents %" PRIu64 "\n", r->steps, r->events);
@@ -247,6 +252,7 @@ enum key_id {
     K_SEED,
     K_STRATEGY,
     K_KNOBS,
+    K_POLL_COST,
     K_FINDING,
     K_MESSAGE,
     K_STEPS,
@@ -261,7 +267,7 @@ enum key_id {
 
 static const char *const key_names[K__COUNT] = {
     "pollen-version", "build", "scenario", "seed",  "strategy",
-    "knobs",          "finding", "message", "steps", "events",
+    "knobs",          "poll-cost-ns", "finding", "message", "steps", "events",
     "hash",           "truncated", "checkpoints", "decisions", "end",
 };
 
@@ -464,14 +470,28 @@ static int parse_knobs(parser *ps, const char *v, size_t len)
 }
 
 /* Format 1 predates the probe decision: those runs never probed at timer
- * points, so they replay with the probe knob off. */
+ * points, so they replay with the probe knob off (and, without a knobs
+ * line, with format 1's defaults, in which cancel was off). */
 static void knobs_of_format_1(pl__replay *r)
 {
     if (!r->has_knobs) {
         pl__dec_knobs_default(&r->knobs);
+        r->knobs.kind[PL_DECIDE_CANCEL].enabled = false;
         r->has_knobs = true;
     }
     r->knobs.kind[PL_DECIDE_PROBE].enabled = false;
+}
+
+static int parse_poll_cost(parser *ps, const char *v, size_t len)
+{
+    char ex[48];
+    uint64_t ns;
+    if (!parse_decimal(v, len, &ns) || ns > (uint64_t)PL_SIM_POLL_COST_MAX) {
+        return fail(ps, PL_EFORMAT, "expected 'poll-cost-ns <0 to %lld>', got '%s'",
+                    (long long)PL_SIM_POLL_COST_MAX, excerpt(ex, sizeof(ex), v, len));
+    }
+    ps->out->poll_cost_ns = (int64_t)ns;
+    return 0;
 }
 
 /* Handles a known key's value. */
@@ -491,6 +511,7 @@ static int parse_key(parser *ps, enum key_id k, const char *v, size_t len)
     case K_STEPS: return parse_number_key(ps, key_names[k], v, len, &r->steps);
     case K_EVENTS: return parse_number_key(ps, key_names[k], v, len, &r->events);
     case K_KNOBS: return parse_knobs(ps, v, len);
+    case K_POLL_COST: return parse_poll_cost(ps, v, len);
     case K_CHECKPOINTS: return parse_checkpoints_header(ps, v, len);
     case K_DECISIONS: return parse_decisions_header(ps, v, len);
     case K_HASH:

@@ -11,6 +11,7 @@
  *     seed 123
  *     strategy random
  *     knobs schedule=32768,io_order=32768,...,buggify_fire=8192
+ *     poll-cost-ns 100
  *     finding lost_wakeup
  *     message task relay-2 parked at poll 3 could run but was never woken
  *     steps 1234
@@ -37,6 +38,9 @@
  *     allowed. Numbers are decimal uint64 (seed, steps, events) with no
  *     sign; hashes are exactly 16 hex digits.
  *   - knobs: the text of pl__dec_knobs_format, parsed over the defaults.
+ *   - poll-cost-ns: the run's pl_sim_options.poll_cost_ns, a number up to
+ *     PL_SIM_POLL_COST_MAX; written only when not 0, and a file without
+ *     it (every file before the key existed) reads as 0.
  *   - truncated: 0 or 1 (1: the recorder dropped decisions past its cap,
  *     so the list is only a prefix of the run).
  *   - "checkpoints <events per checkpoint> <count>" is followed by
@@ -86,6 +90,7 @@ typedef struct pl__replay {
     char *strategy;         /* "random", "pct:3", "bounded:2", "swarm" */
     bool has_knobs;         /* false: omitted (readers use the defaults) */
     pl__dec_knobs knobs;
+    int64_t poll_cost_ns;   /* virtual ns per poll; 0: omitted */
     char *finding;          /* finding name, e.g. "lost_wakeup"; NULL: none */
     char *message;          /* free text, may hold newlines (escaped) */
     uint64_t steps;         /* simulator steps of the run */

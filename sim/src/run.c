@@ -385,6 +385,7 @@ int pl_sim_write_replay(const pl_scenario *sc, const pl_sim_options *opts,
     rp.strategy = (char *)(opts != NULL && opts->strategy != NULL ? opts->strategy : "random");
     pl__dec_knobs_default(&rp.knobs);
     rp.has_knobs = pl__dec_knobs_parse(&rp.knobs, rec->knobs, strlen(rec->knobs), NULL, 0) == 0;
+    rp.poll_cost_ns = opts != NULL ? opts->poll_cost_ns : 0;
     rp.finding = r->finding.kind != PL_FINDING_NONE ? (char *)pl_finding_name(r->finding.kind)
                                                      : NULL;
     rp.message = r->finding.kind != PL_FINDING_NONE ? (char *)r->finding.message : NULL;
@@ -448,6 +449,7 @@ static int replay_options(const pl__replay *rp, pl_sim_options *o, char *knobs, 
     o->decisions = rp->decisions;
     o->decisions_len = rp->decisions_len;
     o->keep_events = true;
+    o->poll_cost_ns = rp->poll_cost_ns;
     if (rp->has_knobs) {
         if (pl__dec_knobs_format(&rp->knobs, knobs, knobs_len) < 0) {
             return PL_EINVAL;

@@ -796,6 +796,7 @@ static int options_of(const pl__replay *rp, pl_sim_options *o, char *knobs, size
     o->source = PL_SIM_SOURCE_LIST;
     o->seed = rp->seed;
     o->strategy = rp->strategy != NULL ? rp->strategy : "random";
+    o->poll_cost_ns = rp->poll_cost_ns;
     if (rp->has_knobs) {
         pl__dec_knobs_format(&rp->knobs, knobs, knobs_len);
         o->knobs = knobs;

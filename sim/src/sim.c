@@ -52,6 +52,10 @@ uint32_t pl__sim_choose(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t 
 {
     uint64_t before = s->dec.consulted;
     uint32_t v = pl__dec_choose(&s->dec, kind, n, key);
+    if (kind == PL_DECIDE_SCHEDULE) {
+        /* The oracles count only polls production would make too. */
+        s->passed_head = v != 0 ? (uint32_t)key : 0;
+    }
     if (s->dec.consulted != before) {
         pl__trace_decision(s->trace, s->step, s->now, s->polling, (uint32_t)kind, n, v);
         if (mirror_len != NULL) {
@@ -241,6 +245,25 @@ static void advance_clock(pl__sim *s, pl_time to)
     }
 }
 
+/* Busy work costs virtual time: the polls since the last wait move the
+ * clock by poll_cost_ns each. The executor reads the clock once per tick,
+ * so a timer that came due meanwhile fires at the next tick. */
+static void charge_polls(pl__sim *s)
+{
+    pl_time cost = s->opts.poll_cost_ns;
+    if (cost > 0 && s->step > s->steps_charged) {
+        advance_clock(s, s->now + (pl_time)(s->step - s->steps_charged) * cost);
+        s->steps_charged = s->step;
+    }
+}
+
+/* The time limit names the stuck tasks (check_probe.c). */
+static int time_limit_reached(pl__sim *s)
+{
+    pl__probe_time_limit(s);
+    return 0;
+}
+
 static int sim_wait(void *self, pl_executor *ex, pl_time deadline_ns)
 {
     pl__sim *s = self;
@@ -250,6 +273,10 @@ static int sim_wait(void *self, pl_executor *ex, pl_time deadline_ns)
         return 0; /* only background work is left: pl_run returns */
     }
     s->firing_seq = 0;
+    charge_polls(s);
+    if (s->now > s->time_limit_ns) {
+        return time_limit_reached(s);
+    }
     bool runnable = pl_executor_runnable(s->ex) > 0;
     pl_time io_next = s->reactor != NULL ? pl__reactor_next_event(s->reactor) : PL_TIME_NEVER;
     pl_time next = io_next < deadline_ns ? io_next : deadline_ns;
@@ -277,8 +304,7 @@ static int sim_wait(void *self, pl_executor *ex, pl_time deadline_ns)
     }
     if (!runnable && next != PL_TIME_NEVER) {
         if (next > s->time_limit_ns) {
-            pl__probe_time_limit(s);
-            return 0;
+            return time_limit_reached(s);
         }
         advance_clock(s, next);
     }
@@ -426,6 +452,11 @@ int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o, cha
     s->time_limit_ns = sc->time_limit_ns > 0 ? sc->time_limit_ns : 3600 * PL_S;
     s->steps_max = o->steps_without_progress_max ? o->steps_without_progress_max : 1000000;
     s->self_wakes_max = o->self_wakes_max ? o->self_wakes_max : 10000;
+    if (o->poll_cost_ns < 0 || o->poll_cost_ns > PL_SIM_POLL_COST_MAX) {
+        snprintf(err, err_len, "poll cost %lld ns is outside 0..%lld ns",
+                 (long long)o->poll_cost_ns, (long long)PL_SIM_POLL_COST_MAX);
+        return PL_EINVAL;
+    }
     int rc = init_decisions(s, o, err, err_len);
     if (rc != 0) {
         return rc;

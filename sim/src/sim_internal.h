@@ -89,6 +89,8 @@ typedef struct pl__task_info {
     uint32_t clone_holder;  /* task polling when the latest clone was made outside
                                the task's own poll; 0: none (see clone_holder()) */
     uint32_t self_wakes;    /* consecutive polls that woke only themselves */
+    uint32_t busy_wakes;    /* of those, the polls production's FIFO order made too:
+                               what the busy-loop oracle counts */
     uint32_t stale_wakes;   /* wakes through superseded wakers since the last poll */
     uint32_t last_stale_gen;
     uint64_t parked_step;   /* step of its latest PENDING */
@@ -160,6 +162,7 @@ struct pl__sim {
     pl_time time_limit_ns;
     uint64_t step;          /* polls so far */
     uint64_t steps_since_progress;
+    uint64_t steps_charged; /* polls whose poll cost the clock has taken */
     uint64_t steps_max;
     uint32_t self_wakes_max;
 
@@ -177,6 +180,9 @@ struct pl__sim {
     bool woken_in_poll;     /* the polled task was woken during its poll */
     bool woke_other;        /* the polled task woke another task */
     bool remote_pending;    /* a remote wake waits for delivery */
+    uint32_t passed_head;   /* the latest schedule decision left FIFO order: the id of
+                               the head it passed over; 0: it took the head (or none) */
+    bool poll_deviated;     /* this poll's task was picked over the FIFO head */
 
     pl__site_table buggify;
     pl__site_table eventually;

@@ -82,6 +82,8 @@ struct pl__strategy {
     uint64_t step;            /* schedule decisions so far */
     uint64_t change[PL__STRATEGY_DEPTH_MAX]; /* change[j], j = 1..depth-1 */
     pl__capture *capture;     /* capture hook only */
+    uint64_t fair_head;       /* fairness hook: head task of the latest schedule decision */
+    uint32_t fair_passes;     /* consecutive decisions that passed over it */
 };
 
 void pl__strategy_free(pl__strategy *st)
@@ -219,6 +221,7 @@ static void pct_draw_change_points(pl__strategy *st)
 
 typedef struct pct_cache_entry {
     const pl_scenario *sc;
+    uint32_t depth;
     uint32_t tasks;
     uint64_t steps;
 } pct_cache_entry;
@@ -285,11 +288,79 @@ static int measure_production(const pl_scenario *sc, const pl_sim_options *o, ui
     return rc;
 }
 
+/* Schedule decisions of a finished run, from its record (a lower bound
+ * when the recorder hit its cap). */
+static uint64_t schedule_steps(const pl_sim_result *r)
+{
+    const pl__run_record *rec = pl__sim_result_record(r);
+    uint64_t n = 0;
+    for (size_t i = 0; rec != NULL && i < rec->decisions_len; i++) {
+        n += rec->decisions[i].kind == PL_DECIDE_SCHEDULE;
+    }
+    return n;
+}
+
+/* PCT runs are often much longer than production's (a task of high rank
+ * runs until it blocks, a spinner spins until it is demoted), and change
+ * points drawn over the production run never reach their later steps.
+ * So the horizon is also measured on PCT_CALIBRATION_RUNS runs of PCT
+ * itself (seeds 0.., change points over the production horizon, the
+ * caller's knobs): the longest of them all. A function of the scenario,
+ * depth and knobs alone, so every seed of a campaign, and a rerun of one,
+ * uses the same horizon. */
+#define PCT_CALIBRATION_RUNS 8u
+
+static int measure_pct_runs(const pl_scenario *sc, const pl_sim_options *o, uint32_t depth,
+                            uint32_t *tasks, uint64_t *steps)
+{
+    pl_sim_options m;
+    if (o != NULL) {
+        m = *o;
+    } else {
+        pl_sim_options_default(&m);
+    }
+    char spec[64];
+    snprintf(spec, sizeof spec, "pct:%u:%llu", depth,
+             (unsigned long long)(*steps > 0 ? *steps : 1));
+    m.source = PL_SIM_SOURCE_SEED;
+    m.strategy = spec;
+    m.keep_events = false;
+    m.keep_decisions = true;
+    size_t nsites;
+    uint32_t *saved = save_sometimes(&nsites);
+    int rc = 0;
+    for (uint64_t seed = 0; seed < PCT_CALIBRATION_RUNS && rc == 0; seed++) {
+        m.seed = seed;
+        pl_sim_result r;
+        rc = pl_sim_run(sc, &m, &r);
+        if (rc == 0) {
+            uint64_t k = schedule_steps(&r);
+            *steps = k > *steps ? k : *steps;
+            *tasks = r.tasks > *tasks ? r.tasks : *tasks;
+        }
+        pl_sim_result_free(&r);
+    }
+    restore_sometimes(saved, nsites);
+    return rc;
+}
+
+/* PCT's depth in the caller's options; 3, a common choice, otherwise. */
+static uint32_t pct_depth_of(const pl_sim_options *o)
+{
+    pl__strategy_spec spec;
+    if (o != NULL && pl__strategy_parse(o->strategy, &spec, NULL, 0) == 0 &&
+        spec.kind == PL__STRATEGY_PCT) {
+        return spec.depth;
+    }
+    return 3;
+}
+
 int pl__strategy_pct_estimate(const pl_scenario *sc, const pl_sim_options *o, uint32_t *tasks,
                               uint64_t *steps)
 {
+    uint32_t depth = pct_depth_of(o);
     for (size_t i = 0; i < PCT_CACHE_SIZE; i++) {
-        if (pct_cache[i].sc == sc) {
+        if (pct_cache[i].sc == sc && pct_cache[i].depth == depth) {
             *tasks = pct_cache[i].tasks;
             *steps = pct_cache[i].steps;
             return 0;
@@ -297,7 +368,10 @@ int pl__strategy_pct_estimate(const pl_scenario *sc, const pl_sim_options *o, ui
     }
     int rc = measure_production(sc, o, tasks, steps);
     if (rc == 0) {
-        pct_cache[pct_cache_next] = (pct_cache_entry){sc, *tasks, *steps};
+        rc = measure_pct_runs(sc, o, depth, tasks, steps);
+    }
+    if (rc == 0) {
+        pct_cache[pct_cache_next] = (pct_cache_entry){sc, depth, *tasks, *steps};
         pct_cache_next = (pct_cache_next + 1) % PCT_CACHE_SIZE;
     }
     return rc;
@@ -340,6 +414,49 @@ static uint32_t capture_choose(void *ud, pl_decision_kind kind, uint32_t n, uint
     }
     capture_note(st->capture, note);
     return fallback;
+}
+
+/* ---- Fairness ----------------------------------------------------------- */
+
+/* Random choices may pass over the task at the head of the run queue
+ * without end: with schedule=65536 every pick leaves FIFO order, and a
+ * task that yields is queued last and picked again, starving the head
+ * for good. Past FAIR_PASSES_MAX consecutive passes the head is taken,
+ * so every runnable task gets polled and a run ends; the oracles do not
+ * count the passed-over picks meanwhile. Under the default knobs (one
+ * pass in two) the bound is never reached in practice. */
+#define FAIR_PASSES_MAX 64u
+
+static uint32_t fair_choose(void *ud, pl_decision_kind kind, uint32_t n, uint64_t key,
+                            uint32_t fallback)
+{
+    pl__strategy *st = ud;
+    (void)n;
+    if (kind != PL_DECIDE_SCHEDULE) {
+        return fallback;
+    }
+    if (key != st->fair_head || fallback == 0) {
+        st->fair_head = key;
+        st->fair_passes = 0;
+    }
+    if (fallback == 0 || st->fair_passes == FAIR_PASSES_MAX) {
+        st->fair_passes = 0;
+        return 0;
+    }
+    st->fair_passes++;
+    return fallback;
+}
+
+static int install_fair(pl__sim *s)
+{
+    pl__strategy *st = calloc(1, sizeof *st);
+    if (st == NULL) {
+        return PL_ENOMEM;
+    }
+    st->sim = s;
+    s->strategy = st;
+    pl__dec_set_strategy(&s->dec, fair_choose, st);
+    return 0;
 }
 
 /* ---- Install ------------------------------------------------------------ */
@@ -398,7 +515,12 @@ int pl__strategy_install(pl__sim *s, const pl__strategy_spec *spec, const pl_sim
         pl__dec_set_strategy(&s->dec, zero_choose, NULL);
         return 0;
     }
-    return spec->kind == PL__STRATEGY_PCT ? install_pct(s, spec, o) : 0;
+    if (spec->kind == PL__STRATEGY_PCT) {
+        return install_pct(s, spec, o);
+    }
+    /* random and swarm: the PRNG's choices, starvation bounded. A byte
+     * source (the fuzzer) ends, and production order resumes with it. */
+    return o->source == PL_SIM_SOURCE_SEED ? install_fair(s) : 0;
 }
 
 /* ---- Public helpers ----------------------------------------------------- */

@@ -3,17 +3,34 @@
  * A strategy decides how a run leaves production's order. Specs, as the
  * `strategy` option and `--strategy` spell them:
  *
- *   random       the PRNG source with the knobs (decide.h); no hook.
+ *   random       the PRNG source with the knobs (decide.h), through the
+ *                fairness hook below.
  *   swarm        random, with knobs drawn per seed (pl__dec_knobs_swarm).
  *   pct:D[:K]    PCT with depth D (1..64), Burckhardt et al., ASPLOS 2010.
  *                K (1..2^32) is the horizon for the change points; without
- *                it, K is the number of schedule decisions of the
- *                scenario's production run (every decision 0), measured
- *                once per scenario and thread (pl__strategy_pct_estimate).
+ *                it, K is the most schedule decisions made by the
+ *                scenario's production run (every decision 0) and by 8
+ *                PCT runs over that first horizon, measured once per
+ *                scenario, depth and thread (pl__strategy_pct_estimate):
+ *                PCT's runs are often much longer than production's, and
+ *                change points drawn over production's steps alone never
+ *                reach their later steps.
  *   bounded:K    systematic exploration of every schedule with at most K
  *                (0..64) non-zero decisions: pl_sim_explore_bounded. A
  *                single run with this spec is the production schedule
  *                (the enumeration's root): every decision 0.
+ *
+ * Fairness (random and swarm on a PRNG source). The PRNG may pass over
+ * the task at the head of the run queue (the FIFO head, the decision's
+ * key) at every schedule decision: with schedule=65536 a task that yields
+ * is queued last and picked again forever, starving the task it waits
+ * for. The hook lets at most 64 consecutive schedule decisions pass over
+ * the same head; the next one takes it (value 0). The source's draw still
+ * happens, so the PRNG stream stays aligned. Under the default knobs a
+ * run of 65 passes has probability 2^-65 per head and never happens in
+ * practice, so default runs are unchanged. Starvation by the decisions is
+ * not a finding: the oracles count toward livelock only the polls that
+ * production's FIFO order would make too (oracle.c).
  *
  * PCT, as installed on a run. Tasks get distinct random priorities the
  * first time the strategy sees them among the candidates of a schedule
@@ -73,8 +90,8 @@ struct pl__sim;
 typedef struct pl__strategy pl__strategy;
 
 /* Installs the strategy of `spec` on s->dec and stores its per-run state
- * in s->strategy (NULL when the strategy needs none: random, swarm,
- * bounded, or a list source). Call after the source is selected. May run
+ * in s->strategy (NULL when the strategy needs none: bounded, a byte
+ * source, or a list source without a capture). Call after the source is selected. May run
  * the scenario once in production order to estimate PCT's horizon (see
  * above). Returns 0 or PL_ENOMEM. */
 int pl__strategy_install(struct pl__sim *s, const pl__strategy_spec *spec,
@@ -83,11 +100,11 @@ int pl__strategy_install(struct pl__sim *s, const pl__strategy_spec *spec,
 /* Frees per-run strategy state; NULL is a no-op. */
 void pl__strategy_free(pl__strategy *st);
 
-/* PCT's inputs measured on the production run of `sc` with the knobs of
- * `o` (NULL: defaults): the tasks spawned and the schedule decisions
- * consulted. Cached per thread by scenario. pl_sometimes counters are
- * restored afterwards, so the measuring run never counts as coverage.
- * Returns 0 or a negative code. */
+/* PCT's inputs measured with the knobs of `o` (NULL: defaults): the most
+ * tasks spawned and schedule decisions consulted by the production run of
+ * `sc` and by 8 PCT runs (see pct:D above). Cached per thread by scenario
+ * and depth. pl_sometimes counters are restored afterwards, so measuring
+ * runs never count as coverage. Returns 0 or a negative code. */
 int pl__strategy_pct_estimate(const pl_scenario *sc, const pl_sim_options *o, uint32_t *tasks,
                               uint64_t *steps);
 

@@ -169,7 +169,7 @@ ZOO_PAIR(spin_wait)
 ZOO_PAIR(wake_by_ref_leak)
 ZOO_PAIR(wake_means_ready)
 
-/* The simulator's own cancellations (the `cancel` decision, off by
+/* The simulator's own cancellations (the `cancel` decision, on by
  * default) find the lost permit too, and the fix survives them. */
 LEAK_TEST(bugs, abort_permit_by_cancel_decision)
 {

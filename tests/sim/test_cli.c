@@ -290,6 +290,10 @@ Test(cli, parse_durations)
     cr_assert_eq(ns, 7200 * PL_S);
     cr_assert_eq(pl__cli_parse_duration("0.000000001s", &ns), 0);
     cr_assert_eq(ns, 1);
+    cr_assert_eq(pl__cli_parse_duration("100ns", &ns), 0);
+    cr_assert_eq(ns, 100);
+    cr_assert_eq(pl__cli_parse_duration("2.5us", &ns), 0);
+    cr_assert_eq(ns, 2500);
     const char *bad[] = {"", "10", "s", "0s", "0.0ms", "-1s", "1.s", ".5s", "1.5", "5 s",
                          "5sec", "5S", "1.0000000001s", "99999999999999h", "1e3ms"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -901,6 +905,33 @@ Test(cli, bounded_strategy_enumerates_schedules)
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "selftest_clean: bounded:2, "), "%s", p.out);
     cr_assert_not_null(strstr(p.out, "verified: all "), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, " explored, no finding, over decision kinds schedule, "
+                                     "io_order, timer_order, timer_late, spurious_wake, "
+                                     "wake_delay, cancel, io_fault, io_latency, buggify_site, "
+                                     "buggify_fire, probe; not explored: spurious_poll (off)\n"),
+                       "%s", p.out);
+    proc_free(&p);
+    /* The claim names the kinds its knobs left off. */
+    p = POLLEN("run", "selftest_clean", "--strategy", "bounded:2", "--knobs",
+               "cancel=off,io_fault=off");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "; not explored: spurious_poll (off), cancel (off), "
+                                     "io_fault (off)\n"),
+                       "%s", p.out);
+    proc_free(&p);
+    /* The default campaign explores cancellation of abortable tasks: with
+     * the ordering kinds off, one cancellation finds the lost permit, and
+     * only with cancel off too is nothing found. */
+    p = POLLEN("run", "bug_abort_permit", "--strategy", "bounded:1", "--knobs",
+               "schedule=off,timer_order=off", "--no-shrink");
+    cr_assert_eq(p.status, 13, "%s%s", p.out, p.err);
+    proc_free(&p);
+    p = POLLEN("run", "bug_abort_permit", "--strategy", "bounded:1", "--knobs",
+               "schedule=off,timer_order=off,cancel=off", "--no-shrink");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "not explored: schedule (off), timer_order (off), "
+                                     "spurious_poll (off), cancel (off)\n"),
+                       "%s", p.out);
     proc_free(&p);
     /* A buggify site must be enabled, then fire: two deviations. */
     p = HARNESS("run", "selftest_assert", "--strategy", "bounded:2", "--no-shrink");
@@ -949,12 +980,58 @@ Test(cli, shrink_writes_a_smaller_replay)
     proc_free(&p);
 }
 
+/* --poll-cost reaches the run and its replay file, and the file alone
+ * reproduces the run (replaying it at another cost does not). */
+Test(cli, poll_cost_is_recorded_and_replayed)
+{
+    proc p = POLLEN("run", "bug_spin_wait", "--seed", "3", "--poll-cost", "50ns", "--no-shrink");
+    cr_assert_eq(p.status, 19, "%s%s", p.out, p.err);
+    char path[4096];
+    snprintf(path, sizeof path, "%s", replay_of(p.out));
+    proc_free(&p);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s", path);
+    char line[256];
+    bool found = false;
+    while (fgets(line, sizeof line, f) != NULL) {
+        found = found || strcmp(line, "poll-cost-ns 50\n") == 0;
+    }
+    fclose(f);
+    cr_assert(found, "%s has no poll-cost-ns line", path);
+    p = POLLEN("replay", path);
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    proc_free(&p);
+    p = POLLEN("replay", path, "--poll-cost", "0");
+    cr_assert_eq(p.status, 1, "%s%s", p.out, p.err);
+    proc_free(&p);
+    p = POLLEN("run", "bug_spin_wait", "--poll-cost", "2s");
+    cr_assert_eq(p.status, 2, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.err, "--poll-cost"), "%s", p.err);
+    proc_free(&p);
+}
+
 Test(cli, strategies_say_what_they_promise)
 {
     proc p = POLLEN("run", "selftest_clean", "--seeds", "0..9", "--strategy", "pct:2");
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
-    cr_assert_not_null(strstr(p.out, "selftest_clean: pct:2 guarantee: each run finds a bug "
-                                     "of depth 2 with probability >= 1/(n*k^1) = "),
+    cr_assert_not_null(strstr(p.out, "selftest_clean: pct:2 guarantee: each run finds a "
+                                     "scheduling bug of depth 2 within the first k schedule "
+                                     "steps with probability >= 1/(n*k^1) = "),
+                       "%s", p.out);
+    cr_assert_not_null(strstr(p.out, ", the longest of the production run and 8 PCT runs); "),
+                       "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "PCT orders schedule decisions only: every other decision "
+                                     "kind was drawn at random, with no such bound"),
+                       "%s", p.out);
+    /* One task: every run finds a depth-1 bug, so missing has probability
+     * 0, which (1-p)^runs underflows to; the claim is not "<= 0". */
+    cr_assert_not_null(strstr(p.out, "all 10 runs miss such a bug with probability < 1e-300."),
+                       "%s", p.out);
+    proc_free(&p);
+    p = POLLEN("run", "fix_abort_permit", "--seeds", "0..99", "--strategy", "pct:3:50");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "(n = 4 tasks, k = 50 schedule steps, as given); all 100 "
+                                     "runs miss such a bug with probability <= "),
                        "%s", p.out);
     proc_free(&p);
     p = HARNESS("run", "selftest_assert", "--seeds", "0..199", "--strategy", "swarm",

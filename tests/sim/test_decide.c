@@ -111,8 +111,9 @@ LEAK_TEST(knobs, defaults_are_the_documented_table)
     char buf[PL__DEC_KNOBS_TEXT_MAX];
     int n = pl__dec_knobs_format(&k, buf, sizeof(buf));
     cr_assert_str_eq(buf, "schedule=32768,io_order=32768,timer_order=32768,timer_late=4096,"
-                          "spurious_wake=1024,spurious_poll=off,wake_delay=8192,cancel=off,"
-                          "io_fault=2048,io_latency=4096,buggify_site=16384,buggify_fire=8192,probe=4096");
+                          "spurious_wake=1024,spurious_poll=off,wake_delay=8192,cancel=1024,"
+                          "io_fault=2048,io_latency=4096,buggify_site=16384,buggify_fire=8192,"
+                          "probe=4096");
     cr_assert_eq((size_t)n, strlen(buf));
 }
 

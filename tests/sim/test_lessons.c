@@ -21,7 +21,7 @@
 #include "leakcheck.h"
 
 static const char *const clean_lessons[] = {
-    "spawn_collect", "join_double", "delay", "handle", "outbox",
+    "spawn_collect", "join_double", "delay", "handle", "outbox", "yield_runtime", "join_rotate",
 };
 enum { CLEAN_LESSONS = sizeof clean_lessons / sizeof clean_lessons[0] };
 
@@ -70,6 +70,8 @@ LEAK_TEST(real, join_double) { run_on_real_backend(lesson("join_double")); }
 LEAK_TEST(real, delay) { run_on_real_backend(lesson("delay")); }
 LEAK_TEST(real, handle) { run_on_real_backend(lesson("handle")); }
 LEAK_TEST(real, outbox) { run_on_real_backend(lesson("outbox")); }
+LEAK_TEST(real, yield_runtime) { run_on_real_backend(lesson("yield_runtime")); }
+LEAK_TEST(real, join_rotate) { run_on_real_backend(lesson("join_rotate")); }
 
 /* ---- (b) Clean over 1,000 seeds ----------------------------------------- */
 
@@ -89,6 +91,8 @@ LEAK_TEST(sim, join_double_clean) { assert_clean("join_double", 1000); }
 LEAK_TEST(sim, delay_clean) { assert_clean("delay", 1000); }
 LEAK_TEST(sim, handle_clean) { assert_clean("handle", 1000); }
 LEAK_TEST(sim, outbox_clean) { assert_clean("outbox", 1000); }
+LEAK_TEST(sim, yield_runtime_clean) { assert_clean("yield_runtime", 1000); }
+LEAK_TEST(sim, join_rotate_clean) { assert_clean("join_rotate", 1000); }
 
 /* Swarm testing draws which fault kinds are on per seed: the lessons
  * must not depend on the default mix either. */

@@ -144,6 +144,35 @@ static int window_setup(pl_executor *ex, void *state)
 PL_SCENARIO(window_scenario, .name = "t_window", .summary = "depth-2 ordering bug",
             .state_size = sizeof(race_state), .setup = window_setup, .expect = "assertion");
 
+/* late window: a takes 40 steps, b 5; the bug is b running entirely
+ * between a's 30th and 31st steps. Depth 2 again, but its change point
+ * comes at schedule step 30, while the production run (FIFO: a and b
+ * alternate until b is done) makes only 10 schedule decisions. */
+enum { LATE_A_STEPS = 40, LATE_AT = 30 };
+
+static void late_step(race_state *s, int who, int step)
+{
+    if (who == 0) {
+        s->a_steps++;
+        return;
+    }
+    if (step == 1) {
+        s->a_at_b1 = s->a_steps;
+    } else if (step == 5) {
+        pl_always(!(s->a_at_b1 == LATE_AT && s->a_steps == LATE_AT),
+                  "b ran inside a's late window");
+    }
+}
+
+static int late_setup(pl_executor *ex, void *state)
+{
+    int rc = spawn_stepper(ex, state, late_step, 0, LATE_A_STEPS, "a");
+    return rc != 0 ? rc : spawn_stepper(ex, state, late_step, 1, 5, "b");
+}
+
+PL_SCENARIO(late_scenario, .name = "t_late_window", .summary = "depth-2 bug at step 30",
+            .state_size = sizeof(race_state), .setup = late_setup, .expect = "assertion");
+
 /* spin: a spinner yields until a setter, spawned after it, sets a flag.
  * Correct under any fair scheduler. */
 static void spin_step(race_state *s, int who, int step)
@@ -400,6 +429,23 @@ LEAK_TEST(pct, spin_waits_do_not_become_livelocks)
 {
     cr_assert_eq(first_failing_seed(&spin_scenario, "pct:1", 50), 0);
     cr_assert_eq(first_failing_seed(&spin_scenario, "pct:3", 50), 0);
+}
+
+/* The horizon covers PCT's own runs, not only production's: drawn over
+ * the 10 steps of the production run, the change point never reaches step
+ * 30 and the bug is never found; over the measured horizon it is. */
+LEAK_TEST(pct, horizon_covers_runs_longer_than_production)
+{
+    uint32_t tasks = 0;
+    uint64_t steps = 0;
+    pl_sim_options o = options("pct:2", 0);
+    cr_assert_eq(pl_sim_pct_estimate(&late_scenario, &o, &tasks, &steps), 0);
+    cr_assert_eq(tasks, 2);
+    cr_assert_geq(steps, LATE_AT, "horizon %llu", (unsigned long long)steps);
+    cr_assert_leq(steps, LATE_A_STEPS + 5);
+    cr_assert_eq(first_failing_seed(&late_scenario, "pct:2:10", 1000), 0);
+    cr_assert(first_failing_seed(&late_scenario, "pct:2", 1000) != 0,
+              "pct:2 missed the late bug in 1000 seeds");
 }
 
 LEAK_TEST(pct, explicit_horizon_is_accepted)

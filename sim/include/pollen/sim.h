@@ -124,12 +124,18 @@ typedef struct pl_sim_options {
     uint64_t steps_without_progress_max; /* livelock: polls with no time passing and no
                                             completion; 0: 1000000 */
     uint32_t self_wakes_max;       /* livelock: consecutive self-woken polls; 0: 10000 */
+    pl_time poll_cost_ns;          /* virtual time each poll costs, 0 (default) to
+                                      PL_SIM_POLL_COST_MAX: the clock then also moves
+                                      while tasks stay runnable (busy work takes time) */
     bool rotate_wakers;            /* fresh waker identity per poll (default true) */
     bool keep_events;              /* keep the event log (timeline, divergence) */
     bool keep_decisions;           /* record decisions (replay files); default true */
 } pl_sim_options;
 
 void pl_sim_options_default(pl_sim_options *o);
+
+/* The largest poll_cost_ns pl_sim_run accepts (PL_EINVAL above it). */
+#define PL_SIM_POLL_COST_MAX PL_S
 
 typedef struct pl_sim_result {
     pl_finding finding;            /* kind PL_FINDING_NONE when clean */
@@ -192,11 +198,13 @@ int pl_sim_campaign(const pl_scenario *sc, uint64_t seed_lo, uint64_t seed_hi,
  * Returns 0.0 when depth or tasks is 0; steps 0 counts as 1. */
 double pl_sim_pct_guarantee(uint32_t depth, uint32_t tasks, uint64_t steps);
 
-/* Measures what PCT uses as n and k for `sc`: the tasks spawned and the
- * schedule decisions of its production run (every decision 0), which is
- * also PCT's default change-point horizon. Runs the scenario once per
- * thread and caches the answer. opts may be NULL. Returns 0 or a
- * negative code. */
+/* Measures what PCT uses as n and k for `sc`: the most tasks spawned and
+ * schedule decisions made by its production run (every decision 0) and
+ * by 8 PCT runs (seeds 0..7, depth from opts->strategy when it is pct:D,
+ * else 3, change points over the production run's steps, opts' knobs).
+ * k is also PCT's default change-point horizon. Runs the scenario 9 times
+ * per thread and depth and caches the answer. opts may be NULL. Returns 0
+ * or a negative code. */
 int pl_sim_pct_estimate(const pl_scenario *sc, const pl_sim_options *opts, uint32_t *tasks,
                         uint64_t *steps);
 
