@@ -950,8 +950,9 @@ static int run_loop(pl_executor *ex, pl_task *until)
             rc = 0;
             break;
         }
-        if (ex->live_background > 0 && ex->live == ex->live_background && until == NULL) {
-            rc = 0; /* only background work is left */
+        if (ex->live_background > 0 && ex->live == ex->live_background && ex->ready_len == 0 &&
+            until == NULL) {
+            rc = 0; /* only background work is left, all of it parked */
             break;
         }
         rc = tick(ex, until);

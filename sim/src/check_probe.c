@@ -45,21 +45,34 @@
 static double ms(pl_time ns) { return (double)ns / 1e6; }
 
 /* Between a late timer's deadline and its firing, the task's own clock
- * check already says "due": that is the lateness being simulated. */
-static bool in_late_window(const pl__sim *s, const pl__task_info *ti)
+ * check already says "due": that is the lateness being simulated. The
+ * list forgets timers whose firing time has passed as it goes. */
+static bool in_late_window(pl__sim *s, uint32_t id)
 {
-    return ti->late_from <= s->now && s->now < ti->late_until;
+    bool late = false;
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < s->late_len; i++) {
+        pl__late_timer l = s->late[i];
+        if (l.until <= s->now) {
+            continue;
+        }
+        s->late[kept++] = l;
+        late = late || (l.task == id && l.from <= s->now);
+    }
+    s->late_len = kept;
+    return late;
 }
 
 /* Worth probing at a timer point: parked in the foreground, not polling
  * on purpose, and either not probed since it parked (its poll may have
  * parked without looking at what had already happened) or something ran
  * since its last probe (otherwise a probe sees what the last one saw). */
-static bool suspect(const pl__sim *s, const pl__task_info *ti)
+static bool suspect(pl__sim *s, uint32_t id)
 {
+    const pl__task_info *ti = &s->tasks[id];
     return pl__oracle_is_parked(ti) && !pl_task_is_background(ti->task) && !ti->on_purpose &&
-           !in_late_window(s, ti) &&
-           (ti->probed_step < ti->parked_step || s->step > ti->probed_step);
+           (ti->probed_step < ti->parked_step || s->step > ti->probed_step) &&
+           !in_late_window(s, id);
 }
 
 typedef struct probe_out {
@@ -167,8 +180,8 @@ static bool rescue_probe(pl__sim *s)
         return false;
     }
     uint32_t id = pl_task_id(t);
-    pl__task_info *ti = &s->tasks[id];
-    if (!suspect(s, ti) || pl__oracle_live_clones(ti) < 2) {
+    if (!pl__oracle_is_parked(&s->tasks[id]) || pl__oracle_live_clones(&s->tasks[id]) < 2 ||
+        !suspect(s, id)) {
         return false;
     }
     pl_time fire_ns = pl_executor_next_timer(s->ex);
@@ -194,7 +207,7 @@ static uint32_t gather_suspects(pl__sim *s, uint32_t *ids)
     uint32_t found = 0;
     for (uint32_t k = 0; k < n && k < SCAN_MAX && found < PROBES_PER_POINT_MAX; k++) {
         uint32_t id = 1 + (s->probe_cursor + k) % n;
-        if (suspect(s, &s->tasks[id])) {
+        if (suspect(s, id)) {
             ids[found++] = id;
         }
     }
@@ -278,7 +291,7 @@ static bool probe_all(pl__sim *s, const uint32_t *ids, uint32_t n, const char *w
 {
     for (uint32_t i = 0; i < n; i++) {
         pl__task_info *ti = &s->tasks[ids[i]];
-        if (!pl__oracle_is_parked(ti) || in_late_window(s, ti) || ti->on_purpose) {
+        if (!pl__oracle_is_parked(ti) || ti->on_purpose || in_late_window(s, ids[i])) {
             continue;
         }
         probe_out p;
@@ -341,13 +354,45 @@ static bool judge_foreground(pl__sim *s)
     return true;
 }
 
+/* Nothing but background work can happen. The foreground is judged once
+ * each background task has run since then while no foreground task did:
+ * a background task may still hand a foreground task what it waits for on
+ * its next round (a flusher confirming a write), and one round of each is
+ * what it takes to see that it does not. */
+static bool background_only(pl__sim *s)
+{
+    if (s->quiet_step == 0 || s->tasks_spawned != s->quiet_spawned) {
+        s->quiet_step = s->step;
+        s->quiet_spawned = s->tasks_spawned;
+        return false;
+    }
+    bool all_background_ran = true;
+    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
+        pl__task_info *ti = &s->tasks[id];
+        if (ti->task == NULL || pl_task_is_finished(ti->task)) {
+            continue;
+        }
+        bool ran = ti->parked_step > s->quiet_step;
+        if (!pl_task_is_background(ti->task) && ran) {
+            s->quiet_step = s->step; /* the foreground moved: start again */
+            return false;
+        }
+        all_background_ran = all_background_ran && (ran || !pl_task_is_background(ti->task));
+    }
+    return all_background_ran && judge_foreground(s);
+}
+
 bool pl__probe_point(pl__sim *s)
 {
     s->points++;
     size_t background = pl_executor_live_background(s->ex);
     if (background > 0 && pl_executor_live_tasks(s->ex) > background &&
         !pl_executor_timers_wake_foreground(s->ex)) {
-        return judge_foreground(s);
+        if (background_only(s)) {
+            return true;
+        }
+    } else {
+        s->quiet_step = 0;
     }
     if (!s->dec.knobs.kind[PL_DECIDE_PROBE].enabled) {
         return false;
@@ -362,8 +407,7 @@ bool pl__probe_point(pl__sim *s)
 bool pl__probe_before_injection(pl__sim *s, pl_task *t)
 {
     uint32_t id = pl_task_id(t);
-    pl__task_info *ti = &s->tasks[id];
-    if (!s->dec.knobs.kind[PL_DECIDE_PROBE].enabled || !suspect(s, ti) ||
+    if (!s->dec.knobs.kind[PL_DECIDE_PROBE].enabled || !suspect(s, id) ||
         (s->follow.active && s->points >= s->follow.point)) {
         return false;
     }

@@ -120,9 +120,10 @@ static void on_poll_begin(void *ud, pl_task *t, uint32_t gen, bool probe)
      * head (a lone candidate, a probe) is what production polls next. */
     s->poll_deviated = s->passed_head != 0 && s->passed_head != s->polling;
     s->passed_head = 0;
-    if (s->stale_tasks > 0) {
+    if (s->stale_tasks > 0 && !probe) {
         /* Only then can a task have stale wakes to forget: the common
-         * poll does not touch its (cold) table entry at all. */
+         * poll does not touch its (cold) table entry at all. A probe
+         * keeps them: its report links the dropped wake. */
         pl__task_info *ti = info(s, t);
         s->stale_tasks -= ti->stale_wakes > 0;
         ti->stale_wakes = 0;
@@ -257,6 +258,23 @@ static void note_armer(pl__sim *s, uint64_t seq)
     s->armers[seq] = s->polling;
 }
 
+static void note_late(pl__sim *s, uint32_t task, pl_time from, pl_time until)
+{
+    if (s->late_len == s->late_cap) {
+        uint32_t cap = s->late_cap ? s->late_cap * 2 : 16;
+        pl__late_timer *l = realloc(s->late, (size_t)cap * sizeof *l);
+        if (l == NULL) {
+            /* Without the record a probe in the window could report the
+             * simulated lateness as a lost wake: stop rather than guess. */
+            pl__sim_finding(s, PL_FINDING_ASSERTION, NULL, "simulator out of memory");
+            return;
+        }
+        s->late = l;
+        s->late_cap = cap;
+    }
+    s->late[s->late_len++] = (pl__late_timer){task, from, until};
+}
+
 static void on_timer_arm(void *ud, uint64_t seq, pl_time deadline_ns, pl_time fire_ns,
                          pl_task *wakes)
 {
@@ -267,9 +285,7 @@ static void on_timer_arm(void *ud, uint64_t seq, pl_time deadline_ns, pl_time fi
         /* A late timer: between its deadline and its firing the task's
          * own clock check says "due" although nothing woke it yet; that is
          * the lateness being simulated, not a lost wake (check_probe.c). */
-        pl__task_info *ti = info(s, wakes);
-        ti->late_from = deadline_ns;
-        ti->late_until = fire_ns > ti->late_until ? fire_ns : ti->late_until;
+        note_late(s, tid(wakes), deadline_ns, fire_ns);
     }
 }
 

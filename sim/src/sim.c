@@ -269,8 +269,9 @@ static int sim_wait(void *self, pl_executor *ex, pl_time deadline_ns)
     pl__sim *s = self;
     (void)ex;
     size_t background = pl_executor_live_background(s->ex);
-    if (s->stopped || (background > 0 && pl_executor_live_tasks(s->ex) == background)) {
-        return 0; /* only background work is left: pl_run returns */
+    if (s->stopped || (background > 0 && pl_executor_live_tasks(s->ex) == background &&
+                       pl_executor_runnable(s->ex) == 0)) {
+        return 0; /* only background work is left, all parked: pl_run returns */
     }
     s->firing_seq = 0;
     charge_polls(s);
@@ -507,6 +508,8 @@ void pl__sim_finish(pl__sim *s)
     free(s->armers);
     s->armers = NULL;
     s->armers_cap = 0;
+    free(s->late);
+    s->late = NULL;
     pl__site_table_free(&s->buggify);
     pl__site_table_free(&s->eventually);
 }

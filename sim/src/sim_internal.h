@@ -103,9 +103,15 @@ typedef struct pl__task_info {
     pl_time stale_ns;
     uint32_t stale_by;      /* task polling then (0: outside polls) */
     bool on_purpose;        /* its latest poll said it polls on purpose (a poll interval) */
-    pl_time late_from;      /* a timer it armed fires late: [deadline, fire) */
-    pl_time late_until;
 } pl__task_info;
+
+/* A timer that fires late (PL_DECIDE_TIMER_LATE): between its deadline
+ * and its firing the task's own clock check already says "due". */
+typedef struct pl__late_timer {
+    uint32_t task;          /* the task its waker wakes */
+    pl_time from;           /* deadline */
+    pl_time until;          /* firing time */
+} pl__late_timer;
 
 /* How a task's wake came about, for the reports of rescued tasks. */
 typedef enum pl__waker_kind {
@@ -193,7 +199,15 @@ struct pl__sim {
     uint32_t *armers;       /* task that armed timer #seq (index seq); 0: none */
     uint64_t armers_cap;
     uint64_t firing_seq;    /* timer whose wake is being delivered; 0: none */
+    pl__late_timer *late;   /* late timers whose firing time has not passed (a
+                               disarmed one stays until then: it only costs probes) */
+    uint32_t late_len;
+    uint32_t late_cap;
     bool injecting;         /* a spurious wake is being delivered */
+    uint64_t quiet_step;    /* step since which only background work could happen
+                               (0: not now); the foreground is judged once every
+                               background task ran since, and no foreground task */
+    uint32_t quiet_spawned; /* tasks spawned by then */
     bool follow_wanted;     /* the finding wants a follow-up run (rescue unknown) */
     uint32_t follow_task;
     uint64_t follow_point;
