@@ -109,14 +109,18 @@ static void report_progress(pl__sim *s, const pl_task *t, const probe_out *p, co
     char clones[128];
     clone_text(s, id, p, clones, sizeof clones);
     if (ti->stale_wakes > 0) {
+        char by[96] = "code outside any poll";
+        if (ti->stale_by != 0) {
+            snprintf(by, sizeof by, "'%s' (#%u)", pl__run_name_of(s, ti->stale_by), ti->stale_by);
+        }
         pl__sim_finding(
             s, PL_FINDING_STALE_WAKER, t,
             "'%s' (#%u) was woken at %.3f ms by %s only through the waker of its poll #%u, "
             "which its later polls superseded, so the wake was dropped (it kept a stale "
             "waker: compare with pl_waker_will_wake and store the newest); a probe poll %s at "
             "%.3f ms %s: it could have run%s. Its waker clones alive: %s",
-            pl_task_name(t), id, ms(ti->stale_ns), pl__oracle_holder_name(s, ti->stale_by),
-            ti->last_stale_gen, where, ms(p->at_ns), p->how, rescue, clones);
+            pl_task_name(t), id, ms(ti->stale_ns), by, ti->last_stale_gen, where, ms(p->at_ns),
+            p->how, rescue, clones);
         return;
     }
     pl__sim_finding(s, PL_FINDING_LOST_WAKEUP, t,
