@@ -30,10 +30,10 @@
 /* Every pair in the zoo. A registered bug_ or fix_ scenario missing here
  * fails the registry test, so a new pair cannot go untested. */
 static const char *const zoo[] = {
-    "abort_permit",   "chan_register_late", "deadline_reset",     "edge_notify",
-    "event_clear",    "join_repoll",        "prefetch_leak",      "race_double_drop",
-    "reply_busy",     "select_first_waker", "sem_release",        "signal_drop",
-    "spin_wait",      "wake_by_ref_leak",   "wake_means_ready",
+    "abort_permit", "chan_register_late", "deadline_reset",   "edge_notify",      "event_clear",
+    "idle_timeout", "join_repoll",        "prefetch_leak",    "race_double_drop", "reply_busy",
+    "retry_stale",  "select_first_waker", "sem_release",      "signal_drop",      "spin_wait",
+    "ticker_flush", "ticker_lock",        "wake_by_ref_leak", "wake_means_ready",
 };
 
 #define ZOO_LEN (sizeof zoo / sizeof zoo[0])
@@ -158,14 +158,18 @@ ZOO_PAIR(chan_register_late)
 ZOO_PAIR(deadline_reset)
 ZOO_PAIR(edge_notify)
 ZOO_PAIR(event_clear)
+ZOO_PAIR(idle_timeout)
 ZOO_PAIR(join_repoll)
 ZOO_PAIR(prefetch_leak)
 ZOO_PAIR(race_double_drop)
 ZOO_PAIR(reply_busy)
+ZOO_PAIR(retry_stale)
 ZOO_PAIR(select_first_waker)
 ZOO_PAIR(sem_release)
 ZOO_PAIR(signal_drop)
 ZOO_PAIR(spin_wait)
+ZOO_PAIR(ticker_flush)
+ZOO_PAIR(ticker_lock)
 ZOO_PAIR(wake_by_ref_leak)
 ZOO_PAIR(wake_means_ready)
 
@@ -181,17 +185,39 @@ LEAK_TEST(fixes, abort_permit_by_cancel_decision)
     expect_clean("abort_permit", "cancel=on", true);
 }
 
-/* Without waker rotation (production's executor) the stale waker is
- * harmless, which is why only the rotating simulator sees it. */
-LEAK_TEST(bugs, select_first_waker_invisible_without_rotation)
+/* The simulator's cancellations of granted jobs lose the lock as the
+ * watchdog's aborts do, and the fix survives them. */
+LEAK_TEST(bugs, ticker_lock_by_cancel_decision)
 {
-    const pl_scenario *sc = zoo_scenario("bug", "select_first_waker");
+    expect_finding("ticker_lock", "cancel=on");
+}
+
+LEAK_TEST(fixes, ticker_lock_by_cancel_decision)
+{
+    expect_clean("ticker_lock", "cancel=on", true);
+}
+
+/* Without waker rotation (production's executor) a stale waker is
+ * harmless, which is why only the rotating simulator sees it. */
+static void expect_invisible_without_rotation(const char *name)
+{
+    const pl_scenario *sc = zoo_scenario("bug", name);
     pl_sim_options o;
     pl_sim_options_default(&o);
     o.rotate_wakers = false;
     pl_campaign_result cr;
     cr_assert_eq(pl_sim_campaign(sc, 0, FIX_SEEDS - 1, &o, true, &cr), 0);
     cr_assert_eq(cr.findings, 0, "%s without rotation: %s", sc->name, cr.first.message);
+}
+
+LEAK_TEST(bugs, select_first_waker_invisible_without_rotation)
+{
+    expect_invisible_without_rotation("select_first_waker");
+}
+
+LEAK_TEST(bugs, retry_stale_invisible_without_rotation)
+{
+    expect_invisible_without_rotation("retry_stale");
 }
 
 static bool in_zoo(const char *name)
