@@ -5,7 +5,8 @@
  * the head waiter (marks it granted and wakes it: the lock stays held,
  * now on the waiter's behalf) or frees it when nobody waits. Four jobs
  * each take the lock, append to the journal for 2.5 ms and release it;
- * job #3 is interactive and must have started within 4 ms. A watchdog
+ * job #3 is interactive and must have started within 4 ms. At 8 ms the
+ * journal's owner takes the lock to close the journal. A watchdog
  * ticks every 5 ms forever (pl_interval) and sheds interactive jobs that
  * missed their start deadline (pl_task_abort). The watchdog is a
  * background task (pl_task_set_background): the program is done when
@@ -27,9 +28,9 @@
  * go quiet: its timer is always armed, so the run only ends at its
  * virtual time limit, seemingly busy.
  * Finding: deadlock. With the watchdog in the background, the jobs are
- * judged while it still ticks: job #4 is parked with its waker in the
- * lock's queue, only the watchdog's timer can fire, and no probe
- * progresses. (With the `cancel` decision on, the simulator's own
+ * judged while it still ticks: job #4 and the owner are parked with
+ * their wakers in the lock's queue, only the watchdog's timer can fire,
+ * and no probe progresses. (With the `cancel` decision on, the simulator's own
  * cancellations of granted jobs lose the lock the same way.)
  * FIX (fix_ticker_lock): the drop of a granted acquire releases the
  * lock, handing it to the next waiter or freeing it, as pl_mutex does.
