@@ -358,32 +358,55 @@ static bool judge_foreground(pl__sim *s)
     return true;
 }
 
+/* Starts watching the foreground from here. */
+static void quiet_start(pl__sim *s)
+{
+    s->quiet_step = s->step;
+    s->quiet_last_step = s->step;
+    s->quiet_last_ns = s->now;
+    s->quiet_spawned = s->tasks_spawned;
+    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
+        s->tasks[id].quiet_rounds = 0;
+    }
+}
+
 /* Nothing but background work can happen. The foreground is judged once
- * each background task has run since then while no foreground task did:
- * a background task may still hand a foreground task what it waits for on
- * its next round (a flusher confirming a write), and one round of each is
- * what it takes to see that it does not. */
+ * each background task has run in two rounds since then (polled between
+ * two such points, each at a later virtual time) while no foreground
+ * task ran: a background task may still hand a foreground task what it
+ * waits for on its next round (a flusher's tick, then its sync, then the
+ * signal), and two rounds of each is what it takes to see that it does
+ * not. A spurious wake adds polls, not rounds: a round needs the clock
+ * to have moved. */
 static bool background_only(pl__sim *s)
 {
     if (s->quiet_step == 0 || s->tasks_spawned != s->quiet_spawned) {
-        s->quiet_step = s->step;
-        s->quiet_spawned = s->tasks_spawned;
+        quiet_start(s);
         return false;
     }
-    bool all_background_ran = true;
+    bool new_round = s->now > s->quiet_last_ns;
+    bool background_ran = true;
     for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
         pl__task_info *ti = &s->tasks[id];
         if (ti->task == NULL || pl_task_is_finished(ti->task)) {
             continue;
         }
-        bool ran = ti->parked_step > s->quiet_step;
-        if (!pl_task_is_background(ti->task) && ran) {
-            s->quiet_step = s->step; /* the foreground moved: start again */
-            return false;
+        bool ran = ti->parked_step > s->quiet_last_step;
+        if (!pl_task_is_background(ti->task)) {
+            if (ti->parked_step > s->quiet_step) {
+                quiet_start(s); /* the foreground moved: start again */
+                return false;
+            }
+            continue;
         }
-        all_background_ran = all_background_ran && (ran || !pl_task_is_background(ti->task));
+        ti->quiet_rounds += new_round && ran;
+        background_ran = background_ran && ti->quiet_rounds >= 2;
     }
-    return all_background_ran && judge_foreground(s);
+    if (new_round) {
+        s->quiet_last_step = s->step;
+        s->quiet_last_ns = s->now;
+    }
+    return background_ran && judge_foreground(s);
 }
 
 bool pl__probe_point(pl__sim *s)

@@ -103,6 +103,8 @@ typedef struct pl__task_info {
     pl_time stale_ns;
     uint32_t stale_by;      /* task polling then (0: outside polls) */
     bool on_purpose;        /* its latest poll said it polls on purpose (a poll interval) */
+    uint32_t quiet_rounds;  /* background: points since only background work was left
+                               before which it was polled */
 } pl__task_info;
 
 /* A timer that fires late (PL_DECIDE_TIMER_LATE): between its deadline
@@ -206,8 +208,11 @@ struct pl__sim {
     bool injecting;         /* a spurious wake is being delivered */
     uint64_t quiet_step;    /* step since which only background work could happen
                                (0: not now); the foreground is judged once every
-                               background task ran since, and no foreground task */
+                               background task ran in two rounds since (between two
+                               such points), and no foreground task ran */
     uint32_t quiet_spawned; /* tasks spawned by then */
+    uint64_t quiet_last_step; /* step of the latest such point that counted a round */
+    pl_time quiet_last_ns;    /* and its virtual time: a round takes time to pass */
     bool follow_wanted;     /* the finding wants a follow-up run (rescue unknown) */
     uint32_t follow_task;
     uint64_t follow_point;
