@@ -50,6 +50,15 @@ static pl_time wall_ns(void)
     return (pl_time)ts.tv_sec * PL_S + ts.tv_nsec;
 }
 
+/* memcpy of records: with n == 0 either pointer may be NULL (an empty
+ * list, a scratch buffer never grown), which memcpy does not allow. */
+static void copy_records(pl__dec_record *dst, const pl__dec_record *src, size_t n)
+{
+    if (n > 0) {
+        memcpy(dst, src, n * sizeof *dst);
+    }
+}
+
 static size_t count_nonzero(const pl__dec_record *d, size_t n)
 {
     size_t c = 0;
@@ -98,9 +107,7 @@ static bool adopt(shrinker *sh, const pl__dec_record *list, size_t n)
         sh->rc = PL_ENOMEM;
         return false;
     }
-    if (n > 0) {
-        memcpy(copy, list, n * sizeof *copy);
-    }
+    copy_records(copy, list, n);
     free(sh->cur);
     sh->cur = copy;
     sh->len = n;
@@ -193,8 +200,8 @@ static bool pass_delete(shrinker *sh)
         size_t i = 0;
         while (i < sh->len && budget_left(sh)) {
             size_t chunk = sh->len - i < size ? sh->len - i : size;
-            memcpy(sh->cand, sh->cur, i * sizeof *sh->cand);
-            memcpy(sh->cand + i, sh->cur + i + chunk, (sh->len - i - chunk) * sizeof *sh->cand);
+            copy_records(sh->cand, sh->cur, i);
+            copy_records(sh->cand + i, sh->cur + i + chunk, sh->len - i - chunk);
             if (try_list(sh, sh->cand, sh->len - chunk)) {
                 progress = true; /* retry the same place: new items slid in */
             } else {
@@ -227,7 +234,7 @@ static bool pass_zero(shrinker *sh)
             if (!any_nonzero(sh->cur, i, end)) {
                 continue;
             }
-            memcpy(sh->cand, sh->cur, sh->len * sizeof *sh->cand);
+            copy_records(sh->cand, sh->cur, sh->len);
             for (size_t j = i; j < end; j++) {
                 sh->cand[j].value = 0;
             }
@@ -251,7 +258,7 @@ static bool pass_zero_kind(shrinker *sh)
     bool progress = false;
     for (uint32_t kind = 0; kind < PL_DECIDE__COUNT && budget_left(sh); kind++) {
         bool any = false;
-        memcpy(sh->cand, sh->cur, sh->len * sizeof *sh->cand);
+        copy_records(sh->cand, sh->cur, sh->len);
         for (size_t j = 0; j < sh->len; j++) {
             if (sh->cand[j].kind == kind && sh->cand[j].value != 0) {
                 sh->cand[j].value = 0;
@@ -268,7 +275,7 @@ static bool pass_zero_kind(shrinker *sh)
 /* Tries value v at position i of the best list. */
 static bool try_value(shrinker *sh, size_t i, uint32_t v)
 {
-    memcpy(sh->cand, sh->cur, sh->len * sizeof *sh->cand);
+    copy_records(sh->cand, sh->cur, sh->len);
     sh->cand[i].value = v;
     return try_list(sh, sh->cand, sh->len);
 }
@@ -336,7 +343,7 @@ static bool realign(pl__dec_record *cand, size_t *len, const pl_sim_result *r)
 static bool zero_realigned(shrinker *sh, size_t i, pl__dec_record *cand)
 {
     size_t len = sh->len;
-    memcpy(cand, sh->cur, len * sizeof *cand);
+    copy_records(cand, sh->cur, len);
     cand[i].value = 0;
     for (int t = 0; t <= REALIGN_MAX; t++) {
         pl_sim_result r;

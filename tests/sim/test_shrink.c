@@ -81,6 +81,45 @@ PL_SCENARIO(noisy_scenario, .name = "t_noisy_race", .summary = "a race buried in
             .state_size = sizeof(noisy_state), .setup = noisy_setup, .check = noisy_check,
             .expect = "assertion");
 
+/* A failure that needs no decision at all: one task, and a check that
+ * always fails. Its record is empty, so the shrinker works on an empty
+ * list (a NULL list, a scratch buffer never allocated). */
+typedef struct lone_state {
+    int ran;
+} lone_state;
+
+typedef struct lone_task {
+    pl_future base;
+    lone_state *s;
+} lone_task;
+
+static pl_poll_result lone_poll(pl_future *self, pl_context *cx)
+{
+    (void)cx;
+    ((lone_task *)self)->s->ran = 1;
+    return PL_READY;
+}
+
+static const pl_future_vtable lone_vt = {"lone", lone_poll, NULL};
+
+static int lone_setup(pl_executor *ex, void *state)
+{
+    lone_task t = {PL_FUTURE_INIT(&lone_vt), state};
+    return PL_SPAWN(ex, t, "lone", NULL);
+}
+
+static int lone_check(pl_executor *ex, void *state, char *msg, size_t len)
+{
+    (void)ex;
+    const lone_state *s = state;
+    snprintf(msg, len, "the task ran (%d), and that is the bug", s->ran);
+    return 1;
+}
+
+PL_SCENARIO(lone_scenario, .name = "t_lone_fail", .summary = "fails with no decision",
+            .state_size = sizeof(lone_state), .setup = lone_setup, .check = lone_check,
+            .expect = "assertion");
+
 /* ---- Helpers ---------------------------------------------------------- */
 
 /* A failing random run with at least `min_decisions` decisions. */
@@ -289,4 +328,40 @@ LEAK_TEST(shrink, default_output_path)
     cr_assert_str_eq(buf, "out/a_1.shrunk.replay");
     pl__shrink_default_out("crash-abc", buf, sizeof buf);
     cr_assert_str_eq(buf, "crash-abc.shrunk.replay");
+}
+
+/* A finding with no decision (production's own schedule fails): the
+ * shrinker has nothing to remove and must say so, not fail. */
+LEAK_TEST(shrink, a_finding_with_no_decisions)
+{
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    pl_sim_result r;
+    cr_assert_eq(pl_sim_run(&lone_scenario, &o, &r), 0);
+    cr_assert_eq(r.finding.kind, PL_FINDING_ASSERTION);
+    size_t n;
+    decisions_of(&r, &n);
+    cr_assert_eq(n, 0, "%zu decisions", n);
+    pl_sim_shrink_result s;
+    cr_assert_eq(pl_sim_shrink(&lone_scenario, &o, NULL, 0, PL_FINDING_ASSERTION, NULL, &s), 0,
+                 "%s", s.message);
+    cr_assert_eq(s.decisions_after, 0);
+    cr_assert_eq(s.run.finding.kind, PL_FINDING_ASSERTION);
+    cr_assert(strstr(s.explanation, "production schedule itself fails") != NULL, "%s",
+              s.explanation);
+    pl_sim_shrink_result_free(&s);
+    /* Through a replay file, as `pollen shrink` does. */
+    char in[256], out[256], err[512] = "";
+    temp_path(in, sizeof in, "lone");
+    pl__shrink_default_out(in, out, sizeof out);
+    cr_assert_eq(pl_sim_write_replay(&lone_scenario, &o, &r, in), 0);
+    cr_assert_eq(pl__shrink_file_ex(in, NULL, NULL, &s, err, sizeof err), 0, "%s", err);
+    pl_sim_result re;
+    cr_assert_eq(pl_sim_replay_file(out, &re, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(re.finding.kind, PL_FINDING_ASSERTION);
+    pl_sim_result_free(&re);
+    pl_sim_shrink_result_free(&s);
+    pl_sim_result_free(&r);
+    remove(in);
+    remove(out);
 }
