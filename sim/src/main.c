@@ -184,7 +184,16 @@ int pl__cli_parse_duration(const char *text, pl_time *out_ns)
     if (unit == 0 || whole > (uint64_t)(max_ns / unit)) {
         return PL_EINVAL;
     }
-    pl_time ns = (pl_time)whole * unit + (pl_time)(frac * (uint64_t)unit / frac_scale);
+    /* frac * unit overflows 64 bits (9 digits of hours reach 3.6e21), so
+     * split unit = hi * frac_scale + lo: frac * hi < unit and
+     * frac * lo < frac_scale^2 <= 1e18 both fit, and the sum is exactly
+     * floor(frac * unit / frac_scale). */
+    uint64_t hi = (uint64_t)unit / frac_scale;
+    uint64_t lo = (uint64_t)unit % frac_scale;
+    uint64_t part = frac * hi + frac * lo / frac_scale;
+    /* whole * unit <= max_ns and part < unit: no overflow before the
+     * range check. */
+    pl_time ns = (pl_time)whole * unit + (pl_time)part;
     if (ns <= 0 || ns > max_ns) {
         return PL_EINVAL;
     }
