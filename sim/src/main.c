@@ -2759,8 +2759,10 @@ typedef struct real_result {
     char message[1024];
 } real_result;
 
-/* setup, pl_run, check, then destroy before teardown: tasks may still
- * point into the state teardown releases. */
+/* setup, pl_run, check, then the order of pl_sim_run (pollen/sim.h):
+ * cancel every task, so none still points into the state, run teardown
+ * while the executor is alive (releasing a task handle needs it), and
+ * destroy the executor last. */
 static void real_scenario(const void *ctx, void *result)
 {
     const pl_scenario *sc = ctx;
@@ -2782,10 +2784,13 @@ static void real_scenario(const void *ctx, void *result)
     } else if (sc->check != NULL && sc->check(ex, state, res->message, sizeof res->message)) {
         res->kind = PL_FINDING_ASSERTION;
     }
-    pl_executor_destroy(ex);
+    if (ex != NULL) {
+        pl_executor_cancel_all(ex);
+    }
     if (state != NULL && sc->teardown != NULL) {
         sc->teardown(state);
     }
+    pl_executor_destroy(ex);
     free(state);
 }
 

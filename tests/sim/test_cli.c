@@ -945,6 +945,21 @@ Test(cli, real_backend_hang_is_a_livelock)
     proc_free(&p);
 }
 
+/* Teardown runs after the tasks are cancelled and before the executor is
+ * destroyed, in both modes: releasing a task handle there is clean (it
+ * crashed on the real backend, which destroyed the executor first). */
+Test(cli, teardown_may_release_a_handle_in_both_modes)
+{
+    proc p = HARNESS("run", "selftest_teardown", "--seeds", "0..9");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "selftest_teardown: 10 runs"), "%s", p.out);
+    proc_free(&p);
+    p = HARNESS("run", "selftest_teardown", "--real");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "selftest_teardown: real backend ok"), "%s", p.out);
+    proc_free(&p);
+}
+
 Test(cli, shrink_writes_a_smaller_replay)
 {
     char path[4096];
