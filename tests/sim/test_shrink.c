@@ -120,6 +120,49 @@ PL_SCENARIO(lone_scenario, .name = "t_lone_fail", .summary = "fails with no deci
             .state_size = sizeof(lone_state), .setup = lone_setup, .check = lone_check,
             .expect = "assertion");
 
+/* A run longer than the decision recorder's old cap (1,048,576): a
+ * ticker that never stops, until the time limit calls it a livelock.
+ * Every sleep it arms asks a timer-lateness decision (about 1.1M in all). */
+#define TICK_NS 1000000
+#define TICKS 660000
+
+typedef struct ticker {
+    pl_future base;
+    pl_sleep sleep;
+} ticker;
+
+static pl_poll_result ticker_poll(pl_future *f, pl_context *cx)
+{
+    ticker *t = (ticker *)f;
+    for (;;) {
+        if (pl_poll(&t->sleep.base, cx) == PL_PENDING) {
+            return PL_PENDING;
+        }
+        t->sleep = pl_sleep_for(TICK_NS);
+    }
+}
+
+static void ticker_drop(pl_future *f)
+{
+    ticker *t = (ticker *)f;
+    if (!(t->sleep.base.flags & PL_FUTURE_DROPPED)) {
+        pl_drop(&t->sleep.base);
+    }
+}
+
+static const pl_future_vtable ticker_vt = {"ticker", ticker_poll, ticker_drop};
+
+static int ticker_setup(pl_executor *ex, void *state)
+{
+    (void)state;
+    ticker t = {PL_FUTURE_INIT(&ticker_vt), pl_sleep_for(TICK_NS)};
+    return PL_SPAWN(ex, t, "ticker", NULL);
+}
+
+PL_SCENARIO(ticker_scenario, .name = "t_long_ticker", .summary = "ticks until the time limit",
+            .setup = ticker_setup, .time_limit_ns = (pl_time)TICKS * TICK_NS,
+            .expect = "livelock");
+
 /* ---- Helpers ---------------------------------------------------------- */
 
 /* A failing random run with at least `min_decisions` decisions. */
@@ -359,6 +402,45 @@ LEAK_TEST(shrink, a_finding_with_no_decisions)
     pl_sim_result re;
     cr_assert_eq(pl_sim_replay_file(out, &re, err, sizeof err), 0, "%s", err);
     cr_assert_eq(re.finding.kind, PL_FINDING_ASSERTION);
+    pl_sim_result_free(&re);
+    pl_sim_shrink_result_free(&s);
+    pl_sim_result_free(&r);
+    remove(in);
+    remove(out);
+}
+
+/* A run of about 1.1M decisions (past the recorder's old cap, where the
+ * record was cut and the replay differed) is recorded whole, replays
+ * exactly, and its shrunk replay replays exactly too. */
+LEAK_TEST(shrink, a_long_run_replays_and_its_shrunk_replay_too)
+{
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.seed = 7;
+    pl_sim_result r;
+    cr_assert_eq(pl_sim_run(&ticker_scenario, &o, &r), 0);
+    cr_assert_eq(r.finding.kind, PL_FINDING_LIVELOCK, "%s", r.finding.message);
+    const pl__run_record *rec = pl__sim_result_record(&r);
+    cr_assert(!rec->decisions_truncated);
+    cr_assert_eq(rec->decisions_len, r.decisions);
+    cr_assert_gt(rec->decisions_len, (size_t)1 << 20, "%zu decisions", rec->decisions_len);
+    char in[256], out[256], err[512] = "";
+    temp_path(in, sizeof in, "long");
+    pl__shrink_default_out(in, out, sizeof out);
+    cr_assert_eq(pl_sim_write_replay(&ticker_scenario, &o, &r, in), 0);
+    pl_sim_result re;
+    cr_assert_eq(pl_sim_replay_file(in, &re, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(re.hash, r.hash);
+    pl_sim_result_free(&re);
+    /* One candidate (half the list) leaves a long list with non-default
+     * decisions in it, the case whose shrunk file used to differ. */
+    pl_sim_shrink_limits lim = {.runs_max = 1};
+    pl_sim_shrink_result s;
+    cr_assert_eq(pl__shrink_file_ex(in, NULL, &lim, &s, err, sizeof err), 0, "%s", err);
+    cr_assert_gt(s.nonzero_after, 0);
+    cr_assert_eq(pl_sim_replay_file(out, &re, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(re.finding.kind, PL_FINDING_LIVELOCK);
+    cr_assert_eq(re.hash, s.run.hash);
     pl_sim_result_free(&re);
     pl_sim_shrink_result_free(&s);
     pl_sim_result_free(&r);
