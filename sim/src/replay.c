@@ -70,8 +70,17 @@ static bool record_valid(const pl__dec_record *d)
     return d->kind < PL_DECIDE__COUNT && d->n >= 2 && d->value < d->n;
 }
 
+static bool text_fits(const char *text)
+{
+    return text == NULL || strlen(text) <= PL__REPLAY_TEXT_MAX;
+}
+
 static int validate(const pl__replay *r)
 {
+    if (!text_fits(r->pollen_version) || !text_fits(r->build) || !text_fits(r->scenario) ||
+        !text_fits(r->strategy) || !text_fits(r->finding) || !text_fits(r->message)) {
+        return PL_EINVAL;
+    }
     if (r->decisions_len > PL__REPLAY_DECISIONS_MAX ||
         r->checkpoints_len > PL__REPLAY_CHECKPOINTS_MAX) {
         return PL_EINVAL;
@@ -422,6 +431,11 @@ static int parse_text(parser *ps, const char *key, const char *s, size_t len, ch
         }
     }
     out[o] = '\0';
+    if (o > PL__REPLAY_TEXT_MAX) {
+        free(out);
+        return fail(ps, PL_EFORMAT, "'%s' is %zu bytes, more than the %zu supported", key, o,
+                    PL__REPLAY_TEXT_MAX);
+    }
     *field = out;
     return 0;
 }

@@ -62,7 +62,10 @@
  *     without blocking), and the file must be smaller than
  *     PL__REPLAY_FILE_MAX bytes by its size, before it is read;
  *   - at most PL__REPLAY_LINES_MAX lines of at most PL__REPLAY_LINE_MAX
- *     bytes each;
+ *     bytes each, and text values of at most PL__REPLAY_TEXT_MAX bytes
+ *     once unescaped (so that escaped again, as the writer does, any
+ *     accepted value still fits on one line; the writer refuses longer
+ *     ones);
  *   - at most PL__REPLAY_DECISIONS_MAX decisions, counted after
  *     run-length expansion (the same cap as a run's record, so every
  *     recorded run can be written and read), and
@@ -91,6 +94,7 @@
 #define PL__REPLAY_CHECKPOINTS_MAX ((size_t)1 << 20)
 #define PL__REPLAY_FILE_MAX ((size_t)1 << 30)
 #define PL__REPLAY_LINE_MAX ((size_t)1 << 16)
+#define PL__REPLAY_TEXT_MAX ((size_t)16000) /* 4 bytes escaped each, plus a key */
 #define PL__REPLAY_LINES_MAX ((uint64_t)1 << 24)
 
 typedef struct pl__replay {
@@ -129,9 +133,9 @@ void pl__replay_free(pl__replay *r);
  * (NULL clears it). Returns 0 or PL_ENOMEM. */
 int pl__replay_set(char **field, const char *value);
 
-/* Writes *r. Validates first (decisions in range, counts within the
- * limits, checkpoint_events > 0 when there are checkpoints) and writes
- * nothing if invalid. Returns 0, PL_EINVAL or PL_EIO. */
+/* Writes *r. Validates first (decisions in range, counts and text
+ * lengths within the limits, checkpoint_events > 0 when there are
+ * checkpoints) and writes nothing if invalid. Returns 0, PL_EINVAL or PL_EIO. */
 int pl__replay_write(FILE *f, const pl__replay *r);
 
 /* Writes *r to `path` through "<path>.tmp" and a rename, so a crash never

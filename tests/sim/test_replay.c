@@ -649,11 +649,35 @@ LEAK_TEST(limits, lines_are_bounded)
     snprintf(text + n, 64, "\ndecisions 0\nend\n");
     expect_cheap_error(text, PL_EFORMAT,
                        "line 3: line of 65537 bytes is longer than the 65536 supported");
-    text[n - 1] = '\n'; /* one byte shorter: accepted */
+    /* A shorter line holding a text value too long to be written back
+     * (escaped, each raw tab takes two bytes). */
+    text[n - 1] = '\n';
+    expect_cheap_error(text, PL_EFORMAT, "line 3: 'message' is 65528 bytes, more than the "
+                                         "16000 supported");
+    memset(text + w, '\t', PL__REPLAY_TEXT_MAX);
+    text[w + PL__REPLAY_TEXT_MAX] = '\n';
     pl__replay ok;
     char ok_err[256] = "";
     cr_assert_eq(parse(text, &ok, ok_err, sizeof(ok_err)), 0, "%s", ok_err);
+    char *again = to_text(&ok); /* 32000 bytes escaped: still one line */
+    pl__replay back;
+    cr_assert_eq(parse(again, &back, ok_err, sizeof(ok_err)), 0, "%s", ok_err);
+    cr_assert_str_eq(back.message, ok.message);
+    pl__replay_free(&back);
+    free(again);
     pl__replay_free(&ok);
+    /* The writer refuses a value one byte longer. */
+    char *big = malloc(PL__REPLAY_TEXT_MAX + 2);
+    cr_assert_not_null(big);
+    memset(big, 'x', PL__REPLAY_TEXT_MAX + 1);
+    big[PL__REPLAY_TEXT_MAX + 1] = '\0';
+    pl__replay_init(&ok); /* borrowed pointers: never freed */
+    ok.message = big;
+    FILE *f = fopen("/dev/null", "w");
+    cr_assert_not_null(f);
+    cr_assert_eq(pl__replay_write(f, &ok), PL_EINVAL);
+    fclose(f);
+    free(big);
     free(text);
     /* Millions of empty lines: counted, then refused. */
     size_t lines = (size_t)PL__REPLAY_LINES_MAX + 1;
