@@ -904,12 +904,8 @@ int pl__replay_parse_buffer(const char *data, size_t len, pl__replay *out, char 
         data = "";
         len = 0;
     }
-    parser ps = {.p = data,
-                 .end = data + len,
-                 .out = out,
-                 .err = err,
-                 .errlen = errlen,
-                 .counting = true};
+    parser ps = {
+        .p = data, .end = data + len, .out = out, .err = err, .errlen = errlen, .counting = true};
     int rc = parse_magic(&ps);
     if (rc == 0) {
         rc = parse_body(&ps);

@@ -605,8 +605,7 @@ static bool final_run_verified(const shrinker *sh, pl_sim_shrink_result *out)
         why = "it diverges from the list";
     } else if (rec == NULL || rec->decisions_truncated || rec->decisions_len < sh->len) {
         why = "its record is incomplete";
-    } else if (sh->len > 0 &&
-               memcmp(rec->decisions, sh->cur, sh->len * sizeof *sh->cur) != 0) {
+    } else if (sh->len > 0 && memcmp(rec->decisions, sh->cur, sh->len * sizeof *sh->cur) != 0) {
         why = "it records other decisions";
     }
     if (why != NULL) {

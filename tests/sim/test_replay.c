@@ -598,8 +598,8 @@ static void expect_cheap_error(const char *text, int code, const char *message)
     size_t peak = largest;
     cr_assert_eq(rc, code, "rc %d for:\n%s\nerr: %s", rc, text, err);
     cr_assert_str_eq(err, message);
-    cr_assert(peak == SIZE_MAX || peak <= ((size_t)1 << 20), "%zu bytes allocated for:\n%s",
-              peak, text);
+    cr_assert(peak == SIZE_MAX || peak <= ((size_t)1 << 20), "%zu bytes allocated for:\n%s", peak,
+              text);
     pl__replay_free(&r);
 }
 
@@ -615,8 +615,7 @@ LEAK_TEST(limits, expansion_bombs_are_refused_before_allocating)
                        "line 5: unexpected end of file: expected 'end'");
     expect_cheap_error(HEAD "decisions 50000000\nd s2:0*50000000\nend\nmore\n", PL_EFORMAT,
                        "line 6: unexpected content after 'end' (line 5)");
-    expect_cheap_error(HEAD "decisions 50000000\nd s2:0*49999999 s2:1\nd x\nend\n",
-                       PL_EFORMAT,
+    expect_cheap_error(HEAD "decisions 50000000\nd s2:0*49999999 s2:1\nd x\nend\n", PL_EFORMAT,
                        "line 5: bad decision 'x' (expected <kind letter><n>:<value>[*<repeat>], "
                        "letters sitlwpdcfjbB)");
 }
@@ -652,8 +651,9 @@ LEAK_TEST(limits, lines_are_bounded)
     /* A shorter line holding a text value too long to be written back
      * (escaped, each raw tab takes two bytes). */
     text[n - 1] = '\n';
-    expect_cheap_error(text, PL_EFORMAT, "line 3: 'message' is 65528 bytes, more than the "
-                                         "16000 supported");
+    expect_cheap_error(text, PL_EFORMAT,
+                       "line 3: 'message' is 65528 bytes, more than the "
+                       "16000 supported");
     memset(text + w, '\t', PL__REPLAY_TEXT_MAX);
     text[w + PL__REPLAY_TEXT_MAX] = '\n';
     pl__replay ok;
@@ -701,8 +701,7 @@ LEAK_TEST(errors, truncated_records_are_refused)
     /* No decision at all: the seed-only form, replayed from the seed. */
     pl__replay r;
     char err[256] = "";
-    cr_assert_eq(parse(HEAD "truncated 1\ndecisions 0\nend\n", &r, err, sizeof(err)), 0, "%s",
-                 err);
+    cr_assert_eq(parse(HEAD "truncated 1\ndecisions 0\nend\n", &r, err, sizeof(err)), 0, "%s", err);
     cr_assert(r.truncated);
     pl__replay_free(&r);
 }

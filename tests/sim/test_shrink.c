@@ -124,7 +124,7 @@ PL_SCENARIO(lone_scenario, .name = "t_lone_fail", .summary = "fails with no deci
  * ticker that never stops, until the time limit calls it a livelock.
  * Every sleep it arms asks a timer-lateness decision (about 1.1M in all). */
 #define TICK_NS 1000000
-#define TICKS 660000
+#define TICKS   660000
 
 typedef struct ticker {
     pl_future base;
@@ -160,8 +160,7 @@ static int ticker_setup(pl_executor *ex, void *state)
 }
 
 PL_SCENARIO(ticker_scenario, .name = "t_long_ticker", .summary = "ticks until the time limit",
-            .setup = ticker_setup, .time_limit_ns = (pl_time)TICKS * TICK_NS,
-            .expect = "livelock");
+            .setup = ticker_setup, .time_limit_ns = (pl_time)TICKS * TICK_NS, .expect = "livelock");
 
 /* ---- Helpers ---------------------------------------------------------- */
 
