@@ -1018,6 +1018,11 @@ int pl__replay_read_path(const char *path, char **data, size_t *len, char *err, 
                  (intmax_t)st.st_size, PL__REPLAY_FILE_MAX);
         return read_error(err, errlen, path, PL_EFORMAT, why);
     }
+    /* Plain blocking reads from here on: O_NONBLOCK was for the open. */
+    int flags = fcntl(fd, F_GETFL);
+    if (flags >= 0) {
+        fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    }
     int rc = read_regular(fd, (size_t)st.st_size, data, len);
     close(fd);
     if (rc < 0) {
