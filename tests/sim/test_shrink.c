@@ -446,3 +446,25 @@ LEAK_TEST(shrink, a_long_run_replays_and_its_shrunk_replay_too)
     remove(in);
     remove(out);
 }
+
+/* The crash mirror (shared memory the CLI reads after a worker died)
+ * keeps the first `cap` decisions and counts the rest, so a replay file
+ * written from it says it is truncated. */
+LEAK_TEST(shrink, the_crash_mirror_counts_what_it_drops)
+{
+    pl__dec_record buf[8];
+    volatile uint64_t len = 0;
+    pl__sim_record_to(buf, 8, &len);
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.seed = 3;
+    pl_sim_result r;
+    cr_assert_eq(pl_sim_run(&noisy_scenario, &o, &r), 0);
+    pl__sim_record_to(NULL, 0, NULL);
+    size_t n;
+    const pl__dec_record *d = decisions_of(&r, &n);
+    cr_assert_gt(n, 8);
+    cr_assert_eq(len, n, "%llu mirrored, %zu consulted", (unsigned long long)len, n);
+    cr_assert(memcmp(buf, d, sizeof buf) == 0);
+    pl_sim_result_free(&r);
+}
