@@ -468,3 +468,22 @@ LEAK_TEST(shrink, the_crash_mirror_counts_what_it_drops)
     cr_assert(memcmp(buf, d, sizeof buf) == 0);
     pl_sim_result_free(&r);
 }
+
+/* A truncated record is only a prefix of its run: no shrunk replay file
+ * is written from one (it would replay something else). */
+LEAK_TEST(shrink, no_shrunk_replay_from_a_truncated_record)
+{
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.seed = 3;
+    o.keep_decisions = false; /* records nothing: truncated at 0 */
+    pl_sim_shrink_result s;
+    memset(&s, 0, sizeof s);
+    cr_assert_eq(pl_sim_run(&noisy_scenario, &o, &s.run), 0);
+    cr_assert(pl__sim_result_record(&s.run)->decisions_truncated);
+    char out[256];
+    temp_path(out, sizeof out, "trunc");
+    cr_assert_eq(pl_sim_write_shrunk_replay(&noisy_scenario, &o, &s, out), PL_EINVAL);
+    cr_assert_eq(access(out, F_OK), -1, "nothing written");
+    pl_sim_shrink_result_free(&s);
+}
