@@ -150,7 +150,11 @@ int pl_timer_arm(pl_executor *ex, pl_timer *t, pl_time deadline_ns, const pl_wak
         uint32_t steps = pl__executor_decide(ex, PL_DECIDE_TIMER_LATE, h->late_max + 1, t->seq);
         late = (pl_time)steps * h->late_quantum_ns;
     }
-    t->fire_ns = sat_add(deadline_ns, late);
+    /* A deadline already past fires at the next tick, never "in the past":
+     * a fire time below now would reorder it before timers armed earlier
+     * for now, and the next-timer deadline would read as overdue. */
+    pl_time now_ns = pl_now(ex);
+    t->fire_ns = sat_add(deadline_ns < now_ns ? now_ns : deadline_ns, late);
     t->ex = ex;
     t->state = TIMER_ARMED;
     if (w != &t->waker) {

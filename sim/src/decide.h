@@ -62,7 +62,9 @@
  * Recording: records are kept in a growable array up to `record_max`
  * entries (default PL__DEC_RECORD_MAX_DEFAULT; 0 disables recording).
  * Past it, or when growth fails, recording stops and `truncated` is set;
- * counters keep counting.
+ * counters keep counting. A truncated record is only a prefix of the
+ * run: it cannot replay the run, and replay files that say so are
+ * refused (replay.h).
  *
  * Ownership: pl__dec is caller-allocated (embed it), initialized by
  * pl__dec_init and released by pl__dec_finish, which frees the record
@@ -81,8 +83,13 @@
 
 #define PL__DEC_KINDS ((int)PL_DECIDE__COUNT)
 
-/* Default cap on recorded decisions (12 bytes each: 12 MiB). */
-#define PL__DEC_RECORD_MAX_DEFAULT ((size_t)1 << 20)
+/* Default cap on recorded decisions: 64M (12 bytes each, 768 MiB at
+ * most; the array grows with the run, so a short run pays for what it
+ * records only). A run recorded in full replays exactly, so the cap is
+ * far above any run a time limit allows in practice (a ticker running
+ * for an hour of virtual time asks a few million). Replay files hold at
+ * most this many decisions too (PL__REPLAY_DECISIONS_MAX). */
+#define PL__DEC_RECORD_MAX_DEFAULT ((size_t)1 << 26)
 
 /* Longest text pl__dec_knobs_format can produce, NUL included. */
 #define PL__DEC_KNOBS_TEXT_MAX 256

@@ -185,7 +185,16 @@ int pl__cli_parse_duration(const char *text, pl_time *out_ns)
     if (unit == 0 || whole > (uint64_t)(max_ns / unit)) {
         return PL_EINVAL;
     }
-    pl_time ns = (pl_time)whole * unit + (pl_time)(frac * (uint64_t)unit / frac_scale);
+    /* frac * unit overflows 64 bits (9 digits of hours reach 3.6e21), so
+     * split unit = hi * frac_scale + lo: frac * hi < unit and
+     * frac * lo < frac_scale^2 <= 1e18 both fit, and the sum is exactly
+     * floor(frac * unit / frac_scale). */
+    uint64_t hi = (uint64_t)unit / frac_scale;
+    uint64_t lo = (uint64_t)unit % frac_scale;
+    uint64_t part = frac * hi + frac * lo / frac_scale;
+    /* whole * unit <= max_ns and part < unit: no overflow before the
+     * range check. */
+    pl_time ns = (pl_time)whole * unit + (pl_time)part;
     if (ns <= 0 || ns > max_ns) {
         return PL_EINVAL;
     }
@@ -2781,8 +2790,10 @@ typedef struct real_result {
     char message[1024];
 } real_result;
 
-/* setup, pl_run, check, then destroy before teardown: tasks may still
- * point into the state teardown releases. */
+/* setup, pl_run, check, then the order of pl_sim_run (pollen/sim.h):
+ * cancel every task, so none still points into the state, run teardown
+ * while the executor is alive (releasing a task handle needs it), and
+ * destroy the executor last. */
 static void real_scenario(const void *ctx, void *result)
 {
     const pl_scenario *sc = ctx;
@@ -2804,10 +2815,13 @@ static void real_scenario(const void *ctx, void *result)
     } else if (sc->check != NULL && sc->check(ex, state, res->message, sizeof res->message)) {
         res->kind = PL_FINDING_ASSERTION;
     }
-    pl_executor_destroy(ex);
+    if (ex != NULL) {
+        pl_executor_cancel_all(ex);
+    }
     if (state != NULL && sc->teardown != NULL) {
         sc->teardown(state);
     }
+    pl_executor_destroy(ex);
     free(state);
 }
 

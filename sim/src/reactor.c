@@ -1542,7 +1542,9 @@ static ssize_t dgram_recv(pl__reactor *r, ep *e, void *buf, size_t len, struct s
     e->q_bytes -= dgram_charge(d);
     /* A longer datagram is truncated, as recvfrom(2) does. */
     size_t n = len < d->len ? len : d->len;
-    memcpy(buf, d->data, n);
+    if (n > 0) { /* buf may be NULL with len 0 */
+        memcpy(buf, d->data, n);
+    }
     addr_write(&d->from, sa, sa_len);
     free(d);
     return (ssize_t)n;
@@ -1583,7 +1585,9 @@ static ssize_t dgram_send(pl__reactor *r, ep *e, const void *buf, size_t len,
         return f == F_EAGAIN ? spurious_eagain(r, e, PL_IO_WRITABLE) : (ssize_t)len;
     }
     *d = (dgram){.from = e->local, .to = to, .len = len};
-    memcpy(d->data, buf, len);
+    if (len > 0) { /* an empty datagram may come from a NULL buf */
+        memcpy(d->data, buf, len);
+    }
     heap_push(r, (event){.at_ns = pl__sim_now(r->sim) + latency(r, e),
                          .type = EV_DGRAM,
                          .dg = d});

@@ -2,14 +2,22 @@
  *
  * The parser is fed untrusted bytes (it is fuzzed): every read is bounded
  * by the buffer's end, every number is overflow-checked, and memory grows
- * only with content actually present, up to the documented limits. */
+ * only with content actually present, up to the documented limits. The
+ * one exception is run-length encoding, where a few bytes stand for many
+ * decisions: the file is first parsed whole with the decisions only
+ * counted, and the array is allocated once, at its declared size, after
+ * everything else in the file was found valid. */
 #include "replay.h"
 
+#include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "digits.h"
 #include "pollen/error.h"
@@ -63,8 +71,17 @@ static bool record_valid(const pl__dec_record *d)
     return d->kind < PL_DECIDE__COUNT && d->n >= 2 && d->value < d->n;
 }
 
+static bool text_fits(const char *text)
+{
+    return text == NULL || strlen(text) <= PL__REPLAY_TEXT_MAX;
+}
+
 static int validate(const pl__replay *r)
 {
+    if (!text_fits(r->pollen_version) || !text_fits(r->build) || !text_fits(r->scenario) ||
+        !text_fits(r->strategy) || !text_fits(r->finding) || !text_fits(r->message)) {
+        return PL_EINVAL;
+    }
     if (r->decisions_len > PL__REPLAY_DECISIONS_MAX ||
         r->checkpoints_len > PL__REPLAY_CHECKPOINTS_MAX || r->poll_cost_ns < 0 ||
         r->poll_cost_ns > PL_SIM_POLL_COST_MAX) {
@@ -285,6 +302,10 @@ typedef struct parser {
     uint64_t blk_left;     /* items still expected in the block */
     uint64_t blk_line;     /* the block's header line */
     size_t dec_cap;        /* allocated decisions */
+    bool counting;         /* first pass: decisions are checked, not stored */
+    const char *dec_body;  /* the line after the decisions header */
+    uint64_t dec_line;     /* the decisions header's line */
+    uint64_t dec_declared; /* its count */
     size_t cp_cap;         /* allocated checkpoints */
     size_t notes_len;
 } parser;
@@ -341,6 +362,21 @@ static bool next_line(parser *ps, const char **line, size_t *len)
     }
     ps->line++;
     return true;
+}
+
+/* Lines and line lengths are capped, so a hostile file cannot make one
+ * text value as large as the file or keep the parser looping over
+ * millions of empty lines. */
+static int check_line(parser *ps, size_t len)
+{
+    if (ps->line > PL__REPLAY_LINES_MAX) {
+        return fail(ps, PL_EFORMAT, "more than %" PRIu64 " lines", PL__REPLAY_LINES_MAX);
+    }
+    if (len > PL__REPLAY_LINE_MAX) {
+        return fail(ps, PL_EFORMAT, "line of %zu bytes is longer than the %zu supported", len,
+                    PL__REPLAY_LINE_MAX);
+    }
+    return 0;
 }
 
 static bool parse_u32(const char *s, size_t len, uint32_t *out)
@@ -401,6 +437,11 @@ static int parse_text(parser *ps, const char *key, const char *s, size_t len, ch
         }
     }
     out[o] = '\0';
+    if (o > PL__REPLAY_TEXT_MAX) {
+        free(out);
+        return fail(ps, PL_EFORMAT, "'%s' is %zu bytes, more than the %zu supported", key, o,
+                    PL__REPLAY_TEXT_MAX);
+    }
     *field = out;
     return 0;
 }
@@ -430,6 +471,9 @@ static int parse_decisions_header(parser *ps, const char *v, size_t len)
     ps->blk = BLOCK_DECISIONS;
     ps->blk_left = count;
     ps->blk_line = ps->line;
+    ps->dec_body = ps->p;
+    ps->dec_line = ps->line;
+    ps->dec_declared = count;
     return 0;
 }
 
@@ -558,29 +602,21 @@ static int add_note(parser *ps, const char *key, size_t key_len)
     return 0;
 }
 
-/* Appends `repeat` copies of rec to the decision list. */
+/* Appends `repeat` copies of rec to the decision list (the second pass),
+ * or only counts them (the first). */
 static int push_decisions(parser *ps, pl__dec_record rec, uint64_t repeat)
 {
-    pl__replay *r = ps->out;
     /* blk_left bounds repeat, and the header bounded blk_left by
-     * PL__REPLAY_DECISIONS_MAX: memory follows the declared count. */
-    size_t need = r->decisions_len + (size_t)repeat;
-    if (need > ps->dec_cap) {
-        size_t cap = ps->dec_cap == 0 ? 256 : ps->dec_cap;
-        while (cap < need) {
-            cap *= 2;
-        }
-        pl__dec_record *grown = realloc(r->decisions, cap * sizeof(*grown));
-        if (grown == NULL) {
-            return fail(ps, PL_ENOMEM, "out of memory");
-        }
-        r->decisions = grown;
-        ps->dec_cap = cap;
+     * PL__REPLAY_DECISIONS_MAX. */
+    ps->blk_left -= repeat;
+    if (ps->counting) {
+        return 0;
     }
+    pl__replay *r = ps->out;
+    assert(r->decisions_len + repeat <= ps->dec_cap);
     for (uint64_t i = 0; i < repeat; i++) {
         r->decisions[r->decisions_len++] = rec;
     }
-    ps->blk_left -= repeat;
     return 0;
 }
 
@@ -610,7 +646,7 @@ static int parse_decision_token(parser *ps, const char *t, size_t len)
     }
     if (repeat > ps->blk_left) {
         return fail(ps, PL_EFORMAT, "more decisions than the %" PRIu64 " declared on line %" PRIu64,
-                    ps->out->decisions_len + ps->blk_left, ps->blk_line);
+                    ps->dec_declared, ps->blk_line);
     }
     pl__dec_record rec = {(uint32_t)kind, n, value};
     return push_decisions(ps, rec, repeat);
@@ -755,6 +791,10 @@ static int parse_magic(parser *ps)
         return fail(ps, PL_EFORMAT, "not a pollen replay file (expected 'pollen-replay %u')",
                     PL__REPLAY_FORMAT);
     }
+    int rc = check_line(ps, len);
+    if (rc < 0) {
+        return rc;
+    }
     uint64_t version;
     if (!parse_decimal(s + mlen, len - mlen, &version) || version == 0) {
         return fail(ps, PL_EFORMAT, "bad format version '%s' (expected a positive integer)",
@@ -775,6 +815,10 @@ static int parse_trailer(parser *ps)
     const char *s;
     size_t len;
     while (next_line(ps, &s, &len)) {
+        int rc = check_line(ps, len);
+        if (rc < 0) {
+            return rc;
+        }
         if (len > 0 && s[0] != '#') {
             return fail(ps, PL_EFORMAT, "unexpected content after 'end' (line %" PRIu64 ")",
                         ps->seen[K_END]);
@@ -793,6 +837,56 @@ static int check_required(parser *ps)
                         key_names[required[i]]);
         }
     }
+    /* A prefix of a run's decisions replays the run only up to its end,
+     * then answers 0 where the run had its own values: the replay would
+     * differ, so it is refused here, for every reader. A file with no
+     * decisions at all is the seed-only form (a crash in a build that
+     * records none), replayed from its seed. */
+    if (ps->out->truncated && ps->dec_declared > 0) {
+        ps->line = ps->seen[K_TRUNCATED];
+        return fail(ps, PL_EFORMAT,
+                    "this run's decisions were truncated at %" PRIu64 ": it cannot be replayed "
+                    "(the file holds only its first decisions; run its seed again instead)",
+                    ps->dec_declared);
+    }
+    return 0;
+}
+
+/* The second pass: stores the decisions the first pass validated and
+ * counted, in an array of exactly their number. */
+static int fill_decisions(parser *ps)
+{
+    pl__replay *r = ps->out;
+    if (ps->dec_declared == 0) {
+        return 0;
+    }
+    ps->line = ps->dec_line;
+    r->decisions = malloc((size_t)ps->dec_declared * sizeof(*r->decisions));
+    if (r->decisions == NULL) {
+        return fail(ps, PL_ENOMEM, "out of memory for %" PRIu64 " decisions", ps->dec_declared);
+    }
+    ps->dec_cap = (size_t)ps->dec_declared;
+    ps->counting = false;
+    ps->p = ps->dec_body;
+    ps->blk = BLOCK_DECISIONS;
+    ps->blk_left = ps->dec_declared;
+    const char *s;
+    size_t len;
+    while (ps->blk_left > 0 && next_line(ps, &s, &len)) {
+        if (len == 0 || s[0] == '#') {
+            continue;
+        }
+        size_t kl;
+        const char *v;
+        size_t vl;
+        split_word(s, len, &kl, &v, &vl);
+        assert(kl == 1 && s[0] == 'd'); /* the first pass saw only 'd' lines here */
+        int rc = parse_block_line(ps, v, vl);
+        if (rc < 0) {
+            return rc;
+        }
+    }
+    assert(ps->blk_left == 0 && r->decisions_len == ps->dec_cap);
     return 0;
 }
 
@@ -811,13 +905,17 @@ static int parse_body(parser *ps)
             }
             return fail(ps, PL_EFORMAT, "unexpected end of file: expected 'end'");
         }
+        int rc = check_line(ps, len);
+        if (rc < 0) {
+            return rc;
+        }
         if (memchr(s, '\0', len) != NULL) {
             return fail(ps, PL_EFORMAT, "NUL byte in a text file");
         }
         if (len == 0 || s[0] == '#') {
             continue;
         }
-        int rc = parse_line(ps, s, len, &done);
+        rc = parse_line(ps, s, len, &done);
         if (rc < 0) {
             return rc;
         }
@@ -826,7 +924,8 @@ static int parse_body(parser *ps)
     if (rc == 0 && ps->out->format < 2) {
         knobs_of_format_1(ps->out);
     }
-    return rc < 0 ? rc : check_required(ps);
+    rc = rc < 0 ? rc : check_required(ps);
+    return rc < 0 ? rc : fill_decisions(ps);
 }
 
 int pl__replay_parse_buffer(const char *data, size_t len, pl__replay *out, char *err,
@@ -840,7 +939,8 @@ int pl__replay_parse_buffer(const char *data, size_t len, pl__replay *out, char 
         data = "";
         len = 0;
     }
-    parser ps = {.p = data, .end = data + len, .out = out, .err = err, .errlen = errlen};
+    parser ps = {
+        .p = data, .end = data + len, .out = out, .err = err, .errlen = errlen, .counting = true};
     int rc = parse_magic(&ps);
     if (rc == 0) {
         rc = parse_body(&ps);
@@ -853,52 +953,119 @@ int pl__replay_parse_buffer(const char *data, size_t len, pl__replay *out, char 
     return rc;
 }
 
+/* Why a file of this mode is not read, or NULL for a regular file. */
+static const char *file_kind_refusal(mode_t mode)
+{
+    if (S_ISREG(mode)) {
+        return NULL;
+    }
+    if (S_ISDIR(mode)) {
+        return "it is a directory, not a file";
+    }
+    if (S_ISFIFO(mode)) {
+        return "it is a named pipe (FIFO): only regular files are read";
+    }
+    if (S_ISCHR(mode) || S_ISBLK(mode)) {
+        return "it is a device: only regular files are read";
+    }
+    if (S_ISSOCK(mode)) {
+        return "it is a socket: only regular files are read";
+    }
+    return "it is not a regular file";
+}
+
+static int read_error(char *err, size_t errlen, const char *path, int rc, const char *why)
+{
+    if (err != NULL && errlen > 0) {
+        snprintf(err, errlen, "cannot read '%s': %s", path, why != NULL ? why : strerror(-rc));
+    }
+    return rc;
+}
+
+/* Reads the open regular file fd, of `size` bytes when it was checked,
+ * into *data. A file that grew since is read up to the cap. */
+static int read_regular(int fd, size_t size, char **data, size_t *len)
+{
+    size_t cap = size + 1; /* one more byte shows whether it grew */
+    char *buf = malloc(cap);
+    size_t used = 0;
+    while (buf != NULL) {
+        ssize_t got = read(fd, buf + used, cap - used);
+        if (got < 0 && errno == EINTR) {
+            continue;
+        }
+        if (got <= 0) {
+            if (got < 0) {
+                int rc = -errno;
+                free(buf);
+                return rc;
+            }
+            *data = buf;
+            *len = used;
+            return 0;
+        }
+        used += (size_t)got;
+        if (used > PL__REPLAY_FILE_MAX - 1) {
+            free(buf);
+            return PL_EFORMAT;
+        }
+        if (used == cap) {
+            size_t want = cap * 2 < PL__REPLAY_FILE_MAX ? cap * 2 : PL__REPLAY_FILE_MAX;
+            char *grown = realloc(buf, want);
+            if (grown == NULL) {
+                free(buf);
+                return PL_ENOMEM;
+            }
+            buf = grown;
+            cap = want;
+        }
+    }
+    return PL_ENOMEM;
+}
+
 int pl__replay_read_path(const char *path, char **data, size_t *len, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; the kind is
+     * checked before a single byte is read. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
         int rc = -errno;
         if (err != NULL && errlen > 0) {
             snprintf(err, errlen, "cannot open '%s': %s", path, strerror(-rc));
         }
         return rc;
     }
-    char *buf = NULL;
-    size_t used = 0;
-    size_t cap = 0;
-    int rc = 0;
-    for (;;) {
-        if (used == cap) {
-            size_t want = cap == 0 ? 65536 : cap * 2;
-            char *grown = want <= PL__REPLAY_FILE_MAX + 1 ? realloc(buf, want) : NULL;
-            if (grown == NULL) {
-                rc = want > PL__REPLAY_FILE_MAX + 1 ? PL_EFORMAT : PL_ENOMEM;
-                break;
-            }
-            buf = grown;
-            cap = want;
-        }
-        size_t got = fread(buf + used, 1, cap - used, f);
-        used += got;
-        if (got == 0) {
-            rc = ferror(f) ? PL_EIO : 0;
-            break;
-        }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int rc = -errno;
+        close(fd);
+        return read_error(err, errlen, path, rc, NULL);
     }
-    fclose(f);
-    if (rc == 0 && used > PL__REPLAY_FILE_MAX) {
-        rc = PL_EFORMAT;
+    const char *refusal = file_kind_refusal(st.st_mode);
+    if (refusal != NULL) {
+        close(fd);
+        return read_error(err, errlen, path, PL_EFORMAT, refusal);
     }
+    if (st.st_size < 0 || (uint64_t)st.st_size >= PL__REPLAY_FILE_MAX) {
+        close(fd);
+        char why[96];
+        snprintf(why, sizeof(why), "it is %jd bytes, and files must be smaller than %zu",
+                 (intmax_t)st.st_size, PL__REPLAY_FILE_MAX);
+        return read_error(err, errlen, path, PL_EFORMAT, why);
+    }
+    /* Plain blocking reads from here on: O_NONBLOCK was for the open. */
+    int flags = fcntl(fd, F_GETFL);
+    if (flags >= 0) {
+        fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    }
+    int rc = read_regular(fd, (size_t)st.st_size, data, len);
+    close(fd);
     if (rc < 0) {
-        free(buf);
-        if (err != NULL && errlen > 0) {
-            snprintf(err, errlen, "cannot read '%s': %s", path,
-                     rc == PL_EFORMAT ? "file too large" : strerror(-rc));
-        }
-        return rc;
+        char why[96];
+        snprintf(why, sizeof(why), "it grew to %zu bytes or more while being read",
+                 PL__REPLAY_FILE_MAX);
+        return read_error(err, errlen, path, rc, rc == PL_EFORMAT ? why : NULL);
     }
-    *data = buf;
-    *len = used;
     return 0;
 }
 

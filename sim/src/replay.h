@@ -42,7 +42,11 @@
  *     PL_SIM_POLL_COST_MAX; written only when not 0, and a file without
  *     it (every file before the key existed) reads as 0.
  *   - truncated: 0 or 1 (1: the recorder dropped decisions past its cap,
- *     so the list is only a prefix of the run).
+ *     so the list is only a prefix of the run). The parser refuses
+ *     "truncated 1" with any decision (PL_EFORMAT, "this run's decisions
+ *     were truncated at N: it cannot be replayed"): such a list cannot
+ *     reproduce the run. "truncated 1" with no decision is the seed-only
+ *     form, replayed from the seed.
  *   - "checkpoints <events per checkpoint> <count>" is followed by
  *     exactly <count> hashes on lines starting with "c ".
  *   - "decisions <count>" is followed by exactly <count> decisions on
@@ -54,10 +58,25 @@
  *     pollen may add keys without bumping the version. Anything that
  *     changes the meaning of existing content bumps the version.
  *
- * Limits, so hostile input cannot exhaust memory: at most
- * PL__REPLAY_DECISIONS_MAX decisions and PL__REPLAY_CHECKPOINTS_MAX
- * checkpoints; files read from disk must be smaller than
- * PL__REPLAY_FILE_MAX bytes.
+ * Limits, so hostile input cannot exhaust memory or hang a reader, each
+ * checked before the memory it guards is allocated, each refused with
+ * PL_EFORMAT and a message saying which:
+ *   - files are read from regular files only: a directory, FIFO, device
+ *     or socket is refused before anything is read (a FIFO is opened
+ *     without blocking), and the file must be smaller than
+ *     PL__REPLAY_FILE_MAX bytes by its size, before it is read;
+ *   - at most PL__REPLAY_LINES_MAX lines of at most PL__REPLAY_LINE_MAX
+ *     bytes each, and text values of at most PL__REPLAY_TEXT_MAX bytes
+ *     once unescaped (so that escaped again, as the writer does, any
+ *     accepted value still fits on one line; the writer refuses longer
+ *     ones);
+ *   - at most PL__REPLAY_DECISIONS_MAX decisions, counted after
+ *     run-length expansion (the same cap as a run's record, so every
+ *     recorded run can be written and read), and
+ *     PL__REPLAY_CHECKPOINTS_MAX checkpoints. The decision array is
+ *     allocated once, at the declared count (12 bytes a decision), only
+ *     after the whole file parsed: a short file that declares millions of
+ *     run-length decisions and is invalid anywhere costs nothing.
  *
  * Ownership: the writer only reads the struct; its pointers may be
  * borrowed. The parser fills a struct whose pointer members it owns
@@ -77,9 +96,12 @@
 /* Version 2 added the probe decision kind (letter q); files of version 1
  * replay with the probe knob off. */
 #define PL__REPLAY_FORMAT 2u
-#define PL__REPLAY_DECISIONS_MAX ((size_t)1 << 24)
+#define PL__REPLAY_DECISIONS_MAX PL__DEC_RECORD_MAX_DEFAULT
 #define PL__REPLAY_CHECKPOINTS_MAX ((size_t)1 << 20)
 #define PL__REPLAY_FILE_MAX ((size_t)1 << 30)
+#define PL__REPLAY_LINE_MAX ((size_t)1 << 16)
+#define PL__REPLAY_TEXT_MAX ((size_t)16000) /* 4 bytes escaped each, plus a key */
+#define PL__REPLAY_LINES_MAX ((uint64_t)1 << 24)
 
 typedef struct pl__replay {
     uint32_t format;        /* parsed: the file's version; ignored by the writer */
@@ -118,9 +140,9 @@ void pl__replay_free(pl__replay *r);
  * (NULL clears it). Returns 0 or PL_ENOMEM. */
 int pl__replay_set(char **field, const char *value);
 
-/* Writes *r. Validates first (decisions in range, counts within the
- * limits, checkpoint_events > 0 when there are checkpoints) and writes
- * nothing if invalid. Returns 0, PL_EINVAL or PL_EIO. */
+/* Writes *r. Validates first (decisions in range, counts and text
+ * lengths within the limits, checkpoint_events > 0 when there are
+ * checkpoints) and writes nothing if invalid. Returns 0, PL_EINVAL or PL_EIO. */
 int pl__replay_write(FILE *f, const pl__replay *r);
 
 /* Writes *r to `path` through "<path>.tmp" and a rename, so a crash never
@@ -137,15 +159,18 @@ int pl__replay_parse_buffer(const char *data, size_t len, pl__replay *out, char 
                             size_t errlen);
 
 /* Reads the whole of `path` (any bytes, not only replay files) into a
- * malloc'd buffer: *data, which the caller frees, and *len. Returns 0, a
- * negative errno (PL_ENOENT, PL_EIO, ...), PL_ENOMEM, or PL_EFORMAT for a
+ * malloc'd buffer: *data, which the caller frees, and *len. Only regular
+ * files are read; the check happens after a non-blocking open, so a FIFO
+ * never blocks. Returns 0, a negative errno (PL_ENOENT, -EACCES, ...),
+ * PL_ENOMEM, or PL_EFORMAT for something that is not a regular file
+ * ("it is a directory, not a file", "it is a named pipe (FIFO)...") or a
  * file of PL__REPLAY_FILE_MAX bytes or more; on failure nothing stays
  * allocated and err (may be NULL) says what failed, naming the path. */
 int pl__replay_read_path(const char *path, char **data, size_t *len, char *err, size_t errlen);
 
-/* Reads `path` and parses it like pl__replay_parse_buffer. I/O errors
- * return a negative errno (PL_ENOENT, ...), files of PL__REPLAY_FILE_MAX
- * bytes or more PL_EFORMAT. */
+/* Reads `path` (pl__replay_read_path) and parses it like
+ * pl__replay_parse_buffer. I/O errors return a negative errno (PL_ENOENT,
+ * ...); what pl__replay_read_path refuses returns PL_EFORMAT. */
 int pl__replay_parse_file(const char *path, pl__replay *out, char *err, size_t errlen);
 
 #endif

@@ -5,7 +5,12 @@
  * value. Every candidate is a smaller edit of the best list so far; a
  * candidate that still fails with the same finding kind is replaced by
  * what its run actually consulted (its record, trailing zeros trimmed),
- * which is never larger and replays exactly, without divergence.
+ * which is never larger and replays exactly, without divergence. Only
+ * complete records are adopted: a truncated one is a prefix that replays
+ * something else. The final list is run once more the way `pollen replay`
+ * reads it (positionally), and the shrink fails unless that run fails
+ * with the same kind, without divergence, recording exactly that list:
+ * what is written is what was verified.
  *
  * Default limits: 30 s of wall-clock time and 20000 runs. Runs are
  * deterministic, so the result depends only on the input and the run
@@ -48,6 +53,15 @@ static pl_time wall_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (pl_time)ts.tv_sec * PL_S + ts.tv_nsec;
+}
+
+/* memcpy of records: with n == 0 either pointer may be NULL (an empty
+ * list, a scratch buffer never grown), which memcpy does not allow. */
+static void copy_records(pl__dec_record *dst, const pl__dec_record *src, size_t n)
+{
+    if (n > 0) {
+        memcpy(dst, src, n * sizeof *dst);
+    }
 }
 
 static size_t count_nonzero(const pl__dec_record *d, size_t n)
@@ -98,9 +112,7 @@ static bool adopt(shrinker *sh, const pl__dec_record *list, size_t n)
         sh->rc = PL_ENOMEM;
         return false;
     }
-    if (n > 0) {
-        memcpy(copy, list, n * sizeof *copy);
-    }
+    copy_records(copy, list, n);
     free(sh->cur);
     sh->cur = copy;
     sh->len = n;
@@ -135,20 +147,21 @@ static bool run_candidate(shrinker *sh, const pl__dec_record *list, size_t n, pl
     return true;
 }
 
-/* When the run of `list` failed with the kind and its normalized list is
+/* When a candidate's run r failed with the kind and its normalized list is
  * smaller than the best, adopts that. Returns whether it adopted. */
-static bool consider(shrinker *sh, const pl__dec_record *list, size_t n, const pl_sim_result *r)
+static bool consider(shrinker *sh, const pl_sim_result *r)
 {
     if (r->finding.kind != sh->kind) {
         return false;
     }
+    /* The candidate itself is read by kind, not positionally: only the
+     * run's own complete record is a list that replays it. */
     const pl__run_record *rec = pl__sim_result_record(r);
-    const pl__dec_record *norm = list;
-    size_t nn = n;
-    if (rec != NULL && !rec->decisions_truncated) {
-        norm = rec->decisions;
-        nn = trimmed_len(rec->decisions, rec->decisions_len);
+    if (rec == NULL || rec->decisions_truncated) {
+        return false;
     }
+    const pl__dec_record *norm = rec->decisions;
+    size_t nn = trimmed_len(rec->decisions, rec->decisions_len);
     return shortlex_less(norm, nn, sh->cur, sh->len) && adopt(sh, norm, nn);
 }
 
@@ -158,7 +171,7 @@ static bool try_list(shrinker *sh, const pl__dec_record *list, size_t n)
     if (!run_candidate(sh, list, n, &r)) {
         return false;
     }
-    bool adopted = consider(sh, list, n, &r);
+    bool adopted = consider(sh, &r);
     pl_sim_result_free(&r);
     return adopted;
 }
@@ -193,8 +206,8 @@ static bool pass_delete(shrinker *sh)
         size_t i = 0;
         while (i < sh->len && budget_left(sh)) {
             size_t chunk = sh->len - i < size ? sh->len - i : size;
-            memcpy(sh->cand, sh->cur, i * sizeof *sh->cand);
-            memcpy(sh->cand + i, sh->cur + i + chunk, (sh->len - i - chunk) * sizeof *sh->cand);
+            copy_records(sh->cand, sh->cur, i);
+            copy_records(sh->cand + i, sh->cur + i + chunk, sh->len - i - chunk);
             if (try_list(sh, sh->cand, sh->len - chunk)) {
                 progress = true; /* retry the same place: new items slid in */
             } else {
@@ -227,7 +240,7 @@ static bool pass_zero(shrinker *sh)
             if (!any_nonzero(sh->cur, i, end)) {
                 continue;
             }
-            memcpy(sh->cand, sh->cur, sh->len * sizeof *sh->cand);
+            copy_records(sh->cand, sh->cur, sh->len);
             for (size_t j = i; j < end; j++) {
                 sh->cand[j].value = 0;
             }
@@ -251,7 +264,7 @@ static bool pass_zero_kind(shrinker *sh)
     bool progress = false;
     for (uint32_t kind = 0; kind < PL_DECIDE__COUNT && budget_left(sh); kind++) {
         bool any = false;
-        memcpy(sh->cand, sh->cur, sh->len * sizeof *sh->cand);
+        copy_records(sh->cand, sh->cur, sh->len);
         for (size_t j = 0; j < sh->len; j++) {
             if (sh->cand[j].kind == kind && sh->cand[j].value != 0) {
                 sh->cand[j].value = 0;
@@ -268,7 +281,7 @@ static bool pass_zero_kind(shrinker *sh)
 /* Tries value v at position i of the best list. */
 static bool try_value(shrinker *sh, size_t i, uint32_t v)
 {
-    memcpy(sh->cand, sh->cur, sh->len * sizeof *sh->cand);
+    copy_records(sh->cand, sh->cur, sh->len);
     sh->cand[i].value = v;
     return try_list(sh, sh->cand, sh->len);
 }
@@ -336,14 +349,14 @@ static bool realign(pl__dec_record *cand, size_t *len, const pl_sim_result *r)
 static bool zero_realigned(shrinker *sh, size_t i, pl__dec_record *cand)
 {
     size_t len = sh->len;
-    memcpy(cand, sh->cur, len * sizeof *cand);
+    copy_records(cand, sh->cur, len);
     cand[i].value = 0;
     for (int t = 0; t <= REALIGN_MAX; t++) {
         pl_sim_result r;
         if (!run_candidate(sh, cand, len, &r)) {
             return false;
         }
-        bool adopted = consider(sh, cand, len, &r);
+        bool adopted = consider(sh, &r);
         bool again = !adopted && r.finding.kind != sh->kind && t < REALIGN_MAX &&
                      realign(cand, &len, &r);
         pl_sim_result_free(&r);
@@ -579,10 +592,37 @@ static char *explain(const pl_sim_result *run, const pl__capture *cap)
     return x.out.p;
 }
 
-/* The shrunk list's run again, with events and the capture of keys. */
+/* Whether the final run reproduces the finding from exactly the shrunk
+ * list, as a replay file of it will. Says why not in out->message. */
+static bool final_run_verified(const shrinker *sh, pl_sim_shrink_result *out)
+{
+    const pl_sim_result *r = &out->run;
+    const pl__run_record *rec = pl__sim_result_record(r);
+    const char *why = NULL;
+    if (r->finding.kind != sh->kind) {
+        why = "it ends with another finding";
+    } else if (r->diverged) {
+        why = "it diverges from the list";
+    } else if (rec == NULL || rec->decisions_truncated || rec->decisions_len < sh->len) {
+        why = "its record is incomplete";
+    } else if (sh->len > 0 && memcmp(rec->decisions, sh->cur, sh->len * sizeof *sh->cur) != 0) {
+        why = "it records other decisions";
+    }
+    if (why != NULL) {
+        snprintf(out->message, sizeof out->message,
+                 "internal error: the shrunk list of %zu decisions does not replay %s (%s; "
+                 "the run ended with %s)",
+                 sh->len, pl_finding_name(sh->kind), why, pl_finding_name(r->finding.kind));
+    }
+    return why == NULL;
+}
+
+/* The shrunk list's run again, read positionally as `pollen replay` reads
+ * the file written from it, with events and the capture of keys. */
 static int final_run(shrinker *sh, pl_sim_shrink_result *out)
 {
     pl_sim_options o = sh->o;
+    o.source = PL_SIM_SOURCE_LIST;
     o.decisions = sh->cur;
     o.decisions_len = sh->len;
     o.keep_events = true;
@@ -591,6 +631,9 @@ static int final_run(shrinker *sh, pl_sim_shrink_result *out)
     int rc = pl_sim_run(sh->sc, &o, &out->run);
     pl__capture_end();
     sh->runs++;
+    if (rc == 0 && !final_run_verified(sh, out)) {
+        rc = PL_EINVAL;
+    }
     if (rc == 0) {
         out->explanation = explain(&out->run, &cap);
         rc = out->explanation != NULL ? 0 : PL_ENOMEM;
@@ -623,10 +666,20 @@ static int shrink_start(shrinker *sh, const pl__dec_record *list, size_t n,
         return PL_EINVAL;
     }
     const pl__run_record *rec = pl__sim_result_record(&r);
-    bool use_rec = rec != NULL && !rec->decisions_truncated;
-    const pl__dec_record *start = use_rec ? rec->decisions : list;
-    size_t len = use_rec ? trimmed_len(rec->decisions, rec->decisions_len) : n;
-    adopt(sh, start, len);
+    if (rec == NULL) {
+        pl_sim_result_free(&r);
+        snprintf(out->message, sizeof out->message, "out of memory for the run's record");
+        return PL_ENOMEM;
+    }
+    if (rec->decisions_truncated) {
+        snprintf(out->message, sizeof out->message,
+                 "this run's decisions were truncated at %zu: it cannot be replayed, so it "
+                 "cannot be shrunk",
+                 rec->decisions_len);
+        pl_sim_result_free(&r);
+        return PL_EINVAL;
+    }
+    adopt(sh, rec->decisions, trimmed_len(rec->decisions, rec->decisions_len));
     pl_sim_result_free(&r);
     return sh->rc;
 }
@@ -683,37 +736,6 @@ void pl_sim_shrink_result_free(pl_sim_shrink_result *r)
 
 /* ---- Shrunk replay files ------------------------------------------------ */
 
-static char *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        return NULL;
-    }
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    while (buf != NULL) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap) {
-            break;
-        }
-        char *b = realloc(buf, cap * 2);
-        if (b == NULL) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = b;
-        cap *= 2;
-    }
-    if (buf != NULL && ferror(f)) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    *len = n;
-    return buf;
-}
-
 static void write_comments(FILE *f, const pl_sim_shrink_result *r)
 {
     fprintf(f, "# shrunk-from %zu decisions (%zu non-default) to %zu (%zu non-default) in %llu "
@@ -735,9 +757,10 @@ static void write_comments(FILE *f, const pl_sim_shrink_result *r)
 static int insert_comments(const char *path, const pl_sim_shrink_result *r)
 {
     size_t len;
-    char *data = read_all(path, &len);
-    if (data == NULL) {
-        return PL_EIO;
+    char *data = NULL;
+    int rc = pl__replay_read_path(path, &data, &len, NULL, 0);
+    if (rc < 0) {
+        return rc;
     }
     const char *nl = memchr(data, '\n', len);
     size_t head = nl != NULL ? (size_t)(nl - data) + 1 : len;
@@ -765,7 +788,7 @@ int pl_sim_write_shrunk_replay(const pl_scenario *sc, const pl_sim_options *base
                                const pl_sim_shrink_result *r, const char *path)
 {
     const pl__run_record *rec = pl__sim_result_record(&r->run);
-    if (rec == NULL || r->decisions_after > rec->decisions_len) {
+    if (rec == NULL || rec->decisions_truncated || r->decisions_after > rec->decisions_len) {
         return PL_EINVAL;
     }
     /* The run consulted zeros past the shrunk list's end; the file keeps
@@ -807,8 +830,12 @@ static int options_of(const pl__replay *rp, pl_sim_options *o, char *knobs, size
 static int load(const char *in, pl__replay *rp, const pl_scenario **sc, int *kind, char *err,
                 size_t err_len)
 {
-    int rc = pl__replay_parse_file(in, rp, err, err_len);
+    char why[512] = "";
+    int rc = pl__replay_parse_file(in, rp, why, sizeof why);
     if (rc != 0) {
+        /* Read errors name the path already; parse errors only the line. */
+        bool named = strstr(why, in) != NULL;
+        snprintf(err, err_len, "%s%s%s", named ? "" : in, named ? "" : ": ", why);
         return rc;
     }
     *sc = rp->scenario != NULL ? pl_scenario_find(rp->scenario) : NULL;

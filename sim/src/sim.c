@@ -44,8 +44,10 @@ static void mirror(pl_decision_kind kind, uint32_t n, uint32_t v)
     uint64_t i = *mirror_len;
     if (i < mirror_cap) {
         mirror_buf[i] = (pl__dec_record){(uint32_t)kind, n, v};
-        *mirror_len = i + 1;
     }
+    /* Counted past the cap too: a length above it marks the copy as
+     * truncated for the replay file written from it. */
+    *mirror_len = i + 1;
 }
 
 uint32_t pl__sim_choose(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t key)

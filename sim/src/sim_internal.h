@@ -33,7 +33,9 @@ void pl__sim_event(pl__sim *s, uint32_t kind, uint32_t task, uint64_t a, uint64_
 /* Mirrors every consulted decision of the runs that follow into buf
  * (shared memory): *len restarts at 0 with each run, and each record is
  * stored before *len counts it, so a run killed by a signal leaves a
- * consistent prefix. The CLI uses it to replay crashes. */
+ * consistent prefix. Past cap, records are dropped but still counted:
+ * *len > cap says the copy is truncated. The CLI uses it to replay
+ * crashes. */
 void pl__sim_record_to(pl__dec_record *buf, size_t cap, volatile uint64_t *len);
 
 /* Records a finding (the first one wins) and stops the run. */

@@ -2,8 +2,9 @@
  * describes it: pl_main over the registered scenarios plus extra ones
  * passed as an argument. test_cli.c runs it to reach the paths the
  * `pollen` binary's scenarios never take: a hang inside a poll, a
- * nondeterministic scenario, a pl_sometimes that is never true, and an
- * ordinary finding with a full replay file.
+ * nondeterministic scenario, a pl_sometimes that is never true, an
+ * ordinary finding with a full replay file, and a teardown that releases
+ * a task handle.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -158,9 +159,39 @@ static const pl_scenario selftest_sometimes = {
     .expect = "assertion",
 };
 
+/* ---- selftest_teardown (extra): teardown releases a task handle -------- */
+
+static pl_poll_result quick_poll(pl_future *f, pl_context *cx)
+{
+    (void)f;
+    (void)cx;
+    return PL_READY;
+}
+
+static const pl_future_vtable quick_vtable = {"quick", quick_poll, NULL};
+
+/* The handle stays in the state until teardown: releasing it needs the
+ * executor, so teardown must run before the executor is destroyed, on the
+ * real backend as under the simulator. */
+static int teardown_setup(pl_executor *ex, void *state)
+{
+    pl_future q = PL_FUTURE_INIT(&quick_vtable);
+    return PL_SPAWN(ex, q, "quick", (pl_task **)state);
+}
+
+static void teardown_release(void *state) { pl_task_release(*(pl_task **)state); }
+
+static const pl_scenario selftest_teardown = {
+    .name = "selftest_teardown",
+    .summary = "CLI self-test: teardown releases a task handle",
+    .state_size = sizeof(pl_task *),
+    .setup = teardown_setup,
+    .teardown = teardown_release,
+};
+
 int main(int argc, char **argv)
 {
     static const pl_scenario *const extra[] = {&selftest_hang, &selftest_nondet,
-                                               &selftest_sometimes, NULL};
+                                               &selftest_sometimes, &selftest_teardown, NULL};
     return pl_main(argc, argv, extra);
 }

@@ -294,6 +294,21 @@ Test(cli, parse_durations)
     cr_assert_eq(ns, 100);
     cr_assert_eq(pl__cli_parse_duration("2.5us", &ns), 0);
     cr_assert_eq(ns, 2500);
+    /* frac * unit used to overflow: 0.12345678h read as 75.5 s. */
+    cr_assert_eq(pl__cli_parse_duration("0.12345678h", &ns), 0);
+    cr_assert_eq(ns, (pl_time)444444408000, "%lld", (long long)ns);
+    cr_assert_eq(pl__cli_parse_duration("0.999999999h", &ns), 0);
+    cr_assert_eq(ns, (pl_time)3599999996400, "%lld", (long long)ns);
+    cr_assert_eq(pl__cli_parse_duration("1.123456789m", &ns), 0);
+    cr_assert_eq(ns, (pl_time)67407407340, "%lld", (long long)ns);
+    cr_assert_eq(pl__cli_parse_duration("0.123456789ms", &ns), 0);
+    cr_assert_eq(ns, 123456, "sub-nanosecond digits are dropped");
+    /* The largest accepted duration (10 years of 366 days), to the ns. */
+    cr_assert_eq(pl__cli_parse_duration("87840.000000000h", &ns), 0);
+    cr_assert_eq(ns, (pl_time)87840 * 3600 * PL_S);
+    cr_assert_eq(pl__cli_parse_duration("87840.000000001h", &ns), PL_EINVAL);
+    cr_assert_eq(pl__cli_parse_duration("87839.999999999h", &ns), 0);
+    cr_assert_eq(ns, (pl_time)87840 * 3600 * PL_S - 3600);
     const char *bad[] = {"", "10", "s", "0s", "0.0ms", "-1s", "1.s", ".5s", "1.5", "5 s",
                          "5sec", "5S", "1.0000000001s", "99999999999999h", "1e3ms"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -958,6 +973,21 @@ Test(cli, real_backend_hang_is_a_livelock)
     cr_assert_not_null(strstr(p.out, "FINDING livelock in selftest_hang (real backend)"), "%s",
                        p.out);
     cr_assert_not_null(strstr(p.out, "reproduce: "), "%s", p.out);
+    proc_free(&p);
+}
+
+/* Teardown runs after the tasks are cancelled and before the executor is
+ * destroyed, in both modes: releasing a task handle there is clean (it
+ * crashed on the real backend, which destroyed the executor first). */
+Test(cli, teardown_may_release_a_handle_in_both_modes)
+{
+    proc p = HARNESS("run", "selftest_teardown", "--seeds", "0..9");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "selftest_teardown: 10 runs"), "%s", p.out);
+    proc_free(&p);
+    p = HARNESS("run", "selftest_teardown", "--real");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "selftest_teardown: real backend ok"), "%s", p.out);
     proc_free(&p);
 }
 

@@ -1,7 +1,10 @@
 /* tests/sim/test_replay.c: replay-file writer and parser. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "decide.h"
@@ -9,6 +12,10 @@
 #include "pollen/error.h"
 #include "prng.h"
 #include "replay.h"
+
+#ifdef PL_TEST_LSAN
+#include <sanitizer/allocator_interface.h>
+#endif
 
 /* Writes r to a malloc'd string. */
 static char *to_text(const pl__replay *r)
@@ -50,7 +57,7 @@ static void sample(pl__replay *r, pl__dec *d, uint64_t checkpoints[3])
     r->events = 5678;
     r->has_hash = true;
     r->hash = UINT64_C(0x0123456789abcdef);
-    r->truncated = true;
+    r->truncated = false; /* a truncated list is refused (errors/truncated_records) */
     checkpoints[0] = 1;
     checkpoints[1] = UINT64_MAX;
     checkpoints[2] = UINT64_C(0xfedcba9876543210);
@@ -354,7 +361,7 @@ LEAK_TEST(errors, corrupt_lines)
     expect_error(HEAD "decisions 0\nc 0000000000000000\n", PL_EFORMAT, 4,
                  "line 4: 'c' line outside a checkpoints block");
     expect_error(HEAD "decisions 18446744073709551615\n", PL_EFORMAT, 3,
-                 "line 3: 18446744073709551615 decisions is more than the 16777216 "
+                 "line 3: 18446744073709551615 decisions is more than the 67108864 "
                  "supported");
     expect_error(HEAD "hash 0123\n", PL_EFORMAT, 3,
                  "line 3: expected 'hash <16 hex digits>', got '0123'");
@@ -545,4 +552,207 @@ LEAK_TEST(robustness, mutated_valid_files_never_crash)
     free(buf);
     free(valid);
     pl__dec_finish(&d);
+}
+
+/* Limits ----------------------------------------------------------------------- */
+
+/* The largest single allocation since largest_reset(), seen through the
+ * sanitizer's allocator hooks; SIZE_MAX (unknown) in other builds, where
+ * only the outcome is checked. */
+static volatile size_t largest;
+
+#ifdef PL_TEST_LSAN
+static void on_malloc(const volatile void *p, size_t size)
+{
+    (void)p;
+    if (size > largest) {
+        largest = size;
+    }
+}
+
+static void on_free(const volatile void *p) { (void)p; }
+#endif
+
+static void largest_reset(void)
+{
+#ifdef PL_TEST_LSAN
+    static bool installed;
+    if (!installed) {
+        cr_assert_eq(__sanitizer_install_malloc_and_free_hooks(on_malloc, on_free), 1);
+        installed = true;
+    }
+    largest = 0;
+#else
+    largest = SIZE_MAX;
+#endif
+}
+
+/* Parses text expecting failure `code` with `message` in err, and no
+ * allocation above 1 MiB on the way. */
+static void expect_cheap_error(const char *text, int code, const char *message)
+{
+    pl__replay r;
+    char err[256] = "";
+    largest_reset();
+    int rc = pl__replay_parse_buffer(text, strlen(text), &r, err, sizeof(err));
+    size_t peak = largest;
+    cr_assert_eq(rc, code, "rc %d for:\n%s\nerr: %s", rc, text, err);
+    cr_assert_str_eq(err, message);
+    cr_assert(peak == SIZE_MAX || peak <= ((size_t)1 << 20), "%zu bytes allocated for:\n%s", peak,
+              text);
+    pl__replay_free(&r);
+}
+
+LEAK_TEST(limits, expansion_bombs_are_refused_before_allocating)
+{
+    expect_cheap_error(HEAD "decisions 67108865\nd s2:0*67108865\nend\n", PL_EFORMAT,
+                       "line 3: 67108865 decisions is more than the 67108864 supported");
+    expect_cheap_error(HEAD "decisions 3\nd s2:0*4294967296\nend\n", PL_EFORMAT,
+                       "line 4: more decisions than the 3 declared on line 3");
+    /* Valid up to the missing 'end': 600 MB of decisions were allocated
+     * before the parser found out. */
+    expect_cheap_error(HEAD "decisions 50000000\nd s2:0*50000000\n", PL_EFORMAT,
+                       "line 5: unexpected end of file: expected 'end'");
+    expect_cheap_error(HEAD "decisions 50000000\nd s2:0*50000000\nend\nmore\n", PL_EFORMAT,
+                       "line 6: unexpected content after 'end' (line 5)");
+    expect_cheap_error(HEAD "decisions 50000000\nd s2:0*49999999 s2:1\nd x\nend\n", PL_EFORMAT,
+                       "line 5: bad decision 'x' (expected <kind letter><n>:<value>[*<repeat>], "
+                       "letters sitlwpdcfjbB)");
+}
+
+LEAK_TEST(limits, run_length_decisions_are_allocated_once_at_their_count)
+{
+    const char *text = HEAD "decisions 3000000\nd s2:0*2999999\n# note\nd t3:2\nend\n";
+    pl__replay r;
+    char err[256] = "";
+    largest_reset();
+    cr_assert_eq(parse(text, &r, err, sizeof(err)), 0, "%s", err);
+    size_t peak = largest;
+    cr_assert_eq(r.decisions_len, 3000000);
+    cr_assert_eq(r.decisions[2999998].value, 0);
+    cr_assert_eq(r.decisions[2999999].kind, PL_DECIDE_TIMER_ORDER);
+    cr_assert_eq(r.decisions[2999999].value, 2);
+    cr_assert(peak == SIZE_MAX || peak == 3000000 * sizeof(pl__dec_record), "%zu", peak);
+    pl__replay_free(&r);
+}
+
+LEAK_TEST(limits, lines_are_bounded)
+{
+    /* Line 3 is one byte too long. */
+    size_t head = strlen(HEAD);
+    size_t n = head + PL__REPLAY_LINE_MAX + 1;
+    char *text = malloc(n + 64);
+    cr_assert_not_null(text);
+    int w = snprintf(text, 64, HEAD "message ");
+    memset(text + w, 'x', n - (size_t)w);
+    snprintf(text + n, 64, "\ndecisions 0\nend\n");
+    expect_cheap_error(text, PL_EFORMAT,
+                       "line 3: line of 65537 bytes is longer than the 65536 supported");
+    /* A shorter line holding a text value too long to be written back
+     * (escaped, each raw tab takes two bytes). */
+    text[n - 1] = '\n';
+    expect_cheap_error(text, PL_EFORMAT,
+                       "line 3: 'message' is 65528 bytes, more than the "
+                       "16000 supported");
+    memset(text + w, '\t', PL__REPLAY_TEXT_MAX);
+    text[w + PL__REPLAY_TEXT_MAX] = '\n';
+    pl__replay ok;
+    char ok_err[256] = "";
+    cr_assert_eq(parse(text, &ok, ok_err, sizeof(ok_err)), 0, "%s", ok_err);
+    char *again = to_text(&ok); /* 32000 bytes escaped: still one line */
+    pl__replay back;
+    cr_assert_eq(parse(again, &back, ok_err, sizeof(ok_err)), 0, "%s", ok_err);
+    cr_assert_str_eq(back.message, ok.message);
+    pl__replay_free(&back);
+    free(again);
+    pl__replay_free(&ok);
+    /* The writer refuses a value one byte longer. */
+    char *big = malloc(PL__REPLAY_TEXT_MAX + 2);
+    cr_assert_not_null(big);
+    memset(big, 'x', PL__REPLAY_TEXT_MAX + 1);
+    big[PL__REPLAY_TEXT_MAX + 1] = '\0';
+    pl__replay_init(&ok); /* borrowed pointers: never freed */
+    ok.message = big;
+    FILE *f = fopen("/dev/null", "w");
+    cr_assert_not_null(f);
+    cr_assert_eq(pl__replay_write(f, &ok), PL_EINVAL);
+    fclose(f);
+    free(big);
+    free(text);
+    /* Millions of empty lines: counted, then refused. */
+    size_t lines = (size_t)PL__REPLAY_LINES_MAX + 1;
+    text = malloc(lines + 64);
+    cr_assert_not_null(text);
+    w = snprintf(text, 64, HEAD);
+    memset(text + w, '\n', lines);
+    snprintf(text + w + lines, 64, "decisions 0\nend\n");
+    pl__replay r;
+    char err[256] = "";
+    cr_assert_eq(parse(text, &r, err, sizeof(err)), PL_EFORMAT);
+    cr_assert_str_eq(err, "line 16777217: more than 16777216 lines");
+    free(text);
+}
+
+LEAK_TEST(errors, truncated_records_are_refused)
+{
+    expect_error(HEAD "truncated 1\ndecisions 2\nd s2:1 s2:0\nend\n", PL_EFORMAT, 3,
+                 "line 3: this run's decisions were truncated at 2: it cannot be replayed (the "
+                 "file holds only its first decisions; run its seed again instead)");
+    /* No decision at all: the seed-only form, replayed from the seed. */
+    pl__replay r;
+    char err[256] = "";
+    cr_assert_eq(parse(HEAD "truncated 1\ndecisions 0\nend\n", &r, err, sizeof(err)), 0, "%s", err);
+    cr_assert(r.truncated);
+    pl__replay_free(&r);
+}
+
+static void expect_read_refused(const char *path, const char *why)
+{
+    char *data = NULL;
+    size_t len = 0;
+    char err[512] = "";
+    alarm(20); /* a read that blocks fails the test instead of hanging it */
+    int rc = pl__replay_read_path(path, &data, &len, err, sizeof(err));
+    alarm(0);
+    cr_assert_eq(rc, PL_EFORMAT, "rc %d: %s", rc, err);
+    cr_assert_null(data);
+    char want[512];
+    snprintf(want, sizeof(want), "cannot read '%s': %s", path, why);
+    cr_assert_str_eq(err, want);
+    pl__replay r;
+    cr_assert_eq(pl__replay_parse_file(path, &r, err, sizeof(err)), PL_EFORMAT);
+    cr_assert_str_eq(err, want);
+}
+
+LEAK_TEST(limits, a_fifo_is_refused_without_blocking)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "/tmp/pollen-test-fifo-%ld", (long)getpid());
+    unlink(path);
+    cr_assert_eq(mkfifo(path, 0600), 0);
+    expect_read_refused(path, "it is a named pipe (FIFO): only regular files are read");
+    unlink(path);
+}
+
+LEAK_TEST(limits, devices_and_directories_are_refused)
+{
+    /* /dev/zero never ends: it used to be read up to the size cap. */
+    expect_read_refused("/dev/zero", "it is a device: only regular files are read");
+    expect_read_refused("/tmp", "it is a directory, not a file");
+}
+
+LEAK_TEST(limits, a_file_too_large_is_refused_by_its_size)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "/tmp/pollen-test-large-%ld", (long)getpid());
+    int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(ftruncate(fd, (off_t)PL__REPLAY_FILE_MAX), 0); /* sparse: no disk used */
+    close(fd);
+    largest_reset();
+    expect_read_refused(path, "it is 1073741824 bytes, and files must be smaller than "
+                              "1073741824");
+    size_t peak = largest;
+    cr_assert(peak == SIZE_MAX || peak <= ((size_t)1 << 20), "%zu bytes allocated", peak);
+    unlink(path);
 }

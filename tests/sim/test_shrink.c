@@ -81,6 +81,87 @@ PL_SCENARIO(noisy_scenario, .name = "t_noisy_race", .summary = "a race buried in
             .state_size = sizeof(noisy_state), .setup = noisy_setup, .check = noisy_check,
             .expect = "assertion");
 
+/* A failure that needs no decision at all: one task, and a check that
+ * always fails. Its record is empty, so the shrinker works on an empty
+ * list (a NULL list, a scratch buffer never allocated). */
+typedef struct lone_state {
+    int ran;
+} lone_state;
+
+typedef struct lone_task {
+    pl_future base;
+    lone_state *s;
+} lone_task;
+
+static pl_poll_result lone_poll(pl_future *self, pl_context *cx)
+{
+    (void)cx;
+    ((lone_task *)self)->s->ran = 1;
+    return PL_READY;
+}
+
+static const pl_future_vtable lone_vt = {"lone", lone_poll, NULL};
+
+static int lone_setup(pl_executor *ex, void *state)
+{
+    lone_task t = {PL_FUTURE_INIT(&lone_vt), state};
+    return PL_SPAWN(ex, t, "lone", NULL);
+}
+
+static int lone_check(pl_executor *ex, void *state, char *msg, size_t len)
+{
+    (void)ex;
+    const lone_state *s = state;
+    snprintf(msg, len, "the task ran (%d), and that is the bug", s->ran);
+    return 1;
+}
+
+PL_SCENARIO(lone_scenario, .name = "t_lone_fail", .summary = "fails with no decision",
+            .state_size = sizeof(lone_state), .setup = lone_setup, .check = lone_check,
+            .expect = "assertion");
+
+/* A run longer than the decision recorder's old cap (1,048,576): a
+ * ticker that never stops, until the time limit calls it a livelock.
+ * Every sleep it arms asks a timer-lateness decision (about 1.1M in all). */
+#define TICK_NS 1000000
+#define TICKS   660000
+
+typedef struct ticker {
+    pl_future base;
+    pl_sleep sleep;
+} ticker;
+
+static pl_poll_result ticker_poll(pl_future *f, pl_context *cx)
+{
+    ticker *t = (ticker *)f;
+    for (;;) {
+        if (pl_poll(&t->sleep.base, cx) == PL_PENDING) {
+            return PL_PENDING;
+        }
+        t->sleep = pl_sleep_for(TICK_NS);
+    }
+}
+
+static void ticker_drop(pl_future *f)
+{
+    ticker *t = (ticker *)f;
+    if (!(t->sleep.base.flags & PL_FUTURE_DROPPED)) {
+        pl_drop(&t->sleep.base);
+    }
+}
+
+static const pl_future_vtable ticker_vt = {"ticker", ticker_poll, ticker_drop};
+
+static int ticker_setup(pl_executor *ex, void *state)
+{
+    (void)state;
+    ticker t = {PL_FUTURE_INIT(&ticker_vt), pl_sleep_for(TICK_NS)};
+    return PL_SPAWN(ex, t, "ticker", NULL);
+}
+
+PL_SCENARIO(ticker_scenario, .name = "t_long_ticker", .summary = "ticks until the time limit",
+            .setup = ticker_setup, .time_limit_ns = (pl_time)TICKS * TICK_NS, .expect = "livelock");
+
 /* ---- Helpers ---------------------------------------------------------- */
 
 /* A failing random run with at least `min_decisions` decisions. */
@@ -289,4 +370,120 @@ LEAK_TEST(shrink, default_output_path)
     cr_assert_str_eq(buf, "out/a_1.shrunk.replay");
     pl__shrink_default_out("crash-abc", buf, sizeof buf);
     cr_assert_str_eq(buf, "crash-abc.shrunk.replay");
+}
+
+/* A finding with no decision (production's own schedule fails): the
+ * shrinker has nothing to remove and must say so, not fail. */
+LEAK_TEST(shrink, a_finding_with_no_decisions)
+{
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    pl_sim_result r;
+    cr_assert_eq(pl_sim_run(&lone_scenario, &o, &r), 0);
+    cr_assert_eq(r.finding.kind, PL_FINDING_ASSERTION);
+    size_t n;
+    decisions_of(&r, &n);
+    cr_assert_eq(n, 0, "%zu decisions", n);
+    pl_sim_shrink_result s;
+    cr_assert_eq(pl_sim_shrink(&lone_scenario, &o, NULL, 0, PL_FINDING_ASSERTION, NULL, &s), 0,
+                 "%s", s.message);
+    cr_assert_eq(s.decisions_after, 0);
+    cr_assert_eq(s.run.finding.kind, PL_FINDING_ASSERTION);
+    cr_assert(strstr(s.explanation, "production schedule itself fails") != NULL, "%s",
+              s.explanation);
+    pl_sim_shrink_result_free(&s);
+    /* Through a replay file, as `pollen shrink` does. */
+    char in[256], out[256], err[512] = "";
+    temp_path(in, sizeof in, "lone");
+    pl__shrink_default_out(in, out, sizeof out);
+    cr_assert_eq(pl_sim_write_replay(&lone_scenario, &o, &r, in), 0);
+    cr_assert_eq(pl__shrink_file_ex(in, NULL, NULL, &s, err, sizeof err), 0, "%s", err);
+    pl_sim_result re;
+    cr_assert_eq(pl_sim_replay_file(out, &re, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(re.finding.kind, PL_FINDING_ASSERTION);
+    pl_sim_result_free(&re);
+    pl_sim_shrink_result_free(&s);
+    pl_sim_result_free(&r);
+    remove(in);
+    remove(out);
+}
+
+/* A run of about 1.1M decisions (past the recorder's old cap, where the
+ * record was cut and the replay differed) is recorded whole, replays
+ * exactly, and its shrunk replay replays exactly too. */
+LEAK_TEST(shrink, a_long_run_replays_and_its_shrunk_replay_too)
+{
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.seed = 7;
+    pl_sim_result r;
+    cr_assert_eq(pl_sim_run(&ticker_scenario, &o, &r), 0);
+    cr_assert_eq(r.finding.kind, PL_FINDING_LIVELOCK, "%s", r.finding.message);
+    const pl__run_record *rec = pl__sim_result_record(&r);
+    cr_assert(!rec->decisions_truncated);
+    cr_assert_eq(rec->decisions_len, r.decisions);
+    cr_assert_gt(rec->decisions_len, (size_t)1 << 20, "%zu decisions", rec->decisions_len);
+    char in[256], out[256], err[512] = "";
+    temp_path(in, sizeof in, "long");
+    pl__shrink_default_out(in, out, sizeof out);
+    cr_assert_eq(pl_sim_write_replay(&ticker_scenario, &o, &r, in), 0);
+    pl_sim_result re;
+    cr_assert_eq(pl_sim_replay_file(in, &re, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(re.hash, r.hash);
+    pl_sim_result_free(&re);
+    /* One candidate (half the list) leaves a long list with non-default
+     * decisions in it, the case whose shrunk file used to differ. */
+    pl_sim_shrink_limits lim = {.runs_max = 1};
+    pl_sim_shrink_result s;
+    cr_assert_eq(pl__shrink_file_ex(in, NULL, &lim, &s, err, sizeof err), 0, "%s", err);
+    cr_assert_gt(s.nonzero_after, 0);
+    cr_assert_eq(pl_sim_replay_file(out, &re, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(re.finding.kind, PL_FINDING_LIVELOCK);
+    cr_assert_eq(re.hash, s.run.hash);
+    pl_sim_result_free(&re);
+    pl_sim_shrink_result_free(&s);
+    pl_sim_result_free(&r);
+    remove(in);
+    remove(out);
+}
+
+/* The crash mirror (shared memory the CLI reads after a worker died)
+ * keeps the first `cap` decisions and counts the rest, so a replay file
+ * written from it says it is truncated. */
+LEAK_TEST(shrink, the_crash_mirror_counts_what_it_drops)
+{
+    pl__dec_record buf[8];
+    volatile uint64_t len = 0;
+    pl__sim_record_to(buf, 8, &len);
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.seed = 3;
+    pl_sim_result r;
+    cr_assert_eq(pl_sim_run(&noisy_scenario, &o, &r), 0);
+    pl__sim_record_to(NULL, 0, NULL);
+    size_t n;
+    const pl__dec_record *d = decisions_of(&r, &n);
+    cr_assert_gt(n, 8);
+    cr_assert_eq(len, n, "%llu mirrored, %zu consulted", (unsigned long long)len, n);
+    cr_assert(memcmp(buf, d, sizeof buf) == 0);
+    pl_sim_result_free(&r);
+}
+
+/* A truncated record is only a prefix of its run: no shrunk replay file
+ * is written from one (it would replay something else). */
+LEAK_TEST(shrink, no_shrunk_replay_from_a_truncated_record)
+{
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.seed = 3;
+    o.keep_decisions = false; /* records nothing: truncated at 0 */
+    pl_sim_shrink_result s;
+    memset(&s, 0, sizeof s);
+    cr_assert_eq(pl_sim_run(&noisy_scenario, &o, &s.run), 0);
+    cr_assert(pl__sim_result_record(&s.run)->decisions_truncated);
+    char out[256];
+    temp_path(out, sizeof out, "trunc");
+    cr_assert_eq(pl_sim_write_shrunk_replay(&noisy_scenario, &o, &s, out), PL_EINVAL);
+    cr_assert_eq(access(out, F_OK), -1, "nothing written");
+    pl_sim_shrink_result_free(&s);
 }

@@ -364,3 +364,42 @@ Test(timer, heap_matches_a_sorted_model)
     cr_assert_arr_eq(fired_ids, model, (size_t)model_len * sizeof(int));
     pl_executor_destroy(ex);
 }
+
+/* timer.h: a past deadline is clamped to now, so the next deadline never
+ * reads as overdue; lateness counts from the clamped time. */
+Test(timer, a_past_deadline_is_clamped_to_now)
+{
+    manual_system m = {.now_ns = 100 * PL_MS};
+    pl_executor *ex = manual_executor(&m, false, NULL);
+    pl_waker w = pl_waker_noop();
+    pl_timer a = PL_TIMER_INIT, b = PL_TIMER_INIT, c = PL_TIMER_INIT;
+    cr_assert_eq(pl_timer_arm(ex, &a, 100 * PL_MS, &w), 0);
+    cr_assert_eq(pl_timer_arm(ex, &b, 95 * PL_MS, &w), 0);
+    cr_assert_eq(pl_executor_next_timer(ex), 100 * PL_MS, "5 ms in the past reads as now");
+    cr_assert_eq(b.fire_ns, 100 * PL_MS);
+    cr_assert_eq(pl_timer_arm(ex, &c, -PL_S, &w), 0);
+    cr_assert_eq(c.fire_ns, 100 * PL_MS, "a negative deadline too");
+    pl_timer_disarm(&a);
+    pl_timer_disarm(&b);
+    pl_timer_disarm(&c);
+    pl_executor_destroy(ex);
+}
+
+Test(timer, lateness_counts_from_the_clamped_deadline)
+{
+    manual_system m = {.now_ns = 100 * PL_MS};
+    uint32_t script[] = {2};
+    m.script = script;
+    m.script_len = 1;
+    pl_executor_options o;
+    pl_executor_options_default(&o);
+    o.timer_late_max = 5;
+    o.timer_late_quantum_ns = PL_MS;
+    pl_executor *ex = manual_executor(&m, true, &o);
+    pl_waker w = pl_waker_noop();
+    pl_timer t = PL_TIMER_INIT;
+    cr_assert_eq(pl_timer_arm(ex, &t, 90 * PL_MS, &w), 0);
+    cr_assert_eq(t.fire_ns, 102 * PL_MS, "2 quanta after now, not after the past deadline");
+    pl_timer_disarm(&t);
+    pl_executor_destroy(ex);
+}

@@ -32,8 +32,11 @@ typedef struct pl_timer {
 
 #define PL_TIMER_INIT ((pl_timer){0, 0, 0, 0, NULL, {NULL, NULL, 0, 0}})
 
-/* Arms `t` to fire at `deadline_ns` (clamped to now when in the past,
- * never early), waking a clone of `w`. Re-arming an armed timer moves it
+/* Arms `t` to fire at `deadline_ns`, waking a clone of `w`. A deadline
+ * before the executor's now (pl_now) is clamped to now, so it fires at the
+ * next tick among the timers due now, in arming order; a fire time is
+ * never early and never in the past. Under the simulator, lateness is
+ * added after the clamp. Re-arming an armed timer moves it
  * and takes a new sequence number. Executor thread only. Returns 0 or
  * PL_ENOMEM. */
 int pl_timer_arm(pl_executor *ex, pl_timer *t, pl_time deadline_ns, const pl_waker *w);

@@ -38,7 +38,13 @@ typedef struct pl_scenario {
      * Returns 0, or nonzero after writing why into msg (an assertion
      * finding). May be NULL. */
     int (*check)(pl_executor *ex, void *state, char *msg, size_t msg_len);
-    /* Releases what setup allocated outside the executor. May be NULL. */
+    /* Releases what setup kept: task handles (pl_task_release), I/O
+     * objects, memory. Runs once at the end of every run, whether setup,
+     * the run or check failed, in the same order under the simulator and
+     * on the real backend: after pl_executor_cancel_all (every unfinished
+     * task cancelled and its future dropped, so no task still uses the
+     * state) and before pl_executor_destroy (the executor is alive, so
+     * handles may be released). It must not spawn or poll. May be NULL. */
     void (*teardown)(void *state);
     /* Known-bug scenarios name the finding they must produce
      * ("lost_wakeup"); NULL for scenarios that must stay clean. */
