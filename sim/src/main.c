@@ -130,8 +130,7 @@ int pl__cli_parse_seeds(const char *text, uint64_t *lo, uint64_t *hi)
         pl__cli_parse_seed(right, &b) != 0) {
         return PL_EINVAL;
     }
-    /* b - a + 1 seeds must fit in a uint64_t. */
-    if (a > b || (a == 0 && b == UINT64_MAX)) {
+    if (a > b) {
         return PL_EINVAL;
     }
     *lo = a;
@@ -209,29 +208,146 @@ int pl__cli_parse_shard(const char *text, uint32_t *k, uint32_t *n)
     return 0;
 }
 
+static bool shell_safe(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           strchr("_-./:=,+@%", c) != NULL;
+}
+
+/* Appends c to buf (when it fits) and counts it, like snprintf does. */
+static void put_char(char *buf, size_t len, size_t *n, char c)
+{
+    if (*n + 1 < len) {
+        buf[*n] = c;
+    }
+    (*n)++;
+}
+
 pl__cli_slice pl__cli_slice_of(uint64_t lo, uint64_t hi, uint32_t k, uint32_t n, uint32_t j,
                                uint32_t jobs)
 {
-    pl__cli_slice none = {0, 1, 0};
-    /* The shard's seeds: lo + (k - 1) + i * n for i < shard_count. */
+    pl__cli_slice none = {0, 1, 0, true};
+    /* The shard's seeds: lo + (k - 1) + i * n for i <= shard_last. Indexes
+     * rather than counts: a count of the whole seed space overflows. */
     uint64_t span = hi - lo; /* seeds in range minus one; no overflow */
     if ((uint64_t)(k - 1) > span) {
         return none;
     }
-    uint64_t shard_count = (span - (k - 1)) / n + 1;
-    if (j >= shard_count) {
+    uint64_t shard_last = (span - (k - 1)) / n;
+    if (j > shard_last) {
         return none;
     }
     pl__cli_slice s;
     s.first = lo + (k - 1) + (uint64_t)j * n;
     s.stride = (uint64_t)n * jobs;
-    s.count = (shard_count - 1 - j) / jobs + 1;
+    s.last = (shard_last - j) / jobs;
+    s.empty = false;
     return s;
+}
+
+bool pl__cli_slice_has(const pl__cli_slice *s, uint64_t i)
+{
+    return !s->empty && i <= s->last;
 }
 
 uint64_t pl__cli_slice_seed(const pl__cli_slice *s, uint64_t i)
 {
     return s->first + i * s->stride;
+}
+
+pl__cli_slice pl__cli_slice_rest(const pl__cli_slice *s, uint64_t i)
+{
+    pl__cli_slice rest = {0, 1, 0, true};
+    if (pl__cli_slice_has(s, i)) {
+        rest.first = pl__cli_slice_seed(s, i);
+        rest.stride = s->stride;
+        rest.last = s->last - i;
+        rest.empty = false;
+    }
+    return rest;
+}
+
+int pl__cli_slice_count_text(const pl__cli_slice *s, char *buf, size_t len)
+{
+    if (s->empty) {
+        return snprintf(buf, len, "0");
+    }
+    if (s->last == UINT64_MAX) {
+        return snprintf(buf, len, "18446744073709551616"); /* 2^64 */
+    }
+    return snprintf(buf, len, "%" PRIu64, s->last + 1);
+}
+
+int pl__cli_parse_size(const char *text, uint64_t *out_bytes)
+{
+    static const struct {
+        const char *name;
+        unsigned shift;
+    } units[] = {{"KiB", 10}, {"MiB", 20}, {"GiB", 30}, {"TiB", 40}};
+    size_t digits = text != NULL ? strspn(text, "0123456789") : 0;
+    uint64_t n;
+    if (digits == 0 || !parse_decimal(text, digits, &n) || n == 0) {
+        return PL_EINVAL;
+    }
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcmp(text + digits, units[i].name) == 0) {
+            if (n > UINT64_MAX >> units[i].shift) {
+                return PL_EINVAL;
+            }
+            *out_bytes = n << units[i].shift;
+            return 0;
+        }
+    }
+    return PL_EINVAL;
+}
+
+size_t pl__cli_utf8_len(const unsigned char *p)
+{
+    if (p[0] < 0x80) {
+        return 1;
+    }
+    /* Lead byte: sequence length and the smallest value it may encode. */
+    size_t n = p[0] >= 0xc2 && p[0] <= 0xdf ? 2 : p[0] >= 0xe0 && p[0] <= 0xef ? 3
+               : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : 0;
+    uint32_t cp = n == 2 ? p[0] & 0x1fu : n == 3 ? p[0] & 0x0fu : p[0] & 0x07u;
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80) {
+            return 0; /* also stops at the NUL */
+        }
+        cp = cp << 6 | (p[i] & 0x3fu);
+    }
+    static const uint32_t min_of[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (n == 0 || cp < min_of[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+        return 0;
+    }
+    return n;
+}
+
+int pl__cli_escape(const char *text, bool keep_lines, char *buf, size_t len)
+{
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)text; *p != '\0';) {
+        size_t seq = pl__cli_utf8_len(p);
+        bool c1 = seq == 2 && p[0] == 0xc2 && p[1] < 0xa0; /* U+0080-U+009F */
+        bool kept = keep_lines && (*p == '\n' || *p == '\t');
+        if (seq == 0 || c1 || ((*p < 0x20 || *p == 0x7f) && !kept)) {
+            char hex[8];
+            snprintf(hex, sizeof hex, "\\x%02x", *p);
+            for (const char *h = hex; *h != '\0'; h++) {
+                put_char(buf, len, &n, *h);
+            }
+            p++;
+            continue;
+        }
+        for (size_t i = 0; i < seq; i++) {
+            put_char(buf, len, &n, (char)p[i]);
+        }
+        p += seq;
+    }
+    if (len > 0) {
+        buf[n < len ? n : len - 1] = '\0';
+    }
+    return (int)n;
 }
 
 size_t pl__cli_distance(const char *a, const char *b, size_t cap)
@@ -256,21 +372,6 @@ size_t pl__cli_distance(const char *a, const char *b, size_t cap)
         memcpy(prev, cur, sizeof prev);
     }
     return prev[nb] < cap ? prev[nb] : cap;
-}
-
-static bool shell_safe(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           strchr("_-./:=,+@%", c) != NULL;
-}
-
-/* Appends c to buf (when it fits) and counts it, like snprintf does. */
-static void put_char(char *buf, size_t len, size_t *n, char c)
-{
-    if (*n + 1 < len) {
-        buf[*n] = c;
-    }
-    (*n)++;
 }
 
 int pl__cli_shell_quote(const char *text, char *buf, size_t len)
@@ -307,7 +408,8 @@ int pl__cli_shell_quote(const char *text, char *buf, size_t len)
 
 typedef struct cli {
     const char *argv0;       /* as invoked: the program of reproduce lines */
-    const char *prog;        /* its basename, for messages and help */
+    const char *prog;        /* its basename, escaped, for messages and help */
+    char prog_buf[256];
     const pl_scenario **all; /* registered scenarios, then extra ones */
     size_t nall;
 } cli;
@@ -328,10 +430,21 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Prints a message with its control bytes escaped: messages quote file
+ * names, file contents and arguments, and none of them may drive the
+ * terminal. */
+static void put_message(FILE *f, const char *fmt, va_list ap)
+{
+    char text[4096], safe[4096];
+    vsnprintf(text, sizeof text, fmt, ap);
+    pl__cli_escape(text, false, safe, sizeof safe);
+    fputs(safe, f);
+}
+
 static void vsay(const cli *c, const char *cmd, const char *fmt, va_list ap)
 {
     fprintf(stderr, "%s%s%s: ", c->prog, cmd != NULL ? " " : "", cmd != NULL ? cmd : "");
-    vfprintf(stderr, fmt, ap);
+    put_message(stderr, fmt, ap);
 }
 
 /* Prints "prog cmd: <message>; <hint>" on one line and returns ST_USAGE.
@@ -363,7 +476,7 @@ static int internal_error(const cli *c, const char *cmd, const char *fmt, ...)
     va_list ap;
     va_start(ap, fmt);
     fprintf(stderr, "%s%s%s: error: ", c->prog, cmd != NULL ? " " : "", cmd != NULL ? cmd : "");
-    vfprintf(stderr, fmt, ap);
+    put_message(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
     return ST_INTERNAL;
@@ -375,14 +488,17 @@ typedef struct opt_spec {
     const char *arg;   /* placeholder of the value ("A..B"); NULL: a flag */
 } opt_spec;
 
+#define OPTS_MAX 32
+
 typedef struct opts_iter {
     const cli *c;
     const char *cmd;
-    const opt_spec *specs; /* ends with a NULL name */
+    const opt_spec *specs; /* ends with a NULL name; at most OPTS_MAX */
     int argc;
     char **argv;
     int i;
     bool positional_only;  /* after "--" */
+    const char *given[OPTS_MAX]; /* the value each option got; NULL: not yet */
 } opts_iter;
 
 enum { OPT_END = -1, OPT_POSITIONAL = -2, OPT_ERROR = -3 };
@@ -442,14 +558,20 @@ static int option_value(opts_iter *it, int idx, const char *inline_value, const 
     }
     if (inline_value != NULL) {
         *value = inline_value;
-        return idx;
-    }
-    /* "--seeds --json" means the value was forgotten, not "--json". */
-    if (it->i >= it->argc || strncmp(it->argv[it->i], "--", 2) == 0) {
+    } else if (it->i >= it->argc || strncmp(it->argv[it->i], "--", 2) == 0) {
+        /* "--seeds --json" means the value was forgotten, not "--json". */
         usage_error(it->c, it->cmd, "option '--%s' needs a value (%s)", s->name, s->arg);
         return OPT_ERROR;
+    } else {
+        *value = it->argv[it->i++];
     }
-    *value = it->argv[it->i++];
+    /* Keeping the last of two values would silently drop the other. */
+    if (it->given[idx] != NULL) {
+        usage_error(it->c, it->cmd, "option '--%s' given twice ('%s', then '%s'): give it once",
+                    s->name, it->given[idx], *value);
+        return OPT_ERROR;
+    }
+    it->given[idx] = *value;
     return idx;
 }
 
@@ -525,6 +647,19 @@ static void textf(char *buf, size_t len, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, len, fmt, ap);
     va_end(ap);
+}
+
+/* Text from a file or the command line, escaped for the terminal
+ * (pl__cli_escape), by value so that one printf can take several. */
+typedef struct safe_buf {
+    char s[PATH_MAX + 1024];
+} safe_buf;
+
+static safe_buf safe_text(const char *text)
+{
+    safe_buf b;
+    pl__cli_escape(text, false, b.s, sizeof b.s);
+    return b;
 }
 
 static void json_string(FILE *f, const char *s)
@@ -959,7 +1094,7 @@ static void list_json(const cli *c)
 
 static int cmd_list(cli *c, int argc, char **argv)
 {
-    opts_iter it = {c, "list", list_specs, argc, argv, 0, false};
+    opts_iter it = {c, "list", list_specs, argc, argv, 0, false, {NULL}};
     bool json = false;
     const char *v;
     for (int id; (id = opts_next(&it, &v)) != OPT_END;) {
@@ -1033,6 +1168,7 @@ static const opt_spec run_specs[] = {
     [R_HELP] = {"help", 'h', NULL},
     [R__COUNT] = {NULL, 0, NULL},
 };
+_Static_assert(R__COUNT <= OPTS_MAX, "opts_iter remembers at most OPTS_MAX options");
 
 static uint32_t default_jobs(void)
 {
@@ -1202,7 +1338,7 @@ static int run_opts_check(const opts_iter *it, const bool *seen, const run_opts 
 /* Parses `run`'s arguments. Returns 0, ST_USAGE, or -1 after --help. */
 static int run_opts_parse(const cli *c, int argc, char **argv, run_opts *o)
 {
-    opts_iter it = {c, "run", run_specs, argc, argv, 0, false};
+    opts_iter it = {c, "run", run_specs, argc, argv, 0, false, {NULL}};
     bool seen[R__COUNT] = {false};
     run_opts_default(o);
     o->patterns = calloc((size_t)argc + 1, sizeof *o->patterns);
@@ -1551,7 +1687,7 @@ static void worker_main(const job *jb, int fd)
 {
     worker_setup(jb);
     bool stopped = false;
-    for (uint64_t i = 0; i < jb->slice.count && !stopped; i++) {
+    for (uint64_t i = 0; pl__cli_slice_has(&jb->slice, i) && !stopped; i++) {
         uint64_t seed = pl__cli_slice_seed(&jb->slice, i);
         send_msg(fd, MSG_START, seed, NULL, 0);
         int rc = worker_seed(jb, fd, seed);
@@ -1639,14 +1775,21 @@ static void print_task_line(FILE *f, const report *rp)
     }
 }
 
-/* Prints text indented by two spaces, line by line. */
+/* Prints text indented by two spaces, line by line, control bytes
+ * other than newlines and tabs escaped. */
 static void print_indented(FILE *f, const char *text)
 {
+    char *safe = malloc(4 * strlen(text) + 1);
+    if (safe != NULL) {
+        pl__cli_escape(text, true, safe, 4 * strlen(text) + 1);
+        text = safe;
+    }
     while (*text != '\0') {
         size_t n = strcspn(text, "\n");
         fprintf(f, "  %.*s\n", (int)n, text);
         text += n + (text[n] == '\n');
     }
+    free(safe);
 }
 
 /* The finding itself: headline, position, message, expectation. */
@@ -1692,17 +1835,20 @@ static void print_report_text(FILE *f, const run_opts *o, const report *rp)
 {
     print_finding_head(f, o, rp);
     print_swarm_knobs(f, o, rp);
+    /* Paths and commands hold the --out directory and argv[0]. */
     if (rp->replay[0] != '\0') {
-        fprintf(f, "  replay: %s%s%s%s\n", rp->replay, rp->note[0] != '\0' ? " (" : "", rp->note,
+        fprintf(f, "  replay: %s%s%s%s\n", safe_text(rp->replay).s,
+                rp->note[0] != '\0' ? " (" : "", safe_text(rp->note).s,
                 rp->note[0] != '\0' ? ")" : "");
     } else if (!rp->real && rp->has_seed) {
-        fprintf(f, "  replay: none (%s)\n", rp->note[0] != '\0' ? rp->note : "not written");
+        fprintf(f, "  replay: none (%s)\n",
+                rp->note[0] != '\0' ? safe_text(rp->note).s : "not written");
     }
-    fprintf(f, "  reproduce: %s\n", rp->reproduce);
+    fprintf(f, "  reproduce: %s\n", safe_text(rp->reproduce).s);
     if (rp->shrunk[0] != '\0') {
         fputs(rp->shrink_text, f);
-        fprintf(f, "  shrunk replay: %s\n  reproduce shrunk: %s\n", rp->shrunk,
-                rp->shrunk_reproduce);
+        fprintf(f, "  shrunk replay: %s\n  reproduce shrunk: %s\n", safe_text(rp->shrunk).s,
+                safe_text(rp->shrunk_reproduce).s);
     } else if (rp->shrink_text[0] != '\0') {
         fputs(rp->shrink_text, f);
     }
@@ -1839,7 +1985,8 @@ typedef struct campaign {
     const cli *c;
     const run_opts *o;
     const pl_scenario *sc;
-    uint64_t total;          /* seeds of this shard */
+    pl__cli_slice shard;     /* the seeds of this shard */
+    char total[24];          /* how many, in decimal (2^64 does not fit a uint64_t) */
     uint64_t done;           /* seeds finished */
     uint64_t findings;       /* findings reported */
     uint64_t limit;          /* lowest seed with a finding; UINT64_MAX: none */
@@ -1862,7 +2009,8 @@ static uint64_t worker_next_seed(const worker *w)
     if (w->running) {
         return w->seed;
     }
-    return w->started < w->slice.count ? pl__cli_slice_seed(&w->slice, w->started) : UINT64_MAX;
+    return pl__cli_slice_has(&w->slice, w->started) ? pl__cli_slice_seed(&w->slice, w->started)
+                                                     : UINT64_MAX;
 }
 
 static void kill_worker(worker *w, kill_reason why)
@@ -1934,8 +2082,7 @@ static void progress(campaign *cp)
     }
     cp->progress_ms = now;
     double secs = (double)(now - cp->start_ms) / 1000.0;
-    fprintf(stderr, "%s%s: %" PRIu64 "/%" PRIu64 " seeds, %.0f runs/s, %" PRIu64
-                    " findings, %.1f s%s",
+    fprintf(stderr, "%s%s: %" PRIu64 "/%s seeds, %.0f runs/s, %" PRIu64 " findings, %.1f s%s",
             cp->o->tty ? "\r\033[K" : "", cp->sc->name, cp->done, cp->total,
             secs > 0 ? (double)cp->done / secs : 0.0, cp->findings, secs,
             cp->o->tty ? "" : "\n");
@@ -1998,7 +2145,7 @@ static worker *spawn_worker(campaign *cp, pl__cli_slice slice, bool rerun, share
 /* Reruns a seed whose worker died, alone, recording its decisions. */
 static void spawn_rerun(campaign *cp, uint64_t seed, pl_finding_kind cause, const char *text)
 {
-    pl__cli_slice one = {seed, 1, 1};
+    pl__cli_slice one = {seed, 1, 0, false};
     shared_rec *rec = shared_rec_create();
     worker *w = spawn_worker(cp, one, true, rec);
     if (w == NULL) {
@@ -2192,10 +2339,8 @@ static void seed_lost(campaign *cp, const worker *w, int status)
     /* Holds the other workers below this seed while the rerun runs. */
     lower_limit(cp, w->seed);
     spawn_rerun(cp, w->seed, cause, text);
-    pl__cli_slice rest = w->slice;
-    rest.first = pl__cli_slice_seed(&w->slice, w->started);
-    rest.count = w->slice.count - w->started;
-    if (cp->o->keep_going && rest.count > 0 && spawn_worker(cp, rest, false, NULL) == NULL) {
+    pl__cli_slice rest = pl__cli_slice_rest(&w->slice, w->started);
+    if (cp->o->keep_going && !rest.empty && spawn_worker(cp, rest, false, NULL) == NULL) {
         cp->error = true;
     }
 }
@@ -2377,11 +2522,12 @@ static void campaign_loop(campaign *cp)
 static int campaign_start(campaign *cp)
 {
     const run_opts *o = cp->o;
+    cp->shard = pl__cli_slice_of(o->seed_lo, o->seed_hi, o->shard_k, o->shard_n, 0, 1);
+    pl__cli_slice_count_text(&cp->shard, cp->total, sizeof cp->total);
     for (uint32_t j = 0; j < o->jobs; j++) {
         pl__cli_slice s = pl__cli_slice_of(o->seed_lo, o->seed_hi, o->shard_k, o->shard_n, j,
                                            o->jobs);
-        cp->total += s.count;
-        if (s.count > 0 && spawn_worker(cp, s, false, NULL) == NULL) {
+        if (!s.empty && spawn_worker(cp, s, false, NULL) == NULL) {
             /* The loop still collects the workers already started. */
             cp->error = true;
             return ST_INTERNAL;
@@ -2451,7 +2597,8 @@ static void shrink_report(const cli *c, const run_opts *o, report *rp);
 typedef struct outcome {
     const pl_scenario *sc;
     bool ran;
-    uint64_t total, runs, findings, distinct;
+    char total[24];         /* seeds, in decimal; "" for none */
+    uint64_t runs, findings, distinct;
     bool distinct_partial;
     bool stopped;
     uint64_t resume_seed;   /* stopped: every seed below it is done */
@@ -2461,11 +2608,17 @@ typedef struct outcome {
     uint64_t first_seed;
 } outcome;
 
+/* The outcome's seed count as text ("0" when it has none). */
+static const char *total_of(const outcome *out)
+{
+    return out->total[0] != '\0' ? out->total : "0";
+}
+
 static void outcome_of(const campaign *cp, outcome *out)
 {
     out->sc = cp->sc;
     out->ran = true;
-    out->total = cp->total;
+    snprintf(out->total, sizeof out->total, "%s", cp->total);
     out->runs = cp->done;
     out->findings = cp->findings;
     out->distinct = cp->hashes.count;
@@ -2493,8 +2646,8 @@ static void print_summary_line(const run_opts *o, const outcome *out)
             out->distinct_partial ? "at least " : "", out->distinct,
             out->distinct == 1 ? "" : "s", out->seconds);
     if (out->stopped) {
-        fprintf(f, "; %s after %" PRIu64 " of %" PRIu64 " seeds", interrupted ? "interrupted" :
-                "stopped by --time", out->runs, out->total);
+        fprintf(f, "; %s after %" PRIu64 " of %s seeds", interrupted ? "interrupted" :
+                "stopped by --time", out->runs, total_of(out));
         if (out->resume_seed != UINT64_MAX) {
             fprintf(f, ", every seed%s below %" PRIu64 " done",
                     o->shard_n > 1 ? " of this shard" : "", out->resume_seed);
@@ -2664,6 +2817,20 @@ typedef struct shrink_msg {
     char text[8192];                 /* what pl__shrink_print says */
 } shrink_msg;
 
+/* The shrinker names errors with pl_strerror, which knows only pollen's
+ * codes: replace its "unknown error" by the system's name of the errno
+ * (EISDIR: "Is a directory", ENOSPC: "No space left on device"). */
+static void name_errno(char *err, size_t len, int rc)
+{
+    static const char unknown[] = "unknown error";
+    size_t n = strlen(err), u = sizeof unknown - 1;
+    if (strcmp(error_text(rc), pl_strerror(rc)) == 0 || n < u ||
+        strcmp(err + n - u, unknown) != 0) {
+        return;
+    }
+    snprintf(err + n - u, len - (n - u), "%s", error_text(rc));
+}
+
 static void shrink_child(const void *ctx, void *result)
 {
     const shrink_job *sj = ctx;
@@ -2675,6 +2842,7 @@ static void shrink_child(const void *ctx, void *result)
         pl__shrink_default_out(sj->in, m->out, sizeof m->out);
     }
     m->rc = pl__shrink_file_ex(sj->in, m->out, sj->limits, &res, m->err, sizeof m->err);
+    name_errno(m->err, sizeof m->err, m->rc);
     if (m->rc == 0) {
         /* One byte short: the text stays NUL-terminated when it is cut. */
         FILE *f = fmemopen(m->text, sizeof m->text - 1, "w");
@@ -2796,7 +2964,8 @@ static int real_one(const cli *c, const run_opts *o, const pl_scenario *sc, outc
     memset(out, 0, sizeof *out);
     out->sc = sc;
     out->ran = true;
-    out->total = out->runs = 1;
+    snprintf(out->total, sizeof out->total, "1");
+    out->runs = 1;
     out->first = interrupted ? PL_FINDING_NONE : res.kind;
     out->findings = out->first != PL_FINDING_NONE;
     out->seconds = end.seconds;
@@ -2963,9 +3132,9 @@ static void summary_json_scenario(const outcome *out)
     FILE *f = stdout;
     fputs("{\"scenario\":", f);
     json_string(f, out->sc->name);
-    fprintf(f, ",\"ran\":%s,\"seeds\":%" PRIu64 ",\"runs\":%" PRIu64 ",\"findings\":%" PRIu64
+    fprintf(f, ",\"ran\":%s,\"seeds\":%s,\"runs\":%" PRIu64 ",\"findings\":%" PRIu64
                ",\"distinct_schedules\":%" PRIu64 ",\"distinct_exact\":%s,\"seconds\":%.3f",
-            out->ran ? "true" : "false", out->total, out->runs, out->findings, out->distinct,
+            out->ran ? "true" : "false", total_of(out), out->runs, out->findings, out->distinct,
             out->distinct_partial ? "false" : "true", out->seconds);
     fprintf(f, ",\"complete\":%s", out->ran && !out->stopped ? "true" : "false");
     if (out->stopped && out->resume_seed != UINT64_MAX) {
@@ -3185,7 +3354,7 @@ typedef struct replay_input {
 
 static int replay_opts_parse(const cli *c, int argc, char **argv, replay_opts *ro)
 {
-    opts_iter it = {c, "replay", replay_specs, argc, argv, 0, false};
+    opts_iter it = {c, "replay", replay_specs, argc, argv, 0, false, {NULL}};
     memset(ro, 0, sizeof *ro);
     ro->watchdog_ns = DEFAULT_WATCHDOG_NS;
     ro->files = calloc((size_t)argc + 1, sizeof *ro->files);
@@ -3356,9 +3525,9 @@ static void print_verdict(const replay_opts *ro, const replay_input *in, bool sa
 {
     va_list ap;
     va_start(ap, fmt);
-    printf("%s%s%s: ", ro->quiet ? in->path : "  ", ro->quiet ? ": " : "",
+    printf("%s%s%s: ", ro->quiet ? safe_text(in->path).s : "  ", ro->quiet ? ": " : "",
            same ? "reproduced" : "DIFFERS");
-    vprintf(fmt, ap);
+    put_message(stdout, fmt, ap);
     putchar('\n');
     va_end(ap);
     fflush(stdout);
@@ -3380,7 +3549,7 @@ static int replay_trace(const cli *c, const replay_opts *ro, const replay_input 
         rc = f == NULL ? -errno : pl__trace_write_chrome(f, ev, n, task_name_of, (void *)rec);
         rc = f != NULL && fclose(f) != 0 && rc == 0 ? -errno : rc;
         if (rc == 0 && !ro->quiet) {
-            printf("  chrome trace: %s (%zu events)\n", ro->chrome, n);
+            printf("  chrome trace: %s (%zu events)\n", safe_text(ro->chrome).s, n);
         }
     }
     if (rc != 0) {
@@ -3555,11 +3724,12 @@ static int replay_one(const cli *c, const replay_opts *ro, const char *path)
     int rc = replay_load(c, ro, path, &in);
     if (rc == 0 && !ro->quiet) {
         if (in.raw) {
-            printf("%s: raw fuzzer input, %zu bytes, scenario %s\n", path, in.bytes_len,
-                   in.sc->name);
+            printf("%s: raw fuzzer input, %zu bytes, scenario %s\n", safe_text(path).s,
+                   in.bytes_len, in.sc->name);
         } else {
-            printf("%s: scenario %s, seed %" PRIu64 ", expects %s\n", path, in.sc->name,
-                   in.file.seed, in.file.finding != NULL ? in.file.finding : "no finding");
+            printf("%s: scenario %s, seed %" PRIu64 ", expects %s\n", safe_text(path).s,
+                   in.sc->name, in.file.seed,
+                   safe_text(in.file.finding != NULL ? in.file.finding : "no finding").s);
         }
     }
     if (rc == 0) {
@@ -3611,7 +3781,7 @@ typedef struct shrink_args {
 
 static int shrink_opts_parse(const cli *c, int argc, char **argv, shrink_args *sa)
 {
-    opts_iter it = {c, "shrink", shrink_specs, argc, argv, 0, false};
+    opts_iter it = {c, "shrink", shrink_specs, argc, argv, 0, false, {NULL}};
     memset(sa, 0, sizeof *sa);
     const char *v;
     uint64_t n;
@@ -3656,7 +3826,8 @@ static int cmd_shrink(cli *c, int argc, char **argv)
     char prog[PATH_MAX], arg[PATH_MAX + 8];
     pl__cli_shell_quote(c->argv0, prog, sizeof prog);
     pl__cli_shell_quote(m.out, arg, sizeof arg);
-    printf("%sshrunk replay: %s\n  reproduce: %s replay %s\n", m.text, m.out, prog, arg);
+    printf("%sshrunk replay: %s\n  reproduce: %s replay %s\n", m.text, safe_text(m.out).s,
+           safe_text(prog).s, safe_text(arg).s);
     return fflush(stdout) == 0 ? ST_CLEAN : ST_INTERNAL;
 }
 
@@ -3716,7 +3887,8 @@ int pl_main(int argc, char **argv, const pl_scenario *const *extra)
     memset(&c, 0, sizeof c);
     c.argv0 = argc > 0 && argv[0] != NULL ? argv[0] : "pollen";
     const char *slash = strrchr(c.argv0, '/');
-    c.prog = slash != NULL ? slash + 1 : c.argv0;
+    pl__cli_escape(slash != NULL ? slash + 1 : c.argv0, false, c.prog_buf, sizeof c.prog_buf);
+    c.prog = c.prog_buf;
     int rc = catalogue_init(&c, extra);
     if (rc != 0) {
         free(c.all);

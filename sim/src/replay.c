@@ -225,8 +225,10 @@ int pl__replay_write_path(const char *path, const pl__replay *r)
         return rc;
     }
     rc = pl__replay_write(f, r);
-    if (fclose(f) != 0 && rc == 0) {
-        rc = PL_EIO;
+    /* Closing flushes: a full disk shows here, and its errno says so. */
+    int closed = fclose(f) != 0 ? (errno != 0 ? -errno : PL_EIO) : 0;
+    if (closed != 0 && (rc == 0 || rc == PL_EIO)) {
+        rc = closed;
     }
     if (rc == 0 && rename(tmp, path) != 0) {
         rc = -errno;
@@ -843,10 +845,12 @@ int pl__replay_read_path(const char *path, char **data, size_t *len, char *err, 
             buf = grown;
             cap = want;
         }
+        errno = 0;
         size_t got = fread(buf + used, 1, cap - used, f);
         used += got;
         if (got == 0) {
-            rc = ferror(f) ? PL_EIO : 0;
+            /* The cause, such as EISDIR for a directory, not just "I/O". */
+            rc = ferror(f) ? (errno != 0 ? -errno : PL_EIO) : 0;
             break;
         }
     }

@@ -187,6 +187,8 @@ static bool file_exists(const char *path)
     return stat(path, &st) == 0;
 }
 
+static void assert_finding(char *path, size_t len);
+
 /* ---- A fresh working directory per test -------------------------------- */
 
 static char workdir[64];
@@ -262,8 +264,10 @@ Test(cli, parse_seed_ranges)
     cr_assert(lo == 16 && hi == 32);
     cr_assert_eq(pl__cli_parse_seeds("1..18446744073709551615", &lo, &hi), 0);
     cr_assert(lo == 1 && hi == UINT64_MAX);
-    /* 2^64 seeds do not fit in the count. */
-    cr_assert_eq(pl__cli_parse_seeds("0..18446744073709551615", &lo, &hi), PL_EINVAL);
+    /* The whole seed space: 2^64 seeds, one more than a uint64_t counts. */
+    cr_assert_eq(pl__cli_parse_seeds("0..18446744073709551615", &lo, &hi), 0);
+    cr_assert(lo == 0 && hi == UINT64_MAX);
+    cr_assert_eq(pl__cli_parse_seeds("0..0xffffffffffffffff", &lo, &hi), 0);
     cr_assert_eq(pl__cli_parse_seeds("5..4", &lo, &hi), PL_EINVAL);
     cr_assert_eq(pl__cli_parse_seeds("5", &lo, &hi), PL_EINVAL);
     cr_assert_eq(pl__cli_parse_seeds("..5", &lo, &hi), PL_EINVAL);
@@ -322,7 +326,7 @@ static void check_cover(uint64_t lo, uint64_t hi, uint32_t shards, uint32_t jobs
     for (uint32_t k = 1; k <= shards; k++) {
         for (uint32_t j = 0; j < jobs; j++) {
             pl__cli_slice s = pl__cli_slice_of(lo, hi, k, shards, j, jobs);
-            for (uint64_t i = 0; i < s.count; i++) {
+            for (uint64_t i = 0; pl__cli_slice_has(&s, i); i++) {
                 uint64_t seed = pl__cli_slice_seed(&s, i);
                 cr_assert(seed >= lo && seed <= hi);
                 cr_assert_eq((seed - lo) % shards + 1, k, "seed %" PRIu64 " in shard %u", seed, k);
@@ -366,23 +370,101 @@ Test(cli, slices_near_the_top_of_the_seed_space)
     for (uint32_t k = 1; k <= 5; k++) {
         for (uint32_t j = 0; j < 3; j++) {
             pl__cli_slice s = pl__cli_slice_of(lo, hi, k, 5, j, 3);
-            total += s.count;
-            cr_assert_leq(pl__cli_slice_seed(&s, s.count - 1), hi);
-            cr_assert_gt(pl__cli_slice_seed(&s, s.count - 1), hi - 15);
+            total += s.last + 1;
+            cr_assert_leq(pl__cli_slice_seed(&s, s.last), hi);
+            cr_assert_gt(pl__cli_slice_seed(&s, s.last), hi - 15);
+            cr_assert(!pl__cli_slice_has(&s, s.last + 1));
         }
     }
     cr_assert_eq(total, hi - lo + 1);
 }
 
+Test(cli, the_whole_seed_space_splits_without_overflow)
+{
+    char text[32];
+    /* One job, one shard: 2^64 seeds in one slice. */
+    pl__cli_slice all = pl__cli_slice_of(0, UINT64_MAX, 1, 1, 0, 1);
+    cr_assert(!all.empty && all.first == 0 && all.stride == 1 && all.last == UINT64_MAX);
+    cr_assert_eq(pl__cli_slice_seed(&all, all.last), UINT64_MAX);
+    pl__cli_slice_count_text(&all, text, sizeof text);
+    cr_assert_str_eq(text, "18446744073709551616");
+    /* Two jobs: 2^63 seeds each, together all of them. */
+    for (uint32_t j = 0; j < 2; j++) {
+        pl__cli_slice s = pl__cli_slice_of(0, UINT64_MAX, 1, 1, j, 2);
+        cr_assert_eq(s.last, UINT64_MAX / 2);
+        cr_assert_eq(pl__cli_slice_seed(&s, s.last), UINT64_MAX - 1 + j);
+        pl__cli_slice_count_text(&s, text, sizeof text);
+        cr_assert_str_eq(text, "9223372036854775808");
+    }
+    /* Three shards of 2^64 seeds: 6148914691236517206 + 2 * 6148914691236517205. */
+    uint64_t sum = 0;
+    for (uint32_t k = 1; k <= 3; k++) {
+        pl__cli_slice s = pl__cli_slice_of(0, UINT64_MAX, k, 3, 0, 1);
+        cr_assert_leq(pl__cli_slice_seed(&s, s.last), UINT64_MAX);
+        cr_assert_gt(pl__cli_slice_seed(&s, s.last), UINT64_MAX - 3);
+        sum += s.last + 1;
+    }
+    cr_assert_eq(sum, 0, "2^64 wraps to 0: %" PRIu64, sum);
+    /* What a fresh worker resumes. */
+    pl__cli_slice rest = pl__cli_slice_rest(&all, 10);
+    cr_assert(rest.first == 10 && rest.last == UINT64_MAX - 10);
+    pl__cli_slice one = pl__cli_slice_of(5, 5, 1, 1, 0, 1);
+    cr_assert(pl__cli_slice_rest(&one, 1).empty);
+    cr_assert(pl__cli_slice_rest(&one, 0).first == 5);
+}
+
+Test(cli, parse_sizes)
+{
+    uint64_t v;
+    cr_assert_eq(pl__cli_parse_size("1GiB", &v), 0);
+    cr_assert_eq(v, UINT64_C(1) << 30);
+    cr_assert_eq(pl__cli_parse_size("512MiB", &v), 0);
+    cr_assert_eq(v, UINT64_C(512) << 20);
+    cr_assert_eq(pl__cli_parse_size("64KiB", &v), 0);
+    cr_assert_eq(v, 65536);
+    cr_assert_eq(pl__cli_parse_size("16777215TiB", &v), 0);
+    const char *bad[] = {"", "1", "0MiB", "1GB", "1 GiB", "1.5GiB", "GiB", "-1MiB", "1gib",
+                         "16777216TiB"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_assert_eq(pl__cli_parse_size(bad[i], &v), PL_EINVAL, "'%s' accepted", bad[i]);
+    }
+}
+
+Test(cli, escape_control_bytes)
+{
+    char buf[128];
+    cr_assert_eq(pl__cli_escape("plain/path-1.replay", false, buf, sizeof buf), 19);
+    cr_assert_str_eq(buf, "plain/path-1.replay");
+    pl__cli_escape("a\x1b[2Jb\a\x7f", false, buf, sizeof buf);
+    cr_assert_str_eq(buf, "a\\x1b[2Jb\\x07\\x7f");
+    pl__cli_escape("two\nlines\tx", false, buf, sizeof buf);
+    cr_assert_str_eq(buf, "two\\x0alines\\x09x");
+    pl__cli_escape("two\nlines\tx\r", true, buf, sizeof buf);
+    cr_assert_str_eq(buf, "two\nlines\tx\\x0d");
+    /* UTF-8 stays; C1 controls (8-bit CSI) and broken bytes do not. */
+    pl__cli_escape("caf\xc3\xa9 \xe2\x82\xac", false, buf, sizeof buf);
+    cr_assert_str_eq(buf, "caf\xc3\xa9 \xe2\x82\xac");
+    pl__cli_escape("\x9b" "2J \xc2\x9b \xc0\xaf \xed\xa0\x80 \xe2\x82", false, buf, sizeof buf);
+    cr_assert_str_eq(buf, "\\x9b2J \\xc2\\x9b \\xc0\\xaf \\xed\\xa0\\x80 \\xe2\\x82");
+    /* Cut like snprintf. */
+    cr_assert_eq(pl__cli_escape("\x1b\x1b", false, buf, 5), 8);
+    cr_assert_str_eq(buf, "\\x1b");
+    cr_assert_eq(pl__cli_utf8_len((const unsigned char *)"\xf4\x8f\xbf\xbf"), 4);
+    cr_assert_eq(pl__cli_utf8_len((const unsigned char *)"\xf4\x90\x80\x80"), 0);
+}
+
 Test(cli, more_shards_than_seeds_leave_empty_slices)
 {
     pl__cli_slice s = pl__cli_slice_of(10, 12, 4, 8, 0, 1);
-    cr_assert_eq(s.count, 0);
+    cr_assert(s.empty && !pl__cli_slice_has(&s, 0));
     s = pl__cli_slice_of(10, 12, 3, 8, 0, 1);
-    cr_assert_eq(s.count, 1);
+    cr_assert(!s.empty && s.last == 0);
     cr_assert_eq(s.first, 12);
     s = pl__cli_slice_of(10, 12, 1, 1, 5, 8);
-    cr_assert_eq(s.count, 0);
+    cr_assert(s.empty);
+    char text[32];
+    pl__cli_slice_count_text(&s, text, sizeof text);
+    cr_assert_str_eq(text, "0");
 }
 
 Test(cli, distance_and_quoting)
@@ -498,6 +580,12 @@ static const usage_case usage_cases[] = {
     {{"shrink", "a", "b"}, "one FILE at a time"},
     {{"shrink", "-o"}, "option '--output' needs a value"},
     {{"list", "--long"}, "unknown option '--long'"},
+    {{"run", "selftest_clean", "--seeds", "0..9", "--seeds", "0..99"},
+     "option '--seeds' given twice ('0..9', then '0..99'): give it once"},
+    {{"run", "selftest_clean", "--seed", "1", "--seed=2"}, "option '--seed' given twice"},
+    {{"run", "selftest_clean", "-j", "2", "--jobs", "3"}, "option '--jobs' given twice"},
+    {{"replay", "--scenario", "a", "--scenario", "b", "f"}, "option '--scenario' given twice"},
+    {{"shrink", "f", "-o", "a", "-o", "b"}, "option '--output' given twice"},
     {{"help", "nope"}, "unknown command 'nope'"},
 };
 
@@ -661,6 +749,76 @@ Test(cli, time_limit_stops_cleanly)
     cr_assert_not_null(strstr(p.out, "stopped by --time after "), "%s", p.out);
     cr_assert_not_null(strstr(p.out, "every seed below "), "%s", p.out);
     cr_assert_lt(b.tv_sec - a.tv_sec, 10);
+    proc_free(&p);
+}
+
+Test(cli, the_whole_seed_space_is_a_valid_range)
+{
+    proc p = POLLEN("run", "selftest_clean", "--seeds", "0..18446744073709551615", "--time",
+                    "300ms", "-j", "2", "--json");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.err, " of 18446744073709551616 seeds, every seed below "), "%s",
+                       p.err);
+    cr_assert_not_null(strstr(p.out, "\"seeds\":\"0..18446744073709551615\""), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "\"seeds\":18446744073709551616,"), "%s", p.out);
+    proc_free(&p);
+}
+
+/* No byte of `text` is a terminal control byte (other than newlines). */
+static void assert_no_controls(const char *text)
+{
+    for (const unsigned char *c = (const unsigned char *)text; *c != '\0'; c++) {
+        cr_assert(*c >= 0x20 || *c == '\n', "control byte 0x%02x in: %s", *c, text);
+    }
+}
+
+Test(cli, names_from_files_and_arguments_are_escaped)
+{
+    const char *name = "evil\x1b[2J\a.replay";
+    FILE *f = fopen(name, "w");
+    cr_assert_not_null(f);
+    fputs("pollen-replay 1\nscenario bad\x1b]0;title\a\nseed 1\ndecisions 0\nend\n", f);
+    fclose(f);
+    proc p = POLLEN("replay", name);
+    cr_assert_eq(p.status, 3, "%s%s", p.out, p.err);
+    assert_no_controls(p.err);
+    cr_assert_not_null(strstr(p.err, "evil\\x1b[2J\\x07.replay"), "%s", p.err);
+    cr_assert_not_null(strstr(p.err, "scenario 'bad\\x1b]0;title\\x07' is not linked"), "%s",
+                       p.err);
+    proc_free(&p);
+    p = POLLEN("run", "no\x1b[31mpe");
+    cr_assert_eq(p.status, 2);
+    assert_no_controls(p.err);
+    cr_assert_not_null(strstr(p.err, "no scenario matches 'no\\x1b[31mpe'"), "%s", p.err);
+    proc_free(&p);
+    p = POLLEN("run", "selftest_clean", "--seeds", "1..\a");
+    cr_assert_eq(p.status, 2);
+    assert_no_controls(p.err);
+    proc_free(&p);
+    /* The --out directory shows in the finding's replay and reproduce lines. */
+    p = POLLEN("run", "selftest_crash", "--out", "out\x1b[1m", "--no-shrink");
+    cr_assert_eq(p.status, 22, "%s%s", p.out, p.err);
+    assert_no_controls(p.out);
+    cr_assert_not_null(strstr(p.out, "  replay: out\\x1b[1m/selftest_crash-seed"), "%s", p.out);
+    proc_free(&p);
+}
+
+Test(cli, a_directory_is_reported_as_one)
+{
+    cr_assert_eq(mkdir("adir", 0777), 0);
+    proc p = POLLEN("replay", "adir");
+    cr_assert_eq(p.status, 3, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.err, "cannot read 'adir': Is a directory"), "%s", p.err);
+    proc_free(&p);
+    p = POLLEN("shrink", "adir");
+    cr_assert_eq(p.status, 3, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.err, "Is a directory"), "%s", p.err);
+    proc_free(&p);
+    char path[4096];
+    assert_finding(path, sizeof path);
+    p = HARNESS("shrink", path, "-o", "adir");
+    cr_assert_eq(p.status, 3, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.err, "cannot write 'adir': Is a directory"), "%s", p.err);
     proc_free(&p);
 }
 
