@@ -62,6 +62,7 @@ enum {
     ST_INTERNAL = 3,
     ST_FINDING_BASE = 10,
     ST_INTERRUPTED = 130,
+    ST_OUTPUT_CLOSED = 141, /* 128 + SIGPIPE, what a shell reports for `| head` */
 };
 
 #define DEFAULT_SEED_HI 999u
@@ -72,6 +73,7 @@ enum {
 #define PROGRESS_TTY_MS 1000
 #define PROGRESS_PIPE_MS 10000
 #define JOBS_DEFAULT_MAX 64u
+#define OUTPUT_TAIL_MAX 4096u /* bytes of a seed's stdout shown with its finding */
 
 /* ======================================================================
  * Pure helpers (declared in cli.h, unit-tested)
@@ -417,6 +419,19 @@ typedef struct cli {
 /* Set by SIGINT in the parent of `run`: stop cleanly, keep the summary. */
 static volatile sig_atomic_t interrupted;
 
+/* The errno of a failed write to stdout in `run` (EPIPE: the reader went
+ * away, as `| head` does; ENOSPC: a full disk); 0 while it works. Nothing
+ * more can be reported then, so the run stops. */
+static int stdout_errno;
+
+/* Flushes what `run` printed on f, noting a failure of stdout. */
+static void flush_out(FILE *f)
+{
+    if ((fflush(f) != 0 || ferror(f)) && f == stdout && stdout_errno == 0) {
+        stdout_errno = errno != 0 ? errno : EIO;
+    }
+}
+
 static void on_interrupt(int sig)
 {
     (void)sig;
@@ -662,11 +677,19 @@ static safe_buf safe_text(const char *text)
     return b;
 }
 
+/* A JSON string. Bytes that are not UTF-8 (user output, names from
+ * files) become U+FFFD: JSON text must be valid UTF-8. */
 static void json_string(FILE *f, const char *s)
 {
     fputc('"', f);
     for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
-        if (*p == '"' || *p == '\\') {
+        size_t seq = pl__cli_utf8_len(p);
+        if (seq == 0) {
+            fputs("\\ufffd", f);
+        } else if (seq > 1) {
+            fwrite(p, 1, seq, f);
+            p += seq - 1;
+        } else if (*p == '"' || *p == '\\') {
             fprintf(f, "\\%c", *p);
         } else if (*p == '\n') {
             fputs("\\n", f);
@@ -754,6 +777,83 @@ static int write_all(int fd, const void *buf, size_t len)
         len -= (size_t)n;
     }
     return 0;
+}
+
+/* ---- User output -------------------------------------------------------
+ * User code runs in child processes whose stdout (fd 1) is a capture
+ * file, never pollen's stdout: under --json that channel carries pollen's
+ * JSON lines alone. A worker empties its file after each seed, so the
+ * file holds the current seed's output; its tail goes with a finding. */
+
+/* The tail of one seed's stdout. */
+typedef struct output_tail {
+    uint64_t bytes;               /* written in all */
+    char text[OUTPUT_TAIL_MAX];   /* the last of them, NUL-terminated */
+} output_tail;
+
+/* An unlinked temporary file for a child's stdout. Returns its fd or a
+ * negative errno. */
+static int capture_file(void)
+{
+    const char *dir = getenv("TMPDIR");
+    char path[PATH_MAX];
+    int n = snprintf(path, sizeof path, "%s/pollen-stdout-XXXXXX",
+                     dir != NULL && dir[0] != '\0' ? dir : "/tmp");
+    if (n < 0 || (size_t)n >= sizeof path) {
+        return -ENAMETOOLONG;
+    }
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        return -errno;
+    }
+    unlink(path);
+    return fd;
+}
+
+/* In a child: makes fd its stdout. Unbuffered when the child may die
+ * mid-run (its output up to the crash is the clue), fully buffered
+ * otherwise (a write per line would slow chatty scenarios down). */
+static void capture_stdout(int fd, bool unbuffered)
+{
+    fflush(stdout);
+    if (fd >= 0 && fd != STDOUT_FILENO) {
+        dup2(fd, STDOUT_FILENO);
+        close(fd);
+    }
+    setvbuf(stdout, NULL, unbuffered ? _IONBF : _IOFBF, unbuffered ? 0 : BUFSIZ);
+}
+
+/* Reads the tail of the capture file fd (any process's). */
+static void read_tail(int fd, output_tail *t)
+{
+    struct stat st;
+    memset(t, 0, sizeof *t);
+    if (fd < 0 || fstat(fd, &st) != 0 || st.st_size <= 0) {
+        return;
+    }
+    t->bytes = (uint64_t)st.st_size;
+    size_t want = t->bytes < OUTPUT_TAIL_MAX - 1 ? (size_t)t->bytes : OUTPUT_TAIL_MAX - 1;
+    ssize_t got = pread(fd, t->text, want, st.st_size - (off_t)want);
+    t->text[got > 0 ? got : 0] = '\0';
+    /* A NUL in the output would end the text early: show it as a space. */
+    for (ssize_t i = 0; i < got; i++) {
+        t->text[i] = t->text[i] == '\0' ? ' ' : t->text[i];
+    }
+}
+
+/* In a worker, after a seed: flushes its output and, when there is a
+ * finding, takes the tail; then empties the file for the next seed. */
+static void end_seed_output(output_tail *t)
+{
+    fflush(stdout);
+    if (t != NULL) {
+        read_tail(STDOUT_FILENO, t);
+    }
+    if (lseek(STDOUT_FILENO, 0, SEEK_CUR) > 0) {
+        if (ftruncate(STDOUT_FILENO, 0) == 0) {
+            fseek(stdout, 0, SEEK_SET);
+        }
+    }
 }
 
 /* The "build" line of replay files written by the CLI itself. */
@@ -1418,6 +1518,7 @@ typedef struct msg_finding {
     pl_finding finding;
     char replay[PATH_MAX];   /* "" when not written */
     char replay_error[256];  /* why not */
+    output_tail output;      /* the seed's stdout */
 } msg_finding;
 
 /* Decisions of a rerun, in memory shared with the parent: they survive
@@ -1462,6 +1563,7 @@ typedef struct job {
     pl__cli_slice slice;
     bool rerun;      /* reruns one seed whose worker died */
     shared_rec *rec; /* where a rerun records its decisions; may be NULL */
+    int out_fd;      /* the capture file that becomes its stdout */
 } job;
 
 static void send_msg(int fd, uint32_t type, uint64_t seed, const void *payload, size_t len)
@@ -1597,8 +1699,9 @@ static int check_determinism(const job *jb, const pl_sim_options *so, pl_sim_res
 static void worker_finding(const job *jb, int fd, uint64_t seed, const pl_sim_options *so,
                            const pl_sim_result *r)
 {
-    msg_finding m;
+    static msg_finding m; /* 10 KiB: not on the stack of user code's thread */
     memset(&m, 0, sizeof m);
+    end_seed_output(&m.output);
     m.hash = r->hash;
     m.finding = r->finding;
     int rc = replay_path(jb->o, jb->sc, seed, m.replay, sizeof m.replay);
@@ -1634,6 +1737,8 @@ static int worker_seed(const job *jb, int fd, uint64_t seed)
     bool found = r.finding.kind != PL_FINDING_NONE;
     if (found) {
         worker_finding(jb, fd, seed, &so, &r);
+    } else {
+        end_seed_output(NULL);
     }
     uint64_t hash = r.hash;
     send_msg(fd, MSG_DONE, seed, &hash, sizeof hash);
@@ -1677,6 +1782,7 @@ static void worker_setup(const job *jb)
     /* A worker stuck in user code must not outlive a killed parent. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
 #endif
+    capture_stdout(jb->out_fd, jb->rerun);
     reset_sites();
     if (jb->rec != NULL) {
         pl__sim_record_to(jb->rec->recs, (size_t)jb->rec->cap, &jb->rec->len);
@@ -1723,6 +1829,7 @@ typedef struct report {
     char shrunk[PATH_MAX];    /* the shrunk replay, "" when none */
     char shrunk_reproduce[PATH_MAX + 512];
     char shrink_text[8192];   /* the shrinker's account, lines indented */
+    output_tail output;       /* what the run wrote to stdout */
 } report;
 
 /* "--strategy S --knobs K" when they differ from the defaults. */
@@ -1831,10 +1938,37 @@ static void print_swarm_knobs(FILE *f, const run_opts *o, const report *rp)
     }
 }
 
+/* The tail of what the run wrote to stdout, "..." where it was cut. */
+static void print_output(FILE *f, const output_tail *t)
+{
+    size_t shown = strlen(t->text);
+    if (t->bytes == 0) {
+        return;
+    }
+    bool cut = t->bytes > shown;
+    if (cut) {
+        fprintf(f, "  stdout of the run (%" PRIu64 " bytes), the last %zu:\n", t->bytes, shown);
+    } else {
+        fprintf(f, "  stdout of the run (%" PRIu64 " bytes):\n", t->bytes);
+    }
+    char *safe = malloc(4 * shown + 1);
+    if (safe == NULL) {
+        return;
+    }
+    pl__cli_escape(t->text, true, safe, 4 * shown + 1);
+    for (const char *p = safe; *p != '\0'; cut = false) {
+        size_t n = strcspn(p, "\n");
+        fprintf(f, "    | %s%.*s\n", cut ? "..." : "", (int)n, p);
+        p += n + (p[n] == '\n');
+    }
+    free(safe);
+}
+
 static void print_report_text(FILE *f, const run_opts *o, const report *rp)
 {
     print_finding_head(f, o, rp);
     print_swarm_knobs(f, o, rp);
+    print_output(f, &rp->output);
     /* Paths and commands hold the --out directory and argv[0]. */
     if (rp->replay[0] != '\0') {
         fprintf(f, "  replay: %s%s%s%s\n", safe_text(rp->replay).s,
@@ -1852,7 +1986,7 @@ static void print_report_text(FILE *f, const run_opts *o, const report *rp)
     } else if (rp->shrink_text[0] != '\0') {
         fputs(rp->shrink_text, f);
     }
-    fflush(f);
+    flush_out(f);
 }
 
 static void print_report_json(const report *rp)
@@ -1891,12 +2025,19 @@ static void print_report_json(const report *rp)
     } else {
         fputs("null", f);
     }
+    fputs(",\"output\":", f);
+    if (rp->output.bytes > 0) {
+        json_string(f, rp->output.text);
+    } else {
+        fputs("null", f);
+    }
+    fprintf(f, ",\"output_bytes\":%" PRIu64, rp->output.bytes);
     fprintf(f, ",\"expected\":%s,\"real\":%s}\n",
             rp->sc->expect != NULL && strcmp(rp->sc->expect, pl_finding_name(rp->f.kind)) == 0
                 ? "true"
                 : "false",
             rp->real ? "true" : "false");
-    fflush(f);
+    flush_out(f);
 }
 
 static void print_report(const run_opts *o, const report *rp)
@@ -1923,7 +2064,8 @@ static void knobs_for(const run_opts *o, uint64_t seed, pl__dec_knobs *k)
 /* Writes the replay file of a run that never finished (crash, hang):
  * the decisions a rerun recorded in shared memory, or, without them, the
  * seed only, marked by an empty list flagged truncated. */
-static int write_lost_replay(const run_opts *o, report *rp, const shared_rec *rec)
+static int write_lost_replay(const run_opts *o, report *rp, const shared_rec *rec,
+                             const char *seed_only_note)
 {
     pl__replay r;
     pl__replay_init(&r);
@@ -1951,8 +2093,7 @@ static int write_lost_replay(const run_opts *o, report *rp, const shared_rec *re
         textf(rp->note, sizeof rp->note, "cannot write %s: %s", rp->replay, error_text(rc));
         rp->replay[0] = '\0';
     } else if (!have) {
-        snprintf(rp->note, sizeof rp->note,
-                 "seed only: this build records no decisions of crashed runs");
+        snprintf(rp->note, sizeof rp->note, "seed only: %s", seed_only_note);
     }
     return rc;
 }
@@ -1966,6 +2107,7 @@ typedef enum kill_reason { KILL_NONE, KILL_STOP, KILL_WATCHDOG } kill_reason;
 typedef struct worker {
     pid_t pid;               /* 0: free slot */
     int fd;                  /* read end of its pipe */
+    int out_fd;              /* its stdout's capture file */
     pl__cli_slice slice;
     uint64_t started;        /* seeds of the slice started */
     bool running;            /* a seed started and not finished */
@@ -2000,8 +2142,10 @@ typedef struct campaign {
     size_t nw;
     int64_t start_ms, end_ms, progress_ms;
     bool progress_shown;     /* a tty progress line needs clearing */
-    uint64_t resume_seed;    /* after a stop: the lowest seed not done */
-    bool stopped, error;
+    uint64_t resume_seed;    /* the lowest seed a stopped worker left unjudged */
+    bool stopped;            /* by --time or Ctrl-C */
+    bool stopping;           /* --time ran out: no seed starts any more */
+    bool error;
 } campaign;
 
 static uint64_t worker_next_seed(const worker *w)
@@ -2018,6 +2162,25 @@ static void kill_worker(worker *w, kill_reason why)
     if (w->pid > 0 && w->killed == KILL_NONE) {
         kill(w->pid, SIGKILL);
         w->killed = why;
+    }
+}
+
+/* Seeds of `rest` will not be judged in this campaign. */
+static void note_unfinished(campaign *cp, pl__cli_slice rest)
+{
+    if (!rest.empty && rest.first < cp->resume_seed) {
+        cp->resume_seed = rest.first;
+    }
+}
+
+/* Stops a worker on purpose (--time, Ctrl-C): its seeds from the one it
+ * runs or starts next on stay unjudged. */
+static void stop_worker(campaign *cp, worker *w)
+{
+    if (w->pid > 0 && w->killed == KILL_NONE) {
+        pl__cli_slice rest = pl__cli_slice_rest(&w->slice, w->started - (w->running ? 1 : 0));
+        note_unfinished(cp, rest);
+        kill_worker(w, KILL_STOP);
     }
 }
 
@@ -2105,14 +2268,31 @@ static worker *worker_slot(campaign *cp)
     return &cp->w[cp->nw++];
 }
 
+/* In a new worker: the other workers' pipes and capture files are not its
+ * business (and an inherited capture file would outlive its worker). */
+static void close_others(const campaign *cp, const worker *self)
+{
+    for (size_t i = 0; i < cp->nw; i++) {
+        if (&cp->w[i] != self && cp->w[i].pid > 0) {
+            close(cp->w[i].fd);
+            close(cp->w[i].out_fd);
+        }
+    }
+}
+
 /* Forks a worker for `slice`. Fills and returns its slot, or NULL after
  * an internal error. */
 static worker *spawn_worker(campaign *cp, pl__cli_slice slice, bool rerun, shared_rec *rec)
 {
     int fds[2];
     worker *w = worker_slot(cp);
-    if (w == NULL || pipe(fds) != 0) {
-        internal_error(cp->c, "run", "cannot start a worker: %s", strerror(errno));
+    int out = capture_file();
+    if (w == NULL || out < 0 || pipe(fds) != 0) {
+        internal_error(cp->c, "run", "cannot start a worker: %s",
+                       strerror(out < 0 ? -out : errno));
+        if (out >= 0) {
+            close(out);
+        }
         return NULL;
     }
     fcntl(fds[0], F_SETFD, FD_CLOEXEC);
@@ -2123,17 +2303,20 @@ static worker *spawn_worker(campaign *cp, pl__cli_slice slice, bool rerun, share
         internal_error(cp->c, "run", "cannot fork a worker: %s", strerror(errno));
         close(fds[0]);
         close(fds[1]);
+        close(out);
         return NULL;
     }
     if (pid == 0) {
         close(fds[0]);
-        job jb = {cp->o, cp->sc, slice, rerun, rec};
+        close_others(cp, w);
+        job jb = {cp->o, cp->sc, slice, rerun, rec, out};
         worker_main(&jb, fds[1]);
     }
     close(fds[1]);
     memset(w, 0, sizeof *w);
     w->pid = pid;
     w->fd = fds[0];
+    w->out_fd = out;
     w->slice = slice;
     w->heard_ms = now_ms();
     w->rerun = rerun;
@@ -2181,10 +2364,17 @@ static void lost_text(const campaign *cp, const worker *w, int status, char *buf
     }
 }
 
+/* What became of a seed whose worker died or hung on it. */
+typedef enum lost_how {
+    LOST_REPRODUCED,     /* its rerun alone failed the same way: w is the rerun */
+    LOST_NOT_REPRODUCED, /* its rerun alone did not fail */
+    LOST_NOT_RERUN,      /* --time had run out: judged on the first run alone */
+} lost_how;
+
 /* Reports a seed whose run never finished, with the rerun's decisions
- * when `reproduced`. */
+ * when it reproduced. */
 static void lost_report(campaign *cp, const worker *w, pl_finding_kind kind, const char *text,
-                        bool reproduced)
+                        lost_how how)
 {
     report *rp = calloc(1, sizeof *rp);
     if (rp == NULL) {
@@ -2201,12 +2391,19 @@ static void lost_report(campaign *cp, const worker *w, pl_finding_kind kind, con
                           : "user code crashed";
     int n = snprintf(rp->f.message, sizeof rp->f.message,
                      "the worker process %s while running this seed: %s", text, why);
-    if (!reproduced && n > 0 && (size_t)n < sizeof rp->f.message) {
+    if (how == LOST_NOT_REPRODUCED && n > 0 && (size_t)n < sizeof rp->f.message) {
         snprintf(rp->f.message + n, sizeof rp->f.message - (size_t)n,
                  "\nrun again alone, the seed did not fail: the failure depends on something "
                  "outside the simulation (state left by earlier seeds, the environment)");
+    } else if (how == LOST_NOT_RERUN && n > 0 && (size_t)n < sizeof rp->f.message) {
+        snprintf(rp->f.message + n, sizeof rp->f.message - (size_t)n,
+                 "\n(not run again alone to record its decisions: --time had run out)");
     }
-    if (write_lost_replay(cp->o, rp, reproduced ? w->rec : NULL) != 0) {
+    read_tail(w->out_fd, &rp->output);
+    const char *note = how == LOST_NOT_RERUN ? "--time ran out before a rerun could record "
+                                               "the decisions"
+                                             : "this build records no decisions of crashed runs";
+    if (write_lost_replay(cp->o, rp, how == LOST_REPRODUCED ? w->rec : NULL, note) != 0) {
         cp->error = true;
     }
     accept_report(cp, rp);
@@ -2227,6 +2424,8 @@ static void on_finding(campaign *cp, worker *w, uint64_t seed, const msg_finding
     rp->f = m->finding;
     snprintf(rp->replay, sizeof rp->replay, "%s", m->replay);
     snprintf(rp->note, sizeof rp->note, "%s", m->replay_error);
+    rp->output = m->output;
+    rp->output.text[sizeof rp->output.text - 1] = '\0';
     cp->error = cp->error || m->replay_error[0] != '\0';
     if (w->rerun) {
         /* The rerun was for a crash or hang; say so next to what it found. */
@@ -2268,6 +2467,8 @@ static void on_message(campaign *cp, worker *w, const msg_head *h, const uint8_t
         w->started++;
         if (!cp->o->keep_going && h->seed > cp->limit) {
             kill_worker(w, KILL_STOP);
+        } else if (cp->stopping) {
+            stop_worker(cp, w);
         }
     } else if (h->type == MSG_DONE && h->len == sizeof(uint64_t)) {
         uint64_t hash;
@@ -2336,10 +2537,17 @@ static void seed_lost(campaign *cp, const worker *w, int status)
     if (!cp->o->keep_going && w->seed > cp->limit) {
         return;
     }
+    pl__cli_slice rest = pl__cli_slice_rest(&w->slice, w->started);
+    if (cp->stopping) {
+        /* After --time, no rerun: the seed is judged now, so that a
+         * resumed campaign goes past it. */
+        lost_report(cp, w, cause, text, LOST_NOT_RERUN);
+        note_unfinished(cp, rest);
+        return;
+    }
     /* Holds the other workers below this seed while the rerun runs. */
     lower_limit(cp, w->seed);
     spawn_rerun(cp, w->seed, cause, text);
-    pl__cli_slice rest = pl__cli_slice_rest(&w->slice, w->started);
     if (cp->o->keep_going && !rest.empty && spawn_worker(cp, rest, false, NULL) == NULL) {
         cp->error = true;
     }
@@ -2352,10 +2560,10 @@ static void rerun_ended(campaign *cp, const worker *w, int status)
         lost_text(cp, w, status, text, sizeof text);
         cp->done++;
         lost_report(cp, w, w->killed == KILL_WATCHDOG ? PL_FINDING_LIVELOCK : PL_FINDING_CRASH,
-                    text, true);
+                    text, LOST_REPRODUCED);
     } else if (WIFEXITED(status) && WEXITSTATUS(status) == ST_CLEAN) {
         if (!w->reported) {
-            lost_report(cp, w, w->cause, w->cause_text, false);
+            lost_report(cp, w, w->cause, w->cause_text, LOST_NOT_REPRODUCED);
         }
     } else {
         cp->error = true;
@@ -2386,6 +2594,7 @@ static void reap(campaign *cp, size_t i)
         internal_error(cp->c, "run", "%s: a worker %s between two runs", cp->sc->name, text);
         cp->error = true;
     }
+    close(w.out_fd);
     shared_rec_destroy(w.rec);
 }
 
@@ -2408,30 +2617,37 @@ static void drain(campaign *cp, size_t i)
     parse_messages(cp, &cp->w[i]);
 }
 
-/* --time, Ctrl-C: remember how far the run got, then stop every worker. */
-static void stop_all(campaign *cp, bool by_user)
+/* --time, Ctrl-C, errors: stops every worker now. */
+static void stop_all(campaign *cp)
 {
-    uint64_t lowest = UINT64_MAX;
     for (size_t i = 0; i < cp->nw; i++) {
-        if (cp->w[i].pid > 0) {
-            uint64_t s = worker_next_seed(&cp->w[i]);
-            lowest = s < lowest ? s : lowest;
-            kill_worker(&cp->w[i], KILL_STOP);
-        }
+        stop_worker(cp, &cp->w[i]);
     }
-    if (by_user && !cp->stopped) {
-        cp->stopped = true;
-        cp->resume_seed = lowest;
+}
+
+/* --time ran out: no seed starts any more, and a seed still running
+ * finishes or meets the watchdog. Dropping it unjudged would make every
+ * resumed campaign stall on the same hanging seed. */
+static void stop_for_time(campaign *cp)
+{
+    cp->stopped = cp->stopping = true;
+    for (size_t i = 0; i < cp->nw; i++) {
+        if (!cp->w[i].running) {
+            stop_worker(cp, &cp->w[i]);
+        }
     }
 }
 
 static void check_limits(campaign *cp)
 {
     int64_t now = now_ms();
-    if (interrupted || now >= cp->o->deadline_ms) {
-        stop_all(cp, true);
-    } else if (cp->error) {
-        stop_all(cp, false);
+    if (interrupted) {
+        cp->stopped = true;
+        stop_all(cp);
+    } else if (cp->error || stdout_errno != 0) {
+        stop_all(cp);
+    } else if (now >= cp->o->deadline_ms) {
+        stop_for_time(cp);
     }
     for (size_t i = 0; i < cp->nw; i++) {
         worker *w = &cp->w[i];
@@ -2448,7 +2664,9 @@ static int poll_timeout(const campaign *cp)
         int64_t every = cp->o->tty ? PROGRESS_TTY_MS : PROGRESS_PIPE_MS;
         t = cp->progress_ms + every - now < t ? cp->progress_ms + every - now : t;
     }
-    t = cp->o->deadline_ms - now < t ? cp->o->deadline_ms - now : t;
+    if (!cp->stopping) {
+        t = cp->o->deadline_ms - now < t ? cp->o->deadline_ms - now : t;
+    }
     for (size_t i = 0; i < cp->nw; i++) {
         const worker *w = &cp->w[i];
         int64_t due = w->heard_ms + cp->o->watchdog_ns / PL_MS - now;
@@ -2476,6 +2694,7 @@ static void abandon_all(campaign *cp)
             while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR) {
             }
             close(w->fd);
+            close(w->out_fd);
             free(w->buf);
             shared_rec_destroy(w->rec);
             memset(w, 0, sizeof *w);
@@ -2657,7 +2876,7 @@ static void print_summary_line(const run_opts *o, const outcome *out)
         fprintf(f, "; expected %s, not found", out->sc->expect);
     }
     fputc('\n', f);
-    fflush(f);
+    flush_out(f);
 }
 
 static void campaign_free(campaign *cp)
@@ -2692,6 +2911,12 @@ static int campaign_run(const cli *c, const run_opts *o, const pl_scenario *sc, 
     campaign_loop(&cp);
     cp.end_ms = now_ms();
     clear_progress(&cp);
+    if (stdout_errno != 0) {
+        /* Nobody reads any more: no shrink, no report. */
+        outcome_of(&cp, out);
+        campaign_free(&cp);
+        return 0;
+    }
     if (cp.first != NULL && !o->keep_going) {
         shrink_report(c, o, cp.first);
         print_report(o, cp.first);
@@ -2716,6 +2941,7 @@ typedef struct child_end {
     bool complete;  /* the whole result arrived */
     bool timed_out; /* killed at the deadline or on Ctrl-C */
     double seconds; /* wall time */
+    output_tail output; /* what it wrote to stdout (when captured) */
 } child_end;
 
 typedef void (*child_fn)(const void *ctx, void *result);
@@ -2746,16 +2972,31 @@ static void collect_child(pid_t pid, int fd, void *result, size_t size, int64_t 
     end->complete = got == size && !end->timed_out;
 }
 
+/* Where a child's stdout goes. */
+typedef enum child_out {
+    OUT_DISCARD,    /* /dev/null: the shrinker's thousands of candidate runs */
+    OUT_CAPTURE,    /* a capture file, buffered: many runs */
+    OUT_CAPTURE_ALL /* a capture file, unbuffered: one run whose crash must not lose it */
+} child_out;
+
 /* Runs fn(ctx, result) in a child: user code there may crash or hang.
- * Returns 0 (see *end) or a negative errno when no child could start. */
+ * The tail of a captured stdout lands in end->output. Returns 0 (see
+ * *end) or a negative errno when no child could start. */
 static int run_in_child(child_fn fn, const void *ctx, void *result, size_t size,
-                        int64_t deadline_ms, child_end *end)
+                        int64_t deadline_ms, child_out where, child_end *end)
 {
+    bool capture = where != OUT_DISCARD;
     int fds[2];
     memset(end, 0, sizeof *end);
     fflush(NULL);
+    int out = capture ? capture_file() : open("/dev/null", O_WRONLY);
+    if (out < 0) {
+        return capture ? out : -errno;
+    }
     if (pipe(fds) != 0) {
-        return -errno;
+        int rc = -errno;
+        close(out);
+        return rc;
     }
     int64_t start = now_ms();
     pid_t pid = fork();
@@ -2763,11 +3004,13 @@ static int run_in_child(child_fn fn, const void *ctx, void *result, size_t size,
         int rc = -errno;
         close(fds[0]);
         close(fds[1]);
+        close(out);
         return rc;
     }
     if (pid == 0) {
         signal(SIGINT, SIG_IGN);
         close(fds[0]);
+        capture_stdout(out, where != OUT_CAPTURE);
         fn(ctx, result);
         write_all(fds[1], result, size);
         fflush(NULL);
@@ -2776,6 +3019,10 @@ static int run_in_child(child_fn fn, const void *ctx, void *result, size_t size,
     close(fds[1]);
     collect_child(pid, fds[0], result, size, deadline_ms, end);
     close(fds[0]);
+    if (capture) {
+        read_tail(out, &end->output);
+    }
+    close(out);
     end->seconds = (double)(now_ms() - start) / 1000.0;
     return 0;
 }
@@ -2865,7 +3112,7 @@ static int shrink_isolated(const char *in, const char *out,
     /* The shrinker keeps its own time budget; this is the backstop. */
     pl_time budget = limits->time_ns > 0 ? limits->time_ns : 30 * PL_S;
     int64_t deadline = now_ms() + budget / PL_MS + 60 * 1000;
-    int rc = run_in_child(shrink_child, &sj, m, sizeof *m, deadline, &end);
+    int rc = run_in_child(shrink_child, &sj, m, sizeof *m, deadline, OUT_DISCARD, &end);
     if (rc != 0) {
         snprintf(m->err, sizeof m->err, "cannot start the shrinker: %s", strerror(-rc));
         return ST_INTERNAL;
@@ -2954,7 +3201,8 @@ static int real_one(const cli *c, const run_opts *o, const pl_scenario *sc, outc
     child_end end;
     memset(&res, 0, sizeof res);
     pl_time limit = o->time_ns > 0 ? o->time_ns : DEFAULT_REAL_LIMIT_NS;
-    int rc = run_in_child(real_scenario, sc, &res, sizeof res, now_ms() + limit / PL_MS, &end);
+    int rc = run_in_child(real_scenario, sc, &res, sizeof res, now_ms() + limit / PL_MS,
+                          OUT_CAPTURE_ALL, &end);
     if (rc != 0) {
         return internal_error(c, "run", "cannot start a process: %s", strerror(-rc));
     }
@@ -2982,6 +3230,7 @@ static int real_one(const cli *c, const run_opts *o, const pl_scenario *sc, outc
         snprintf(rp->origin, sizeof rp->origin, "real backend");
         rp->f.kind = res.kind;
         snprintf(rp->f.message, sizeof rp->f.message, "%s", res.message);
+        rp->output = end.output;
         return report_once(c, o, rp);
     } else if (!o->quiet) {
         fprintf(o->text, "%s: real backend ok, %.1f s\n", sc->name, out->seconds);
@@ -3067,6 +3316,7 @@ static report *bounded_report(const pl_scenario *sc, const bounded_msg *m, const
         return NULL;
     }
     rp->sc = sc;
+    rp->output = end->output;
     if (end->complete) {
         rp->positioned = true;
         rp->f = m->finding;
@@ -3090,7 +3340,8 @@ static int bounded_one(const cli *c, const run_opts *o, const pl_scenario *sc, o
     child_end end;
     bounded_job bj = {o, sc};
     memset(&m, 0, sizeof m);
-    int rc = run_in_child(bounded_explore, &bj, &m, sizeof m, o->deadline_ms, &end);
+    int rc = run_in_child(bounded_explore, &bj, &m, sizeof m, o->deadline_ms, OUT_CAPTURE,
+                          &end);
     if (rc != 0) {
         return internal_error(c, "run", "cannot start a process: %s", strerror(-rc));
     }
@@ -3179,7 +3430,7 @@ static void summary_json(const run_opts *o, const outcome *outs, size_t n, int s
         summary_json_scenario(&outs[i]);
     }
     fputs("]}}\n", f);
-    fflush(f);
+    flush_out(f);
 }
 
 static int run_status(const outcome *outs, size_t n, bool error)
@@ -3240,7 +3491,7 @@ static void pct_guarantee_line(const run_opts *o, const pl_scenario *sc, const o
     pl__strategy_spec spec;
     memset(&m, 0, sizeof m);
     int rc = run_in_child(pct_measure, &pj, &m, sizeof m, now_ms() + o->watchdog_ns / PL_MS,
-                          &end);
+                          OUT_DISCARD, &end);
     if (rc != 0 || !end.complete || m.rc != 0 ||
         pl__strategy_parse(o->strategy, &spec, NULL, 0) != 0) {
         fprintf(o->text, "%s: %s guarantee unknown (the production run could not be measured)\n",
@@ -3256,7 +3507,21 @@ static void pct_guarantee_line(const run_opts *o, const pl_scenario *sc, const o
             sc->name, o->strategy, o->pct_depth, o->pct_depth - 1, p, m.tasks,
             m.tasks == 1 ? "" : "s", k, k == 1 ? "" : "s", out->runs,
             power(1.0 - p, out->runs));
-    fflush(o->text);
+    flush_out(o->text);
+}
+
+/* The exit status once stdout failed: a reader that went away (`| head`)
+ * is no error of the run, only the end of it; anything else (a full disk)
+ * is one. */
+static int stdout_status(const cli *c, int status)
+{
+    if (stdout_errno == EPIPE) {
+        return ST_OUTPUT_CLOSED;
+    }
+    if (stdout_errno != 0) {
+        return internal_error(c, "run", "cannot write to stdout: %s", strerror(stdout_errno));
+    }
+    return status;
 }
 
 static int run_all(const cli *c, const run_opts *o, const pl_scenario **sel, size_t nsel)
@@ -3266,7 +3531,7 @@ static int run_all(const cli *c, const run_opts *o, const pl_scenario **sel, siz
         return internal_error(c, "run", "out of memory");
     }
     bool error = false;
-    for (size_t i = 0; i < nsel; i++) {
+    for (size_t i = 0; i < nsel && stdout_errno == 0; i++) {
         outs[i].sc = sel[i];
         if (error || interrupted || now_ms() >= o->deadline_ms) {
             if (!o->quiet && !error) {
@@ -3281,13 +3546,15 @@ static int run_all(const cli *c, const run_opts *o, const pl_scenario **sel, siz
             pct_guarantee_line(o, sel[i], &outs[i]);
         }
         error = error || rc != 0;
+        flush_out(o->text);
     }
     int status = run_status(outs, nsel, error);
-    if (o->json) {
+    if (o->json && stdout_errno == 0) {
         summary_json(o, outs, nsel, status);
     }
     free(outs);
-    return status;
+    flush_out(stdout);
+    return stdout_status(c, status);
 }
 
 static int cmd_run(cli *c, int argc, char **argv)
@@ -3302,12 +3569,20 @@ static int cmd_run(cli *c, int argc, char **argv)
                          : select_scenarios(c, "run", o.patterns, o.npatterns, sel, &nsel);
     }
     if (rc == 0) {
-        struct sigaction sa, old;
+        struct sigaction sa, old, ign, old_pipe;
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = on_interrupt;
         sigemptyset(&sa.sa_mask);
         sigaction(SIGINT, &sa, &old);
+        /* A closed stdout is an EPIPE the parent handles (stdout_errno),
+         * and workers inherit this: a worker dying of SIGPIPE would be
+         * taken for a crash of user code. */
+        memset(&ign, 0, sizeof ign);
+        ign.sa_handler = SIG_IGN;
+        sigemptyset(&ign.sa_mask);
+        sigaction(SIGPIPE, &ign, &old_pipe);
         rc = run_all(c, &o, sel, nsel);
+        sigaction(SIGPIPE, &old_pipe, NULL);
         sigaction(SIGINT, &old, NULL);
     }
     free(sel);

@@ -2,8 +2,8 @@
  * describes it: pl_main over the registered scenarios plus extra ones
  * passed as an argument. test_cli.c runs it to reach the paths the
  * `pollen` binary's scenarios never take: a hang inside a poll, a
- * nondeterministic scenario, a pl_sometimes that is never true, and an
- * ordinary finding with a full replay file.
+ * nondeterministic scenario, a pl_sometimes that is never true, an
+ * ordinary finding with a full replay file, and user code that prints.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -91,6 +91,37 @@ static const pl_scenario selftest_hang = {
     .expect = "livelock",
 };
 
+/* ---- selftest_hang_late (extra): the 14th run of a process hangs ------- */
+
+static pl_poll_result quick_poll(pl_future *f, pl_context *cx)
+{
+    (void)f;
+    (void)cx;
+    return PL_READY;
+}
+
+static const pl_future_vtable quick_vtable = {"quick", quick_poll, NULL};
+
+/* Runs made by this process: with one job and seeds from 0, the 14th is
+ * seed 13, and a resumed campaign's process starts counting again. */
+static int hang_late_runs;
+
+static int hang_late_setup(pl_executor *ex, void *state)
+{
+    if (++hang_late_runs == 14) {
+        return hang_setup(ex, state);
+    }
+    pl_future q = PL_FUTURE_INIT(&quick_vtable);
+    return PL_SPAWN(ex, q, "quick", NULL);
+}
+
+static const pl_scenario selftest_hang_late = {
+    .name = "selftest_hang_late",
+    .summary = "CLI self-test: the 14th run of each process never returns from a poll",
+    .setup = hang_late_setup,
+    .expect = "livelock",
+};
+
 /* ---- selftest_nondet (extra): differs from one run to the next ---------- */
 
 typedef struct napper {
@@ -158,9 +189,60 @@ static const pl_scenario selftest_sometimes = {
     .expect = "assertion",
 };
 
+/* ---- selftest_chatter (extra): user code printing to stdout ------------- */
+
+typedef struct chatter {
+    pl_future base;
+    bool *fired;
+    int round;
+} chatter;
+
+/* 72 KiB per run, more than a pipe holds: long stretches without a
+ * newline, lines that look like pollen's JSON, a control byte, and no
+ * newline at the end. */
+static void chatter_say(int round)
+{
+    for (int i = 0; i < 9 * 1024 / 32; i++) {
+        fputs("0123456789abcdef0123456789abcdef", stdout);
+    }
+    printf(" round %d\n{\"kind\":\"not pollen's\",", round);
+}
+
+static pl_poll_result chatter_poll(pl_future *f, pl_context *cx)
+{
+    chatter *self = (chatter *)f;
+    PL_ASYNC_BEGIN(self);
+    for (self->round = 0; self->round < 8; self->round++) {
+        *self->fired = *self->fired || PL_BUGGIFY(cx);
+        chatter_say(self->round);
+        PL_YIELD(cx);
+    }
+    fputs("\x1b[31mthe last words, no newline", stdout);
+    PL_ASYNC_END;
+}
+
+static const pl_future_vtable chatter_vtable = {"chatter", chatter_poll, NULL};
+
+static int chatter_setup(pl_executor *ex, void *state)
+{
+    chatter c = {.base = PL_FUTURE_INIT(&chatter_vtable), .fired = state};
+    return PL_SPAWN(ex, c, "chatter", NULL);
+}
+
+static const pl_scenario selftest_chatter = {
+    .name = "selftest_chatter",
+    .summary = "CLI self-test: prints 72 KiB to stdout per run; check() fails when a "
+               "PL_BUGGIFY fired",
+    .state_size = sizeof(bool),
+    .setup = chatter_setup,
+    .check = assert_check,
+    .expect = "assertion",
+};
+
 int main(int argc, char **argv)
 {
-    static const pl_scenario *const extra[] = {&selftest_hang, &selftest_nondet,
-                                               &selftest_sometimes, NULL};
+    static const pl_scenario *const extra[] = {&selftest_hang,      &selftest_hang_late,
+                                               &selftest_nondet,    &selftest_sometimes,
+                                               &selftest_chatter,   NULL};
     return pl_main(argc, argv, extra);
 }

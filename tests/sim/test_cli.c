@@ -7,6 +7,7 @@
  * temporary directory, so replay files land in its own pollen-out/.
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <inttypes.h>
@@ -58,9 +59,9 @@ static int temp_fd(void)
     return fd;
 }
 
-/* Runs the binary named by environment variable `which` with args (NULL
- * terminated) and collects its status and output. */
-static proc run_argv(const char *which, const char *const *args)
+/* Starts the binary named by environment variable `which` with args
+ * (NULL terminated), its stdout and stderr on out and err. */
+static pid_t spawn_argv(const char *which, const char *const *args, int out, int err)
 {
     const char *bin = getenv(which);
     cr_assert_not_null(bin, "%s is not set: run this test through meson", which);
@@ -71,7 +72,6 @@ static proc run_argv(const char *which, const char *const *args)
         argv[n] = args[n - 1];
     }
     argv[n] = NULL;
-    int out = temp_fd(), err = temp_fd();
     fflush(NULL);
     pid_t pid = fork();
     cr_assert_geq(pid, 0);
@@ -81,13 +81,33 @@ static proc run_argv(const char *which, const char *const *args)
         execv(bin, (char *const *)argv);
         _exit(127);
     }
+    return pid;
+}
+
+/* Waits for pid: its exit status, or 128 + the signal that killed it. */
+static int wait_status(pid_t pid)
+{
     int status;
     cr_assert_eq(waitpid(pid, &status, 0), pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Runs the binary with stdout on out_fd (or collected when negative)
+ * and collects its status and output. */
+static proc run_argv_to(const char *which, const char *const *args, int out_fd)
+{
+    int out = out_fd >= 0 ? out_fd : temp_fd(), err = temp_fd();
     proc p;
-    p.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    p.out = slurp_fd(out);
+    p.status = wait_status(spawn_argv(which, args, out, err));
+    p.out = out_fd >= 0 ? strdup("") : slurp_fd(out);
+    cr_assert_not_null(p.out);
     p.err = slurp_fd(err);
     return p;
+}
+
+static proc run_argv(const char *which, const char *const *args)
+{
+    return run_argv_to(which, args, -1);
 }
 
 #define RUN(which, ...) run_argv((which), (const char *const[]){__VA_ARGS__, NULL})
@@ -188,6 +208,211 @@ static bool file_exists(const char *path)
 }
 
 static void assert_finding(char *path, size_t len);
+
+/* ---- A strict JSON checker, for what tooling reads from --json ---------- */
+
+typedef struct json_in {
+    const char *p;
+} json_in;
+
+static bool json_value(json_in *j, int depth);
+
+static void json_ws(json_in *j)
+{
+    j->p += strspn(j->p, " \t\r");
+}
+
+static bool json_digits(json_in *j)
+{
+    size_t n = strspn(j->p, "0123456789");
+    j->p += n;
+    return n > 0;
+}
+
+/* One UTF-8 character at j->p, checked for its lead and continuation
+ * bytes (enough to catch raw bytes of user output). */
+static bool json_utf8(json_in *j)
+{
+    const unsigned char *c = (const unsigned char *)j->p;
+    size_t n = c[0] < 0x80 ? 1 : (c[0] & 0xe0) == 0xc0 ? 2 : (c[0] & 0xf0) == 0xe0 ? 3
+               : (c[0] & 0xf8) == 0xf0 ? 4 : 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((c[i] & 0xc0) != 0x80) {
+            return false;
+        }
+    }
+    j->p += n;
+    return n > 0 && c[0] != 0xc0 && c[0] != 0xc1;
+}
+
+static bool json_str(json_in *j)
+{
+    if (*j->p++ != '"') {
+        return false;
+    }
+    while (*j->p != '"') {
+        unsigned char c = (unsigned char)*j->p;
+        if (c < 0x20) {
+            return false; /* raw control bytes, the NUL included */
+        }
+        if (c != '\\') {
+            if (!json_utf8(j)) {
+                return false;
+            }
+            continue;
+        }
+        j->p++;
+        if (*j->p == 'u') {
+            for (int i = 1; i <= 4; i++) {
+                if (strchr("0123456789abcdefABCDEF", j->p[i]) == NULL || j->p[i] == '\0') {
+                    return false;
+                }
+            }
+            j->p += 5;
+        } else if (*j->p != '\0' && strchr("\"\\/bfnrt", *j->p) != NULL) {
+            j->p++;
+        } else {
+            return false;
+        }
+    }
+    j->p++;
+    return true;
+}
+
+static bool json_number(json_in *j)
+{
+    j->p += *j->p == '-';
+    if (*j->p == '0') {
+        j->p++;
+    } else if (!json_digits(j)) {
+        return false;
+    }
+    if (*j->p == '.' && (j->p++, !json_digits(j))) {
+        return false;
+    }
+    if (*j->p == 'e' || *j->p == 'E') {
+        j->p++;
+        j->p += *j->p == '+' || *j->p == '-';
+        return json_digits(j);
+    }
+    return true;
+}
+
+/* Object members or array elements up to `close`. */
+static bool json_items(json_in *j, char close, int depth)
+{
+    json_ws(j);
+    if (*j->p == close) {
+        j->p++;
+        return true;
+    }
+    for (;;) {
+        json_ws(j);
+        if (close == '}') {
+            if (!json_str(j)) {
+                return false;
+            }
+            json_ws(j);
+            if (*j->p++ != ':') {
+                return false;
+            }
+        }
+        if (!json_value(j, depth + 1)) {
+            return false;
+        }
+        json_ws(j);
+        if (*j->p == close) {
+            j->p++;
+            return true;
+        }
+        if (*j->p++ != ',') {
+            return false;
+        }
+    }
+}
+
+static bool json_value(json_in *j, int depth)
+{
+    json_ws(j);
+    if (depth > 32) {
+        return false;
+    }
+    switch (*j->p) {
+    case '{':
+    case '[':
+        return json_items(j, *j->p++ == '{' ? '}' : ']', depth);
+    case '"':
+        return json_str(j);
+    case 't':
+    case 'f':
+    case 'n': {
+        const char *lits[] = {"true", "false", "null"};
+        for (size_t i = 0; i < 3; i++) {
+            if (strncmp(j->p, lits[i], strlen(lits[i])) == 0) {
+                j->p += strlen(lits[i]);
+                return true;
+            }
+        }
+        return false;
+    }
+    default:
+        return json_number(j);
+    }
+}
+
+/* The last line of text that ends with a newline. */
+static const char *last_line(const char *text)
+{
+    size_t n = strlen(text);
+    cr_assert(n > 0 && text[n - 1] == '\n');
+    const char *p = text + n - 1;
+    while (p > text && p[-1] != '\n') {
+        p--;
+    }
+    return p;
+}
+
+/* Checks that text is JSON lines: every line one object, nothing else.
+ * Returns the number of lines. */
+static size_t check_json_lines(const char *text)
+{
+    size_t lines = 0;
+    cr_assert(text[0] == '\0' || text[strlen(text) - 1] == '\n', "no final newline: %s", text);
+    for (const char *line = text; *line != '\0'; lines++) {
+        size_t n = strcspn(line, "\n");
+        char *copy = strndup(line, n);
+        cr_assert_not_null(copy);
+        json_in j = {copy};
+        bool ok = copy[0] == '{' && json_value(&j, 0);
+        json_ws(&j);
+        cr_assert(ok && *j.p == '\0', "line %zu is not one JSON object (at byte %td): %.300s",
+                  lines + 1, j.p - copy, copy);
+        free(copy);
+        line += n + 1;
+    }
+    return lines;
+}
+
+Test(cli, json_checker_refuses_what_it_must)
+{
+    const char *bad[] = {"{", "{\"a\":}", "{\"a\":1,}", "{\"a\":\"x\x01\"}", "{\"a\":01}",
+                         "{\"a\":\"\xff\"}", "{\"a\":1}{", "{\"a\":tru}", "[1]", "{\"a\":\"\\x\"}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        json_in j = {bad[i]};
+        bool ok = bad[i][0] == '{' && json_value(&j, 0) && *j.p == '\0';
+        cr_assert(!ok, "'%s' accepted", bad[i]);
+    }
+    json_in j = {"{\"a\":[1,-2.5e3,{\"b\":null}],\"c\":\"\\u001b\xc3\xa9\",\"d\":true}"};
+    cr_assert(json_value(&j, 0) && *j.p == '\0');
+}
+
+/* No byte of `text` is a terminal control byte (other than newlines). */
+static void assert_no_controls(const char *text)
+{
+    for (const unsigned char *c = (const unsigned char *)text; *c != '\0'; c++) {
+        cr_assert(*c >= 0x20 || *c == '\n', "control byte 0x%02x in: %s", *c, text);
+    }
+}
 
 /* ---- A fresh working directory per test -------------------------------- */
 
@@ -726,6 +951,151 @@ Test(cli, json_lines_on_stdout_text_on_stderr)
     proc_free(&p);
 }
 
+Test(cli, user_stdout_never_reaches_the_json_channel)
+{
+    proc p = HARNESS("run", "selftest_chatter", "--seeds", "0..24", "-j", "2", "--keep-going",
+                     "--json", "--no-shrink");
+    cr_assert_eq(p.status, 20, "%s", p.err);
+    size_t lines = check_json_lines(p.out);
+    uint64_t findings = number_before(summary_of(p.err, "selftest_chatter"), " finding");
+    cr_assert_gt(findings, 1, "%s", p.err);
+    cr_assert_eq(lines, findings + 1, "the findings, then the summary: %s", p.out);
+    cr_assert_eq(strncmp(last_line(p.out), "{\"summary\":{", 12), 0, "%s", p.out);
+    cr_assert_eq(count_of(p.out, "{\"summary\":"), 1);
+    /* The output goes with each finding, escaped. */
+    cr_assert_eq(count_of(p.out, "\"output_bytes\":74015"), findings, "%s", p.out);
+    cr_assert_eq(count_of(p.out, "\\u001b[31mthe last words, no newline\",\"output_bytes\""),
+                 findings, "%s", p.out);
+    cr_assert_eq(count_of(p.err, "  stdout of the run (74015 bytes), the last 4095:\n"), findings,
+                 "%s", p.err);
+    cr_assert_not_null(strstr(p.err, "    | {\"kind\":\"not pollen's\",\\x1b[31mthe last words"),
+                       "%s", p.err);
+    assert_no_controls(p.err);
+    proc_free(&p);
+}
+
+Test(cli, user_stdout_is_shown_under_its_finding_in_text_mode)
+{
+    proc p = HARNESS("run", "selftest_chatter", "--seeds", "0..99", "-j", "2", "--no-shrink");
+    cr_assert_eq(p.status, 20, "%s%s", p.out, p.err);
+    /* Every line of user output is inside a finding, marked as such. */
+    for (const char *l = p.out; (l = strstr(l, "0123456789abcdef")) != NULL; l++) {
+        const char *start = l;
+        while (start > p.out && start[-1] != '\n') {
+            start--;
+        }
+        cr_assert_eq(strncmp(start, "    | ", 6), 0, "unmarked user output: %.100s", start);
+        l = strchr(l, '\n');
+        cr_assert_not_null(l);
+    }
+    cr_assert_not_null(strstr(p.out, "    | ...0123456789abcdef"), "%s", p.out);
+    cr_assert_null(strstr(p.out, "\n{\"kind\":\"not pollen's\""), "%s", p.out);
+    proc_free(&p);
+    /* The real backend's child prints too. */
+    p = HARNESS("run", "selftest_chatter", "--real", "--json");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    cr_assert_eq(check_json_lines(p.out), 1, "%s", p.out);
+    proc_free(&p);
+}
+
+/* True when some replay file in dir records a crash. */
+static bool crash_replay_in(const char *dir)
+{
+    DIR *d = opendir(dir);
+    bool found = false;
+    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        int fd = open(path, O_RDONLY);
+        if (fd >= 0 && e->d_name[0] != '.') {
+            char *text = slurp_fd(fd);
+            found = found || strstr(text, "\nfinding crash\n") != NULL;
+            free(text);
+        } else if (fd >= 0) {
+            close(fd);
+        }
+    }
+    if (d != NULL) {
+        closedir(d);
+    }
+    return found;
+}
+
+Test(cli, a_closed_stdout_stops_the_run_quietly)
+{
+    /* As `| head -c 0` and `| head -c 100` do: the reader goes away. */
+    const size_t reads[] = {0, 100};
+    for (size_t r = 0; r < sizeof reads / sizeof reads[0]; r++) {
+        int fds[2], err = temp_fd();
+        cr_assert_eq(pipe(fds), 0);
+        fcntl(fds[0], F_SETFD, FD_CLOEXEC); /* the reader is this test alone */
+        const char *args[] = {"run", "selftest_chatter", "--seeds", "0..199", "-j", "2",
+                              "--keep-going", "--json", "--no-shrink", NULL};
+        pid_t pid = spawn_argv("POLLEN_HARNESS", args, fds[1], err);
+        close(fds[1]);
+        char buf[100];
+        for (size_t got = 0; got < reads[r];) {
+            ssize_t n = read(fds[0], buf + got, reads[r] - got);
+            cr_assert_gt(n, 0);
+            got += (size_t)n;
+        }
+        close(fds[0]);
+        int status = wait_status(pid);
+        char *text = slurp_fd(err);
+        cr_assert_eq(status, 141, "after %zu bytes: status %d: %s", reads[r], status, text);
+        cr_assert_null(strstr(text, "FINDING crash"), "%s", text);
+        cr_assert_null(strstr(text, "SIGPIPE"), "%s", text);
+        cr_assert_null(strstr(text, "error"), "%s", text);
+        free(text);
+        cr_assert(!crash_replay_in("pollen-out"), "a worker died of SIGPIPE as a 'crash'");
+    }
+}
+
+Test(cli, a_full_stdout_is_an_error)
+{
+    int full = open("/dev/full", O_WRONLY);
+    if (full < 0) {
+        cr_skip_test("no /dev/full here");
+    }
+    const char *args[] = {"run", "selftest_crash", "--json", "--no-shrink", NULL};
+    proc p = run_argv_to("POLLEN_BIN", args, full);
+    close(full);
+    cr_assert_eq(p.status, 3, "%s", p.err);
+    cr_assert_not_null(strstr(p.err, "cannot write to stdout: No space left on device"), "%s",
+                       p.err);
+    proc_free(&p);
+}
+
+Test(cli, time_running_out_still_judges_a_hanging_seed)
+{
+    proc p = HARNESS("run", "selftest_hang_late", "--seeds", "0..99", "-j", "1", "--watchdog",
+                     "1s", "--time", "500ms");
+    cr_assert_eq(p.status, 19, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "FINDING livelock in selftest_hang_late (seed 13)"), "%s",
+                       p.out);
+    cr_assert_not_null(strstr(p.out, "made no progress for 1 s"), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "not run again alone"), "%s", p.out);
+    cr_assert(file_exists("pollen-out/selftest_hang_late-seed13.replay"));
+    proc_free(&p);
+    /* Keep going: the summary resumes past the hanging seed... */
+    p = HARNESS("run", "selftest_hang_late", "--seeds", "0..99", "-j", "1", "--watchdog", "1s",
+                "--time", "500ms", "--keep-going", "--json");
+    cr_assert_eq(p.status, 19, "%s%s", p.out, p.err);
+    cr_assert_eq(check_json_lines(p.out), 2, "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "{\"kind\":\"livelock\",\"scenario\":\"selftest_hang_late\","
+                                     "\"seed\":13,"),
+                       "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "\"complete\":false,\"resume_seed\":14,"), "%s", p.out);
+    proc_free(&p);
+    /* ...and resuming there does not stall. */
+    p = HARNESS("run", "selftest_hang_late", "--seeds", "14..20", "-j", "1", "--watchdog", "1s",
+                "--time", "500ms", "--json");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "\"runs\":7,"), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "\"complete\":true,"), "%s", p.out);
+    proc_free(&p);
+}
+
 Test(cli, shards_split_the_runs)
 {
     uint64_t total = 0;
@@ -762,14 +1132,6 @@ Test(cli, the_whole_seed_space_is_a_valid_range)
     cr_assert_not_null(strstr(p.out, "\"seeds\":\"0..18446744073709551615\""), "%s", p.out);
     cr_assert_not_null(strstr(p.out, "\"seeds\":18446744073709551616,"), "%s", p.out);
     proc_free(&p);
-}
-
-/* No byte of `text` is a terminal control byte (other than newlines). */
-static void assert_no_controls(const char *text)
-{
-    for (const unsigned char *c = (const unsigned char *)text; *c != '\0'; c++) {
-        cr_assert(*c >= 0x20 || *c == '\n', "control byte 0x%02x in: %s", *c, text);
-    }
 }
 
 Test(cli, names_from_files_and_arguments_are_escaped)
