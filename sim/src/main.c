@@ -34,12 +34,26 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #ifdef __linux__
 #include <sys/prctl.h>
+#endif
+/* Under AddressSanitizer, freed memory sits in a quarantine that keeps
+ * the RSS growing for a while: memory growth is read from its allocator
+ * instead. */
+#if defined(__SANITIZE_ADDRESS__)
+#define CLI_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CLI_ASAN 1
+#endif
+#endif
+#ifdef CLI_ASAN
+#include <sanitizer/allocator_interface.h>
 #endif
 
 #include "pollen/sim.h"
@@ -74,6 +88,10 @@ enum {
 #define PROGRESS_PIPE_MS 10000
 #define JOBS_DEFAULT_MAX 64u
 #define OUTPUT_TAIL_MAX 4096u /* bytes of a seed's stdout shown with its finding */
+#define DEFAULT_RECYCLE_SEEDS 10000u
+#define DEFAULT_WORKER_RSS (UINT64_C(1) << 30)
+#define GROWTH_WINDOW 64u     /* seeds over which memory growth is judged */
+#define GROWTH_MIN_BYTES (UINT64_C(64) << 10)
 
 /* ======================================================================
  * Pure helpers (declared in cli.h, unit-tested)
@@ -927,10 +945,16 @@ static const char help_run[] =
     "processes and limits:\n"
     "  --jobs N, -j N       worker processes (default: online CPUs, at most 64)\n"
     "  --shard K/N          only shard K of N: seed s when (s - A) mod N = K - 1\n"
-    "  --time DURATION      stop cleanly after this much wall time and report\n"
-    "                       how far the run got (units ms, s, m, h)\n"
+    "  --time DURATION      start no seed after this much wall time, and report\n"
+    "                       how far the run got (units ms, s, m, h); a seed still\n"
+    "                       running finishes or meets the watchdog\n"
     "  --watchdog DURATION  a seed running longer than this (wall time) is\n"
     "                       killed and reported as a livelock (default 10s)\n"
+    "  --recycle-seeds N    a worker hands its remaining seeds to a fresh process\n"
+    "                       after N seeds (default 10000)...\n"
+    "  --worker-rss SIZE    ...or once its peak RSS passes SIZE (default 1GiB;\n"
+    "                       units KiB, MiB, GiB, TiB); memory growing seed after\n"
+    "                       seed is reported as a leak in user code\n"
     "\n"
     "output:\n"
     "  --out DIR            directory for replay files (default pollen-out/)\n"
@@ -939,19 +963,24 @@ static const char help_run[] =
     "                       shrunk to its fewest deviations, explained, and saved\n"
     "                       next to it as ...-seed<seed>.shrunk.replay)\n"
     "  --shrink-time DURATION  wall-time budget of that shrink (default 10s)\n"
-    "  --json               findings and a final summary as JSON objects, one per\n"
-    "                       line, on stdout; the text goes to stderr\n"
+    "  --json               stdout holds only JSON objects, one per line: each\n"
+    "                       finding (user output in \"output\"), warnings, and\n"
+    "                       the summary last; the text goes to stderr\n"
     "  --quiet, -q          no progress or summary lines, only findings\n"
     "  --help, -h           this text\n"
     "\n"
     "Progress goes to stderr every second on a terminal, every 10 s otherwise.\n"
+    "What user code prints on stdout is captured per seed, never mixed into\n"
+    "pollen's output; a finding shows its run's last 4 KiB of it.\n"
     "A finding writes DIR/<scenario>-seed<seed>.replay; reproduce it with\n"
     "'{prog} replay FILE'.\n"
     "\n"
     "exit status: 0 no finding, 10 + kind of the first finding (see below),\n"
-    "2 bad usage, 3 internal error (such as an unwritable DIR), 130\n"
-    "interrupted before any finding. A known-bug scenario that produces its\n"
-    "expected finding still exits 10 + kind: the report is the truth.\n";
+    "2 bad usage, 3 internal error (such as an unwritable DIR or a full\n"
+    "stdout), 130 interrupted before any finding, 141 stdout closed early\n"
+    "(a reader such as 'head' went away: the run stops without a summary).\n"
+    "A known-bug scenario that produces its expected finding still exits\n"
+    "10 + kind: the report is the truth.\n";
 
 static const char help_replay[] =
     "usage: {prog} replay FILE... [options]\n"
@@ -1237,6 +1266,8 @@ typedef struct run_opts {
     uint32_t bound_k;
     uint32_t pct_depth;     /* --strategy pct:D: D, for the guarantee; 0: not PCT */
     pl_time shrink_ns;      /* --shrink-time: the auto-shrink's budget */
+    uint64_t recycle_seeds; /* a worker hands its seeds on after this many */
+    uint64_t worker_rss;    /* ... or once its peak RSS passes this (bytes) */
     bool tty;               /* stderr is a terminal: progress every second */
     int64_t deadline_ms;    /* now_ms() when --time runs out; INT64_MAX: never */
     FILE *text;             /* findings and summaries: stdout, stderr under --json */
@@ -1244,8 +1275,8 @@ typedef struct run_opts {
 
 enum run_opt {
     R_SEEDS, R_SEED, R_TIME, R_STRATEGY, R_KNOBS, R_JOBS, R_SHARD, R_OUT, R_JSON,
-    R_CHECK_DET, R_REAL, R_KEEP_GOING, R_QUIET, R_WATCHDOG, R_NO_SHRINK, R_SHRINK_TIME, R_HELP,
-    R__COUNT
+    R_CHECK_DET, R_REAL, R_KEEP_GOING, R_QUIET, R_WATCHDOG, R_NO_SHRINK, R_SHRINK_TIME,
+    R_RECYCLE_SEEDS, R_WORKER_RSS, R_HELP, R__COUNT
 };
 
 static const opt_spec run_specs[] = {
@@ -1265,6 +1296,8 @@ static const opt_spec run_specs[] = {
     [R_WATCHDOG] = {"watchdog", 0, "DURATION"},
     [R_NO_SHRINK] = {"no-shrink", 0, NULL},
     [R_SHRINK_TIME] = {"shrink-time", 0, "DURATION"},
+    [R_RECYCLE_SEEDS] = {"recycle-seeds", 0, "N"},
+    [R_WORKER_RSS] = {"worker-rss", 0, "SIZE"},
     [R_HELP] = {"help", 'h', NULL},
     [R__COUNT] = {NULL, 0, NULL},
 };
@@ -1285,6 +1318,8 @@ static void run_opts_default(run_opts *o)
     o->seed_hi = DEFAULT_SEED_HI;
     o->watchdog_ns = DEFAULT_WATCHDOG_NS;
     o->shrink_ns = DEFAULT_SHRINK_NS;
+    o->recycle_seeds = DEFAULT_RECYCLE_SEEDS;
+    o->worker_rss = DEFAULT_WORKER_RSS;
     o->strategy = "random";
     o->jobs = default_jobs();
     o->shard_k = o->shard_n = 1;
@@ -1396,6 +1431,16 @@ static int run_opt_apply(const opts_iter *it, int id, const char *v, run_opts *o
         return 0;
     case R_OUT:
         return run_opt_out(it, v, o);
+    case R_RECYCLE_SEEDS:
+        return opt_number(it, id, v, 1, UINT64_MAX, &o->recycle_seeds);
+    case R_WORKER_RSS:
+        if (pl__cli_parse_size(v, &o->worker_rss) != 0) {
+            return usage_error(it->c, it->cmd,
+                               "bad value for '--worker-rss': '%s' (expected a size such as "
+                               "512MiB or 2GiB)",
+                               v);
+        }
+        return 0;
     default:
         return run_opt_flag(id, o);
     }
@@ -1406,7 +1451,7 @@ static int run_opts_check(const opts_iter *it, const bool *seen, const run_opts 
 {
     static const int sim_only[] = {R_SEEDS, R_SEED, R_STRATEGY, R_KNOBS, R_JOBS, R_SHARD,
                                    R_OUT, R_CHECK_DET, R_KEEP_GOING, R_WATCHDOG, R_NO_SHRINK,
-                                   R_SHRINK_TIME};
+                                   R_SHRINK_TIME, R_RECYCLE_SEEDS, R_WORKER_RSS};
     if (seen[R_SEEDS] && seen[R_SEED]) {
         return usage_error(it->c, it->cmd, "'--seeds' and '--seed' exclude each other");
     }
@@ -1419,7 +1464,7 @@ static int run_opts_check(const opts_iter *it, const bool *seen, const run_opts 
         }
     }
     static const int seed_only_opts[] = {R_SEEDS, R_SEED, R_SHARD, R_JOBS, R_KEEP_GOING,
-                                         R_CHECK_DET};
+                                         R_CHECK_DET, R_RECYCLE_SEEDS, R_WORKER_RSS};
     for (size_t i = 0; o->bounded && i < sizeof seed_only_opts / sizeof seed_only_opts[0]; i++) {
         if (seen[seed_only_opts[i]]) {
             return usage_error(it->c, it->cmd,
@@ -1504,6 +1549,8 @@ enum msg_type {
     MSG_FINDING = 3, /* payload: msg_finding */
     MSG_SITES = 4,   /* payload: hits, reached per pl_sometimes site */
     MSG_ERROR = 5,   /* payload: text; the worker exits ST_INTERNAL */
+    MSG_RECYCLE = 6, /* payload: msg_recycle; the worker exits, seeds left */
+    MSG_GROWTH = 7,  /* payload: msg_growth; memory grew steadily */
 };
 
 /* Messages are raw structs: parent and workers are the same binary. */
@@ -1520,6 +1567,20 @@ typedef struct msg_finding {
     char replay_error[256];  /* why not */
     output_tail output;      /* the seed's stdout */
 } msg_finding;
+
+typedef enum recycle_reason { RECYCLE_NONE, RECYCLE_SEEDS, RECYCLE_RSS } recycle_reason;
+
+typedef struct msg_recycle {
+    uint32_t reason;         /* recycle_reason */
+    uint64_t rss;            /* the worker's peak RSS, bytes */
+    uint64_t seed;           /* the last seed it ran */
+} msg_recycle;
+
+typedef struct msg_growth {
+    uint64_t first_seed, last_seed; /* the seeds over which it grew */
+    uint64_t seeds;                 /* how many of them */
+    uint64_t bytes;                 /* grown in all */
+} msg_growth;
 
 /* Decisions of a rerun, in memory shared with the parent: they survive
  * the child's crash. */
@@ -1789,12 +1850,93 @@ static void worker_setup(const job *jb)
     }
 }
 
+/* The worker's peak resident set, in bytes (Linux counts ru_maxrss in
+ * KiB). What the OOM killer looks at, so what --worker-rss bounds. */
+static uint64_t peak_rss(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0 || ru.ru_maxrss < 0) {
+        return 0;
+    }
+    return (uint64_t)ru.ru_maxrss * 1024u;
+}
+
+/* The memory a leak in user code makes grow, given the peak RSS. The
+ * peak RSS does not move for a scenario that frees what it allocates,
+ * once warm, nor for one seed that peaks once; a leak pushes it up seed
+ * after seed. */
+static uint64_t memory_in_use(uint64_t rss)
+{
+#ifdef CLI_ASAN
+    (void)rss;
+    return (uint64_t)__sanitizer_get_current_allocated_bytes();
+#else
+    return rss;
+#endif
+}
+
+/* A worker's watch on its memory, over windows of GROWTH_WINDOW seeds. */
+typedef struct growth {
+    uint64_t start;          /* memory at the window's start */
+    uint64_t prev;           /* after the previous seed */
+    uint64_t first_seed;     /* the window's first seed */
+    uint32_t seeds, grew;    /* seeds in the window; those that grew memory */
+    bool warned;
+} growth;
+
+/* After the seed of index i: memory growing over most seeds of a window,
+ * by enough to matter, is user code keeping memory across runs. The
+ * first seed warms caches up and only sets the baseline. */
+static void watch_memory(int fd, growth *g, uint64_t i, uint64_t seed, uint64_t rss)
+{
+    uint64_t now = memory_in_use(rss);
+    if (i == 0 || g->warned) {
+        g->start = g->prev = now;
+        g->seeds = g->grew = 0;
+        return;
+    }
+    if (g->seeds == 0) {
+        g->first_seed = seed;
+    }
+    g->seeds++;
+    g->grew += now > g->prev;
+    g->prev = now;
+    if (g->seeds < GROWTH_WINDOW) {
+        return;
+    }
+    if (g->grew >= GROWTH_WINDOW * 3 / 4 && now >= g->start + GROWTH_MIN_BYTES) {
+        msg_growth m = {g->first_seed, seed, g->seeds, now - g->start};
+        send_msg(fd, MSG_GROWTH, seed, &m, sizeof m);
+        g->warned = true;
+    }
+    g->start = now;
+    g->seeds = g->grew = 0;
+}
+
+/* Whether the worker should hand its remaining seeds to a fresh process
+ * after running `ran` of them: leaks and fragmentation in user code
+ * must not grow one process until the OOM killer picks a seed. */
+static recycle_reason recycle_due(const job *jb, uint64_t ran, uint64_t rss)
+{
+    if (jb->rerun) {
+        return RECYCLE_NONE;
+    }
+    if (rss > jb->o->worker_rss) {
+        return RECYCLE_RSS;
+    }
+    return ran >= jb->o->recycle_seeds ? RECYCLE_SEEDS : RECYCLE_NONE;
+}
+
 static void worker_main(const job *jb, int fd)
 {
     worker_setup(jb);
     bool stopped = false;
-    for (uint64_t i = 0; pl__cli_slice_has(&jb->slice, i) && !stopped; i++) {
-        uint64_t seed = pl__cli_slice_seed(&jb->slice, i);
+    growth g;
+    memset(&g, 0, sizeof g);
+    recycle_reason recycle = RECYCLE_NONE;
+    uint64_t i = 0, seed = 0, rss = 0;
+    for (; pl__cli_slice_has(&jb->slice, i) && !stopped && recycle == RECYCLE_NONE; i++) {
+        seed = pl__cli_slice_seed(&jb->slice, i);
         send_msg(fd, MSG_START, seed, NULL, 0);
         int rc = worker_seed(jb, fd, seed);
         if (rc < 0) {
@@ -1803,6 +1945,17 @@ static void worker_main(const job *jb, int fd)
         }
         /* Later seeds are higher: after a finding they cannot matter. */
         stopped = rc > 0 && !jb->o->keep_going;
+        rss = peak_rss();
+        watch_memory(fd, &g, i, seed, rss);
+        recycle = recycle_due(jb, i + 1, rss);
+    }
+    if (!stopped && recycle != RECYCLE_NONE && pl__cli_slice_has(&jb->slice, i)) {
+        msg_recycle m;
+        memset(&m, 0, sizeof m); /* no uninitialised padding on the pipe */
+        m.reason = (uint32_t)recycle;
+        m.rss = rss;
+        m.seed = seed;
+        send_msg(fd, MSG_RECYCLE, seed, &m, sizeof m);
     }
     if (!stopped && !jb->rerun) {
         send_sites(fd);
@@ -2115,6 +2268,7 @@ typedef struct worker {
     int64_t heard_ms;        /* last message: the watchdog's clock */
     kill_reason killed;
     bool reported;           /* it sent a finding */
+    msg_recycle recycle;     /* why it handed its seeds on (reason 0: it did not) */
     bool rerun;              /* reruns one seed whose worker died */
     shared_rec *rec;         /* rerun: its decisions (NULL when mmap failed) */
     pl_finding_kind cause;   /* rerun: how the first run of the seed ended */
@@ -2145,6 +2299,7 @@ typedef struct campaign {
     uint64_t resume_seed;    /* the lowest seed a stopped worker left unjudged */
     bool stopped;            /* by --time or Ctrl-C */
     bool stopping;           /* --time ran out: no seed starts any more */
+    bool growth_warned, rss_noted; /* once per campaign */
     bool error;
 } campaign;
 
@@ -2458,6 +2613,83 @@ static void on_sites(campaign *cp, const worker *w, uint64_t n, const uint8_t *p
     cp->sites_received++;
 }
 
+/* "512 bytes", "64.0 KiB", "1.5 GiB" */
+static void format_bytes(uint64_t n, char *buf, size_t len)
+{
+    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
+    if (n < 1024) {
+        snprintf(buf, len, "%" PRIu64 " bytes", n);
+        return;
+    }
+    double v = (double)n / 1024.0;
+    size_t u = 0;
+    for (; v >= 1024.0 && u + 1 < sizeof units / sizeof units[0]; u++) {
+        v /= 1024.0;
+    }
+    snprintf(buf, len, "%.1f %s", v, units[u]);
+}
+
+/* A worker's memory grew seed after seed: not a finding of the oracles,
+ * but what it is, once per campaign, on the text channel and as a JSON
+ * line. */
+static void on_growth(campaign *cp, const msg_growth *m)
+{
+    if (cp->growth_warned || m->seeds == 0) {
+        return;
+    }
+    cp->growth_warned = true;
+    char per[32], rss[32], text[512];
+    format_bytes(m->bytes / m->seeds, per, sizeof per);
+    format_bytes(cp->o->worker_rss, rss, sizeof rss);
+    textf(text, sizeof text,
+          "worker memory grew by %s per seed over seeds %" PRIu64 "..%" PRIu64 " (%" PRIu64
+          " runs in one process): user code leaks memory across runs; workers restart every "
+          "%" PRIu64 " seeds (--recycle-seeds) and past %s of RSS (--worker-rss)",
+          per, m->first_seed, m->last_seed, m->seeds, cp->o->recycle_seeds, rss);
+    clear_progress(cp);
+    fprintf(cp->o->text, "warning: %s: %s\n", cp->sc->name, text);
+    flush_out(cp->o->text);
+    if (cp->o->json) {
+        fputs("{\"warning\":\"memory_growth\",\"scenario\":", stdout);
+        json_string(stdout, cp->sc->name);
+        fprintf(stdout, ",\"first_seed\":%" PRIu64 ",\"last_seed\":%" PRIu64 ",\"seeds\":%" PRIu64
+                        ",\"bytes_per_seed\":%" PRIu64 ",\"message\":",
+                m->first_seed, m->last_seed, m->seeds, m->bytes / m->seeds);
+        json_string(stdout, text);
+        fputs("}\n", stdout);
+        flush_out(stdout);
+    }
+}
+
+/* A worker handed its remaining seeds on: they go on in a fresh process,
+ * unless the campaign is ending. */
+static void worker_recycled(campaign *cp, const worker *w)
+{
+    pl__cli_slice rest = pl__cli_slice_rest(&w->slice, w->started);
+    if (rest.empty || (!cp->o->keep_going && rest.first > cp->limit)) {
+        return;
+    }
+    if (cp->stopping || interrupted || cp->error || stdout_errno != 0) {
+        note_unfinished(cp, rest);
+        return;
+    }
+    if (w->recycle.reason == RECYCLE_RSS && !cp->rss_noted) {
+        char rss[32], bound[32];
+        cp->rss_noted = true;
+        format_bytes(w->recycle.rss, rss, sizeof rss);
+        format_bytes(cp->o->worker_rss, bound, sizeof bound);
+        clear_progress(cp);
+        fprintf(cp->o->text,
+                "note: %s: a worker grew to %s of RSS (--worker-rss %s) by seed %" PRIu64
+                "; its seeds from %" PRIu64 " on run in a fresh process\n",
+                cp->sc->name, rss, bound, w->recycle.seed, rest.first);
+        flush_out(cp->o->text);
+    }
+    if (spawn_worker(cp, rest, false, NULL) == NULL) {
+        cp->error = true;
+    }
+}
+
 static void on_message(campaign *cp, worker *w, const msg_head *h, const uint8_t *payload)
 {
     w->heard_ms = now_ms();
@@ -2485,6 +2717,12 @@ static void on_message(campaign *cp, worker *w, const msg_head *h, const uint8_t
         free(m);
     } else if (h->type == MSG_SITES) {
         on_sites(cp, w, h->seed, payload, h->len);
+    } else if (h->type == MSG_RECYCLE && h->len == sizeof(msg_recycle)) {
+        memcpy(&w->recycle, payload, sizeof w->recycle);
+    } else if (h->type == MSG_GROWTH && h->len == sizeof(msg_growth)) {
+        msg_growth m;
+        memcpy(&m, payload, sizeof m);
+        on_growth(cp, &m);
     } else if (h->type == MSG_ERROR && h->len > 0) {
         internal_error(cp->c, "run", "%s: %.*s", cp->sc->name, (int)h->len, (const char *)payload);
         cp->error = true;
@@ -2593,6 +2831,8 @@ static void reap(campaign *cp, size_t i)
         describe_status(status, text, sizeof text);
         internal_error(cp->c, "run", "%s: a worker %s between two runs", cp->sc->name, text);
         cp->error = true;
+    } else if (w.recycle.reason != RECYCLE_NONE) {
+        worker_recycled(cp, &w);
     }
     close(w.out_fd);
     shared_rec_destroy(w.rec);

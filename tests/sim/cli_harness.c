@@ -7,6 +7,8 @@
  */
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <pollen/sim.h>
@@ -239,10 +241,69 @@ static const pl_scenario selftest_chatter = {
     .expect = "assertion",
 };
 
+/* ---- selftest_leak (extra): user code keeps 1 MiB per run ---------------- */
+
+enum { LEAK_BYTES = 1 << 20 };
+
+/* The blocks stay reachable through this list, so LeakSanitizer at exit
+ * does not count them: the leak is across runs, not lost memory. */
+static void *leaked_blocks;
+
+static int leak_setup(pl_executor *ex, void *state)
+{
+    (void)state;
+    void **block = malloc(LEAK_BYTES);
+    if (block == NULL) {
+        return PL_ENOMEM;
+    }
+    memset(block, 0xab, LEAK_BYTES); /* touched: it counts in the RSS */
+    *block = leaked_blocks;
+    leaked_blocks = block;
+    pl_future q = PL_FUTURE_INIT(&quick_vtable);
+    return PL_SPAWN(ex, q, "quick", NULL);
+}
+
+static const pl_scenario selftest_leak = {
+    .name = "selftest_leak",
+    .summary = "CLI self-test: every run keeps 1 MiB that no run frees",
+    .setup = leak_setup,
+};
+
+/* ---- selftest_runs (extra): fails in a process that ran > 20 seeds ------ */
+
+static int runs_in_process;
+
+static int runs_setup(pl_executor *ex, void *state)
+{
+    (void)state;
+    runs_in_process++;
+    pl_future q = PL_FUTURE_INIT(&quick_vtable);
+    return PL_SPAWN(ex, q, "quick", NULL);
+}
+
+static int runs_check(pl_executor *ex, void *state, char *msg, size_t len)
+{
+    (void)ex;
+    (void)state;
+    if (runs_in_process > 20) {
+        snprintf(msg, len, "this process ran %d seeds", runs_in_process);
+        return 1;
+    }
+    return 0;
+}
+
+static const pl_scenario selftest_runs = {
+    .name = "selftest_runs",
+    .summary = "CLI self-test: check() fails in a process past its 20th run",
+    .setup = runs_setup,
+    .check = runs_check,
+};
+
 int main(int argc, char **argv)
 {
     static const pl_scenario *const extra[] = {&selftest_hang,      &selftest_hang_late,
                                                &selftest_nondet,    &selftest_sometimes,
-                                               &selftest_chatter,   NULL};
+                                               &selftest_chatter,   &selftest_leak,
+                                               &selftest_runs,      NULL};
     return pl_main(argc, argv, extra);
 }

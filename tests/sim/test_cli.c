@@ -811,6 +811,10 @@ static const usage_case usage_cases[] = {
     {{"run", "selftest_clean", "-j", "2", "--jobs", "3"}, "option '--jobs' given twice"},
     {{"replay", "--scenario", "a", "--scenario", "b", "f"}, "option '--scenario' given twice"},
     {{"shrink", "f", "-o", "a", "-o", "b"}, "option '--output' given twice"},
+    {{"run", "selftest_clean", "--worker-rss", "1GB"}, "bad value for '--worker-rss': '1GB'"},
+    {{"run", "selftest_clean", "--recycle-seeds", "0"}, "bad value for '--recycle-seeds': '0'"},
+    {{"run", "selftest_clean", "--real", "--worker-rss", "1GiB"},
+     "'--worker-rss' has no effect with '--real'"},
     {{"help", "nope"}, "unknown command 'nope'"},
 };
 
@@ -1093,6 +1097,53 @@ Test(cli, time_running_out_still_judges_a_hanging_seed)
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "\"runs\":7,"), "%s", p.out);
     cr_assert_not_null(strstr(p.out, "\"complete\":true,"), "%s", p.out);
+    proc_free(&p);
+}
+
+Test(cli, memory_growing_seed_after_seed_is_reported)
+{
+    proc p = HARNESS("run", "selftest_leak", "--seeds", "0..99", "-j", "1");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "warning: selftest_leak: worker memory grew by 1.0 MiB per "
+                                     "seed over seeds 1..64 (64 runs in one process): user code "
+                                     "leaks memory across runs"),
+                       "%s", p.out);
+    cr_assert_eq(count_of(p.out, "warning:"), 1, "once per campaign: %s", p.out);
+    proc_free(&p);
+    p = HARNESS("run", "selftest_leak", "--seeds", "0..199", "-j", "2", "--json");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    cr_assert_eq(check_json_lines(p.out), 2, "%s", p.out);
+    cr_assert_eq(strncmp(p.out, "{\"warning\":\"memory_growth\",\"scenario\":\"selftest_leak\","
+                                "\"first_seed\":",
+                         60),
+                 0, "%s", p.out);
+    proc_free(&p);
+    /* Memory that is freed, or used once, is no leak. */
+    p = HARNESS("run", "selftest_chatter", "selftest_assert", "--seeds", "0..199", "-j", "1",
+                "--keep-going", "--no-shrink");
+    cr_assert_null(strstr(p.out, "warning:"), "%s", p.out);
+    proc_free(&p);
+}
+
+Test(cli, workers_hand_their_seeds_to_fresh_processes)
+{
+    /* selftest_runs fails in a process past its 20th run. */
+    proc p = HARNESS("run", "selftest_runs", "--seeds", "0..99", "-j", "2", "--recycle-seeds",
+                     "20");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "selftest_runs: 100 runs, 0 findings"), "%s", p.out);
+    proc_free(&p);
+    p = HARNESS("run", "selftest_runs", "--seeds", "0..99", "-j", "2", "--recycle-seeds", "21",
+                "--no-shrink");
+    cr_assert_eq(p.status, 20, "%s%s", p.out, p.err);
+    cr_assert_eq(finding_seed(p.out), 40, "%s", p.out); /* the 21st seed of job 0 */
+    proc_free(&p);
+    /* Past --worker-rss, after the seed that crossed it. */
+    p = HARNESS("run", "selftest_leak", "--seeds", "0..99", "-j", "1", "--worker-rss", "32MiB");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "note: selftest_leak: a worker grew to "), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, " of RSS (--worker-rss 32.0 MiB) by seed "), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "selftest_leak: 100 runs, 0 findings"), "%s", p.out);
     proc_free(&p);
 }
 
