@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -59,6 +61,10 @@ static int temp_fd(void)
     return fd;
 }
 
+/* When set, children start with this file size limit (RLIMIT_FSIZE) and
+ * SIGXFSZ ignored: writes past it fail with EFBIG, as on a full disk. */
+static long child_fsize_max = -1;
+
 /* Starts the binary named by environment variable `which` with args
  * (NULL terminated), its stdout and stderr on out and err. */
 static pid_t spawn_argv(const char *which, const char *const *args, int out, int err)
@@ -78,6 +84,11 @@ static pid_t spawn_argv(const char *which, const char *const *args, int out, int
     if (pid == 0) {
         dup2(out, STDOUT_FILENO);
         dup2(err, STDERR_FILENO);
+        if (child_fsize_max >= 0) {
+            struct rlimit rl = {(rlim_t)child_fsize_max, (rlim_t)child_fsize_max};
+            signal(SIGXFSZ, SIG_IGN);
+            setrlimit(RLIMIT_FSIZE, &rl);
+        }
         execv(bin, (char *const *)argv);
         _exit(127);
     }
@@ -1233,6 +1244,31 @@ Test(cli, a_directory_is_reported_as_one)
     cr_assert_eq(p.status, 3, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.err, "cannot write 'adir': Is a directory"), "%s", p.err);
     proc_free(&p);
+}
+
+Test(cli, a_failed_replay_write_names_its_cause)
+{
+    /* Pipes are not limited by RLIMIT_FSIZE: the report gets through. */
+    int out[2], err[2];
+    cr_assert_eq(pipe(out), 0);
+    cr_assert_eq(pipe(err), 0);
+    fcntl(out[0], F_SETFD, FD_CLOEXEC);
+    fcntl(err[0], F_SETFD, FD_CLOEXEC);
+    child_fsize_max = 64;
+    const char *args[] = {"run", "selftest_crash", "--no-shrink", NULL};
+    pid_t pid = spawn_argv("POLLEN_BIN", args, out[1], err[1]);
+    child_fsize_max = -1;
+    close(out[1]);
+    close(err[1]);
+    int status = wait_status(pid);
+    char *text = slurp_fd(out[0]), *etext = slurp_fd(err[0]);
+    cr_assert_eq(status, 3, "%s%s", text, etext);
+    cr_assert_not_null(strstr(text, "replay: none (cannot write pollen-out/selftest_crash-seed"),
+                       "%s", text);
+    cr_assert_not_null(strstr(text, ".replay: File too large)"), "not 'Input/output error': %s",
+                       text);
+    free(text);
+    free(etext);
 }
 
 Test(cli, unwritable_output_is_an_internal_error)
