@@ -1760,7 +1760,7 @@ static int check_determinism(const job *jb, const pl_sim_options *so, pl_sim_res
 static void worker_finding(const job *jb, int fd, uint64_t seed, const pl_sim_options *so,
                            const pl_sim_result *r)
 {
-    static msg_finding m; /* 10 KiB: not on the stack of user code's thread */
+    msg_finding m;
     memset(&m, 0, sizeof m);
     end_seed_output(&m.output);
     m.hash = r->hash;
@@ -2261,6 +2261,7 @@ typedef struct worker {
     pid_t pid;               /* 0: free slot */
     int fd;                  /* read end of its pipe */
     int out_fd;              /* its stdout's capture file */
+    output_tail tail;        /* once reaped: what that file held */
     pl__cli_slice slice;
     uint64_t started;        /* seeds of the slice started */
     bool running;            /* a seed started and not finished */
@@ -2554,7 +2555,7 @@ static void lost_report(campaign *cp, const worker *w, pl_finding_kind kind, con
         snprintf(rp->f.message + n, sizeof rp->f.message - (size_t)n,
                  "\n(not run again alone to record its decisions: --time had run out)");
     }
-    read_tail(w->out_fd, &rp->output);
+    rp->output = w->tail;
     const char *note = how == LOST_NOT_RERUN ? "--time ran out before a rerun could record "
                                                "the decisions"
                                              : "this build records no decisions of crashed runs";
@@ -2820,6 +2821,9 @@ static void reap(campaign *cp, size_t i)
     int status = 0;
     while (waitpid(w.pid, &status, 0) < 0 && errno == EINTR) {
     }
+    /* Closed before any new worker forks, which would inherit it. */
+    read_tail(w.out_fd, &w.tail);
+    close(w.out_fd);
     if (w.killed == KILL_STOP) {
         /* Stopped on purpose: nothing to report. */
     } else if (w.rerun) {
@@ -2834,7 +2838,6 @@ static void reap(campaign *cp, size_t i)
     } else if (w.recycle.reason != RECYCLE_NONE) {
         worker_recycled(cp, &w);
     }
-    close(w.out_fd);
     shared_rec_destroy(w.rec);
 }
 

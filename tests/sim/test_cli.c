@@ -906,6 +906,8 @@ Test(cli, crash_is_isolated_reported_and_replayable)
                   strstr(p.out, "exited with status 1") != NULL,
               "%s", p.out);
     cr_assert_not_null(strstr(p.out, "expected: yes"));
+    /* What the crashing run printed last, though it never ended its line. */
+    cr_assert_not_null(strstr(p.out, "    | crasher: raising SIGSEGV in round "), "%s", p.out);
     cr_assert_eq(count_of(p.out, "FINDING"), 1, "stops at the first finding: %s", p.out);
     uint64_t seed = finding_seed(p.out);
     char path[256], line[512];
