@@ -1364,6 +1364,11 @@ Test(cli, sometimes_never_true_is_an_assertion)
     cr_assert_not_null(strstr(p.out, "pl_sometimes(\"the impossible happens\")"), "%s", p.out);
     cr_assert_not_null(strstr(p.out, "evaluated 10 times"), "%s", p.out);
     proc_free(&p);
+    /* Workers that hand their seeds on still count every evaluation. */
+    p = HARNESS("run", "selftest_sometimes", "--seeds", "0..9", "-j", "2", "--recycle-seeds", "3");
+    cr_assert_eq(p.status, 10 + 10, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "evaluated 10 times"), "%s", p.out);
+    proc_free(&p);
     /* A shard sees part of the campaign: a note, not a finding. */
     p = HARNESS("run", "selftest_sometimes", "--seeds", "0..9", "--shard", "1/2");
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
