@@ -16,6 +16,16 @@
  * findings, and reruns a seed alone in a fresh child when a worker died
  * on it, so the crash is reported with the decisions that led to it.
  *
+ * A worker's stdout is a capture file, not the parent's: the parent's
+ * stdout carries pollen's output alone (under --json, its JSON lines),
+ * and what user code printed goes with the finding of its seed. A worker
+ * hands its remaining seeds to a fresh process after --recycle-seeds
+ * seeds or past --worker-rss, and says when its memory grows seed after
+ * seed. When --time runs out no seed starts, but a running one finishes
+ * or meets the watchdog: a hang is judged, not left for every resumed
+ * campaign to stall on. Workers ignore SIGPIPE like the parent, which
+ * ends the run quietly when its stdout is closed.
+ *
  * Stopping at the first finding stays deterministic with several jobs:
  * the parent keeps the lowest finding seed L and stops only workers that
  * start a seed above L. Every worker runs its seeds in increasing order,
