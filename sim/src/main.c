@@ -2552,9 +2552,14 @@ static void lost_report(campaign *cp, const worker *w, pl_finding_kind kind, con
     rp->has_seed = true;
     rp->seed = w->seed;
     rp->f.kind = kind;
+    /* pollen's own kills are the watchdog's: a SIGKILL otherwise came
+     * from outside, most often the OOM killer. */
+    bool outside = strncmp(text, "was killed by SIGKILL", 21) == 0;
     const char *why = kind == PL_FINDING_LIVELOCK
                           ? "user code seems stuck inside one poll, or a poll never returns"
-                          : "user code crashed";
+                      : outside ? "pollen did not send it; the kernel's OOM killer does when "
+                                  "memory runs out (see --worker-rss)"
+                                : "user code crashed";
     int n = snprintf(rp->f.message, sizeof rp->f.message,
                      "the worker process %s while running this seed: %s", text, why);
     if (how == LOST_NOT_REPRODUCED && n > 0 && (size_t)n < sizeof rp->f.message) {

@@ -5,6 +5,7 @@
  * nondeterministic scenario, a pl_sometimes that is never true, an
  * ordinary finding with a full replay file, and user code that prints.
  */
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -269,6 +270,28 @@ static const pl_scenario selftest_leak = {
     .setup = leak_setup,
 };
 
+/* ---- selftest_oom (extra): the 6th run of a process is SIGKILLed -------- */
+
+/* What the OOM killer does to a worker grown by earlier seeds: the seed
+ * it happens to run is innocent, and run alone it passes. */
+static int oom_runs;
+
+static int oom_setup(pl_executor *ex, void *state)
+{
+    (void)state;
+    if (++oom_runs == 6) {
+        raise(SIGKILL);
+    }
+    pl_future q = PL_FUTURE_INIT(&quick_vtable);
+    return PL_SPAWN(ex, q, "quick", NULL);
+}
+
+static const pl_scenario selftest_oom = {
+    .name = "selftest_oom",
+    .summary = "CLI self-test: the 6th run of each process is killed as the OOM killer would",
+    .setup = oom_setup,
+};
+
 /* ---- selftest_runs (extra): fails in a process that ran > 20 seeds ------ */
 
 static int runs_in_process;
@@ -304,6 +327,7 @@ int main(int argc, char **argv)
     static const pl_scenario *const extra[] = {&selftest_hang,      &selftest_hang_late,
                                                &selftest_nondet,    &selftest_sometimes,
                                                &selftest_chatter,   &selftest_leak,
-                                               &selftest_runs,      NULL};
+                                               &selftest_runs,      &selftest_oom,
+                                               NULL};
     return pl_main(argc, argv, extra);
 }

@@ -1160,6 +1160,18 @@ Test(cli, workers_hand_their_seeds_to_fresh_processes)
     proc_free(&p);
 }
 
+Test(cli, a_kill_from_outside_is_not_pinned_on_its_seed)
+{
+    proc p = HARNESS("run", "selftest_oom", "--seeds", "0..9", "-j", "1", "--no-shrink");
+    cr_assert_eq(p.status, 22, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "FINDING crash in selftest_oom (seed 5)"), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "was killed by SIGKILL (Killed) while running this seed: "
+                                     "pollen did not send it; the kernel's OOM killer does"),
+                       "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "run again alone, the seed did not fail"), "%s", p.out);
+    proc_free(&p);
+}
+
 Test(cli, shards_split_the_runs)
 {
     uint64_t total = 0;
