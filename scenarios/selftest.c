@@ -5,8 +5,9 @@
  *    clean, so `pollen run selftest_clean` must exit 0.
  *  - selftest_crash: one task yields a few times and raises SIGSEGV
  *    inside its poll when a PL_BUGGIFY site fires, so only some seeds
- *    crash. The worker running such a seed dies; the CLI must report a
- *    crash finding with its seed and replay file, and go on.
+ *    crash, after printing a last line without a newline. The worker
+ *    running such a seed dies; the CLI must report a crash finding with
+ *    its seed, replay file and last output, and go on.
  */
 #include <signal.h>
 #include <stdbool.h>
@@ -81,6 +82,8 @@ static pl_poll_result crasher_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_BEGIN(self);
     for (self->round = 0; self->round < CRASH_YIELDS; self->round++) {
         if (PL_BUGGIFY(cx)) {
+            /* The last words, without a newline: the CLI must keep them. */
+            printf("crasher: raising SIGSEGV in round %d", self->round);
             /* What a wild pointer in user code does, without the UB. */
             raise(SIGSEGV);
         }

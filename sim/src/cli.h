@@ -25,8 +25,8 @@ int pl__cli_parse_u64(const char *text, uint64_t *out);
 int pl__cli_parse_seed(const char *text, uint64_t *out);
 
 /* Parses an inclusive seed range "A..B" (each side as pl__cli_parse_seed,
- * A <= B, and B - A < UINT64_MAX so the count fits). Returns 0 or
- * PL_EINVAL. */
+ * A <= B; 0..18446744073709551615, all 2^64 seeds, is valid). Returns 0
+ * or PL_EINVAL. */
 int pl__cli_parse_seeds(const char *text, uint64_t *lo, uint64_t *hi);
 
 /* Parses a positive duration: a number with an optional fraction of up
@@ -41,12 +41,15 @@ int pl__cli_parse_duration(const char *text, pl_time *out_ns);
 #define PL__CLI_SHARDS_MAX 65536u
 int pl__cli_parse_shard(const char *text, uint32_t *k, uint32_t *n);
 
-/* The seeds one worker runs: first, first + stride, ... (count of them),
- * in increasing order. */
+/* The seeds one worker runs: first, first + stride, ... in increasing
+ * order, `last` + 1 of them. A slice counts its seeds by the index of
+ * the last one because the whole seed space holds 2^64 seeds, one more
+ * than a uint64_t counts. */
 typedef struct pl__cli_slice {
     uint64_t first;
     uint64_t stride;
-    uint64_t count;
+    uint64_t last; /* index of the last seed; 0 when empty */
+    bool empty;    /* no seed at all */
 } pl__cli_slice;
 
 /* Seeds [lo, hi] are split across shards, then across jobs:
@@ -54,15 +57,43 @@ typedef struct pl__cli_slice {
  *   - job j of `jobs` (0-based) owns the shard's i-th seed (i from 0, in
  *     increasing order) when i mod jobs == j.
  * The intersection is itself an arithmetic progression, returned here.
- * Over all k and j the slices cover [lo, hi] exactly once. Requires
- * lo <= hi, 1 <= k <= n <= PL__CLI_SHARDS_MAX, j < jobs <=
- * PL__CLI_JOBS_MAX. */
+ * Over all k and j the slices cover [lo, hi] exactly once (the whole
+ * shard is the slice of j = 0, jobs = 1). Requires lo <= hi,
+ * 1 <= k <= n <= PL__CLI_SHARDS_MAX, j < jobs <= PL__CLI_JOBS_MAX. */
 #define PL__CLI_JOBS_MAX 1024u
 pl__cli_slice pl__cli_slice_of(uint64_t lo, uint64_t hi, uint32_t k, uint32_t n, uint32_t j,
                                uint32_t jobs);
 
-/* The i-th seed of a slice (i < count). */
+/* True when the slice has an i-th seed (i < its count). */
+bool pl__cli_slice_has(const pl__cli_slice *s, uint64_t i);
+
+/* The i-th seed of a slice (requires pl__cli_slice_has(s, i)). */
 uint64_t pl__cli_slice_seed(const pl__cli_slice *s, uint64_t i);
+
+/* The seeds of s from its i-th on (empty when it has no i-th seed): what
+ * a fresh worker resumes after one that ran i seeds of s. */
+pl__cli_slice pl__cli_slice_rest(const pl__cli_slice *s, uint64_t i);
+
+/* The number of seeds of s in decimal, "18446744073709551616" for the
+ * whole seed space. Returns the length like snprintf. */
+int pl__cli_slice_count_text(const pl__cli_slice *s, char *buf, size_t len);
+
+/* Parses a size: a whole number and a unit, one of KiB, MiB, GiB, TiB
+ * ("512MiB", "1GiB"); a bare number is an error. Returns 0 or PL_EINVAL
+ * (also for zero and for sizes that overflow). */
+int pl__cli_parse_size(const char *text, uint64_t *out_bytes);
+
+/* Copies text into buf with terminal control bytes escaped as \xHH: C0
+ * controls (but newline and tab when keep_lines), DEL, C1 controls
+ * (U+0080-U+009F) and bytes that are not valid UTF-8, so that names and
+ * contents from files or the command line cannot drive the terminal.
+ * Returns the length of the full result like snprintf. */
+int pl__cli_escape(const char *text, bool keep_lines, char *buf, size_t len);
+
+/* The length of the valid UTF-8 sequence at p (1 to 4 bytes; 1 for
+ * ASCII), or 0 when the bytes there are not valid UTF-8 (overlong forms,
+ * surrogates and values past U+10FFFF included). p is NUL-terminated. */
+size_t pl__cli_utf8_len(const unsigned char *p);
 
 /* Edit distance between a and b, capped at `cap` (returns cap when it is
  * at least cap): used for "did you mean" hints. */

@@ -16,6 +16,16 @@
  * findings, and reruns a seed alone in a fresh child when a worker died
  * on it, so the crash is reported with the decisions that led to it.
  *
+ * A worker's stdout is a capture file, not the parent's: the parent's
+ * stdout carries pollen's output alone (under --json, its JSON lines),
+ * and what user code printed goes with the finding of its seed. A worker
+ * hands its remaining seeds to a fresh process after --recycle-seeds
+ * seeds or past --worker-rss, and says when its memory grows seed after
+ * seed. When --time runs out no seed starts, but a running one finishes
+ * or meets the watchdog: a hang is judged, not left for every resumed
+ * campaign to stall on. Workers ignore SIGPIPE like the parent, which
+ * ends the run quietly when its stdout is closed.
+ *
  * Stopping at the first finding stays deterministic with several jobs:
  * the parent keeps the lowest finding seed L and stops only workers that
  * start a seed above L. Every worker runs its seeds in increasing order,
@@ -34,12 +44,26 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #ifdef __linux__
 #include <sys/prctl.h>
+#endif
+/* Under AddressSanitizer, freed memory sits in a quarantine that keeps
+ * the RSS growing for a while: memory growth is read from its allocator
+ * instead. */
+#if defined(__SANITIZE_ADDRESS__)
+#define CLI_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CLI_ASAN 1
+#endif
+#endif
+#ifdef CLI_ASAN
+#include <sanitizer/allocator_interface.h>
 #endif
 
 #include "pollen/sim.h"
@@ -62,6 +86,7 @@ enum {
     ST_INTERNAL = 3,
     ST_FINDING_BASE = 10,
     ST_INTERRUPTED = 130,
+    ST_OUTPUT_CLOSED = 141, /* 128 + SIGPIPE, what a shell reports for `| head` */
 };
 
 #define DEFAULT_SEED_HI 999u
@@ -72,6 +97,11 @@ enum {
 #define PROGRESS_TTY_MS 1000
 #define PROGRESS_PIPE_MS 10000
 #define JOBS_DEFAULT_MAX 64u
+#define OUTPUT_TAIL_MAX 4096u /* bytes of a seed's stdout shown with its finding */
+#define DEFAULT_RECYCLE_SEEDS 10000u
+#define DEFAULT_WORKER_RSS (UINT64_C(1) << 30)
+#define GROWTH_WINDOW 64u     /* seeds over which memory growth is judged */
+#define GROWTH_MIN_BYTES (UINT64_C(64) << 10)
 
 /* ======================================================================
  * Pure helpers (declared in cli.h, unit-tested)
@@ -130,8 +160,7 @@ int pl__cli_parse_seeds(const char *text, uint64_t *lo, uint64_t *hi)
         pl__cli_parse_seed(right, &b) != 0) {
         return PL_EINVAL;
     }
-    /* b - a + 1 seeds must fit in a uint64_t. */
-    if (a > b || (a == 0 && b == UINT64_MAX)) {
+    if (a > b) {
         return PL_EINVAL;
     }
     *lo = a;
@@ -219,29 +248,146 @@ int pl__cli_parse_shard(const char *text, uint32_t *k, uint32_t *n)
     return 0;
 }
 
+static bool shell_safe(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           strchr("_-./:=,+@%", c) != NULL;
+}
+
+/* Appends c to buf (when it fits) and counts it, like snprintf does. */
+static void put_char(char *buf, size_t len, size_t *n, char c)
+{
+    if (*n + 1 < len) {
+        buf[*n] = c;
+    }
+    (*n)++;
+}
+
 pl__cli_slice pl__cli_slice_of(uint64_t lo, uint64_t hi, uint32_t k, uint32_t n, uint32_t j,
                                uint32_t jobs)
 {
-    pl__cli_slice none = {0, 1, 0};
-    /* The shard's seeds: lo + (k - 1) + i * n for i < shard_count. */
+    pl__cli_slice none = {0, 1, 0, true};
+    /* The shard's seeds: lo + (k - 1) + i * n for i <= shard_last. Indexes
+     * rather than counts: a count of the whole seed space overflows. */
     uint64_t span = hi - lo; /* seeds in range minus one; no overflow */
     if ((uint64_t)(k - 1) > span) {
         return none;
     }
-    uint64_t shard_count = (span - (k - 1)) / n + 1;
-    if (j >= shard_count) {
+    uint64_t shard_last = (span - (k - 1)) / n;
+    if (j > shard_last) {
         return none;
     }
     pl__cli_slice s;
     s.first = lo + (k - 1) + (uint64_t)j * n;
     s.stride = (uint64_t)n * jobs;
-    s.count = (shard_count - 1 - j) / jobs + 1;
+    s.last = (shard_last - j) / jobs;
+    s.empty = false;
     return s;
+}
+
+bool pl__cli_slice_has(const pl__cli_slice *s, uint64_t i)
+{
+    return !s->empty && i <= s->last;
 }
 
 uint64_t pl__cli_slice_seed(const pl__cli_slice *s, uint64_t i)
 {
     return s->first + i * s->stride;
+}
+
+pl__cli_slice pl__cli_slice_rest(const pl__cli_slice *s, uint64_t i)
+{
+    pl__cli_slice rest = {0, 1, 0, true};
+    if (pl__cli_slice_has(s, i)) {
+        rest.first = pl__cli_slice_seed(s, i);
+        rest.stride = s->stride;
+        rest.last = s->last - i;
+        rest.empty = false;
+    }
+    return rest;
+}
+
+int pl__cli_slice_count_text(const pl__cli_slice *s, char *buf, size_t len)
+{
+    if (s->empty) {
+        return snprintf(buf, len, "0");
+    }
+    if (s->last == UINT64_MAX) {
+        return snprintf(buf, len, "18446744073709551616"); /* 2^64 */
+    }
+    return snprintf(buf, len, "%" PRIu64, s->last + 1);
+}
+
+int pl__cli_parse_size(const char *text, uint64_t *out_bytes)
+{
+    static const struct {
+        const char *name;
+        unsigned shift;
+    } units[] = {{"KiB", 10}, {"MiB", 20}, {"GiB", 30}, {"TiB", 40}};
+    size_t digits = text != NULL ? strspn(text, "0123456789") : 0;
+    uint64_t n;
+    if (digits == 0 || !parse_decimal(text, digits, &n) || n == 0) {
+        return PL_EINVAL;
+    }
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcmp(text + digits, units[i].name) == 0) {
+            if (n > UINT64_MAX >> units[i].shift) {
+                return PL_EINVAL;
+            }
+            *out_bytes = n << units[i].shift;
+            return 0;
+        }
+    }
+    return PL_EINVAL;
+}
+
+size_t pl__cli_utf8_len(const unsigned char *p)
+{
+    if (p[0] < 0x80) {
+        return 1;
+    }
+    /* Lead byte: sequence length and the smallest value it may encode. */
+    size_t n = p[0] >= 0xc2 && p[0] <= 0xdf ? 2 : p[0] >= 0xe0 && p[0] <= 0xef ? 3
+               : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : 0;
+    uint32_t cp = n == 2 ? p[0] & 0x1fu : n == 3 ? p[0] & 0x0fu : p[0] & 0x07u;
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80) {
+            return 0; /* also stops at the NUL */
+        }
+        cp = cp << 6 | (p[i] & 0x3fu);
+    }
+    static const uint32_t min_of[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (n == 0 || cp < min_of[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+        return 0;
+    }
+    return n;
+}
+
+int pl__cli_escape(const char *text, bool keep_lines, char *buf, size_t len)
+{
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)text; *p != '\0';) {
+        size_t seq = pl__cli_utf8_len(p);
+        bool c1 = seq == 2 && p[0] == 0xc2 && p[1] < 0xa0; /* U+0080-U+009F */
+        bool kept = keep_lines && (*p == '\n' || *p == '\t');
+        if (seq == 0 || c1 || ((*p < 0x20 || *p == 0x7f) && !kept)) {
+            char hex[8];
+            snprintf(hex, sizeof hex, "\\x%02x", *p);
+            for (const char *h = hex; *h != '\0'; h++) {
+                put_char(buf, len, &n, *h);
+            }
+            p++;
+            continue;
+        }
+        for (size_t i = 0; i < seq; i++) {
+            put_char(buf, len, &n, (char)p[i]);
+        }
+        p += seq;
+    }
+    if (len > 0) {
+        buf[n < len ? n : len - 1] = '\0';
+    }
+    return (int)n;
 }
 
 size_t pl__cli_distance(const char *a, const char *b, size_t cap)
@@ -266,21 +412,6 @@ size_t pl__cli_distance(const char *a, const char *b, size_t cap)
         memcpy(prev, cur, sizeof prev);
     }
     return prev[nb] < cap ? prev[nb] : cap;
-}
-
-static bool shell_safe(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           strchr("_-./:=,+@%", c) != NULL;
-}
-
-/* Appends c to buf (when it fits) and counts it, like snprintf does. */
-static void put_char(char *buf, size_t len, size_t *n, char c)
-{
-    if (*n + 1 < len) {
-        buf[*n] = c;
-    }
-    (*n)++;
 }
 
 int pl__cli_shell_quote(const char *text, char *buf, size_t len)
@@ -317,13 +448,27 @@ int pl__cli_shell_quote(const char *text, char *buf, size_t len)
 
 typedef struct cli {
     const char *argv0;       /* as invoked: the program of reproduce lines */
-    const char *prog;        /* its basename, for messages and help */
+    const char *prog;        /* its basename, escaped, for messages and help */
+    char prog_buf[256];
     const pl_scenario **all; /* registered scenarios, then extra ones */
     size_t nall;
 } cli;
 
 /* Set by SIGINT in the parent of `run`: stop cleanly, keep the summary. */
 static volatile sig_atomic_t interrupted;
+
+/* The errno of a failed write to stdout in `run` (EPIPE: the reader went
+ * away, as `| head` does; ENOSPC: a full disk); 0 while it works. Nothing
+ * more can be reported then, so the run stops. */
+static int stdout_errno;
+
+/* Flushes what `run` printed on f, noting a failure of stdout. */
+static void flush_out(FILE *f)
+{
+    if ((fflush(f) != 0 || ferror(f)) && f == stdout && stdout_errno == 0) {
+        stdout_errno = errno != 0 ? errno : EIO;
+    }
+}
 
 static void on_interrupt(int sig)
 {
@@ -338,10 +483,21 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Prints a message with its control bytes escaped: messages quote file
+ * names, file contents and arguments, and none of them may drive the
+ * terminal. */
+static void put_message(FILE *f, const char *fmt, va_list ap)
+{
+    char text[4096], safe[4096];
+    vsnprintf(text, sizeof text, fmt, ap);
+    pl__cli_escape(text, false, safe, sizeof safe);
+    fputs(safe, f);
+}
+
 static void vsay(const cli *c, const char *cmd, const char *fmt, va_list ap)
 {
     fprintf(stderr, "%s%s%s: ", c->prog, cmd != NULL ? " " : "", cmd != NULL ? cmd : "");
-    vfprintf(stderr, fmt, ap);
+    put_message(stderr, fmt, ap);
 }
 
 /* Prints "prog cmd: <message>; <hint>" on one line and returns ST_USAGE.
@@ -373,7 +529,7 @@ static int internal_error(const cli *c, const char *cmd, const char *fmt, ...)
     va_list ap;
     va_start(ap, fmt);
     fprintf(stderr, "%s%s%s: error: ", c->prog, cmd != NULL ? " " : "", cmd != NULL ? cmd : "");
-    vfprintf(stderr, fmt, ap);
+    put_message(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
     return ST_INTERNAL;
@@ -385,14 +541,17 @@ typedef struct opt_spec {
     const char *arg;   /* placeholder of the value ("A..B"); NULL: a flag */
 } opt_spec;
 
+#define OPTS_MAX 32
+
 typedef struct opts_iter {
     const cli *c;
     const char *cmd;
-    const opt_spec *specs; /* ends with a NULL name */
+    const opt_spec *specs; /* ends with a NULL name; at most OPTS_MAX */
     int argc;
     char **argv;
     int i;
     bool positional_only;  /* after "--" */
+    const char *given[OPTS_MAX]; /* the value each option got; NULL: not yet */
 } opts_iter;
 
 enum { OPT_END = -1, OPT_POSITIONAL = -2, OPT_ERROR = -3 };
@@ -452,14 +611,20 @@ static int option_value(opts_iter *it, int idx, const char *inline_value, const 
     }
     if (inline_value != NULL) {
         *value = inline_value;
-        return idx;
-    }
-    /* "--seeds --json" means the value was forgotten, not "--json". */
-    if (it->i >= it->argc || strncmp(it->argv[it->i], "--", 2) == 0) {
+    } else if (it->i >= it->argc || strncmp(it->argv[it->i], "--", 2) == 0) {
+        /* "--seeds --json" means the value was forgotten, not "--json". */
         usage_error(it->c, it->cmd, "option '--%s' needs a value (%s)", s->name, s->arg);
         return OPT_ERROR;
+    } else {
+        *value = it->argv[it->i++];
     }
-    *value = it->argv[it->i++];
+    /* Keeping the last of two values would silently drop the other. */
+    if (it->given[idx] != NULL) {
+        usage_error(it->c, it->cmd, "option '--%s' given twice ('%s', then '%s'): give it once",
+                    s->name, it->given[idx], *value);
+        return OPT_ERROR;
+    }
+    it->given[idx] = *value;
     return idx;
 }
 
@@ -553,11 +718,32 @@ static void textf(char *buf, size_t len, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Text from a file or the command line, escaped for the terminal
+ * (pl__cli_escape), by value so that one printf can take several. */
+typedef struct safe_buf {
+    char s[PATH_MAX + 1024];
+} safe_buf;
+
+static safe_buf safe_text(const char *text)
+{
+    safe_buf b;
+    pl__cli_escape(text, false, b.s, sizeof b.s);
+    return b;
+}
+
+/* A JSON string. Bytes that are not UTF-8 (user output, names from
+ * files) become U+FFFD: JSON text must be valid UTF-8. */
 static void json_string(FILE *f, const char *s)
 {
     fputc('"', f);
     for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
-        if (*p == '"' || *p == '\\') {
+        size_t seq = pl__cli_utf8_len(p);
+        if (seq == 0) {
+            fputs("\\ufffd", f);
+        } else if (seq > 1) {
+            fwrite(p, 1, seq, f);
+            p += seq - 1;
+        } else if (*p == '"' || *p == '\\') {
             fprintf(f, "\\%c", *p);
         } else if (*p == '\n') {
             fputs("\\n", f);
@@ -647,6 +833,83 @@ static int write_all(int fd, const void *buf, size_t len)
     return 0;
 }
 
+/* ---- User output -------------------------------------------------------
+ * User code runs in child processes whose stdout (fd 1) is a capture
+ * file, never pollen's stdout: under --json that channel carries pollen's
+ * JSON lines alone. A worker empties its file after each seed, so the
+ * file holds the current seed's output; its tail goes with a finding. */
+
+/* The tail of one seed's stdout. */
+typedef struct output_tail {
+    uint64_t bytes;               /* written in all */
+    char text[OUTPUT_TAIL_MAX];   /* the last of them, NUL-terminated */
+} output_tail;
+
+/* An unlinked temporary file for a child's stdout. Returns its fd or a
+ * negative errno. */
+static int capture_file(void)
+{
+    const char *dir = getenv("TMPDIR");
+    char path[PATH_MAX];
+    int n = snprintf(path, sizeof path, "%s/pollen-stdout-XXXXXX",
+                     dir != NULL && dir[0] != '\0' ? dir : "/tmp");
+    if (n < 0 || (size_t)n >= sizeof path) {
+        return -ENAMETOOLONG;
+    }
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        return -errno;
+    }
+    unlink(path);
+    return fd;
+}
+
+/* In a child: makes fd its stdout. Unbuffered when the child may die
+ * mid-run (its output up to the crash is the clue), fully buffered
+ * otherwise (a write per line would slow chatty scenarios down). */
+static void capture_stdout(int fd, bool unbuffered)
+{
+    fflush(stdout);
+    if (fd >= 0 && fd != STDOUT_FILENO) {
+        dup2(fd, STDOUT_FILENO);
+        close(fd);
+    }
+    setvbuf(stdout, NULL, unbuffered ? _IONBF : _IOFBF, unbuffered ? 0 : BUFSIZ);
+}
+
+/* Reads the tail of the capture file fd (any process's). */
+static void read_tail(int fd, output_tail *t)
+{
+    struct stat st;
+    memset(t, 0, sizeof *t);
+    if (fd < 0 || fstat(fd, &st) != 0 || st.st_size <= 0) {
+        return;
+    }
+    t->bytes = (uint64_t)st.st_size;
+    size_t want = t->bytes < OUTPUT_TAIL_MAX - 1 ? (size_t)t->bytes : OUTPUT_TAIL_MAX - 1;
+    ssize_t got = pread(fd, t->text, want, st.st_size - (off_t)want);
+    t->text[got > 0 ? got : 0] = '\0';
+    /* A NUL in the output would end the text early: show it as a space. */
+    for (ssize_t i = 0; i < got; i++) {
+        t->text[i] = t->text[i] == '\0' ? ' ' : t->text[i];
+    }
+}
+
+/* In a worker, after a seed: flushes its output and, when there is a
+ * finding, takes the tail; then empties the file for the next seed. */
+static void end_seed_output(output_tail *t)
+{
+    fflush(stdout);
+    if (t != NULL) {
+        read_tail(STDOUT_FILENO, t);
+    }
+    if (lseek(STDOUT_FILENO, 0, SEEK_CUR) > 0) {
+        if (ftruncate(STDOUT_FILENO, 0) == 0) {
+            fseek(stdout, 0, SEEK_SET);
+        }
+    }
+}
+
 /* The "build" line of replay files written by the CLI itself. */
 static const char *build_text(void)
 {
@@ -720,10 +983,16 @@ static const char help_run[] =
     "processes and limits:\n"
     "  --jobs N, -j N       worker processes (default: online CPUs, at most 64)\n"
     "  --shard K/N          only shard K of N: seed s when (s - A) mod N = K - 1\n"
-    "  --time DURATION      stop cleanly after this much wall time and report\n"
-    "                       how far the run got (units ms, s, m, h)\n"
+    "  --time DURATION      start no seed after this much wall time, and report\n"
+    "                       how far the run got (units ms, s, m, h); a seed still\n"
+    "                       running finishes or meets the watchdog\n"
     "  --watchdog DURATION  a seed running longer than this (wall time) is\n"
     "                       killed and reported as a livelock (default 10s)\n"
+    "  --recycle-seeds N    a worker hands its remaining seeds to a fresh process\n"
+    "                       after N seeds (default 10000)...\n"
+    "  --worker-rss SIZE    ...or once its peak RSS passes SIZE (default 1GiB;\n"
+    "                       units KiB, MiB, GiB, TiB); memory growing seed after\n"
+    "                       seed is reported as a leak in user code\n"
     "\n"
     "output:\n"
     "  --out DIR            directory for replay files (default pollen-out/)\n"
@@ -732,19 +1001,24 @@ static const char help_run[] =
     "                       shrunk to its fewest deviations, explained, and saved\n"
     "                       next to it as ...-seed<seed>.shrunk.replay)\n"
     "  --shrink-time DURATION  wall-time budget of that shrink (default 10s)\n"
-    "  --json               findings and a final summary as JSON objects, one per\n"
-    "                       line, on stdout; the text goes to stderr\n"
+    "  --json               stdout holds only JSON objects, one per line: each\n"
+    "                       finding (user output in \"output\"), warnings, and\n"
+    "                       the summary last; the text goes to stderr\n"
     "  --quiet, -q          no progress or summary lines, only findings\n"
     "  --help, -h           this text\n"
     "\n"
     "Progress goes to stderr every second on a terminal, every 10 s otherwise.\n"
+    "What user code prints on stdout is captured per seed, never mixed into\n"
+    "pollen's output; a finding shows its run's last 4 KiB of it.\n"
     "A finding writes DIR/<scenario>-seed<seed>.replay; reproduce it with\n"
     "'{prog} replay FILE'.\n"
     "\n"
     "exit status: 0 no finding, 10 + kind of the first finding (see below),\n"
-    "2 bad usage, 3 internal error (such as an unwritable DIR), 130\n"
-    "interrupted before any finding. A known-bug scenario that produces its\n"
-    "expected finding still exits 10 + kind: the report is the truth.\n";
+    "2 bad usage, 3 internal error (such as an unwritable DIR or a full\n"
+    "stdout), 130 interrupted before any finding, 141 stdout closed early\n"
+    "(a reader such as 'head' went away: the run stops without a summary).\n"
+    "A known-bug scenario that produces its expected finding still exits\n"
+    "10 + kind: the report is the truth.\n";
 
 static const char help_replay[] =
     "usage: {prog} replay FILE... [options]\n"
@@ -989,7 +1263,7 @@ static void list_json(const cli *c)
 
 static int cmd_list(cli *c, int argc, char **argv)
 {
-    opts_iter it = {c, "list", list_specs, argc, argv, 0, false};
+    opts_iter it = {c, "list", list_specs, argc, argv, 0, false, {NULL}};
     bool json = false;
     const char *v;
     for (int id; (id = opts_next(&it, &v)) != OPT_END;) {
@@ -1033,6 +1307,8 @@ typedef struct run_opts {
     uint32_t bound_k;
     uint32_t pct_depth;     /* --strategy pct:D: D, for the guarantee; 0: not PCT */
     pl_time shrink_ns;      /* --shrink-time: the auto-shrink's budget */
+    uint64_t recycle_seeds; /* a worker hands its seeds on after this many */
+    uint64_t worker_rss;    /* ... or once its peak RSS passes this (bytes) */
     bool tty;               /* stderr is a terminal: progress every second */
     int64_t deadline_ms;    /* now_ms() when --time runs out; INT64_MAX: never */
     FILE *text;             /* findings and summaries: stdout, stderr under --json */
@@ -1040,8 +1316,8 @@ typedef struct run_opts {
 
 enum run_opt {
     R_SEEDS, R_SEED, R_TIME, R_STRATEGY, R_KNOBS, R_JOBS, R_SHARD, R_OUT, R_JSON,
-    R_CHECK_DET, R_REAL, R_KEEP_GOING, R_QUIET, R_WATCHDOG, R_NO_SHRINK, R_SHRINK_TIME, R_HELP,
-    R_POLL_COST, R__COUNT
+    R_CHECK_DET, R_REAL, R_KEEP_GOING, R_QUIET, R_WATCHDOG, R_NO_SHRINK, R_SHRINK_TIME,
+    R_RECYCLE_SEEDS, R_WORKER_RSS, R_HELP, R_POLL_COST, R__COUNT
 };
 
 static const opt_spec run_specs[] = {
@@ -1061,10 +1337,13 @@ static const opt_spec run_specs[] = {
     [R_WATCHDOG] = {"watchdog", 0, "DURATION"},
     [R_NO_SHRINK] = {"no-shrink", 0, NULL},
     [R_SHRINK_TIME] = {"shrink-time", 0, "DURATION"},
+    [R_RECYCLE_SEEDS] = {"recycle-seeds", 0, "N"},
+    [R_WORKER_RSS] = {"worker-rss", 0, "SIZE"},
     [R_HELP] = {"help", 'h', NULL},
     [R_POLL_COST] = {"poll-cost", 0, "DURATION"},
     [R__COUNT] = {NULL, 0, NULL},
 };
+_Static_assert(R__COUNT <= OPTS_MAX, "opts_iter remembers at most OPTS_MAX options");
 
 static uint32_t default_jobs(void)
 {
@@ -1081,6 +1360,8 @@ static void run_opts_default(run_opts *o)
     o->seed_hi = DEFAULT_SEED_HI;
     o->watchdog_ns = DEFAULT_WATCHDOG_NS;
     o->shrink_ns = DEFAULT_SHRINK_NS;
+    o->recycle_seeds = DEFAULT_RECYCLE_SEEDS;
+    o->worker_rss = DEFAULT_WORKER_RSS;
     o->strategy = "random";
     o->jobs = default_jobs();
     o->shard_k = o->shard_n = 1;
@@ -1194,6 +1475,16 @@ static int run_opt_apply(const opts_iter *it, int id, const char *v, run_opts *o
         return 0;
     case R_OUT:
         return run_opt_out(it, v, o);
+    case R_RECYCLE_SEEDS:
+        return opt_number(it, id, v, 1, UINT64_MAX, &o->recycle_seeds);
+    case R_WORKER_RSS:
+        if (pl__cli_parse_size(v, &o->worker_rss) != 0) {
+            return usage_error(it->c, it->cmd,
+                               "bad value for '--worker-rss': '%s' (expected a size such as "
+                               "512MiB or 2GiB)",
+                               v);
+        }
+        return 0;
     default:
         return run_opt_flag(id, o);
     }
@@ -1204,7 +1495,7 @@ static int run_opts_check(const opts_iter *it, const bool *seen, const run_opts 
 {
     static const int sim_only[] = {R_SEEDS, R_SEED, R_STRATEGY, R_KNOBS, R_JOBS, R_SHARD,
                                    R_OUT, R_CHECK_DET, R_KEEP_GOING, R_WATCHDOG, R_NO_SHRINK,
-                                   R_SHRINK_TIME};
+                                   R_SHRINK_TIME, R_RECYCLE_SEEDS, R_WORKER_RSS};
     if (seen[R_SEEDS] && seen[R_SEED]) {
         return usage_error(it->c, it->cmd, "'--seeds' and '--seed' exclude each other");
     }
@@ -1217,7 +1508,7 @@ static int run_opts_check(const opts_iter *it, const bool *seen, const run_opts 
         }
     }
     static const int seed_only_opts[] = {R_SEEDS, R_SEED, R_SHARD, R_JOBS, R_KEEP_GOING,
-                                         R_CHECK_DET};
+                                         R_CHECK_DET, R_RECYCLE_SEEDS, R_WORKER_RSS};
     for (size_t i = 0; o->bounded && i < sizeof seed_only_opts / sizeof seed_only_opts[0]; i++) {
         if (seen[seed_only_opts[i]]) {
             return usage_error(it->c, it->cmd,
@@ -1236,7 +1527,7 @@ static int run_opts_check(const opts_iter *it, const bool *seen, const run_opts 
 /* Parses `run`'s arguments. Returns 0, ST_USAGE, or -1 after --help. */
 static int run_opts_parse(const cli *c, int argc, char **argv, run_opts *o)
 {
-    opts_iter it = {c, "run", run_specs, argc, argv, 0, false};
+    opts_iter it = {c, "run", run_specs, argc, argv, 0, false, {NULL}};
     bool seen[R__COUNT] = {false};
     run_opts_default(o);
     o->patterns = calloc((size_t)argc + 1, sizeof *o->patterns);
@@ -1303,6 +1594,8 @@ enum msg_type {
     MSG_FINDING = 3, /* payload: msg_finding */
     MSG_SITES = 4,   /* payload: hits, reached per pl_sometimes site */
     MSG_ERROR = 5,   /* payload: text; the worker exits ST_INTERNAL */
+    MSG_RECYCLE = 6, /* payload: msg_recycle; the worker exits, seeds left */
+    MSG_GROWTH = 7,  /* payload: msg_growth; memory grew steadily */
 };
 
 /* Messages are raw structs: parent and workers are the same binary. */
@@ -1317,7 +1610,22 @@ typedef struct msg_finding {
     pl_finding finding;
     char replay[PATH_MAX];   /* "" when not written */
     char replay_error[256];  /* why not */
+    output_tail output;      /* the seed's stdout */
 } msg_finding;
+
+typedef enum recycle_reason { RECYCLE_NONE, RECYCLE_SEEDS, RECYCLE_RSS } recycle_reason;
+
+typedef struct msg_recycle {
+    uint32_t reason;         /* recycle_reason */
+    uint64_t rss;            /* the worker's peak RSS, bytes */
+    uint64_t seed;           /* the last seed it ran */
+} msg_recycle;
+
+typedef struct msg_growth {
+    uint64_t first_seed, last_seed; /* the seeds over which it grew */
+    uint64_t seeds;                 /* how many of them */
+    uint64_t bytes;                 /* grown in all */
+} msg_growth;
 
 /* Decisions of a rerun, in memory shared with the parent: they survive
  * the child's crash. */
@@ -1361,6 +1669,7 @@ typedef struct job {
     pl__cli_slice slice;
     bool rerun;      /* reruns one seed whose worker died */
     shared_rec *rec; /* where a rerun records its decisions; may be NULL */
+    int out_fd;      /* the capture file that becomes its stdout */
 } job;
 
 static void send_msg(int fd, uint32_t type, uint64_t seed, const void *payload, size_t len)
@@ -1498,6 +1807,7 @@ static void worker_finding(const job *jb, int fd, uint64_t seed, const pl_sim_op
 {
     msg_finding m;
     memset(&m, 0, sizeof m);
+    end_seed_output(&m.output);
     m.hash = r->hash;
     m.finding = r->finding;
     int rc = replay_path(jb->o, jb->sc, seed, m.replay, sizeof m.replay);
@@ -1533,6 +1843,8 @@ static int worker_seed(const job *jb, int fd, uint64_t seed)
     bool found = r.finding.kind != PL_FINDING_NONE;
     if (found) {
         worker_finding(jb, fd, seed, &so, &r);
+    } else {
+        end_seed_output(NULL);
     }
     uint64_t hash = r.hash;
     send_msg(fd, MSG_DONE, seed, &hash, sizeof hash);
@@ -1576,18 +1888,100 @@ static void worker_setup(const job *jb)
     /* A worker stuck in user code must not outlive a killed parent. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
 #endif
+    capture_stdout(jb->out_fd, jb->rerun);
     reset_sites();
     if (jb->rec != NULL) {
         pl__sim_record_to(jb->rec->recs, (size_t)jb->rec->cap, &jb->rec->len);
     }
 }
 
+/* The worker's peak resident set, in bytes (Linux counts ru_maxrss in
+ * KiB). What the OOM killer looks at, so what --worker-rss bounds. */
+static uint64_t peak_rss(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0 || ru.ru_maxrss < 0) {
+        return 0;
+    }
+    return (uint64_t)ru.ru_maxrss * 1024u;
+}
+
+/* The memory a leak in user code makes grow, given the peak RSS. The
+ * peak RSS does not move for a scenario that frees what it allocates,
+ * once warm, nor for one seed that peaks once; a leak pushes it up seed
+ * after seed. */
+static uint64_t memory_in_use(uint64_t rss)
+{
+#ifdef CLI_ASAN
+    (void)rss;
+    return (uint64_t)__sanitizer_get_current_allocated_bytes();
+#else
+    return rss;
+#endif
+}
+
+/* A worker's watch on its memory, over windows of GROWTH_WINDOW seeds. */
+typedef struct growth {
+    uint64_t start;          /* memory at the window's start */
+    uint64_t prev;           /* after the previous seed */
+    uint64_t first_seed;     /* the window's first seed */
+    uint32_t seeds, grew;    /* seeds in the window; those that grew memory */
+    bool warned;
+} growth;
+
+/* After the seed of index i: memory growing over most seeds of a window,
+ * by enough to matter, is user code keeping memory across runs. The
+ * first seed warms caches up and only sets the baseline. */
+static void watch_memory(int fd, growth *g, uint64_t i, uint64_t seed, uint64_t rss)
+{
+    uint64_t now = memory_in_use(rss);
+    if (i == 0 || g->warned) {
+        g->start = g->prev = now;
+        g->seeds = g->grew = 0;
+        return;
+    }
+    if (g->seeds == 0) {
+        g->first_seed = seed;
+    }
+    g->seeds++;
+    g->grew += now > g->prev;
+    g->prev = now;
+    if (g->seeds < GROWTH_WINDOW) {
+        return;
+    }
+    if (g->grew >= GROWTH_WINDOW * 3 / 4 && now >= g->start + GROWTH_MIN_BYTES) {
+        msg_growth m = {g->first_seed, seed, g->seeds, now - g->start};
+        send_msg(fd, MSG_GROWTH, seed, &m, sizeof m);
+        g->warned = true;
+    }
+    g->start = now;
+    g->seeds = g->grew = 0;
+}
+
+/* Whether the worker should hand its remaining seeds to a fresh process
+ * after running `ran` of them: leaks and fragmentation in user code
+ * must not grow one process until the OOM killer picks a seed. */
+static recycle_reason recycle_due(const job *jb, uint64_t ran, uint64_t rss)
+{
+    if (jb->rerun) {
+        return RECYCLE_NONE;
+    }
+    if (rss > jb->o->worker_rss) {
+        return RECYCLE_RSS;
+    }
+    return ran >= jb->o->recycle_seeds ? RECYCLE_SEEDS : RECYCLE_NONE;
+}
+
 static void worker_main(const job *jb, int fd)
 {
     worker_setup(jb);
     bool stopped = false;
-    for (uint64_t i = 0; i < jb->slice.count && !stopped; i++) {
-        uint64_t seed = pl__cli_slice_seed(&jb->slice, i);
+    growth g;
+    memset(&g, 0, sizeof g);
+    recycle_reason recycle = RECYCLE_NONE;
+    uint64_t i = 0, seed = 0, rss = 0;
+    for (; pl__cli_slice_has(&jb->slice, i) && !stopped && recycle == RECYCLE_NONE; i++) {
+        seed = pl__cli_slice_seed(&jb->slice, i);
         send_msg(fd, MSG_START, seed, NULL, 0);
         int rc = worker_seed(jb, fd, seed);
         if (rc < 0) {
@@ -1596,6 +1990,17 @@ static void worker_main(const job *jb, int fd)
         }
         /* Later seeds are higher: after a finding they cannot matter. */
         stopped = rc > 0 && !jb->o->keep_going;
+        rss = peak_rss();
+        watch_memory(fd, &g, i, seed, rss);
+        recycle = recycle_due(jb, i + 1, rss);
+    }
+    if (!stopped && recycle != RECYCLE_NONE && pl__cli_slice_has(&jb->slice, i)) {
+        msg_recycle m;
+        memset(&m, 0, sizeof m); /* no uninitialised padding on the pipe */
+        m.reason = (uint32_t)recycle;
+        m.rss = rss;
+        m.seed = seed;
+        send_msg(fd, MSG_RECYCLE, seed, &m, sizeof m);
     }
     if (!stopped && !jb->rerun) {
         send_sites(fd);
@@ -1622,6 +2027,7 @@ typedef struct report {
     char shrunk[PATH_MAX];    /* the shrunk replay, "" when none */
     char shrunk_reproduce[PATH_MAX + 512];
     char shrink_text[8192];   /* the shrinker's account, lines indented */
+    output_tail output;       /* what the run wrote to stdout */
 } report;
 
 /* "--strategy S --knobs K --poll-cost Nns" when they differ from the defaults. */
@@ -1678,14 +2084,21 @@ static void print_task_line(FILE *f, const report *rp)
     }
 }
 
-/* Prints text indented by two spaces, line by line. */
+/* Prints text indented by two spaces, line by line, control bytes
+ * other than newlines and tabs escaped. */
 static void print_indented(FILE *f, const char *text)
 {
+    char *safe = malloc(4 * strlen(text) + 1);
+    if (safe != NULL) {
+        pl__cli_escape(text, true, safe, 4 * strlen(text) + 1);
+        text = safe;
+    }
     while (*text != '\0') {
         size_t n = strcspn(text, "\n");
         fprintf(f, "  %.*s\n", (int)n, text);
         text += n + (text[n] == '\n');
     }
+    free(safe);
 }
 
 /* The finding itself: headline, position, message, expectation. */
@@ -1727,25 +2140,55 @@ static void print_swarm_knobs(FILE *f, const run_opts *o, const report *rp)
     }
 }
 
+/* The tail of what the run wrote to stdout, "..." where it was cut. */
+static void print_output(FILE *f, const output_tail *t)
+{
+    size_t shown = strlen(t->text);
+    if (t->bytes == 0) {
+        return;
+    }
+    bool cut = t->bytes > shown;
+    if (cut) {
+        fprintf(f, "  stdout of the run (%" PRIu64 " bytes), the last %zu:\n", t->bytes, shown);
+    } else {
+        fprintf(f, "  stdout of the run (%" PRIu64 " bytes):\n", t->bytes);
+    }
+    char *safe = malloc(4 * shown + 1);
+    if (safe == NULL) {
+        return;
+    }
+    pl__cli_escape(t->text, true, safe, 4 * shown + 1);
+    for (const char *p = safe; *p != '\0'; cut = false) {
+        size_t n = strcspn(p, "\n");
+        fprintf(f, "    | %s%.*s\n", cut ? "..." : "", (int)n, p);
+        p += n + (p[n] == '\n');
+    }
+    free(safe);
+}
+
 static void print_report_text(FILE *f, const run_opts *o, const report *rp)
 {
     print_finding_head(f, o, rp);
     print_swarm_knobs(f, o, rp);
+    print_output(f, &rp->output);
+    /* Paths and commands hold the --out directory and argv[0]. */
     if (rp->replay[0] != '\0') {
-        fprintf(f, "  replay: %s%s%s%s\n", rp->replay, rp->note[0] != '\0' ? " (" : "", rp->note,
+        fprintf(f, "  replay: %s%s%s%s\n", safe_text(rp->replay).s,
+                rp->note[0] != '\0' ? " (" : "", safe_text(rp->note).s,
                 rp->note[0] != '\0' ? ")" : "");
     } else if (!rp->real && rp->has_seed) {
-        fprintf(f, "  replay: none (%s)\n", rp->note[0] != '\0' ? rp->note : "not written");
+        fprintf(f, "  replay: none (%s)\n",
+                rp->note[0] != '\0' ? safe_text(rp->note).s : "not written");
     }
-    fprintf(f, "  reproduce: %s\n", rp->reproduce);
+    fprintf(f, "  reproduce: %s\n", safe_text(rp->reproduce).s);
     if (rp->shrunk[0] != '\0') {
         fputs(rp->shrink_text, f);
-        fprintf(f, "  shrunk replay: %s\n  reproduce shrunk: %s\n", rp->shrunk,
-                rp->shrunk_reproduce);
+        fprintf(f, "  shrunk replay: %s\n  reproduce shrunk: %s\n", safe_text(rp->shrunk).s,
+                safe_text(rp->shrunk_reproduce).s);
     } else if (rp->shrink_text[0] != '\0') {
         fputs(rp->shrink_text, f);
     }
-    fflush(f);
+    flush_out(f);
 }
 
 static void print_report_json(const report *rp)
@@ -1784,12 +2227,19 @@ static void print_report_json(const report *rp)
     } else {
         fputs("null", f);
     }
+    fputs(",\"output\":", f);
+    if (rp->output.bytes > 0) {
+        json_string(f, rp->output.text);
+    } else {
+        fputs("null", f);
+    }
+    fprintf(f, ",\"output_bytes\":%" PRIu64, rp->output.bytes);
     fprintf(f, ",\"expected\":%s,\"real\":%s}\n",
             rp->sc->expect != NULL && strcmp(rp->sc->expect, pl_finding_name(rp->f.kind)) == 0
                 ? "true"
                 : "false",
             rp->real ? "true" : "false");
-    fflush(f);
+    flush_out(f);
 }
 
 static void print_report(const run_opts *o, const report *rp)
@@ -1816,7 +2266,8 @@ static void knobs_for(const run_opts *o, uint64_t seed, pl__dec_knobs *k)
 /* Writes the replay file of a run that never finished (crash, hang):
  * the decisions a rerun recorded in shared memory, or, without them, the
  * seed only, marked by an empty list flagged truncated. */
-static int write_lost_replay(const run_opts *o, report *rp, const shared_rec *rec)
+static int write_lost_replay(const run_opts *o, report *rp, const shared_rec *rec,
+                             const char *seed_only_note)
 {
     pl__replay r;
     pl__replay_init(&r);
@@ -1845,8 +2296,7 @@ static int write_lost_replay(const run_opts *o, report *rp, const shared_rec *re
         textf(rp->note, sizeof rp->note, "cannot write %s: %s", rp->replay, error_text(rc));
         rp->replay[0] = '\0';
     } else if (!have) {
-        snprintf(rp->note, sizeof rp->note,
-                 "seed only: this build records no decisions of crashed runs");
+        snprintf(rp->note, sizeof rp->note, "seed only: %s", seed_only_note);
     }
     return rc;
 }
@@ -1860,6 +2310,8 @@ typedef enum kill_reason { KILL_NONE, KILL_STOP, KILL_WATCHDOG } kill_reason;
 typedef struct worker {
     pid_t pid;               /* 0: free slot */
     int fd;                  /* read end of its pipe */
+    int out_fd;              /* its stdout's capture file */
+    output_tail tail;        /* once reaped: what that file held */
     pl__cli_slice slice;
     uint64_t started;        /* seeds of the slice started */
     bool running;            /* a seed started and not finished */
@@ -1867,6 +2319,7 @@ typedef struct worker {
     int64_t heard_ms;        /* last message: the watchdog's clock */
     kill_reason killed;
     bool reported;           /* it sent a finding */
+    msg_recycle recycle;     /* why it handed its seeds on (reason 0: it did not) */
     bool rerun;              /* reruns one seed whose worker died */
     shared_rec *rec;         /* rerun: its decisions (NULL when mmap failed) */
     pl_finding_kind cause;   /* rerun: how the first run of the seed ended */
@@ -1879,7 +2332,8 @@ typedef struct campaign {
     const cli *c;
     const run_opts *o;
     const pl_scenario *sc;
-    uint64_t total;          /* seeds of this shard */
+    pl__cli_slice shard;     /* the seeds of this shard */
+    char total[24];          /* how many, in decimal (2^64 does not fit a uint64_t) */
     uint64_t done;           /* seeds finished */
     uint64_t findings;       /* findings reported */
     uint64_t limit;          /* lowest seed with a finding; UINT64_MAX: none */
@@ -1893,8 +2347,11 @@ typedef struct campaign {
     size_t nw;
     int64_t start_ms, end_ms, progress_ms;
     bool progress_shown;     /* a tty progress line needs clearing */
-    uint64_t resume_seed;    /* after a stop: the lowest seed not done */
-    bool stopped, error;
+    uint64_t resume_seed;    /* the lowest seed a stopped worker left unjudged */
+    bool stopped;            /* by --time or Ctrl-C */
+    bool stopping;           /* --time ran out: no seed starts any more */
+    bool growth_warned, rss_noted; /* once per campaign */
+    bool error;
 } campaign;
 
 static uint64_t worker_next_seed(const worker *w)
@@ -1902,7 +2359,8 @@ static uint64_t worker_next_seed(const worker *w)
     if (w->running) {
         return w->seed;
     }
-    return w->started < w->slice.count ? pl__cli_slice_seed(&w->slice, w->started) : UINT64_MAX;
+    return pl__cli_slice_has(&w->slice, w->started) ? pl__cli_slice_seed(&w->slice, w->started)
+                                                     : UINT64_MAX;
 }
 
 static void kill_worker(worker *w, kill_reason why)
@@ -1910,6 +2368,25 @@ static void kill_worker(worker *w, kill_reason why)
     if (w->pid > 0 && w->killed == KILL_NONE) {
         kill(w->pid, SIGKILL);
         w->killed = why;
+    }
+}
+
+/* Seeds of `rest` will not be judged in this campaign. */
+static void note_unfinished(campaign *cp, pl__cli_slice rest)
+{
+    if (!rest.empty && rest.first < cp->resume_seed) {
+        cp->resume_seed = rest.first;
+    }
+}
+
+/* Stops a worker on purpose (--time, Ctrl-C): its seeds from the one it
+ * runs or starts next on stay unjudged. */
+static void stop_worker(campaign *cp, worker *w)
+{
+    if (w->pid > 0 && w->killed == KILL_NONE) {
+        pl__cli_slice rest = pl__cli_slice_rest(&w->slice, w->started - (w->running ? 1 : 0));
+        note_unfinished(cp, rest);
+        kill_worker(w, KILL_STOP);
     }
 }
 
@@ -1974,8 +2451,7 @@ static void progress(campaign *cp)
     }
     cp->progress_ms = now;
     double secs = (double)(now - cp->start_ms) / 1000.0;
-    fprintf(stderr, "%s%s: %" PRIu64 "/%" PRIu64 " seeds, %.0f runs/s, %" PRIu64
-                    " findings, %.1f s%s",
+    fprintf(stderr, "%s%s: %" PRIu64 "/%s seeds, %.0f runs/s, %" PRIu64 " findings, %.1f s%s",
             cp->o->tty ? "\r\033[K" : "", cp->sc->name, cp->done, cp->total,
             secs > 0 ? (double)cp->done / secs : 0.0, cp->findings, secs,
             cp->o->tty ? "" : "\n");
@@ -1998,14 +2474,31 @@ static worker *worker_slot(campaign *cp)
     return &cp->w[cp->nw++];
 }
 
+/* In a new worker: the other workers' pipes and capture files are not its
+ * business (and an inherited capture file would outlive its worker). */
+static void close_others(const campaign *cp, const worker *self)
+{
+    for (size_t i = 0; i < cp->nw; i++) {
+        if (&cp->w[i] != self && cp->w[i].pid > 0) {
+            close(cp->w[i].fd);
+            close(cp->w[i].out_fd);
+        }
+    }
+}
+
 /* Forks a worker for `slice`. Fills and returns its slot, or NULL after
  * an internal error. */
 static worker *spawn_worker(campaign *cp, pl__cli_slice slice, bool rerun, shared_rec *rec)
 {
     int fds[2];
     worker *w = worker_slot(cp);
-    if (w == NULL || pipe(fds) != 0) {
-        internal_error(cp->c, "run", "cannot start a worker: %s", strerror(errno));
+    int out = capture_file();
+    if (w == NULL || out < 0 || pipe(fds) != 0) {
+        internal_error(cp->c, "run", "cannot start a worker: %s",
+                       strerror(out < 0 ? -out : errno));
+        if (out >= 0) {
+            close(out);
+        }
         return NULL;
     }
     fcntl(fds[0], F_SETFD, FD_CLOEXEC);
@@ -2016,17 +2509,20 @@ static worker *spawn_worker(campaign *cp, pl__cli_slice slice, bool rerun, share
         internal_error(cp->c, "run", "cannot fork a worker: %s", strerror(errno));
         close(fds[0]);
         close(fds[1]);
+        close(out);
         return NULL;
     }
     if (pid == 0) {
         close(fds[0]);
-        job jb = {cp->o, cp->sc, slice, rerun, rec};
+        close_others(cp, w);
+        job jb = {cp->o, cp->sc, slice, rerun, rec, out};
         worker_main(&jb, fds[1]);
     }
     close(fds[1]);
     memset(w, 0, sizeof *w);
     w->pid = pid;
     w->fd = fds[0];
+    w->out_fd = out;
     w->slice = slice;
     w->heard_ms = now_ms();
     w->rerun = rerun;
@@ -2038,7 +2534,7 @@ static worker *spawn_worker(campaign *cp, pl__cli_slice slice, bool rerun, share
 /* Reruns a seed whose worker died, alone, recording its decisions. */
 static void spawn_rerun(campaign *cp, uint64_t seed, pl_finding_kind cause, const char *text)
 {
-    pl__cli_slice one = {seed, 1, 1};
+    pl__cli_slice one = {seed, 1, 0, false};
     shared_rec *rec = shared_rec_create();
     worker *w = spawn_worker(cp, one, true, rec);
     if (w == NULL) {
@@ -2074,10 +2570,17 @@ static void lost_text(const campaign *cp, const worker *w, int status, char *buf
     }
 }
 
+/* What became of a seed whose worker died or hung on it. */
+typedef enum lost_how {
+    LOST_REPRODUCED,     /* its rerun alone failed the same way: w is the rerun */
+    LOST_NOT_REPRODUCED, /* its rerun alone did not fail */
+    LOST_NOT_RERUN,      /* --time had run out: judged on the first run alone */
+} lost_how;
+
 /* Reports a seed whose run never finished, with the rerun's decisions
- * when `reproduced`. */
+ * when it reproduced. */
 static void lost_report(campaign *cp, const worker *w, pl_finding_kind kind, const char *text,
-                        bool reproduced)
+                        lost_how how)
 {
     report *rp = calloc(1, sizeof *rp);
     if (rp == NULL) {
@@ -2089,17 +2592,29 @@ static void lost_report(campaign *cp, const worker *w, pl_finding_kind kind, con
     rp->has_seed = true;
     rp->seed = w->seed;
     rp->f.kind = kind;
+    /* pollen's own kills are the watchdog's: a SIGKILL otherwise came
+     * from outside, most often the OOM killer. */
+    bool outside = strncmp(text, "was killed by SIGKILL", 21) == 0;
     const char *why = kind == PL_FINDING_LIVELOCK
                           ? "user code seems stuck inside one poll, or a poll never returns"
-                          : "user code crashed";
+                      : outside ? "pollen did not send it; the kernel's OOM killer does when "
+                                  "memory runs out (see --worker-rss)"
+                                : "user code crashed";
     int n = snprintf(rp->f.message, sizeof rp->f.message,
                      "the worker process %s while running this seed: %s", text, why);
-    if (!reproduced && n > 0 && (size_t)n < sizeof rp->f.message) {
+    if (how == LOST_NOT_REPRODUCED && n > 0 && (size_t)n < sizeof rp->f.message) {
         snprintf(rp->f.message + n, sizeof rp->f.message - (size_t)n,
                  "\nrun again alone, the seed did not fail: the failure depends on something "
                  "outside the simulation (state left by earlier seeds, the environment)");
+    } else if (how == LOST_NOT_RERUN && n > 0 && (size_t)n < sizeof rp->f.message) {
+        snprintf(rp->f.message + n, sizeof rp->f.message - (size_t)n,
+                 "\n(not run again alone to record its decisions: --time had run out)");
     }
-    if (write_lost_replay(cp->o, rp, reproduced ? w->rec : NULL) != 0) {
+    rp->output = w->tail;
+    const char *note = how == LOST_NOT_RERUN ? "--time ran out before a rerun could record "
+                                               "the decisions"
+                                             : "this build records no decisions of crashed runs";
+    if (write_lost_replay(cp->o, rp, how == LOST_REPRODUCED ? w->rec : NULL, note) != 0) {
         cp->error = true;
     }
     accept_report(cp, rp);
@@ -2120,6 +2635,8 @@ static void on_finding(campaign *cp, worker *w, uint64_t seed, const msg_finding
     rp->f = m->finding;
     snprintf(rp->replay, sizeof rp->replay, "%s", m->replay);
     snprintf(rp->note, sizeof rp->note, "%s", m->replay_error);
+    rp->output = m->output;
+    rp->output.text[sizeof rp->output.text - 1] = '\0';
     cp->error = cp->error || m->replay_error[0] != '\0';
     if (w->rerun) {
         /* The rerun was for a crash or hang; say so next to what it found. */
@@ -2152,6 +2669,83 @@ static void on_sites(campaign *cp, const worker *w, uint64_t n, const uint8_t *p
     cp->sites_received++;
 }
 
+/* "512 bytes", "64.0 KiB", "1.5 GiB" */
+static void format_bytes(uint64_t n, char *buf, size_t len)
+{
+    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
+    if (n < 1024) {
+        snprintf(buf, len, "%" PRIu64 " bytes", n);
+        return;
+    }
+    double v = (double)n / 1024.0;
+    size_t u = 0;
+    for (; v >= 1024.0 && u + 1 < sizeof units / sizeof units[0]; u++) {
+        v /= 1024.0;
+    }
+    snprintf(buf, len, "%.1f %s", v, units[u]);
+}
+
+/* A worker's memory grew seed after seed: not a finding of the oracles,
+ * but what it is, once per campaign, on the text channel and as a JSON
+ * line. */
+static void on_growth(campaign *cp, const msg_growth *m)
+{
+    if (cp->growth_warned || m->seeds == 0) {
+        return;
+    }
+    cp->growth_warned = true;
+    char per[32], rss[32], text[512];
+    format_bytes(m->bytes / m->seeds, per, sizeof per);
+    format_bytes(cp->o->worker_rss, rss, sizeof rss);
+    textf(text, sizeof text,
+          "worker memory grew by %s per seed over seeds %" PRIu64 "..%" PRIu64 " (%" PRIu64
+          " runs in one process): user code leaks memory across runs; workers restart every "
+          "%" PRIu64 " seeds (--recycle-seeds) and past %s of RSS (--worker-rss)",
+          per, m->first_seed, m->last_seed, m->seeds, cp->o->recycle_seeds, rss);
+    clear_progress(cp);
+    fprintf(cp->o->text, "warning: %s: %s\n", cp->sc->name, text);
+    flush_out(cp->o->text);
+    if (cp->o->json) {
+        fputs("{\"warning\":\"memory_growth\",\"scenario\":", stdout);
+        json_string(stdout, cp->sc->name);
+        fprintf(stdout, ",\"first_seed\":%" PRIu64 ",\"last_seed\":%" PRIu64 ",\"seeds\":%" PRIu64
+                        ",\"bytes_per_seed\":%" PRIu64 ",\"message\":",
+                m->first_seed, m->last_seed, m->seeds, m->bytes / m->seeds);
+        json_string(stdout, text);
+        fputs("}\n", stdout);
+        flush_out(stdout);
+    }
+}
+
+/* A worker handed its remaining seeds on: they go on in a fresh process,
+ * unless the campaign is ending. */
+static void worker_recycled(campaign *cp, const worker *w)
+{
+    pl__cli_slice rest = pl__cli_slice_rest(&w->slice, w->started);
+    if (rest.empty || (!cp->o->keep_going && rest.first > cp->limit)) {
+        return;
+    }
+    if (cp->stopping || interrupted || cp->error || stdout_errno != 0) {
+        note_unfinished(cp, rest);
+        return;
+    }
+    if (w->recycle.reason == RECYCLE_RSS && !cp->rss_noted) {
+        char rss[32], bound[32];
+        cp->rss_noted = true;
+        format_bytes(w->recycle.rss, rss, sizeof rss);
+        format_bytes(cp->o->worker_rss, bound, sizeof bound);
+        clear_progress(cp);
+        fprintf(cp->o->text,
+                "note: %s: a worker grew to %s of RSS (--worker-rss %s) by seed %" PRIu64
+                "; its seeds from %" PRIu64 " on run in a fresh process\n",
+                cp->sc->name, rss, bound, w->recycle.seed, rest.first);
+        flush_out(cp->o->text);
+    }
+    if (spawn_worker(cp, rest, false, NULL) == NULL) {
+        cp->error = true;
+    }
+}
+
 static void on_message(campaign *cp, worker *w, const msg_head *h, const uint8_t *payload)
 {
     w->heard_ms = now_ms();
@@ -2161,6 +2755,8 @@ static void on_message(campaign *cp, worker *w, const msg_head *h, const uint8_t
         w->started++;
         if (!cp->o->keep_going && h->seed > cp->limit) {
             kill_worker(w, KILL_STOP);
+        } else if (cp->stopping) {
+            stop_worker(cp, w);
         }
     } else if (h->type == MSG_DONE && h->len == sizeof(uint64_t)) {
         uint64_t hash;
@@ -2177,6 +2773,12 @@ static void on_message(campaign *cp, worker *w, const msg_head *h, const uint8_t
         free(m);
     } else if (h->type == MSG_SITES) {
         on_sites(cp, w, h->seed, payload, h->len);
+    } else if (h->type == MSG_RECYCLE && h->len == sizeof(msg_recycle)) {
+        memcpy(&w->recycle, payload, sizeof w->recycle);
+    } else if (h->type == MSG_GROWTH && h->len == sizeof(msg_growth)) {
+        msg_growth m;
+        memcpy(&m, payload, sizeof m);
+        on_growth(cp, &m);
     } else if (h->type == MSG_ERROR && h->len > 0) {
         internal_error(cp->c, "run", "%s: %.*s", cp->sc->name, (int)h->len, (const char *)payload);
         cp->error = true;
@@ -2229,13 +2831,18 @@ static void seed_lost(campaign *cp, const worker *w, int status)
     if (!cp->o->keep_going && w->seed > cp->limit) {
         return;
     }
+    pl__cli_slice rest = pl__cli_slice_rest(&w->slice, w->started);
+    if (cp->stopping) {
+        /* After --time, no rerun: the seed is judged now, so that a
+         * resumed campaign goes past it. */
+        lost_report(cp, w, cause, text, LOST_NOT_RERUN);
+        note_unfinished(cp, rest);
+        return;
+    }
     /* Holds the other workers below this seed while the rerun runs. */
     lower_limit(cp, w->seed);
     spawn_rerun(cp, w->seed, cause, text);
-    pl__cli_slice rest = w->slice;
-    rest.first = pl__cli_slice_seed(&w->slice, w->started);
-    rest.count = w->slice.count - w->started;
-    if (cp->o->keep_going && rest.count > 0 && spawn_worker(cp, rest, false, NULL) == NULL) {
+    if (cp->o->keep_going && !rest.empty && spawn_worker(cp, rest, false, NULL) == NULL) {
         cp->error = true;
     }
 }
@@ -2247,10 +2854,10 @@ static void rerun_ended(campaign *cp, const worker *w, int status)
         lost_text(cp, w, status, text, sizeof text);
         cp->done++;
         lost_report(cp, w, w->killed == KILL_WATCHDOG ? PL_FINDING_LIVELOCK : PL_FINDING_CRASH,
-                    text, true);
+                    text, LOST_REPRODUCED);
     } else if (WIFEXITED(status) && WEXITSTATUS(status) == ST_CLEAN) {
         if (!w->reported) {
-            lost_report(cp, w, w->cause, w->cause_text, false);
+            lost_report(cp, w, w->cause, w->cause_text, LOST_NOT_REPRODUCED);
         }
     } else {
         cp->error = true;
@@ -2269,6 +2876,9 @@ static void reap(campaign *cp, size_t i)
     int status = 0;
     while (waitpid(w.pid, &status, 0) < 0 && errno == EINTR) {
     }
+    /* Closed before any new worker forks, which would inherit it. */
+    read_tail(w.out_fd, &w.tail);
+    close(w.out_fd);
     if (w.killed == KILL_STOP) {
         /* Stopped on purpose: nothing to report. */
     } else if (w.rerun) {
@@ -2280,6 +2890,8 @@ static void reap(campaign *cp, size_t i)
         describe_status(status, text, sizeof text);
         internal_error(cp->c, "run", "%s: a worker %s between two runs", cp->sc->name, text);
         cp->error = true;
+    } else if (w.recycle.reason != RECYCLE_NONE) {
+        worker_recycled(cp, &w);
     }
     shared_rec_destroy(w.rec);
 }
@@ -2303,30 +2915,37 @@ static void drain(campaign *cp, size_t i)
     parse_messages(cp, &cp->w[i]);
 }
 
-/* --time, Ctrl-C: remember how far the run got, then stop every worker. */
-static void stop_all(campaign *cp, bool by_user)
+/* --time, Ctrl-C, errors: stops every worker now. */
+static void stop_all(campaign *cp)
 {
-    uint64_t lowest = UINT64_MAX;
     for (size_t i = 0; i < cp->nw; i++) {
-        if (cp->w[i].pid > 0) {
-            uint64_t s = worker_next_seed(&cp->w[i]);
-            lowest = s < lowest ? s : lowest;
-            kill_worker(&cp->w[i], KILL_STOP);
-        }
+        stop_worker(cp, &cp->w[i]);
     }
-    if (by_user && !cp->stopped) {
-        cp->stopped = true;
-        cp->resume_seed = lowest;
+}
+
+/* --time ran out: no seed starts any more, and a seed still running
+ * finishes or meets the watchdog. Dropping it unjudged would make every
+ * resumed campaign stall on the same hanging seed. */
+static void stop_for_time(campaign *cp)
+{
+    cp->stopped = cp->stopping = true;
+    for (size_t i = 0; i < cp->nw; i++) {
+        if (!cp->w[i].running) {
+            stop_worker(cp, &cp->w[i]);
+        }
     }
 }
 
 static void check_limits(campaign *cp)
 {
     int64_t now = now_ms();
-    if (interrupted || now >= cp->o->deadline_ms) {
-        stop_all(cp, true);
-    } else if (cp->error) {
-        stop_all(cp, false);
+    if (interrupted) {
+        cp->stopped = true;
+        stop_all(cp);
+    } else if (cp->error || stdout_errno != 0) {
+        stop_all(cp);
+    } else if (now >= cp->o->deadline_ms) {
+        stop_for_time(cp);
     }
     for (size_t i = 0; i < cp->nw; i++) {
         worker *w = &cp->w[i];
@@ -2343,7 +2962,9 @@ static int poll_timeout(const campaign *cp)
         int64_t every = cp->o->tty ? PROGRESS_TTY_MS : PROGRESS_PIPE_MS;
         t = cp->progress_ms + every - now < t ? cp->progress_ms + every - now : t;
     }
-    t = cp->o->deadline_ms - now < t ? cp->o->deadline_ms - now : t;
+    if (!cp->stopping) {
+        t = cp->o->deadline_ms - now < t ? cp->o->deadline_ms - now : t;
+    }
     for (size_t i = 0; i < cp->nw; i++) {
         const worker *w = &cp->w[i];
         int64_t due = w->heard_ms + cp->o->watchdog_ns / PL_MS - now;
@@ -2371,6 +2992,7 @@ static void abandon_all(campaign *cp)
             while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR) {
             }
             close(w->fd);
+            close(w->out_fd);
             free(w->buf);
             shared_rec_destroy(w->rec);
             memset(w, 0, sizeof *w);
@@ -2417,11 +3039,12 @@ static void campaign_loop(campaign *cp)
 static int campaign_start(campaign *cp)
 {
     const run_opts *o = cp->o;
+    cp->shard = pl__cli_slice_of(o->seed_lo, o->seed_hi, o->shard_k, o->shard_n, 0, 1);
+    pl__cli_slice_count_text(&cp->shard, cp->total, sizeof cp->total);
     for (uint32_t j = 0; j < o->jobs; j++) {
         pl__cli_slice s = pl__cli_slice_of(o->seed_lo, o->seed_hi, o->shard_k, o->shard_n, j,
                                            o->jobs);
-        cp->total += s.count;
-        if (s.count > 0 && spawn_worker(cp, s, false, NULL) == NULL) {
+        if (!s.empty && spawn_worker(cp, s, false, NULL) == NULL) {
             /* The loop still collects the workers already started. */
             cp->error = true;
             return ST_INTERNAL;
@@ -2491,7 +3114,8 @@ static void shrink_report(const cli *c, const run_opts *o, report *rp);
 typedef struct outcome {
     const pl_scenario *sc;
     bool ran;
-    uint64_t total, runs, findings, distinct;
+    char total[24];         /* seeds, in decimal; "" for none */
+    uint64_t runs, findings, distinct;
     bool distinct_partial;
     bool stopped;
     uint64_t resume_seed;   /* stopped: every seed below it is done */
@@ -2501,11 +3125,17 @@ typedef struct outcome {
     uint64_t first_seed;
 } outcome;
 
+/* The outcome's seed count as text ("0" when it has none). */
+static const char *total_of(const outcome *out)
+{
+    return out->total[0] != '\0' ? out->total : "0";
+}
+
 static void outcome_of(const campaign *cp, outcome *out)
 {
     out->sc = cp->sc;
     out->ran = true;
-    out->total = cp->total;
+    snprintf(out->total, sizeof out->total, "%s", cp->total);
     out->runs = cp->done;
     out->findings = cp->findings;
     out->distinct = cp->hashes.count;
@@ -2533,8 +3163,8 @@ static void print_summary_line(const run_opts *o, const outcome *out)
             out->distinct_partial ? "at least " : "", out->distinct,
             out->distinct == 1 ? "" : "s", out->seconds);
     if (out->stopped) {
-        fprintf(f, "; %s after %" PRIu64 " of %" PRIu64 " seeds", interrupted ? "interrupted" :
-                "stopped by --time", out->runs, out->total);
+        fprintf(f, "; %s after %" PRIu64 " of %s seeds", interrupted ? "interrupted" :
+                "stopped by --time", out->runs, total_of(out));
         if (out->resume_seed != UINT64_MAX) {
             fprintf(f, ", every seed%s below %" PRIu64 " done",
                     o->shard_n > 1 ? " of this shard" : "", out->resume_seed);
@@ -2544,7 +3174,7 @@ static void print_summary_line(const run_opts *o, const outcome *out)
         fprintf(f, "; expected %s, not found", out->sc->expect);
     }
     fputc('\n', f);
-    fflush(f);
+    flush_out(f);
 }
 
 static void campaign_free(campaign *cp)
@@ -2579,6 +3209,12 @@ static int campaign_run(const cli *c, const run_opts *o, const pl_scenario *sc, 
     campaign_loop(&cp);
     cp.end_ms = now_ms();
     clear_progress(&cp);
+    if (stdout_errno != 0) {
+        /* Nobody reads any more: no shrink, no report. */
+        outcome_of(&cp, out);
+        campaign_free(&cp);
+        return 0;
+    }
     if (cp.first != NULL && !o->keep_going) {
         shrink_report(c, o, cp.first);
         print_report(o, cp.first);
@@ -2603,6 +3239,7 @@ typedef struct child_end {
     bool complete;  /* the whole result arrived */
     bool timed_out; /* killed at the deadline or on Ctrl-C */
     double seconds; /* wall time */
+    output_tail output; /* what it wrote to stdout (when captured) */
 } child_end;
 
 typedef void (*child_fn)(const void *ctx, void *result);
@@ -2633,16 +3270,31 @@ static void collect_child(pid_t pid, int fd, void *result, size_t size, int64_t 
     end->complete = got == size && !end->timed_out;
 }
 
+/* Where a child's stdout goes. */
+typedef enum child_out {
+    OUT_DISCARD,    /* /dev/null: the shrinker's thousands of candidate runs */
+    OUT_CAPTURE,    /* a capture file, buffered: many runs */
+    OUT_CAPTURE_ALL /* a capture file, unbuffered: one run whose crash must not lose it */
+} child_out;
+
 /* Runs fn(ctx, result) in a child: user code there may crash or hang.
- * Returns 0 (see *end) or a negative errno when no child could start. */
+ * The tail of a captured stdout lands in end->output. Returns 0 (see
+ * *end) or a negative errno when no child could start. */
 static int run_in_child(child_fn fn, const void *ctx, void *result, size_t size,
-                        int64_t deadline_ms, child_end *end)
+                        int64_t deadline_ms, child_out where, child_end *end)
 {
+    bool capture = where != OUT_DISCARD;
     int fds[2];
     memset(end, 0, sizeof *end);
     fflush(NULL);
+    int out = capture ? capture_file() : open("/dev/null", O_WRONLY);
+    if (out < 0) {
+        return capture ? out : -errno;
+    }
     if (pipe(fds) != 0) {
-        return -errno;
+        int rc = -errno;
+        close(out);
+        return rc;
     }
     int64_t start = now_ms();
     pid_t pid = fork();
@@ -2650,11 +3302,13 @@ static int run_in_child(child_fn fn, const void *ctx, void *result, size_t size,
         int rc = -errno;
         close(fds[0]);
         close(fds[1]);
+        close(out);
         return rc;
     }
     if (pid == 0) {
         signal(SIGINT, SIG_IGN);
         close(fds[0]);
+        capture_stdout(out, where != OUT_CAPTURE);
         fn(ctx, result);
         write_all(fds[1], result, size);
         fflush(NULL);
@@ -2663,6 +3317,10 @@ static int run_in_child(child_fn fn, const void *ctx, void *result, size_t size,
     close(fds[1]);
     collect_child(pid, fds[0], result, size, deadline_ms, end);
     close(fds[0]);
+    if (capture) {
+        read_tail(out, &end->output);
+    }
+    close(out);
     end->seconds = (double)(now_ms() - start) / 1000.0;
     return 0;
 }
@@ -2704,6 +3362,20 @@ typedef struct shrink_msg {
     char text[8192];                 /* what pl__shrink_print says */
 } shrink_msg;
 
+/* The shrinker names errors with pl_strerror, which knows only pollen's
+ * codes: replace its "unknown error" by the system's name of the errno
+ * (EISDIR: "Is a directory", ENOSPC: "No space left on device"). */
+static void name_errno(char *err, size_t len, int rc)
+{
+    static const char unknown[] = "unknown error";
+    size_t n = strlen(err), u = sizeof unknown - 1;
+    if (strcmp(error_text(rc), pl_strerror(rc)) == 0 || n < u ||
+        strcmp(err + n - u, unknown) != 0) {
+        return;
+    }
+    snprintf(err + n - u, len - (n - u), "%s", error_text(rc));
+}
+
 static void shrink_child(const void *ctx, void *result)
 {
     const shrink_job *sj = ctx;
@@ -2715,6 +3387,7 @@ static void shrink_child(const void *ctx, void *result)
         pl__shrink_default_out(sj->in, m->out, sizeof m->out);
     }
     m->rc = pl__shrink_file_ex(sj->in, m->out, sj->limits, &res, m->err, sizeof m->err);
+    name_errno(m->err, sizeof m->err, m->rc);
     if (m->rc == 0) {
         /* One byte short: the text stays NUL-terminated when it is cut. */
         FILE *f = fmemopen(m->text, sizeof m->text - 1, "w");
@@ -2737,7 +3410,7 @@ static int shrink_isolated(const char *in, const char *out,
     /* The shrinker keeps its own time budget; this is the backstop. */
     pl_time budget = limits->time_ns > 0 ? limits->time_ns : 30 * PL_S;
     int64_t deadline = now_ms() + budget / PL_MS + 60 * 1000;
-    int rc = run_in_child(shrink_child, &sj, m, sizeof *m, deadline, &end);
+    int rc = run_in_child(shrink_child, &sj, m, sizeof *m, deadline, OUT_DISCARD, &end);
     if (rc != 0) {
         snprintf(m->err, sizeof m->err, "cannot start the shrinker: %s", strerror(-rc));
         return ST_INTERNAL;
@@ -2831,7 +3504,8 @@ static int real_one(const cli *c, const run_opts *o, const pl_scenario *sc, outc
     child_end end;
     memset(&res, 0, sizeof res);
     pl_time limit = o->time_ns > 0 ? o->time_ns : DEFAULT_REAL_LIMIT_NS;
-    int rc = run_in_child(real_scenario, sc, &res, sizeof res, now_ms() + limit / PL_MS, &end);
+    int rc = run_in_child(real_scenario, sc, &res, sizeof res, now_ms() + limit / PL_MS,
+                          OUT_CAPTURE_ALL, &end);
     if (rc != 0) {
         return internal_error(c, "run", "cannot start a process: %s", strerror(-rc));
     }
@@ -2841,7 +3515,8 @@ static int real_one(const cli *c, const run_opts *o, const pl_scenario *sc, outc
     memset(out, 0, sizeof *out);
     out->sc = sc;
     out->ran = true;
-    out->total = out->runs = 1;
+    snprintf(out->total, sizeof out->total, "1");
+    out->runs = 1;
     out->first = interrupted ? PL_FINDING_NONE : res.kind;
     out->findings = out->first != PL_FINDING_NONE;
     out->seconds = end.seconds;
@@ -2858,6 +3533,7 @@ static int real_one(const cli *c, const run_opts *o, const pl_scenario *sc, outc
         snprintf(rp->origin, sizeof rp->origin, "real backend");
         rp->f.kind = res.kind;
         snprintf(rp->f.message, sizeof rp->f.message, "%s", res.message);
+        rp->output = end.output;
         return report_once(c, o, rp);
     } else if (!o->quiet) {
         fprintf(o->text, "%s: real backend ok, %.1f s\n", sc->name, out->seconds);
@@ -2970,6 +3646,7 @@ static report *bounded_report(const pl_scenario *sc, const bounded_msg *m, const
         return NULL;
     }
     rp->sc = sc;
+    rp->output = end->output;
     if (end->complete) {
         rp->positioned = true;
         rp->f = m->finding;
@@ -2993,7 +3670,8 @@ static int bounded_one(const cli *c, const run_opts *o, const pl_scenario *sc, o
     child_end end;
     bounded_job bj = {o, sc};
     memset(&m, 0, sizeof m);
-    int rc = run_in_child(bounded_explore, &bj, &m, sizeof m, o->deadline_ms, &end);
+    int rc = run_in_child(bounded_explore, &bj, &m, sizeof m, o->deadline_ms, OUT_CAPTURE,
+                          &end);
     if (rc != 0) {
         return internal_error(c, "run", "cannot start a process: %s", strerror(-rc));
     }
@@ -3035,9 +3713,9 @@ static void summary_json_scenario(const outcome *out)
     FILE *f = stdout;
     fputs("{\"scenario\":", f);
     json_string(f, out->sc->name);
-    fprintf(f, ",\"ran\":%s,\"seeds\":%" PRIu64 ",\"runs\":%" PRIu64 ",\"findings\":%" PRIu64
+    fprintf(f, ",\"ran\":%s,\"seeds\":%s,\"runs\":%" PRIu64 ",\"findings\":%" PRIu64
                ",\"distinct_schedules\":%" PRIu64 ",\"distinct_exact\":%s,\"seconds\":%.3f",
-            out->ran ? "true" : "false", out->total, out->runs, out->findings, out->distinct,
+            out->ran ? "true" : "false", total_of(out), out->runs, out->findings, out->distinct,
             out->distinct_partial ? "false" : "true", out->seconds);
     fprintf(f, ",\"complete\":%s", out->ran && !out->stopped ? "true" : "false");
     if (out->stopped && out->resume_seed != UINT64_MAX) {
@@ -3082,7 +3760,7 @@ static void summary_json(const run_opts *o, const outcome *outs, size_t n, int s
         summary_json_scenario(&outs[i]);
     }
     fputs("]}}\n", f);
-    fflush(f);
+    flush_out(f);
 }
 
 static int run_status(const outcome *outs, size_t n, bool error)
@@ -3143,7 +3821,7 @@ static void pct_guarantee_line(const run_opts *o, const pl_scenario *sc, const o
     pl__strategy_spec spec;
     memset(&m, 0, sizeof m);
     int rc = run_in_child(pct_measure, &pj, &m, sizeof m, now_ms() + o->watchdog_ns / PL_MS,
-                          &end);
+                          OUT_DISCARD, &end);
     if (rc != 0 || !end.complete || m.rc != 0 ||
         pl__strategy_parse(o->strategy, &spec, NULL, 0) != 0) {
         fprintf(o->text, "%s: %s guarantee unknown (the production run could not be measured)\n",
@@ -3170,7 +3848,21 @@ static void pct_guarantee_line(const run_opts *o, const pl_scenario *sc, const o
             m.tasks == 1 ? "" : "s", k, k == 1 ? "" : "s",
             spec.horizon > 0 ? "as given" : "the longest of the production run and 8 PCT runs",
             out->runs, miss_text);
-    fflush(o->text);
+    flush_out(o->text);
+}
+
+/* The exit status once stdout failed: a reader that went away (`| head`)
+ * is no error of the run, only the end of it; anything else (a full disk)
+ * is one. */
+static int stdout_status(const cli *c, int status)
+{
+    if (stdout_errno == EPIPE) {
+        return ST_OUTPUT_CLOSED;
+    }
+    if (stdout_errno != 0) {
+        return internal_error(c, "run", "cannot write to stdout: %s", strerror(stdout_errno));
+    }
+    return status;
 }
 
 static int run_all(const cli *c, const run_opts *o, const pl_scenario **sel, size_t nsel)
@@ -3180,7 +3872,7 @@ static int run_all(const cli *c, const run_opts *o, const pl_scenario **sel, siz
         return internal_error(c, "run", "out of memory");
     }
     bool error = false;
-    for (size_t i = 0; i < nsel; i++) {
+    for (size_t i = 0; i < nsel && stdout_errno == 0; i++) {
         outs[i].sc = sel[i];
         if (error || interrupted || now_ms() >= o->deadline_ms) {
             if (!o->quiet && !error) {
@@ -3195,13 +3887,15 @@ static int run_all(const cli *c, const run_opts *o, const pl_scenario **sel, siz
             pct_guarantee_line(o, sel[i], &outs[i]);
         }
         error = error || rc != 0;
+        flush_out(o->text);
     }
     int status = run_status(outs, nsel, error);
-    if (o->json) {
+    if (o->json && stdout_errno == 0) {
         summary_json(o, outs, nsel, status);
     }
     free(outs);
-    return status;
+    flush_out(stdout);
+    return stdout_status(c, status);
 }
 
 static int cmd_run(cli *c, int argc, char **argv)
@@ -3216,12 +3910,20 @@ static int cmd_run(cli *c, int argc, char **argv)
                          : select_scenarios(c, "run", o.patterns, o.npatterns, sel, &nsel);
     }
     if (rc == 0) {
-        struct sigaction sa, old;
+        struct sigaction sa, old, ign, old_pipe;
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = on_interrupt;
         sigemptyset(&sa.sa_mask);
         sigaction(SIGINT, &sa, &old);
+        /* A closed stdout is an EPIPE the parent handles (stdout_errno),
+         * and workers inherit this: a worker dying of SIGPIPE would be
+         * taken for a crash of user code. */
+        memset(&ign, 0, sizeof ign);
+        ign.sa_handler = SIG_IGN;
+        sigemptyset(&ign.sa_mask);
+        sigaction(SIGPIPE, &ign, &old_pipe);
         rc = run_all(c, &o, sel, nsel);
+        sigaction(SIGPIPE, &old_pipe, NULL);
         sigaction(SIGINT, &old, NULL);
     }
     free(sel);
@@ -3273,7 +3975,7 @@ typedef struct replay_input {
 
 static int replay_opts_parse(const cli *c, int argc, char **argv, replay_opts *ro)
 {
-    opts_iter it = {c, "replay", replay_specs, argc, argv, 0, false};
+    opts_iter it = {c, "replay", replay_specs, argc, argv, 0, false, {NULL}};
     memset(ro, 0, sizeof *ro);
     ro->watchdog_ns = DEFAULT_WATCHDOG_NS;
     ro->files = calloc((size_t)argc + 1, sizeof *ro->files);
@@ -3450,9 +4152,9 @@ static void print_verdict(const replay_opts *ro, const replay_input *in, bool sa
 {
     va_list ap;
     va_start(ap, fmt);
-    printf("%s%s%s: ", ro->quiet ? in->path : "  ", ro->quiet ? ": " : "",
+    printf("%s%s%s: ", ro->quiet ? safe_text(in->path).s : "  ", ro->quiet ? ": " : "",
            same ? "reproduced" : "DIFFERS");
-    vprintf(fmt, ap);
+    put_message(stdout, fmt, ap);
     putchar('\n');
     va_end(ap);
     fflush(stdout);
@@ -3474,7 +4176,7 @@ static int replay_trace(const cli *c, const replay_opts *ro, const replay_input 
         rc = f == NULL ? -errno : pl__trace_write_chrome(f, ev, n, task_name_of, (void *)rec);
         rc = f != NULL && fclose(f) != 0 && rc == 0 ? -errno : rc;
         if (rc == 0 && !ro->quiet) {
-            printf("  chrome trace: %s (%zu events)\n", ro->chrome, n);
+            printf("  chrome trace: %s (%zu events)\n", safe_text(ro->chrome).s, n);
         }
     }
     if (rc != 0) {
@@ -3649,11 +4351,12 @@ static int replay_one(const cli *c, const replay_opts *ro, const char *path)
     int rc = replay_load(c, ro, path, &in);
     if (rc == 0 && !ro->quiet) {
         if (in.raw) {
-            printf("%s: raw fuzzer input, %zu bytes, scenario %s\n", path, in.bytes_len,
-                   in.sc->name);
+            printf("%s: raw fuzzer input, %zu bytes, scenario %s\n", safe_text(path).s,
+                   in.bytes_len, in.sc->name);
         } else {
-            printf("%s: scenario %s, seed %" PRIu64 ", expects %s\n", path, in.sc->name,
-                   in.file.seed, in.file.finding != NULL ? in.file.finding : "no finding");
+            printf("%s: scenario %s, seed %" PRIu64 ", expects %s\n", safe_text(path).s,
+                   in.sc->name, in.file.seed,
+                   safe_text(in.file.finding != NULL ? in.file.finding : "no finding").s);
         }
     }
     if (rc == 0) {
@@ -3705,7 +4408,7 @@ typedef struct shrink_args {
 
 static int shrink_opts_parse(const cli *c, int argc, char **argv, shrink_args *sa)
 {
-    opts_iter it = {c, "shrink", shrink_specs, argc, argv, 0, false};
+    opts_iter it = {c, "shrink", shrink_specs, argc, argv, 0, false, {NULL}};
     memset(sa, 0, sizeof *sa);
     const char *v;
     uint64_t n;
@@ -3750,7 +4453,8 @@ static int cmd_shrink(cli *c, int argc, char **argv)
     char prog[PATH_MAX], arg[PATH_MAX + 8];
     pl__cli_shell_quote(c->argv0, prog, sizeof prog);
     pl__cli_shell_quote(m.out, arg, sizeof arg);
-    printf("%sshrunk replay: %s\n  reproduce: %s replay %s\n", m.text, m.out, prog, arg);
+    printf("%sshrunk replay: %s\n  reproduce: %s replay %s\n", m.text, safe_text(m.out).s,
+           safe_text(prog).s, safe_text(arg).s);
     return fflush(stdout) == 0 ? ST_CLEAN : ST_INTERNAL;
 }
 
@@ -3810,7 +4514,8 @@ int pl_main(int argc, char **argv, const pl_scenario *const *extra)
     memset(&c, 0, sizeof c);
     c.argv0 = argc > 0 && argv[0] != NULL ? argv[0] : "pollen";
     const char *slash = strrchr(c.argv0, '/');
-    c.prog = slash != NULL ? slash + 1 : c.argv0;
+    pl__cli_escape(slash != NULL ? slash + 1 : c.argv0, false, c.prog_buf, sizeof c.prog_buf);
+    c.prog = c.prog_buf;
     int rc = catalogue_init(&c, extra);
     if (rc != 0) {
         free(c.all);

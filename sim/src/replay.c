@@ -247,8 +247,10 @@ int pl__replay_write_path(const char *path, const pl__replay *r)
         return rc;
     }
     rc = pl__replay_write(f, r);
-    if (fclose(f) != 0 && rc == 0) {
-        rc = PL_EIO;
+    /* Closing flushes: a full disk shows here, and its errno says so. */
+    int closed = fclose(f) != 0 ? (errno != 0 ? -errno : PL_EIO) : 0;
+    if (closed != 0 && (rc == 0 || rc == PL_EIO)) {
+        rc = closed;
     }
     if (rc == 0 && rename(tmp, path) != 0) {
         rc = -errno;

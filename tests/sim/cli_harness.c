@@ -3,11 +3,14 @@
  * passed as an argument. test_cli.c runs it to reach the paths the
  * `pollen` binary's scenarios never take: a hang inside a poll, a
  * nondeterministic scenario, a pl_sometimes that is never true, an
- * ordinary finding with a full replay file, and a teardown that releases
- * a task handle.
+ * ordinary finding with a full replay file, a teardown that releases a
+ * task handle, and user code that prints.
  */
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <pollen/sim.h>
@@ -92,6 +95,37 @@ static const pl_scenario selftest_hang = {
     .expect = "livelock",
 };
 
+/* ---- selftest_hang_late (extra): the 14th run of a process hangs ------- */
+
+static pl_poll_result quick_poll(pl_future *f, pl_context *cx)
+{
+    (void)f;
+    (void)cx;
+    return PL_READY;
+}
+
+static const pl_future_vtable quick_vtable = {"quick", quick_poll, NULL};
+
+/* Runs made by this process: with one job and seeds from 0, the 14th is
+ * seed 13, and a resumed campaign's process starts counting again. */
+static int hang_late_runs;
+
+static int hang_late_setup(pl_executor *ex, void *state)
+{
+    if (++hang_late_runs == 14) {
+        return hang_setup(ex, state);
+    }
+    pl_future q = PL_FUTURE_INIT(&quick_vtable);
+    return PL_SPAWN(ex, q, "quick", NULL);
+}
+
+static const pl_scenario selftest_hang_late = {
+    .name = "selftest_hang_late",
+    .summary = "CLI self-test: the 14th run of each process never returns from a poll",
+    .setup = hang_late_setup,
+    .expect = "livelock",
+};
+
 /* ---- selftest_nondet (extra): differs from one run to the next ---------- */
 
 typedef struct napper {
@@ -161,15 +195,6 @@ static const pl_scenario selftest_sometimes = {
 
 /* ---- selftest_teardown (extra): teardown releases a task handle -------- */
 
-static pl_poll_result quick_poll(pl_future *f, pl_context *cx)
-{
-    (void)f;
-    (void)cx;
-    return PL_READY;
-}
-
-static const pl_future_vtable quick_vtable = {"quick", quick_poll, NULL};
-
 /* The handle stays in the state until teardown: releasing it needs the
  * executor, so teardown must run before the executor is destroyed, on the
  * real backend as under the simulator. */
@@ -189,9 +214,142 @@ static const pl_scenario selftest_teardown = {
     .teardown = teardown_release,
 };
 
+/* ---- selftest_chatter (extra): user code printing to stdout ------------- */
+
+typedef struct chatter {
+    pl_future base;
+    bool *fired;
+    int round;
+} chatter;
+
+/* 72 KiB per run, more than a pipe holds: long stretches without a
+ * newline, lines that look like pollen's JSON, a control byte, and no
+ * newline at the end. */
+static void chatter_say(int round)
+{
+    for (int i = 0; i < 9 * 1024 / 32; i++) {
+        fputs("0123456789abcdef0123456789abcdef", stdout);
+    }
+    printf(" round %d\n{\"kind\":\"not pollen's\",", round);
+}
+
+static pl_poll_result chatter_poll(pl_future *f, pl_context *cx)
+{
+    chatter *self = (chatter *)f;
+    PL_ASYNC_BEGIN(self);
+    for (self->round = 0; self->round < 8; self->round++) {
+        *self->fired = *self->fired || PL_BUGGIFY(cx);
+        chatter_say(self->round);
+        PL_YIELD(cx);
+    }
+    fputs("\x1b[31mthe last words, no newline", stdout);
+    PL_ASYNC_END;
+}
+
+static const pl_future_vtable chatter_vtable = {"chatter", chatter_poll, NULL};
+
+static int chatter_setup(pl_executor *ex, void *state)
+{
+    chatter c = {.base = PL_FUTURE_INIT(&chatter_vtable), .fired = state};
+    return PL_SPAWN(ex, c, "chatter", NULL);
+}
+
+static const pl_scenario selftest_chatter = {
+    .name = "selftest_chatter",
+    .summary = "CLI self-test: prints 72 KiB to stdout per run; check() fails when a "
+               "PL_BUGGIFY fired",
+    .state_size = sizeof(bool),
+    .setup = chatter_setup,
+    .check = assert_check,
+    .expect = "assertion",
+};
+
+/* ---- selftest_leak (extra): user code keeps 1 MiB per run ---------------- */
+
+enum { LEAK_BYTES = 1 << 20 };
+
+/* The blocks stay reachable through this list, so LeakSanitizer at exit
+ * does not count them: the leak is across runs, not lost memory. */
+static void *leaked_blocks;
+
+static int leak_setup(pl_executor *ex, void *state)
+{
+    (void)state;
+    void **block = malloc(LEAK_BYTES);
+    if (block == NULL) {
+        return PL_ENOMEM;
+    }
+    memset(block, 0xab, LEAK_BYTES); /* touched: it counts in the RSS */
+    *block = leaked_blocks;
+    leaked_blocks = block;
+    pl_future q = PL_FUTURE_INIT(&quick_vtable);
+    return PL_SPAWN(ex, q, "quick", NULL);
+}
+
+static const pl_scenario selftest_leak = {
+    .name = "selftest_leak",
+    .summary = "CLI self-test: every run keeps 1 MiB that no run frees",
+    .setup = leak_setup,
+};
+
+/* ---- selftest_oom (extra): the 6th run of a process is SIGKILLed -------- */
+
+/* What the OOM killer does to a worker grown by earlier seeds: the seed
+ * it happens to run is innocent, and run alone it passes. */
+static int oom_runs;
+
+static int oom_setup(pl_executor *ex, void *state)
+{
+    (void)state;
+    if (++oom_runs == 6) {
+        raise(SIGKILL);
+    }
+    pl_future q = PL_FUTURE_INIT(&quick_vtable);
+    return PL_SPAWN(ex, q, "quick", NULL);
+}
+
+static const pl_scenario selftest_oom = {
+    .name = "selftest_oom",
+    .summary = "CLI self-test: the 6th run of each process is killed as the OOM killer would",
+    .setup = oom_setup,
+};
+
+/* ---- selftest_runs (extra): fails in a process that ran > 20 seeds ------ */
+
+static int runs_in_process;
+
+static int runs_setup(pl_executor *ex, void *state)
+{
+    (void)state;
+    runs_in_process++;
+    pl_future q = PL_FUTURE_INIT(&quick_vtable);
+    return PL_SPAWN(ex, q, "quick", NULL);
+}
+
+static int runs_check(pl_executor *ex, void *state, char *msg, size_t len)
+{
+    (void)ex;
+    (void)state;
+    if (runs_in_process > 20) {
+        snprintf(msg, len, "this process ran %d seeds", runs_in_process);
+        return 1;
+    }
+    return 0;
+}
+
+static const pl_scenario selftest_runs = {
+    .name = "selftest_runs",
+    .summary = "CLI self-test: check() fails in a process past its 20th run",
+    .setup = runs_setup,
+    .check = runs_check,
+};
+
 int main(int argc, char **argv)
 {
-    static const pl_scenario *const extra[] = {&selftest_hang, &selftest_nondet,
-                                               &selftest_sometimes, &selftest_teardown, NULL};
+    static const pl_scenario *const extra[] = {&selftest_hang,      &selftest_hang_late,
+                                               &selftest_nondet,    &selftest_sometimes,
+                                               &selftest_teardown,  &selftest_chatter,
+                                               &selftest_leak,      &selftest_runs,
+                                               &selftest_oom,       NULL};
     return pl_main(argc, argv, extra);
 }

@@ -7,13 +7,16 @@
  * temporary directory, so replay files land in its own pollen-out/.
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -58,9 +61,13 @@ static int temp_fd(void)
     return fd;
 }
 
-/* Runs the binary named by environment variable `which` with args (NULL
- * terminated) and collects its status and output. */
-static proc run_argv(const char *which, const char *const *args)
+/* When set, children start with this file size limit (RLIMIT_FSIZE) and
+ * SIGXFSZ ignored: writes past it fail with EFBIG, as on a full disk. */
+static long child_fsize_max = -1;
+
+/* Starts the binary named by environment variable `which` with args
+ * (NULL terminated), its stdout and stderr on out and err. */
+static pid_t spawn_argv(const char *which, const char *const *args, int out, int err)
 {
     const char *bin = getenv(which);
     cr_assert_not_null(bin, "%s is not set: run this test through meson", which);
@@ -71,23 +78,47 @@ static proc run_argv(const char *which, const char *const *args)
         argv[n] = args[n - 1];
     }
     argv[n] = NULL;
-    int out = temp_fd(), err = temp_fd();
     fflush(NULL);
     pid_t pid = fork();
     cr_assert_geq(pid, 0);
     if (pid == 0) {
         dup2(out, STDOUT_FILENO);
         dup2(err, STDERR_FILENO);
+        if (child_fsize_max >= 0) {
+            struct rlimit rl = {(rlim_t)child_fsize_max, (rlim_t)child_fsize_max};
+            signal(SIGXFSZ, SIG_IGN);
+            setrlimit(RLIMIT_FSIZE, &rl);
+        }
         execv(bin, (char *const *)argv);
         _exit(127);
     }
+    return pid;
+}
+
+/* Waits for pid: its exit status, or 128 + the signal that killed it. */
+static int wait_status(pid_t pid)
+{
     int status;
     cr_assert_eq(waitpid(pid, &status, 0), pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Runs the binary with stdout on out_fd (or collected when negative)
+ * and collects its status and output. */
+static proc run_argv_to(const char *which, const char *const *args, int out_fd)
+{
+    int out = out_fd >= 0 ? out_fd : temp_fd(), err = temp_fd();
     proc p;
-    p.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    p.out = slurp_fd(out);
+    p.status = wait_status(spawn_argv(which, args, out, err));
+    p.out = out_fd >= 0 ? strdup("") : slurp_fd(out);
+    cr_assert_not_null(p.out);
     p.err = slurp_fd(err);
     return p;
+}
+
+static proc run_argv(const char *which, const char *const *args)
+{
+    return run_argv_to(which, args, -1);
 }
 
 #define RUN(which, ...) run_argv((which), (const char *const[]){__VA_ARGS__, NULL})
@@ -187,6 +218,213 @@ static bool file_exists(const char *path)
     return stat(path, &st) == 0;
 }
 
+static void assert_finding(char *path, size_t len);
+
+/* ---- A strict JSON checker, for what tooling reads from --json ---------- */
+
+typedef struct json_in {
+    const char *p;
+} json_in;
+
+static bool json_value(json_in *j, int depth);
+
+static void json_ws(json_in *j)
+{
+    j->p += strspn(j->p, " \t\r");
+}
+
+static bool json_digits(json_in *j)
+{
+    size_t n = strspn(j->p, "0123456789");
+    j->p += n;
+    return n > 0;
+}
+
+/* One UTF-8 character at j->p, checked for its lead and continuation
+ * bytes (enough to catch raw bytes of user output). */
+static bool json_utf8(json_in *j)
+{
+    const unsigned char *c = (const unsigned char *)j->p;
+    size_t n = c[0] < 0x80 ? 1 : (c[0] & 0xe0) == 0xc0 ? 2 : (c[0] & 0xf0) == 0xe0 ? 3
+               : (c[0] & 0xf8) == 0xf0 ? 4 : 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((c[i] & 0xc0) != 0x80) {
+            return false;
+        }
+    }
+    j->p += n;
+    return n > 0 && c[0] != 0xc0 && c[0] != 0xc1;
+}
+
+static bool json_str(json_in *j)
+{
+    if (*j->p++ != '"') {
+        return false;
+    }
+    while (*j->p != '"') {
+        unsigned char c = (unsigned char)*j->p;
+        if (c < 0x20) {
+            return false; /* raw control bytes, the NUL included */
+        }
+        if (c != '\\') {
+            if (!json_utf8(j)) {
+                return false;
+            }
+            continue;
+        }
+        j->p++;
+        if (*j->p == 'u') {
+            for (int i = 1; i <= 4; i++) {
+                if (strchr("0123456789abcdefABCDEF", j->p[i]) == NULL || j->p[i] == '\0') {
+                    return false;
+                }
+            }
+            j->p += 5;
+        } else if (*j->p != '\0' && strchr("\"\\/bfnrt", *j->p) != NULL) {
+            j->p++;
+        } else {
+            return false;
+        }
+    }
+    j->p++;
+    return true;
+}
+
+static bool json_number(json_in *j)
+{
+    j->p += *j->p == '-';
+    if (*j->p == '0') {
+        j->p++;
+    } else if (!json_digits(j)) {
+        return false;
+    }
+    if (*j->p == '.' && (j->p++, !json_digits(j))) {
+        return false;
+    }
+    if (*j->p == 'e' || *j->p == 'E') {
+        j->p++;
+        j->p += *j->p == '+' || *j->p == '-';
+        return json_digits(j);
+    }
+    return true;
+}
+
+/* Object members or array elements up to `close`. */
+static bool json_items(json_in *j, char close, int depth)
+{
+    json_ws(j);
+    if (*j->p == close) {
+        j->p++;
+        return true;
+    }
+    for (;;) {
+        json_ws(j);
+        if (close == '}') {
+            if (!json_str(j)) {
+                return false;
+            }
+            json_ws(j);
+            if (*j->p++ != ':') {
+                return false;
+            }
+        }
+        if (!json_value(j, depth + 1)) {
+            return false;
+        }
+        json_ws(j);
+        if (*j->p == close) {
+            j->p++;
+            return true;
+        }
+        if (*j->p++ != ',') {
+            return false;
+        }
+    }
+}
+
+static bool json_value(json_in *j, int depth)
+{
+    json_ws(j);
+    if (depth > 32) {
+        return false;
+    }
+    switch (*j->p) {
+    case '{':
+    case '[':
+        return json_items(j, *j->p++ == '{' ? '}' : ']', depth);
+    case '"':
+        return json_str(j);
+    case 't':
+    case 'f':
+    case 'n': {
+        const char *lits[] = {"true", "false", "null"};
+        for (size_t i = 0; i < 3; i++) {
+            if (strncmp(j->p, lits[i], strlen(lits[i])) == 0) {
+                j->p += strlen(lits[i]);
+                return true;
+            }
+        }
+        return false;
+    }
+    default:
+        return json_number(j);
+    }
+}
+
+/* The last line of text that ends with a newline. */
+static const char *last_line(const char *text)
+{
+    size_t n = strlen(text);
+    cr_assert(n > 0 && text[n - 1] == '\n');
+    const char *p = text + n - 1;
+    while (p > text && p[-1] != '\n') {
+        p--;
+    }
+    return p;
+}
+
+/* Checks that text is JSON lines: every line one object, nothing else.
+ * Returns the number of lines. */
+static size_t check_json_lines(const char *text)
+{
+    size_t lines = 0;
+    cr_assert(text[0] == '\0' || text[strlen(text) - 1] == '\n', "no final newline: %s", text);
+    for (const char *line = text; *line != '\0'; lines++) {
+        size_t n = strcspn(line, "\n");
+        char *copy = strndup(line, n);
+        cr_assert_not_null(copy);
+        json_in j = {copy};
+        bool ok = copy[0] == '{' && json_value(&j, 0);
+        json_ws(&j);
+        cr_assert(ok && *j.p == '\0', "line %zu is not one JSON object (at byte %td): %.300s",
+                  lines + 1, j.p - copy, copy);
+        free(copy);
+        line += n + 1;
+    }
+    return lines;
+}
+
+Test(cli, json_checker_refuses_what_it_must)
+{
+    const char *bad[] = {"{", "{\"a\":}", "{\"a\":1,}", "{\"a\":\"x\x01\"}", "{\"a\":01}",
+                         "{\"a\":\"\xff\"}", "{\"a\":1}{", "{\"a\":tru}", "[1]", "{\"a\":\"\\x\"}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        json_in j = {bad[i]};
+        bool ok = bad[i][0] == '{' && json_value(&j, 0) && *j.p == '\0';
+        cr_assert(!ok, "'%s' accepted", bad[i]);
+    }
+    json_in j = {"{\"a\":[1,-2.5e3,{\"b\":null}],\"c\":\"\\u001b\xc3\xa9\",\"d\":true}"};
+    cr_assert(json_value(&j, 0) && *j.p == '\0');
+}
+
+/* No byte of `text` is a terminal control byte (other than newlines). */
+static void assert_no_controls(const char *text)
+{
+    for (const unsigned char *c = (const unsigned char *)text; *c != '\0'; c++) {
+        cr_assert(*c >= 0x20 || *c == '\n', "control byte 0x%02x in: %s", *c, text);
+    }
+}
+
 /* ---- A fresh working directory per test -------------------------------- */
 
 static char workdir[64];
@@ -262,8 +500,10 @@ Test(cli, parse_seed_ranges)
     cr_assert(lo == 16 && hi == 32);
     cr_assert_eq(pl__cli_parse_seeds("1..18446744073709551615", &lo, &hi), 0);
     cr_assert(lo == 1 && hi == UINT64_MAX);
-    /* 2^64 seeds do not fit in the count. */
-    cr_assert_eq(pl__cli_parse_seeds("0..18446744073709551615", &lo, &hi), PL_EINVAL);
+    /* The whole seed space: 2^64 seeds, one more than a uint64_t counts. */
+    cr_assert_eq(pl__cli_parse_seeds("0..18446744073709551615", &lo, &hi), 0);
+    cr_assert(lo == 0 && hi == UINT64_MAX);
+    cr_assert_eq(pl__cli_parse_seeds("0..0xffffffffffffffff", &lo, &hi), 0);
     cr_assert_eq(pl__cli_parse_seeds("5..4", &lo, &hi), PL_EINVAL);
     cr_assert_eq(pl__cli_parse_seeds("5", &lo, &hi), PL_EINVAL);
     cr_assert_eq(pl__cli_parse_seeds("..5", &lo, &hi), PL_EINVAL);
@@ -341,7 +581,7 @@ static void check_cover(uint64_t lo, uint64_t hi, uint32_t shards, uint32_t jobs
     for (uint32_t k = 1; k <= shards; k++) {
         for (uint32_t j = 0; j < jobs; j++) {
             pl__cli_slice s = pl__cli_slice_of(lo, hi, k, shards, j, jobs);
-            for (uint64_t i = 0; i < s.count; i++) {
+            for (uint64_t i = 0; pl__cli_slice_has(&s, i); i++) {
                 uint64_t seed = pl__cli_slice_seed(&s, i);
                 cr_assert(seed >= lo && seed <= hi);
                 cr_assert_eq((seed - lo) % shards + 1, k, "seed %" PRIu64 " in shard %u", seed, k);
@@ -385,23 +625,101 @@ Test(cli, slices_near_the_top_of_the_seed_space)
     for (uint32_t k = 1; k <= 5; k++) {
         for (uint32_t j = 0; j < 3; j++) {
             pl__cli_slice s = pl__cli_slice_of(lo, hi, k, 5, j, 3);
-            total += s.count;
-            cr_assert_leq(pl__cli_slice_seed(&s, s.count - 1), hi);
-            cr_assert_gt(pl__cli_slice_seed(&s, s.count - 1), hi - 15);
+            total += s.last + 1;
+            cr_assert_leq(pl__cli_slice_seed(&s, s.last), hi);
+            cr_assert_gt(pl__cli_slice_seed(&s, s.last), hi - 15);
+            cr_assert(!pl__cli_slice_has(&s, s.last + 1));
         }
     }
     cr_assert_eq(total, hi - lo + 1);
 }
 
+Test(cli, the_whole_seed_space_splits_without_overflow)
+{
+    char text[32];
+    /* One job, one shard: 2^64 seeds in one slice. */
+    pl__cli_slice all = pl__cli_slice_of(0, UINT64_MAX, 1, 1, 0, 1);
+    cr_assert(!all.empty && all.first == 0 && all.stride == 1 && all.last == UINT64_MAX);
+    cr_assert_eq(pl__cli_slice_seed(&all, all.last), UINT64_MAX);
+    pl__cli_slice_count_text(&all, text, sizeof text);
+    cr_assert_str_eq(text, "18446744073709551616");
+    /* Two jobs: 2^63 seeds each, together all of them. */
+    for (uint32_t j = 0; j < 2; j++) {
+        pl__cli_slice s = pl__cli_slice_of(0, UINT64_MAX, 1, 1, j, 2);
+        cr_assert_eq(s.last, UINT64_MAX / 2);
+        cr_assert_eq(pl__cli_slice_seed(&s, s.last), UINT64_MAX - 1 + j);
+        pl__cli_slice_count_text(&s, text, sizeof text);
+        cr_assert_str_eq(text, "9223372036854775808");
+    }
+    /* Three shards of 2^64 seeds: 6148914691236517206 + 2 * 6148914691236517205. */
+    uint64_t sum = 0;
+    for (uint32_t k = 1; k <= 3; k++) {
+        pl__cli_slice s = pl__cli_slice_of(0, UINT64_MAX, k, 3, 0, 1);
+        cr_assert_leq(pl__cli_slice_seed(&s, s.last), UINT64_MAX);
+        cr_assert_gt(pl__cli_slice_seed(&s, s.last), UINT64_MAX - 3);
+        sum += s.last + 1;
+    }
+    cr_assert_eq(sum, 0, "2^64 wraps to 0: %" PRIu64, sum);
+    /* What a fresh worker resumes. */
+    pl__cli_slice rest = pl__cli_slice_rest(&all, 10);
+    cr_assert(rest.first == 10 && rest.last == UINT64_MAX - 10);
+    pl__cli_slice one = pl__cli_slice_of(5, 5, 1, 1, 0, 1);
+    cr_assert(pl__cli_slice_rest(&one, 1).empty);
+    cr_assert(pl__cli_slice_rest(&one, 0).first == 5);
+}
+
+Test(cli, parse_sizes)
+{
+    uint64_t v;
+    cr_assert_eq(pl__cli_parse_size("1GiB", &v), 0);
+    cr_assert_eq(v, UINT64_C(1) << 30);
+    cr_assert_eq(pl__cli_parse_size("512MiB", &v), 0);
+    cr_assert_eq(v, UINT64_C(512) << 20);
+    cr_assert_eq(pl__cli_parse_size("64KiB", &v), 0);
+    cr_assert_eq(v, 65536);
+    cr_assert_eq(pl__cli_parse_size("16777215TiB", &v), 0);
+    const char *bad[] = {"", "1", "0MiB", "1GB", "1 GiB", "1.5GiB", "GiB", "-1MiB", "1gib",
+                         "16777216TiB"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_assert_eq(pl__cli_parse_size(bad[i], &v), PL_EINVAL, "'%s' accepted", bad[i]);
+    }
+}
+
+Test(cli, escape_control_bytes)
+{
+    char buf[128];
+    cr_assert_eq(pl__cli_escape("plain/path-1.replay", false, buf, sizeof buf), 19);
+    cr_assert_str_eq(buf, "plain/path-1.replay");
+    pl__cli_escape("a\x1b[2Jb\a\x7f", false, buf, sizeof buf);
+    cr_assert_str_eq(buf, "a\\x1b[2Jb\\x07\\x7f");
+    pl__cli_escape("two\nlines\tx", false, buf, sizeof buf);
+    cr_assert_str_eq(buf, "two\\x0alines\\x09x");
+    pl__cli_escape("two\nlines\tx\r", true, buf, sizeof buf);
+    cr_assert_str_eq(buf, "two\nlines\tx\\x0d");
+    /* UTF-8 stays; C1 controls (8-bit CSI) and broken bytes do not. */
+    pl__cli_escape("caf\xc3\xa9 \xe2\x82\xac", false, buf, sizeof buf);
+    cr_assert_str_eq(buf, "caf\xc3\xa9 \xe2\x82\xac");
+    pl__cli_escape("\x9b" "2J \xc2\x9b \xc0\xaf \xed\xa0\x80 \xe2\x82", false, buf, sizeof buf);
+    cr_assert_str_eq(buf, "\\x9b2J \\xc2\\x9b \\xc0\\xaf \\xed\\xa0\\x80 \\xe2\\x82");
+    /* Cut like snprintf. */
+    cr_assert_eq(pl__cli_escape("\x1b\x1b", false, buf, 5), 8);
+    cr_assert_str_eq(buf, "\\x1b");
+    cr_assert_eq(pl__cli_utf8_len((const unsigned char *)"\xf4\x8f\xbf\xbf"), 4);
+    cr_assert_eq(pl__cli_utf8_len((const unsigned char *)"\xf4\x90\x80\x80"), 0);
+}
+
 Test(cli, more_shards_than_seeds_leave_empty_slices)
 {
     pl__cli_slice s = pl__cli_slice_of(10, 12, 4, 8, 0, 1);
-    cr_assert_eq(s.count, 0);
+    cr_assert(s.empty && !pl__cli_slice_has(&s, 0));
     s = pl__cli_slice_of(10, 12, 3, 8, 0, 1);
-    cr_assert_eq(s.count, 1);
+    cr_assert(!s.empty && s.last == 0);
     cr_assert_eq(s.first, 12);
     s = pl__cli_slice_of(10, 12, 1, 1, 5, 8);
-    cr_assert_eq(s.count, 0);
+    cr_assert(s.empty);
+    char text[32];
+    pl__cli_slice_count_text(&s, text, sizeof text);
+    cr_assert_str_eq(text, "0");
 }
 
 Test(cli, distance_and_quoting)
@@ -517,6 +835,16 @@ static const usage_case usage_cases[] = {
     {{"shrink", "a", "b"}, "one FILE at a time"},
     {{"shrink", "-o"}, "option '--output' needs a value"},
     {{"list", "--long"}, "unknown option '--long'"},
+    {{"run", "selftest_clean", "--seeds", "0..9", "--seeds", "0..99"},
+     "option '--seeds' given twice ('0..9', then '0..99'): give it once"},
+    {{"run", "selftest_clean", "--seed", "1", "--seed=2"}, "option '--seed' given twice"},
+    {{"run", "selftest_clean", "-j", "2", "--jobs", "3"}, "option '--jobs' given twice"},
+    {{"replay", "--scenario", "a", "--scenario", "b", "f"}, "option '--scenario' given twice"},
+    {{"shrink", "f", "-o", "a", "-o", "b"}, "option '--output' given twice"},
+    {{"run", "selftest_clean", "--worker-rss", "1GB"}, "bad value for '--worker-rss': '1GB'"},
+    {{"run", "selftest_clean", "--recycle-seeds", "0"}, "bad value for '--recycle-seeds': '0'"},
+    {{"run", "selftest_clean", "--real", "--worker-rss", "1GiB"},
+     "'--worker-rss' has no effect with '--real'"},
     {{"help", "nope"}, "unknown command 'nope'"},
 };
 
@@ -597,6 +925,8 @@ Test(cli, crash_is_isolated_reported_and_replayable)
                   strstr(p.out, "exited with status 1") != NULL,
               "%s", p.out);
     cr_assert_not_null(strstr(p.out, "expected: yes"));
+    /* What the crashing run printed last, though it never ended its line. */
+    cr_assert_not_null(strstr(p.out, "    | crasher: raising SIGSEGV in round "), "%s", p.out);
     cr_assert_eq(count_of(p.out, "FINDING"), 1, "stops at the first finding: %s", p.out);
     uint64_t seed = finding_seed(p.out);
     char path[256], line[512];
@@ -657,6 +987,210 @@ Test(cli, json_lines_on_stdout_text_on_stderr)
     proc_free(&p);
 }
 
+Test(cli, user_stdout_never_reaches_the_json_channel)
+{
+    proc p = HARNESS("run", "selftest_chatter", "--seeds", "0..24", "-j", "2", "--keep-going",
+                     "--json", "--no-shrink");
+    cr_assert_eq(p.status, 20, "%s", p.err);
+    size_t lines = check_json_lines(p.out);
+    uint64_t findings = number_before(summary_of(p.err, "selftest_chatter"), " finding");
+    cr_assert_gt(findings, 1, "%s", p.err);
+    cr_assert_eq(lines, findings + 1, "the findings, then the summary: %s", p.out);
+    cr_assert_eq(strncmp(last_line(p.out), "{\"summary\":{", 12), 0, "%s", p.out);
+    cr_assert_eq(count_of(p.out, "{\"summary\":"), 1);
+    /* The output goes with each finding, escaped. */
+    cr_assert_eq(count_of(p.out, "\"output_bytes\":74015"), findings, "%s", p.out);
+    cr_assert_eq(count_of(p.out, "\\u001b[31mthe last words, no newline\",\"output_bytes\""),
+                 findings, "%s", p.out);
+    cr_assert_eq(count_of(p.err, "  stdout of the run (74015 bytes), the last 4095:\n"), findings,
+                 "%s", p.err);
+    cr_assert_not_null(strstr(p.err, "    | {\"kind\":\"not pollen's\",\\x1b[31mthe last words"),
+                       "%s", p.err);
+    assert_no_controls(p.err);
+    proc_free(&p);
+}
+
+Test(cli, user_stdout_is_shown_under_its_finding_in_text_mode)
+{
+    proc p = HARNESS("run", "selftest_chatter", "--seeds", "0..99", "-j", "2", "--no-shrink");
+    cr_assert_eq(p.status, 20, "%s%s", p.out, p.err);
+    /* Every line of user output is inside a finding, marked as such. */
+    for (const char *l = p.out; (l = strstr(l, "0123456789abcdef")) != NULL; l++) {
+        const char *start = l;
+        while (start > p.out && start[-1] != '\n') {
+            start--;
+        }
+        cr_assert_eq(strncmp(start, "    | ", 6), 0, "unmarked user output: %.100s", start);
+        l = strchr(l, '\n');
+        cr_assert_not_null(l);
+    }
+    cr_assert_not_null(strstr(p.out, "    | ...0123456789abcdef"), "%s", p.out);
+    cr_assert_null(strstr(p.out, "\n{\"kind\":\"not pollen's\""), "%s", p.out);
+    proc_free(&p);
+    /* The real backend's child prints too. */
+    p = HARNESS("run", "selftest_chatter", "--real", "--json");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    cr_assert_eq(check_json_lines(p.out), 1, "%s", p.out);
+    proc_free(&p);
+}
+
+/* True when some replay file in dir records a crash. */
+static bool crash_replay_in(const char *dir)
+{
+    DIR *d = opendir(dir);
+    bool found = false;
+    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        int fd = open(path, O_RDONLY);
+        if (fd >= 0 && e->d_name[0] != '.') {
+            char *text = slurp_fd(fd);
+            found = found || strstr(text, "\nfinding crash\n") != NULL;
+            free(text);
+        } else if (fd >= 0) {
+            close(fd);
+        }
+    }
+    if (d != NULL) {
+        closedir(d);
+    }
+    return found;
+}
+
+Test(cli, a_closed_stdout_stops_the_run_quietly)
+{
+    /* As `| head -c 0` and `| head -c 100` do: the reader goes away. */
+    const size_t reads[] = {0, 100};
+    for (size_t r = 0; r < sizeof reads / sizeof reads[0]; r++) {
+        int fds[2], err = temp_fd();
+        cr_assert_eq(pipe(fds), 0);
+        fcntl(fds[0], F_SETFD, FD_CLOEXEC); /* the reader is this test alone */
+        const char *args[] = {"run", "selftest_chatter", "--seeds", "0..199", "-j", "2",
+                              "--keep-going", "--json", "--no-shrink", NULL};
+        pid_t pid = spawn_argv("POLLEN_HARNESS", args, fds[1], err);
+        close(fds[1]);
+        char buf[100];
+        for (size_t got = 0; got < reads[r];) {
+            ssize_t n = read(fds[0], buf + got, reads[r] - got);
+            cr_assert_gt(n, 0);
+            got += (size_t)n;
+        }
+        close(fds[0]);
+        int status = wait_status(pid);
+        char *text = slurp_fd(err);
+        cr_assert_eq(status, 141, "after %zu bytes: status %d: %s", reads[r], status, text);
+        cr_assert_null(strstr(text, "FINDING crash"), "%s", text);
+        cr_assert_null(strstr(text, "SIGPIPE"), "%s", text);
+        cr_assert_null(strstr(text, "error"), "%s", text);
+        free(text);
+        cr_assert(!crash_replay_in("pollen-out"), "a worker died of SIGPIPE as a 'crash'");
+    }
+}
+
+Test(cli, a_full_stdout_is_an_error)
+{
+    int full = open("/dev/full", O_WRONLY);
+    if (full < 0) {
+        cr_skip_test("no /dev/full here");
+    }
+    const char *args[] = {"run", "selftest_crash", "--json", "--no-shrink", NULL};
+    proc p = run_argv_to("POLLEN_BIN", args, full);
+    close(full);
+    cr_assert_eq(p.status, 3, "%s", p.err);
+    cr_assert_not_null(strstr(p.err, "cannot write to stdout: No space left on device"), "%s",
+                       p.err);
+    proc_free(&p);
+}
+
+Test(cli, time_running_out_still_judges_a_hanging_seed)
+{
+    proc p = HARNESS("run", "selftest_hang_late", "--seeds", "0..99", "-j", "1", "--watchdog",
+                     "1s", "--time", "500ms");
+    cr_assert_eq(p.status, 19, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "FINDING livelock in selftest_hang_late (seed 13)"), "%s",
+                       p.out);
+    cr_assert_not_null(strstr(p.out, "made no progress for 1 s"), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "not run again alone"), "%s", p.out);
+    cr_assert(file_exists("pollen-out/selftest_hang_late-seed13.replay"));
+    proc_free(&p);
+    /* Keep going: the summary resumes past the hanging seed... */
+    p = HARNESS("run", "selftest_hang_late", "--seeds", "0..99", "-j", "1", "--watchdog", "1s",
+                "--time", "500ms", "--keep-going", "--json");
+    cr_assert_eq(p.status, 19, "%s%s", p.out, p.err);
+    cr_assert_eq(check_json_lines(p.out), 2, "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "{\"kind\":\"livelock\",\"scenario\":\"selftest_hang_late\","
+                                     "\"seed\":13,"),
+                       "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "\"complete\":false,\"resume_seed\":14,"), "%s", p.out);
+    proc_free(&p);
+    /* ...and resuming there does not stall. */
+    p = HARNESS("run", "selftest_hang_late", "--seeds", "14..20", "-j", "1", "--watchdog", "1s",
+                "--time", "500ms", "--json");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "\"runs\":7,"), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "\"complete\":true,"), "%s", p.out);
+    proc_free(&p);
+}
+
+Test(cli, memory_growing_seed_after_seed_is_reported)
+{
+    proc p = HARNESS("run", "selftest_leak", "--seeds", "0..99", "-j", "1");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "warning: selftest_leak: worker memory grew by 1.0 MiB per "
+                                     "seed over seeds 1..64 (64 runs in one process): user code "
+                                     "leaks memory across runs"),
+                       "%s", p.out);
+    cr_assert_eq(count_of(p.out, "warning:"), 1, "once per campaign: %s", p.out);
+    proc_free(&p);
+    p = HARNESS("run", "selftest_leak", "--seeds", "0..199", "-j", "2", "--json");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    cr_assert_eq(check_json_lines(p.out), 2, "%s", p.out);
+    cr_assert_eq(strncmp(p.out, "{\"warning\":\"memory_growth\",\"scenario\":\"selftest_leak\","
+                                "\"first_seed\":",
+                         60),
+                 0, "%s", p.out);
+    proc_free(&p);
+    /* Memory that is freed, or used once, is no leak. */
+    p = HARNESS("run", "selftest_chatter", "selftest_assert", "--seeds", "0..199", "-j", "1",
+                "--keep-going", "--no-shrink");
+    cr_assert_null(strstr(p.out, "warning:"), "%s", p.out);
+    proc_free(&p);
+}
+
+Test(cli, workers_hand_their_seeds_to_fresh_processes)
+{
+    /* selftest_runs fails in a process past its 20th run. */
+    proc p = HARNESS("run", "selftest_runs", "--seeds", "0..99", "-j", "2", "--recycle-seeds",
+                     "20");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "selftest_runs: 100 runs, 0 findings"), "%s", p.out);
+    proc_free(&p);
+    p = HARNESS("run", "selftest_runs", "--seeds", "0..99", "-j", "2", "--recycle-seeds", "21",
+                "--no-shrink");
+    cr_assert_eq(p.status, 20, "%s%s", p.out, p.err);
+    cr_assert_eq(finding_seed(p.out), 40, "%s", p.out); /* the 21st seed of job 0 */
+    proc_free(&p);
+    /* Past --worker-rss, after the seed that crossed it. */
+    p = HARNESS("run", "selftest_leak", "--seeds", "0..99", "-j", "1", "--worker-rss", "32MiB");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "note: selftest_leak: a worker grew to "), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, " of RSS (--worker-rss 32.0 MiB) by seed "), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "selftest_leak: 100 runs, 0 findings"), "%s", p.out);
+    proc_free(&p);
+}
+
+Test(cli, a_kill_from_outside_is_not_pinned_on_its_seed)
+{
+    proc p = HARNESS("run", "selftest_oom", "--seeds", "0..9", "-j", "1", "--no-shrink");
+    cr_assert_eq(p.status, 22, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "FINDING crash in selftest_oom (seed 5)"), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "was killed by SIGKILL (Killed) while running this seed: "
+                                     "pollen did not send it; the kernel's OOM killer does"),
+                       "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "run again alone, the seed did not fail"), "%s", p.out);
+    proc_free(&p);
+}
+
 Test(cli, shards_split_the_runs)
 {
     uint64_t total = 0;
@@ -681,6 +1215,94 @@ Test(cli, time_limit_stops_cleanly)
     cr_assert_not_null(strstr(p.out, "every seed below "), "%s", p.out);
     cr_assert_lt(b.tv_sec - a.tv_sec, 10);
     proc_free(&p);
+}
+
+Test(cli, the_whole_seed_space_is_a_valid_range)
+{
+    proc p = POLLEN("run", "selftest_clean", "--seeds", "0..18446744073709551615", "--time",
+                    "300ms", "-j", "2", "--json");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.err, " of 18446744073709551616 seeds, every seed below "), "%s",
+                       p.err);
+    cr_assert_not_null(strstr(p.out, "\"seeds\":\"0..18446744073709551615\""), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "\"seeds\":18446744073709551616,"), "%s", p.out);
+    proc_free(&p);
+}
+
+Test(cli, names_from_files_and_arguments_are_escaped)
+{
+    const char *name = "evil\x1b[2J\a.replay";
+    FILE *f = fopen(name, "w");
+    cr_assert_not_null(f);
+    fputs("pollen-replay 1\nscenario bad\x1b]0;title\a\nseed 1\ndecisions 0\nend\n", f);
+    fclose(f);
+    proc p = POLLEN("replay", name);
+    cr_assert_eq(p.status, 3, "%s%s", p.out, p.err);
+    assert_no_controls(p.err);
+    cr_assert_not_null(strstr(p.err, "evil\\x1b[2J\\x07.replay"), "%s", p.err);
+    cr_assert_not_null(strstr(p.err, "scenario 'bad\\x1b]0;title\\x07' is not linked"), "%s",
+                       p.err);
+    proc_free(&p);
+    p = POLLEN("run", "no\x1b[31mpe");
+    cr_assert_eq(p.status, 2);
+    assert_no_controls(p.err);
+    cr_assert_not_null(strstr(p.err, "no scenario matches 'no\\x1b[31mpe'"), "%s", p.err);
+    proc_free(&p);
+    p = POLLEN("run", "selftest_clean", "--seeds", "1..\a");
+    cr_assert_eq(p.status, 2);
+    assert_no_controls(p.err);
+    proc_free(&p);
+    /* The --out directory shows in the finding's replay and reproduce lines. */
+    p = POLLEN("run", "selftest_crash", "--out", "out\x1b[1m", "--no-shrink");
+    cr_assert_eq(p.status, 22, "%s%s", p.out, p.err);
+    assert_no_controls(p.out);
+    cr_assert_not_null(strstr(p.out, "  replay: out\\x1b[1m/selftest_crash-seed"), "%s", p.out);
+    proc_free(&p);
+}
+
+Test(cli, a_directory_is_reported_as_one)
+{
+    cr_assert_eq(mkdir("adir", 0777), 0);
+    proc p = POLLEN("replay", "adir");
+    cr_assert_eq(p.status, 3, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.err, "cannot read 'adir': it is a directory, not a file"), "%s",
+                       p.err);
+    proc_free(&p);
+    p = POLLEN("shrink", "adir");
+    cr_assert_eq(p.status, 3, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.err, "it is a directory, not a file"), "%s", p.err);
+    proc_free(&p);
+    char path[4096];
+    assert_finding(path, sizeof path);
+    p = HARNESS("shrink", path, "-o", "adir");
+    cr_assert_eq(p.status, 3, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.err, "cannot write 'adir': Is a directory"), "%s", p.err);
+    proc_free(&p);
+}
+
+Test(cli, a_failed_replay_write_names_its_cause)
+{
+    /* Pipes are not limited by RLIMIT_FSIZE: the report gets through. */
+    int out[2], err[2];
+    cr_assert_eq(pipe(out), 0);
+    cr_assert_eq(pipe(err), 0);
+    fcntl(out[0], F_SETFD, FD_CLOEXEC);
+    fcntl(err[0], F_SETFD, FD_CLOEXEC);
+    child_fsize_max = 64;
+    const char *args[] = {"run", "selftest_crash", "--no-shrink", NULL};
+    pid_t pid = spawn_argv("POLLEN_BIN", args, out[1], err[1]);
+    child_fsize_max = -1;
+    close(out[1]);
+    close(err[1]);
+    int status = wait_status(pid);
+    char *text = slurp_fd(out[0]), *etext = slurp_fd(err[0]);
+    cr_assert_eq(status, 3, "%s%s", text, etext);
+    cr_assert_not_null(strstr(text, "replay: none (cannot write pollen-out/selftest_crash-seed"),
+                       "%s", text);
+    cr_assert_not_null(strstr(text, ".replay: File too large)"), "not 'Input/output error': %s",
+                       text);
+    free(text);
+    free(etext);
 }
 
 Test(cli, unwritable_output_is_an_internal_error)
@@ -772,6 +1394,11 @@ Test(cli, sometimes_never_true_is_an_assertion)
     cr_assert_not_null(strstr(p.out, "FINDING assertion in selftest_sometimes (seeds 0..9)"),
                        "%s", p.out);
     cr_assert_not_null(strstr(p.out, "pl_sometimes(\"the impossible happens\")"), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "evaluated 10 times"), "%s", p.out);
+    proc_free(&p);
+    /* Workers that hand their seeds on still count every evaluation. */
+    p = HARNESS("run", "selftest_sometimes", "--seeds", "0..9", "-j", "2", "--recycle-seeds", "3");
+    cr_assert_eq(p.status, 10 + 10, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "evaluated 10 times"), "%s", p.out);
     proc_free(&p);
     /* A shard sees part of the campaign: a note, not a finding. */
