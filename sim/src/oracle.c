@@ -408,6 +408,9 @@ void pl__oracle_quiescence(pl__sim *s)
             return;
         }
     }
+    if (pl__check_waits(s)) {
+        return;
+    }
     report_deadlock(s);
 }
 

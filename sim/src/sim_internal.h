@@ -168,6 +168,11 @@ extern const pl_observer pl__sim_observer;
 void pl__oracle_watch_init(pl__sim *s);
 /* Quiescence: stale wakers, then probes, then deadlock. */
 void pl__oracle_quiescence(pl__sim *s);
+/* The wait-condition oracle (check_wait.c): the first parked task with a
+ * declared wait condition (pl_wait_declare in its latest poll) that holds
+ * is a lost_wakeup finding. Returns true when it raised one; does nothing
+ * once a finding exists. Only at probe points, on the executor thread. */
+bool pl__check_waits(pl__sim *s);
 /* End of a clean run: eventually sites, waker and task leaks. */
 void pl__oracle_eventually(pl__sim *s);
 void pl__oracle_leaks(pl__sim *s);
