@@ -80,8 +80,8 @@ static void declare_wait(pl_context *cx, pl_mutex_lock *self)
     if (cx->watch == NULL) {
         return;
     }
-    pl_wait_declare(cx, &(pl_wait){"mutex", "the lock, first come first served", self,
-                                   lock_holds, __FILE__, __LINE__});
+    pl_wait_declare(cx, &(pl_wait){"mutex", "the lock, first come first served", self, lock_holds,
+                                   __FILE__, __LINE__});
 }
 
 static pl_poll_result lock_poll(pl_future *f, pl_context *cx)

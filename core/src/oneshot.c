@@ -93,8 +93,8 @@ static void declare_wait(pl_context *cx, pl_oneshot_recv *self)
     if (cx->watch == NULL) {
         return;
     }
-    pl_wait_declare(cx, &(pl_wait){"oneshot", "a value sent or the sender gone", self,
-                                   recv_holds, __FILE__, __LINE__});
+    pl_wait_declare(cx, &(pl_wait){"oneshot", "a value sent or the sender gone", self, recv_holds,
+                                   __FILE__, __LINE__});
 }
 
 static pl_poll_result recv_poll(pl_future *f, pl_context *cx)

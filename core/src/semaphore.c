@@ -79,8 +79,9 @@ static bool waiting_acquire_fits(const pl_semaphore_acquire *self, char *why, si
             return false;
         }
         if (a == self) {
-            snprintf(why, why_len, "%zu permit(s) are free, it needs %zu, %zu waiter(s) ahead of it",
-                     s->permits, self->n, ahead);
+            snprintf(why, why_len,
+                     "%zu permit(s) are free, it needs %zu, %zu waiter(s) ahead of it", s->permits,
+                     self->n, ahead);
             return true;
         }
         left -= a->n;

@@ -17,8 +17,7 @@
 /* The same test as oracle.c's: allocated, not finished, not queued. */
 static bool is_parked(const pl__task_info *ti)
 {
-    return ti->task != NULL && !pl_task_is_finished(ti->task) &&
-           !pl_task_is_scheduled(ti->task);
+    return ti->task != NULL && !pl_task_is_finished(ti->task) && !pl_task_is_scheduled(ti->task);
 }
 
 /* The file's name without its directories: __FILE__ depends on where the
