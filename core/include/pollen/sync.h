@@ -34,7 +34,11 @@
  *    primitive's FIFO rules serve after others. Under the simulator a
  *    parked task whose condition holds is a lost_wakeup finding. Each
  *    primitive below says what it declares; the file:line is the
- *    primitive's own for now.
+ *    primitive's own for now. Because the declaration points at the
+ *    future, under the simulator a future that returned PENDING must stay
+ *    allocated until its task's next poll, even once dropped: keep
+ *    waiting futures in the task's own memory, as the combinators and
+ *    the coroutine macros do.
  */
 #ifndef POLLEN_SYNC_H
 #define POLLEN_SYNC_H
