@@ -995,6 +995,21 @@ int pl_block_on(pl_executor *ex, pl_future *fut, size_t size)
 
 /* ---- Join ------------------------------------------------------------- */
 
+/* The declared wait condition of a join (sync.h). base.resume is 1 once
+ * a poll registered the join: only a pending, registered join may read
+ * its task, whose handle the caller keeps while the join is pending. */
+static bool join_holds(const void *subject, char *why, size_t why_len)
+{
+    const pl_join *j = subject;
+    if (j->base.vtable != &pl__join_vtable || j->base.flags != 0 || j->base.resume != 1 ||
+        j->task->state < TASK_DONE) {
+        return false;
+    }
+    snprintf(why, why_len, "'%s' (#%u) %s", pl_task_name(j->task), j->task->head.id,
+             j->task->state == TASK_DONE ? "completed" : "was cancelled");
+    return true;
+}
+
 static pl_poll_result join_poll(pl_future *f, pl_context *cx)
 {
     pl_join *j = (pl_join *)f;
@@ -1005,11 +1020,17 @@ static pl_poll_result join_poll(pl_future *f, pl_context *cx)
             t->joiner = NULL;
         }
         pl_waker_slot_clear(&j->waker);
+        j->base.resume = 0;
         return PL_READY;
     }
     PL_ASSERT(t->joiner == NULL || t->joiner == j);
     t->joiner = j;
     pl_waker_slot_set(&j->waker, &cx->waker);
+    j->base.resume = 1;
+    if (cx->watch != NULL) { /* production: do not even build the pl_wait */
+        pl_wait_declare(cx,
+                        &(pl_wait){"join", "the task finished", j, join_holds, __FILE__, __LINE__});
+    }
     return PL_PENDING;
 }
 

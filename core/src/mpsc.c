@@ -5,6 +5,7 @@
  * meantime (try_send, a fresh send) can take it. Invariant: sends wait
  * only while len + reserved == capacity.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "list.h"
@@ -155,6 +156,63 @@ static pl_poll_result send_finish(pl_mpsc_send *self, int result)
     return PL_READY;
 }
 
+static const pl_future_vtable send_vtable;
+
+/* A waiting send is owed a slot exactly when the free unreserved slots
+ * reach its place in the FIFO: grant_slots() would serve the sends ahead
+ * of it first. Never true while "sends wait only when full" holds. */
+static bool waiting_send_fits(const pl_mpsc_send *self, char *why, size_t why_len)
+{
+    const pl_mpsc *ch = self->ch;
+    if (ch->len + ch->reserved >= ch->capacity) {
+        return false;
+    }
+    uint32_t room = ch->capacity - ch->len - ch->reserved;
+    uint32_t ahead = 0;
+    const pl_list_node *list = &ch->send_waiters;
+    for (const pl_list_node *node = list->next; node != list && ahead < room; node = node->next) {
+        if (node == &self->node) {
+            snprintf(why, why_len, "%u slot(s) are free, %u send(s) ahead of it", room, ahead);
+            return true;
+        }
+        ahead++;
+    }
+    return false;
+}
+
+/* The declared wait condition of a send (sync.h). The subject is the send
+ * future, so a dropped or rebuilt one reads as not waiting without
+ * touching the channel. */
+static bool send_holds(const void *subject, char *why, size_t why_len)
+{
+    const pl_mpsc_send *self = subject;
+    if (self->base.vtable != &send_vtable || self->base.flags != 0) {
+        return false;
+    }
+    switch (self->base.resume) {
+    case SEND_GRANTED:
+        snprintf(why, why_len, "a slot was reserved for it");
+        return true;
+    case SEND_CLOSED:
+        snprintf(why, why_len, "the receiver closed the channel");
+        return true;
+    case SEND_WAITING:
+        return waiting_send_fits(self, why, why_len);
+    default:
+        return false;
+    }
+}
+
+/* Built only under a watch, so that in production a PENDING pays one branch. */
+static void declare_send_wait(pl_context *cx, pl_mpsc_send *self)
+{
+    if (cx->watch == NULL) {
+        return;
+    }
+    pl_wait_declare(cx, &(pl_wait){"channel", "room for its item or the receiver gone", self,
+                                   send_holds, __FILE__, __LINE__});
+}
+
 static pl_poll_result send_poll(pl_future *f, pl_context *cx)
 {
     pl_mpsc_send *self = (pl_mpsc_send *)f;
@@ -168,11 +226,11 @@ static pl_poll_result send_poll(pl_future *f, pl_context *cx)
         pl_waker_clone_into(&self->waker, &cx->waker);
         pl_list_push_back(&ch->send_waiters, &self->node);
         self->base.resume = SEND_WAITING;
-        return PL_PENDING;
+        break;
     }
     case SEND_WAITING:
         pl_waker_slot_set(&self->waker, &cx->waker);
-        return PL_PENDING;
+        break;
     case SEND_GRANTED:
         ch->reserved--;
         if (ch->closed) {
@@ -184,6 +242,8 @@ static pl_poll_result send_poll(pl_future *f, pl_context *cx)
         PL_ASSERT(self->base.resume == SEND_CLOSED);
         return send_finish(self, PL_ECLOSED);
     }
+    declare_send_wait(cx, self);
+    return PL_PENDING;
 }
 
 static void send_drop(pl_future *f)
@@ -219,6 +279,40 @@ pl_mpsc_send pl_mpsc_send_init(pl_mpsc *ch, const void *item)
     };
 }
 
+static const pl_future_vtable recv_vtable;
+
+/* The declared wait condition of the receive (sync.h): what would let
+ * pl_mpsc_try_recv return something other than PL_EAGAIN. */
+static bool recv_holds(const void *subject, char *why, size_t why_len)
+{
+    const pl_mpsc_recv *self = subject;
+    if (self->base.vtable != &recv_vtable || self->base.flags != 0 ||
+        self->base.resume != RECV_WAITING) {
+        return false;
+    }
+    const pl_mpsc *ch = self->ch;
+    if (ch->len > 0) {
+        snprintf(why, why_len, "%u item(s) are queued", ch->len);
+    } else if (ch->senders == 0) {
+        snprintf(why, why_len, "every sender is gone");
+    } else if (ch->closed) {
+        snprintf(why, why_len, "the channel was closed");
+    } else {
+        return false;
+    }
+    return true;
+}
+
+/* Built only under a watch, so that in production a PENDING pays one branch. */
+static void declare_recv_wait(pl_context *cx, pl_mpsc_recv *self)
+{
+    if (cx->watch == NULL) {
+        return;
+    }
+    pl_wait_declare(cx, &(pl_wait){"channel", "an item queued or every sender gone", self,
+                                   recv_holds, __FILE__, __LINE__});
+}
+
 static pl_poll_result recv_poll(pl_future *f, pl_context *cx)
 {
     pl_mpsc_recv *self = (pl_mpsc_recv *)f;
@@ -227,6 +321,7 @@ static pl_poll_result recv_poll(pl_future *f, pl_context *cx)
     if (rc == PL_EAGAIN) {
         pl_waker_slot_set(&ch->rx_waker, &cx->waker);
         self->base.resume = RECV_WAITING;
+        declare_recv_wait(cx, self);
         return PL_PENDING;
     }
     pl_waker_slot_clear(&ch->rx_waker);

@@ -4,6 +4,8 @@
  * head waiter. That keeps the queue fair (no newcomer can take a lock
  * the head was woken for) and makes "waiters => locked" an invariant.
  */
+#include <stdio.h>
+
 #include "list.h"
 #include "pollen/sync.h"
 
@@ -46,6 +48,42 @@ void pl_mutex_unlock(pl_mutex *m)
     pl_waker_wake(pl_waker_slot_take(&w->waker));
 }
 
+static const pl_future_vtable lock_vtable;
+
+/* The declared wait condition (sync.h): the lock was handed to it, or the
+ * mutex is free and it is first in line (never true while unlock keeps
+ * "waiters => locked"; one behind the head is never owed the lock). The
+ * subject is the lock future, so a dropped or rebuilt one reads as not
+ * waiting without touching the mutex. */
+static bool lock_holds(const void *subject, char *why, size_t why_len)
+{
+    const pl_mutex_lock *self = subject;
+    if (self->base.vtable != &lock_vtable || self->base.flags != 0) {
+        return false;
+    }
+    if (self->base.resume == LOCK_HANDED) {
+        snprintf(why, why_len, "the lock was handed to it");
+        return true;
+    }
+    const pl_mutex *m = self->mutex;
+    if (self->base.resume == LOCK_WAITING && !m->locked &&
+        pl_list_front(&m->waiters) == &self->node) {
+        snprintf(why, why_len, "the mutex is free and it is first in line");
+        return true;
+    }
+    return false;
+}
+
+/* Built only under a watch, so that in production a PENDING pays one branch. */
+static void declare_wait(pl_context *cx, pl_mutex_lock *self)
+{
+    if (cx->watch == NULL) {
+        return;
+    }
+    pl_wait_declare(cx, &(pl_wait){"mutex", "the lock, first come first served", self, lock_holds,
+                                   __FILE__, __LINE__});
+}
+
 static pl_poll_result lock_poll(pl_future *f, pl_context *cx)
 {
     pl_mutex_lock *self = (pl_mutex_lock *)f;
@@ -58,15 +96,17 @@ static pl_poll_result lock_poll(pl_future *f, pl_context *cx)
         pl_waker_clone_into(&self->waker, &cx->waker);
         pl_list_push_back(&self->mutex->waiters, &self->node);
         self->base.resume = LOCK_WAITING;
-        return PL_PENDING;
+        break;
     case LOCK_WAITING:
         pl_waker_slot_set(&self->waker, &cx->waker);
-        return PL_PENDING;
+        break;
     default:
         PL_ASSERT(self->base.resume == LOCK_HANDED);
         self->base.resume = LOCK_DONE;
         return PL_READY;
     }
+    declare_wait(cx, self);
+    return PL_PENDING;
 }
 
 static void lock_drop(pl_future *f)

@@ -4,6 +4,8 @@
  * wake, one poll that links and clones, one poll that returns READY. So
  * no allocation, no observer call, and one branch on the common paths.
  */
+#include <stdio.h>
+
 #include "list.h"
 #include "pollen/sync.h"
 
@@ -55,6 +57,46 @@ void pl_notify_waiters(pl_notify *n)
     }
 }
 
+/* The declared wait condition: the waiter could complete on its next
+ * poll. Its subject is the waiter, not the notify: a waiter dropped (or
+ * rebuilt) since its declaration reads as not waiting, without touching a
+ * notify that may be gone by then. A waiter registered after a
+ * notify_waiters is plain WAITING: a broadcast stores nothing for it. */
+static bool notified_holds(const void *subject, char *why, size_t why_len)
+{
+    const pl_notified *self = subject;
+    if (self->base.vtable != &pl__notified_vtable || self->base.flags != 0) {
+        return false;
+    }
+    switch (self->base.resume) {
+    case NOTIFIED_BY_ONE:
+        snprintf(why, why_len, "pl_notify_one chose it");
+        return true;
+    case NOTIFIED_BY_ALL:
+        snprintf(why, why_len, "pl_notify_waiters released it");
+        return true;
+    case NOTIFIED_WAITING:
+        /* Never true while pl_notify keeps "a permit implies no waiter". */
+        if (self->notify->permit != 0) {
+            snprintf(why, why_len, "a permit is stored");
+            return true;
+        }
+        return false;
+    default:
+        return false;
+    }
+}
+
+/* Built only under a watch, so that in production a PENDING pays one branch. */
+static void declare_wait(pl_context *cx, pl_notified *self)
+{
+    if (cx->watch == NULL) {
+        return;
+    }
+    pl_wait_declare(cx, &(pl_wait){"notify", "a notification or a stored permit", self,
+                                   notified_holds, __FILE__, __LINE__});
+}
+
 static pl_poll_result notified_poll(pl_future *f, pl_context *cx)
 {
     pl_notified *self = (pl_notified *)f;
@@ -69,15 +111,17 @@ static pl_poll_result notified_poll(pl_future *f, pl_context *cx)
         pl_waker_clone_into(&self->waker, &cx->waker);
         pl_list_push_back(&n->waiters, &self->node);
         self->base.resume = NOTIFIED_WAITING;
-        return PL_PENDING;
+        break;
     case NOTIFIED_WAITING:
         pl_waker_slot_set(&self->waker, &cx->waker);
-        return PL_PENDING;
+        break;
     default:
         PL_ASSERT(self->base.resume == NOTIFIED_BY_ONE || self->base.resume == NOTIFIED_BY_ALL);
         self->base.resume = NOTIFIED_DONE;
         return PL_READY;
     }
+    declare_wait(cx, self);
+    return PL_PENDING;
 }
 
 static void notified_drop(pl_future *f)

@@ -1,4 +1,5 @@
 /* core/src/oneshot.c: one value, one sender, one receiver. */
+#include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
@@ -62,6 +63,40 @@ int pl_oneshot_try_recv(pl_oneshot *os)
     return PL_EAGAIN;
 }
 
+static const pl_future_vtable recv_vtable;
+
+/* The declared wait condition (sync.h): what would let
+ * pl_oneshot_try_recv return something other than PL_EAGAIN. The subject
+ * is the receive, so a dropped or rebuilt one reads as not waiting. */
+static bool recv_holds(const void *subject, char *why, size_t why_len)
+{
+    const pl_oneshot_recv *self = subject;
+    if (self->base.vtable != &recv_vtable || self->base.flags != 0 || self->base.resume == 0) {
+        return false;
+    }
+    uint32_t state = self->os->state;
+    if ((state & (ONESHOT_SENT | ONESHOT_TAKEN)) == ONESHOT_SENT) {
+        snprintf(why, why_len, "a value was sent");
+    } else if (state & ONESHOT_TAKEN) {
+        snprintf(why, why_len, "the value was already taken");
+    } else if (state & ONESHOT_TX_DROPPED) {
+        snprintf(why, why_len, "the sender is gone");
+    } else {
+        return false;
+    }
+    return true;
+}
+
+/* Built only under a watch, so that in production a PENDING pays one branch. */
+static void declare_wait(pl_context *cx, pl_oneshot_recv *self)
+{
+    if (cx->watch == NULL) {
+        return;
+    }
+    pl_wait_declare(cx, &(pl_wait){"oneshot", "a value sent or the sender gone", self, recv_holds,
+                                   __FILE__, __LINE__});
+}
+
 static pl_poll_result recv_poll(pl_future *f, pl_context *cx)
 {
     pl_oneshot_recv *self = (pl_oneshot_recv *)f;
@@ -70,6 +105,7 @@ static pl_poll_result recv_poll(pl_future *f, pl_context *cx)
     if (rc == PL_EAGAIN) {
         pl_waker_slot_set(&os->rx_waker, &cx->waker);
         self->base.resume = 1;
+        declare_wait(cx, self);
         return PL_PENDING;
     }
     /* Completed on a poll that came before the waker fired (or without

@@ -5,6 +5,8 @@
  * runs: otherwise a try_acquire between the wake and the poll could
  * steal them (barging).
  */
+#include <stdio.h>
+
 #include "list.h"
 #include "pollen/sync.h"
 
@@ -60,6 +62,60 @@ void pl_semaphore_release(pl_semaphore *s, size_t n)
     grant(s);
 }
 
+static const pl_future_vtable acquire_vtable;
+
+/* A waiting acquire could be granted now under the FIFO rule exactly when
+ * every request from the head up to and including it fits in the free
+ * permits: grant() would hand them out in that order. One behind an unmet
+ * head is not owed anything, however few permits it needs. */
+static bool waiting_acquire_fits(const pl_semaphore_acquire *self, char *why, size_t why_len)
+{
+    const pl_semaphore *s = self->sem;
+    size_t left = s->permits;
+    size_t ahead = 0;
+    for (const pl_list_node *node = s->waiters.next; node != &s->waiters; node = node->next) {
+        const pl_semaphore_acquire *a = pl_container_of(node, pl_semaphore_acquire, node);
+        if (a->n > left) {
+            return false;
+        }
+        if (a == self) {
+            snprintf(why, why_len,
+                     "%zu permit(s) are free, it needs %zu, %zu waiter(s) ahead of it", s->permits,
+                     self->n, ahead);
+            return true;
+        }
+        left -= a->n;
+        ahead++;
+    }
+    return false;
+}
+
+/* The declared wait condition (sync.h). The subject is the acquire, so a
+ * dropped or rebuilt one reads as not waiting without touching the
+ * semaphore. */
+static bool acquire_holds(const void *subject, char *why, size_t why_len)
+{
+    const pl_semaphore_acquire *self = subject;
+    if (self->base.vtable != &acquire_vtable || self->base.flags != 0) {
+        return false;
+    }
+    if (self->base.resume == ACQ_GRANTED) {
+        snprintf(why, why_len, "its %zu permit(s) were granted to it", self->n);
+        return true;
+    }
+    return self->base.resume == ACQ_WAITING && waiting_acquire_fits(self, why, why_len);
+}
+
+/* Built only under a watch, so that in production a PENDING pays one branch. */
+static void declare_wait(pl_context *cx, pl_semaphore_acquire *self)
+{
+    if (cx->watch == NULL) {
+        return;
+    }
+    pl_wait_declare(cx, &(pl_wait){"semaphore", "its permits, first come first served", self,
+                                   acquire_holds, __FILE__, __LINE__});
+}
+
 static pl_poll_result acquire_poll(pl_future *f, pl_context *cx)
 {
     pl_semaphore_acquire *self = (pl_semaphore_acquire *)f;
@@ -72,15 +128,17 @@ static pl_poll_result acquire_poll(pl_future *f, pl_context *cx)
         pl_waker_clone_into(&self->waker, &cx->waker);
         pl_list_push_back(&self->sem->waiters, &self->node);
         self->base.resume = ACQ_WAITING;
-        return PL_PENDING;
+        break;
     case ACQ_WAITING:
         pl_waker_slot_set(&self->waker, &cx->waker);
-        return PL_PENDING;
+        break;
     default:
         PL_ASSERT(self->base.resume == ACQ_GRANTED);
         self->base.resume = ACQ_DONE;
         return PL_READY;
     }
+    declare_wait(cx, self);
+    return PL_PENDING;
 }
 
 static void acquire_drop(pl_future *f)

@@ -241,6 +241,9 @@ static bool decision_probe(pl__sim *s)
             s->follow_point = s->points;
             return true;
         }
+        if (pl__check_wait_of(s, ids[i])) {
+            return true; /* what it waits for is there, though a probe did not show it */
+        }
     }
     return false;
 }
@@ -306,6 +309,18 @@ static bool probe_all(pl__sim *s, const uint32_t *ids, uint32_t n, const char *w
     return false;
 }
 
+/* The wait-condition oracle over the tasks in ids, before a deadlock is
+ * reported: "parked while X holds" says more than a bare deadlock. */
+static bool waits_hold(pl__sim *s, const uint32_t *ids, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (pl__check_wait_of(s, ids[i])) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* The background tasks still alive, for the foreground's deadlock report. */
 static void list_background(pl__sim *s, char *buf, size_t len, size_t *used)
 {
@@ -336,7 +351,7 @@ static bool judge_foreground(pl__sim *s)
         pl__sim_finding(s, PL_FINDING_ASSERTION, NULL, "simulator out of memory");
         return true;
     }
-    if (probe_all(s, ids, n, "once only background work was left")) {
+    if (probe_all(s, ids, n, "once only background work was left") || waits_hold(s, ids, n)) {
         free(ids);
         return true;
     }
@@ -469,7 +484,7 @@ void pl__probe_time_limit(pl__sim *s)
         return;
     }
     size_t held = pl_executor_timer_task_ids(s->ex, timer_ids, timers);
-    if (!probe_all(s, ids, n, "at the virtual time limit")) {
+    if (!probe_all(s, ids, n, "at the virtual time limit") && !waits_hold(s, ids, n)) {
         char stuck[700], waiting[300];
         size_t su = 0, wu = 0;
         uint32_t nstuck = 0;
@@ -605,6 +620,9 @@ void pl__oracle_quiescence(pl__sim *s)
         if (pl__oracle_is_parked(&s->tasks[id]) && probe_task(s, id, "at quiescence", "", &p)) {
             return;
         }
+    }
+    if (pl__check_waits(s)) {
+        return;
     }
     char list[768];
     size_t used = 0;

@@ -275,6 +275,13 @@ bool pl__oracle_is_parked(const pl__task_info *ti);
 extern const pl_observer pl__sim_observer;
 /* The poll watch's hooks (oracle.c), installed in s->watch by pl__sim_init. */
 void pl__oracle_watch_init(pl__sim *s);
+/* The wait-condition oracle (check_wait.c): a parked task with a declared
+ * wait condition (pl_wait_declare in its latest poll) that holds is a
+ * lost_wakeup finding. pl__check_waits looks at every parked task,
+ * pl__check_wait_of at task `id` only. Each returns true when it raised
+ * a finding, and does nothing once one exists. Only at probe points. */
+bool pl__check_waits(pl__sim *s);
+bool pl__check_wait_of(pl__sim *s, uint32_t id);
 /* End of a clean run: eventually sites, waker and task leaks. */
 void pl__oracle_eventually(pl__sim *s);
 void pl__oracle_leaks(pl__sim *s);

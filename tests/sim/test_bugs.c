@@ -33,7 +33,7 @@ static const char *const zoo[] = {
     "abort_permit", "chan_register_late", "deadline_reset",   "edge_notify",      "event_clear",
     "idle_timeout", "join_repoll",        "prefetch_leak",    "race_double_drop", "reply_busy",
     "retry_stale",  "select_first_waker", "sem_release",      "signal_drop",      "spin_wait",
-    "ticker_flush", "ticker_lock",        "wake_by_ref_leak", "wake_means_ready",
+    "ticker_flush", "ticker_lock",        "wake_by_ref_leak", "wake_means_ready", "wiped_permit",
 };
 
 #define ZOO_LEN (sizeof zoo / sizeof zoo[0])
@@ -172,6 +172,7 @@ ZOO_PAIR(ticker_flush)
 ZOO_PAIR(ticker_lock)
 ZOO_PAIR(wake_by_ref_leak)
 ZOO_PAIR(wake_means_ready)
+ZOO_PAIR(wiped_permit)
 
 /* The simulator's own cancellations (the `cancel` decision, on by
  * default) find the lost permit too, and the fix survives them. */
@@ -183,6 +184,24 @@ LEAK_TEST(bugs, abort_permit_by_cancel_decision)
 LEAK_TEST(fixes, abort_permit_by_cancel_decision)
 {
     expect_clean("abort_permit", "cancel=on", true);
+}
+
+/* The wait-condition oracle says what the parked listener waits for and
+ * that it already holds; without the declaration this is a bare deadlock
+ * (a probe poll of the listener changes nothing). */
+LEAK_TEST(bugs, wiped_permit_names_the_declared_condition)
+{
+    const pl_scenario *sc = zoo_scenario("bug", "wiped_permit");
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    pl_campaign_result cr;
+    cr_assert_eq(pl_sim_campaign(sc, 0, BUG_SEEDS - 1, &o, true, &cr), 0);
+    cr_assert_eq(cr.first.kind, PL_FINDING_LOST_WAKEUP, "%s", cr.first.message);
+    cr_assert_not_null(strstr(cr.first.message, "'patient' (#2) parked on bell (wiped_permit.c:"),
+                       "%s", cr.first.message);
+    cr_assert_not_null(strstr(cr.first.message, "while a ring is stored and it is first in line, "
+                                                "never notified"),
+                       "%s", cr.first.message);
 }
 
 /* The simulator's cancellations of granted jobs lose the lock as the

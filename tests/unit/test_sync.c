@@ -1523,6 +1523,360 @@ Test(sync, list_matches_a_model)
     }
 }
 
+/* ---- Wait conditions -----------------------------------------------------
+ * Every waiting future declares what it waits for (pl_wait_declare) when
+ * it returns PENDING under a watch. A watch here records the declarations
+ * of one poll, as the simulator does, and the tests evaluate them by hand
+ * at the points where a waiter can be parked. A condition that holds
+ * means "this waiter could complete on its next poll": a waiter queued
+ * behind others must not hold while the primitive's own rules serve
+ * those first. */
+
+#define DECLS_MAX 4
+
+typedef struct decls {
+    pl_wait w[DECLS_MAX];
+    int n;
+} decls;
+
+static void decl_enter(void *ud, pl_future *f)
+{
+    (void)ud;
+    (void)f;
+}
+
+static void decl_leave(void *ud, pl_future *f, pl_poll_result r)
+{
+    (void)ud;
+    (void)f;
+    (void)r;
+}
+
+static void decl_purpose(void *ud) { (void)ud; }
+
+static void decl_wait(void *ud, const pl_wait *w)
+{
+    decls *d = ud;
+    if (d->n < DECLS_MAX) {
+        d->w[d->n] = *w;
+    }
+    d->n++;
+}
+
+/* Polls `fut` as task t under a recording watch: d holds what this poll
+ * declared, and nothing else. */
+static pl_poll_result poll_declaring(void *fut, tw *t, decls *d)
+{
+    d->n = 0;
+    pl_poll_watch watch = {d, decl_enter, decl_leave, decl_wait, decl_purpose};
+    pl_context cx = cx_of(t, 1);
+    cx.watch = &watch;
+    return pl_poll((pl_future *)fut, &cx);
+}
+
+/* The poll declared exactly one wait, on `object`, about `subject`. */
+static void assert_declared(const decls *d, const char *object, const void *subject)
+{
+    cr_assert_eq(d->n, 1, "%d declarations, want 1", d->n);
+    cr_assert_str_eq(d->w[0].object, object);
+    cr_assert_eq(d->w[0].subject, subject);
+    cr_assert_not_null(d->w[0].condition);
+    cr_assert_not_null(d->w[0].file);
+    cr_assert_gt(d->w[0].line, 0);
+}
+
+static char why[160];
+
+/* Evaluates the declared condition; how it holds lands in `why`. */
+static bool holds(const decls *d)
+{
+    cr_assert_eq(d->n, 1);
+    why[0] = '\0';
+    return d->w[0].holds(d->w[0].subject, why, sizeof why);
+}
+
+static void assert_holds(const decls *d, const char *how)
+{
+    cr_assert(holds(d), "the condition does not hold, want: %s", how);
+    cr_assert_str_eq(why, how);
+}
+
+Test(sync, notified_declares_a_notification_and_holds_once_chosen)
+{
+    pl_notify n = PL_NOTIFY_INIT(n);
+    tw a = {.id = 1}, b = {.id = 2};
+    pl_notified fa = pl_notified_init(&n), fb = pl_notified_init(&n);
+    decls da, db;
+    cr_assert_eq(poll_declaring(&fa, &a, &da), PL_PENDING);
+    cr_assert_eq(poll_declaring(&fb, &b, &db), PL_PENDING);
+    assert_declared(&da, "notify", &fa);
+    cr_assert(!holds(&da));
+    cr_assert(!holds(&db));
+
+    pl_notify_one(&n);
+    assert_holds(&da, "pl_notify_one chose it");
+    cr_assert(!holds(&db), "the waiter behind the chosen one is owed nothing");
+
+    decls done;
+    cr_assert_eq(poll_declaring(&fa, &a, &done), PL_READY);
+    cr_assert_eq(done.n, 0, "a READY poll declares nothing");
+    cr_assert(!holds(&da), "a completed waiter waits for nothing");
+    cr_assert_eq(poll_declaring(&fb, &b, &db), PL_PENDING, "a spurious poll declares again");
+    assert_declared(&db, "notify", &fb);
+    cr_assert(!holds(&db));
+    pl_drop(&fb.base);
+    pl_notify_one(&n);
+    cr_assert(pl_notify_has_permit(&n));
+    cr_assert(!holds(&db), "a dropped waiter does not hold, even with a permit stored");
+    cr_assert_eq(a.live + b.live, 0);
+}
+
+/* A broadcast stores nothing: a waiter that registers after it waits for
+ * the next notification and must not be reported. */
+Test(sync, notified_after_a_broadcast_does_not_hold)
+{
+    pl_notify n = PL_NOTIFY_INIT(n);
+    tw a = {.id = 1}, b = {.id = 2};
+    pl_notified fa = pl_notified_init(&n), fb = pl_notified_init(&n);
+    decls da, db;
+    cr_assert_eq(poll_declaring(&fa, &a, &da), PL_PENDING);
+    pl_notify_waiters(&n);
+    assert_holds(&da, "pl_notify_waiters released it");
+    cr_assert_eq(poll_declaring(&fb, &b, &db), PL_PENDING);
+    cr_assert(!holds(&db));
+    cr_assert_eq(poll_as(&fa, &a), PL_READY);
+    cr_assert(!holds(&da));
+
+    /* Only a broken notify keeps a permit while a waiter waits. */
+    n.permit = 1;
+    assert_holds(&db, "a permit is stored");
+    n.permit = 0;
+    pl_drop(&fb.base);
+    cr_assert_eq(a.live + b.live, 0);
+}
+
+Test(sync, semaphore_acquire_holds_only_when_fifo_would_grant_it)
+{
+    pl_semaphore s;
+    pl_semaphore_init(&s, 0);
+    tw a = {.id = 1}, b = {.id = 2};
+    pl_semaphore_acquire big = pl_semaphore_acquire_init(&s, 3);
+    pl_semaphore_acquire small = pl_semaphore_acquire_init(&s, 1);
+    decls dbig, dsmall;
+    cr_assert_eq(poll_declaring(&big, &a, &dbig), PL_PENDING);
+    cr_assert_eq(poll_declaring(&small, &b, &dsmall), PL_PENDING);
+    assert_declared(&dbig, "semaphore", &big);
+    cr_assert(!holds(&dbig));
+
+    pl_semaphore_release(&s, 2);
+    cr_assert(!holds(&dbig), "2 free permits do not meet the head's 3");
+    cr_assert(!holds(&dsmall), "one behind an unmet head is not owed a permit");
+
+    /* A release that forgot to grant (a broken semaphore): the free
+     * permits are counted in FIFO order. */
+    s.permits = 3;
+    assert_holds(&dbig, "3 permit(s) are free, it needs 3, 0 waiter(s) ahead of it");
+    cr_assert(!holds(&dsmall), "the head takes all 3");
+    s.permits = 4;
+    assert_holds(&dsmall, "4 permit(s) are free, it needs 1, 1 waiter(s) ahead of it");
+    s.permits = 2;
+
+    pl_semaphore_release(&s, 1);
+    assert_holds(&dbig, "its 3 permit(s) were granted to it");
+    cr_assert(!holds(&dsmall));
+    pl_drop(&big.base); /* gives its permits back: small is granted */
+    cr_assert(!holds(&dbig), "a dropped acquire waits for nothing");
+    assert_holds(&dsmall, "its 1 permit(s) were granted to it");
+    cr_assert_eq(poll_as(&small, &b), PL_READY);
+    cr_assert(!holds(&dsmall));
+    cr_assert_eq(a.live + b.live, 0);
+}
+
+Test(sync, mutex_lock_holds_once_handed_the_lock)
+{
+    pl_mutex m;
+    pl_mutex_init(&m);
+    cr_assert(pl_mutex_try_lock(&m));
+    tw a = {.id = 1}, b = {.id = 2};
+    pl_mutex_lock la = pl_mutex_lock_init(&m), lb = pl_mutex_lock_init(&m);
+    decls da, db;
+    cr_assert_eq(poll_declaring(&la, &a, &da), PL_PENDING);
+    cr_assert_eq(poll_declaring(&lb, &b, &db), PL_PENDING);
+    assert_declared(&da, "mutex", &la);
+    cr_assert(!holds(&da));
+    cr_assert(!holds(&db));
+
+    /* A mutex left free with waiters (a broken unlock): the head could
+     * take it, the one behind could not. */
+    m.locked = 0;
+    assert_holds(&da, "the mutex is free and it is first in line");
+    cr_assert(!holds(&db));
+    m.locked = 1;
+
+    pl_mutex_unlock(&m);
+    assert_holds(&da, "the lock was handed to it");
+    cr_assert(!holds(&db));
+    cr_assert_eq(poll_as(&la, &a), PL_READY);
+    cr_assert(!holds(&da));
+    pl_mutex_unlock(&m);
+    assert_holds(&db, "the lock was handed to it");
+    pl_drop(&lb.base); /* hands it on: nobody waits, so the mutex is free */
+    cr_assert(!holds(&db));
+    cr_assert(!pl_mutex_is_locked(&m));
+    cr_assert_eq(a.live + b.live, 0);
+}
+
+Test(sync, mpsc_recv_holds_with_an_item_or_without_senders)
+{
+    tw a = {.id = 1};
+    int out = 0, v = 5;
+    chan3 c;
+    chan3_init(&c);
+    pl_mpsc_recv r = pl_mpsc_recv_init(&c.ch, &out);
+    decls d;
+    cr_assert_eq(poll_declaring(&r, &a, &d), PL_PENDING);
+    assert_declared(&d, "channel", &r);
+    cr_assert(!holds(&d));
+    cr_assert_eq(pl_mpsc_try_send(&c.ch, &v), 0);
+    assert_holds(&d, "1 item(s) are queued");
+    cr_assert_eq(poll_as(&r, &a), PL_READY);
+    cr_assert(!holds(&d));
+
+    pl_mpsc_recv r2 = pl_mpsc_recv_init(&c.ch, &out);
+    cr_assert_eq(poll_declaring(&r2, &a, &d), PL_PENDING);
+    cr_assert(!holds(&d));
+    pl_mpsc_sender_drop(&c.ch);
+    assert_holds(&d, "every sender is gone");
+    cr_assert_eq(poll_as(&r2, &a), PL_READY);
+    cr_assert_eq(r2.result, PL_ECLOSED);
+
+    chan3_init(&c);
+    pl_mpsc_recv r3 = pl_mpsc_recv_init(&c.ch, &out);
+    cr_assert_eq(poll_declaring(&r3, &a, &d), PL_PENDING);
+    pl_drop(&r3.base);
+    pl_mpsc_close(&c.ch);
+    cr_assert(!holds(&d), "a dropped receive waits for nothing");
+    cr_assert_eq(a.live, 0);
+}
+
+Test(sync, mpsc_send_holds_with_a_reserved_slot_or_a_closed_channel)
+{
+    tw a = {.id = 1}, b = {.id = 2};
+    int out = 0, v1 = 10, v2 = 20;
+    chan3 c;
+    chan3_init_full(&c);
+    pl_mpsc_send s1 = pl_mpsc_send_init(&c.ch, &v1), s2 = pl_mpsc_send_init(&c.ch, &v2);
+    decls d1, d2;
+    cr_assert_eq(poll_declaring(&s1, &a, &d1), PL_PENDING);
+    cr_assert_eq(poll_declaring(&s2, &b, &d2), PL_PENDING);
+    assert_declared(&d1, "channel", &s1);
+    cr_assert(!holds(&d1));
+    cr_assert(!holds(&d2));
+
+    /* A slot freed without a grant (a broken receive): the first send in
+     * line could take it, the second could not. */
+    c.ch.len--;
+    assert_holds(&d1, "1 slot(s) are free, 0 send(s) ahead of it");
+    cr_assert(!holds(&d2));
+    c.ch.len++;
+
+    cr_assert_eq(pl_mpsc_try_recv(&c.ch, &out), 0);
+    assert_holds(&d1, "a slot was reserved for it");
+    cr_assert(!holds(&d2), "the freed slot is reserved for the send ahead");
+    cr_assert_eq(poll_as(&s1, &a), PL_READY);
+    cr_assert(!holds(&d1));
+    pl_mpsc_close(&c.ch);
+    assert_holds(&d2, "the receiver closed the channel");
+    cr_assert_eq(poll_as(&s2, &b), PL_READY);
+    cr_assert_eq(s2.result, PL_ECLOSED);
+    cr_assert(!holds(&d2));
+    cr_assert_eq(a.live + b.live, 0);
+}
+
+Test(sync, oneshot_recv_holds_once_sent_or_sender_gone)
+{
+    tw a = {.id = 1};
+    int storage = 0, v = 7;
+    pl_oneshot os;
+    pl_oneshot_init(&os, &storage, sizeof storage);
+    pl_oneshot_recv r = pl_oneshot_recv_init(&os);
+    decls d;
+    cr_assert_eq(poll_declaring(&r, &a, &d), PL_PENDING);
+    assert_declared(&d, "oneshot", &r);
+    cr_assert(!holds(&d));
+    cr_assert_eq(pl_oneshot_send(&os, &v), 0);
+    assert_holds(&d, "a value was sent");
+    cr_assert_eq(poll_as(&r, &a), PL_READY);
+    cr_assert(!holds(&d));
+
+    pl_oneshot_init(&os, &storage, sizeof storage);
+    r = pl_oneshot_recv_init(&os);
+    cr_assert_eq(poll_declaring(&r, &a, &d), PL_PENDING);
+    cr_assert(!holds(&d));
+    pl_oneshot_sender_drop(&os);
+    assert_holds(&d, "the sender is gone");
+    pl_drop(&r.base);
+    cr_assert(!holds(&d), "a dropped receive waits for nothing");
+    cr_assert_eq(a.live, 0);
+}
+
+/* A task parked on a notify, for the join's condition. */
+typedef struct parked {
+    pl_future base;
+    pl_notify *n;
+    pl_notified wait;
+} parked;
+
+static pl_poll_result parked_poll(pl_future *f, pl_context *cx)
+{
+    parked *self = (parked *)f;
+    PL_ASYNC_BEGIN(self);
+    self->wait = pl_notified_init(self->n);
+    PL_AWAIT(cx, &self->wait);
+    PL_ASYNC_END;
+}
+
+static void parked_drop(pl_future *f) { pl_drop_child(&((parked *)f)->wait.base); }
+
+static const pl_future_vtable parked_vtable = {"parked", parked_poll, parked_drop};
+
+static void join_holds_once_the_task_finishes(bool cancel)
+{
+    pl_executor *ex = new_executor(false);
+    pl_notify n = PL_NOTIFY_INIT(n);
+    parked p = {.base = PL_FUTURE_INIT(&parked_vtable), .n = &n};
+    pl_task *t;
+    cr_assert_eq(PL_SPAWN(ex, p, "sleeper", &t), 0);
+    cr_assert_eq(pl_run(ex), PL_EDEADLK, "the task parks on the notify");
+
+    tw a = {.id = 1};
+    pl_join j = pl_join_init(t);
+    decls d;
+    cr_assert_eq(poll_declaring(&j, &a, &d), PL_PENDING);
+    assert_declared(&d, "join", &j);
+    cr_assert(!holds(&d));
+    if (cancel) {
+        pl_task_abort(t);
+        assert_holds(&d, "'sleeper' (#1) was cancelled");
+    } else {
+        pl_notify_one(&n);
+        cr_assert_eq(pl_run(ex), 0);
+        assert_holds(&d, "'sleeper' (#1) completed");
+    }
+    cr_assert_eq(a.wakes, 1, "the finish woke the join");
+    cr_assert_eq(poll_as(&j, &a), PL_READY);
+    cr_assert_eq(j.result, cancel ? PL_ECANCELED : 0);
+    cr_assert(!holds(&d), "a completed join waits for nothing");
+    pl_drop(&j.base);
+    pl_task_release(t);
+    pl_executor_destroy(ex);
+    cr_assert_eq(a.live, 0);
+}
+
+Test(sync, join_holds_once_the_task_completes) { join_holds_once_the_task_finishes(false); }
+
+Test(sync, join_holds_once_the_task_is_cancelled) { join_holds_once_the_task_finishes(true); }
+
 /* ---- Contract violations are assertions --------------------------------- */
 
 Test(sync, unlocking_a_free_mutex_aborts, .signal = SIGABRT)

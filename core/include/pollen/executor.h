@@ -122,7 +122,9 @@ void pl_task_abort(pl_task *t);
 /* The future of a task's completion. Borrows the handle, which must stay
  * valid while the join is pending (a completed join no longer touches
  * it); one join per task at a time. After READY, `result` is 0
- * (completed: read pl_task_future) or PL_ECANCELED. */
+ * (completed: read pl_task_future) or PL_ECANCELED. While pending it
+ * declares object "join", condition "the task finished" (sync.h's wait
+ * conditions; base.resume is 1 while it is registered). */
 typedef struct pl_join {
     pl_future base;
     pl_task *task;

@@ -26,6 +26,19 @@
  *    coroutines); callers never touch it.
  *  - Contract violations (unlocking an unlocked mutex, sending twice on a
  *    oneshot...) are assertions, not error codes.
+ *  - Every waiting future declares its wait condition on each PENDING
+ *    (pl_wait_declare, future.h; nothing is built in production). The
+ *    subject is the waiting future itself, and the condition is exactly
+ *    "this future would complete on its next poll": it reads false once
+ *    the future completed or was dropped, and for a waiter that the
+ *    primitive's FIFO rules serve after others. Under the simulator a
+ *    parked task whose condition holds is a lost_wakeup finding. Each
+ *    primitive below says what it declares; the file:line is the
+ *    primitive's own for now. Because the declaration points at the
+ *    future, under the simulator a future that returned PENDING must stay
+ *    allocated until its task's next poll, even once dropped: keep
+ *    waiting futures in the task's own memory, as the combinators and
+ *    the coroutine macros do.
  */
 #ifndef POLLEN_SYNC_H
 #define POLLEN_SYNC_H
@@ -71,6 +84,11 @@ typedef struct pl_list_node {
  *    pl_notify_waiters is not passed on.
  *  - A stored permit implies no waiter: a waiter never sees a permit
  *    it did not take at its first poll.
+ *  - Declares: object "notify", condition "a notification or a stored
+ *    permit". Holds once pl_notify_one chose the waiter or
+ *    pl_notify_waiters released it (not yet polled). A waiter that
+ *    registered after a pl_notify_waiters does not hold: the broadcast
+ *    stored nothing for it.
  */
 typedef struct pl_notify {
     pl_list_node waiters; /* private: pl_notified nodes, FIFO */
@@ -129,6 +147,10 @@ static inline pl_notified pl_notified_init(pl_notify *n)
  *    later receive gets the value.
  *  - Nothing ever waits on the sender side: pl_oneshot_send reports a
  *    dropped receiver with PL_ECLOSED.
+ *  - Declares (the receive): object "oneshot", condition "a value sent
+ *    or the sender gone". Holds when pl_oneshot_try_recv would not
+ *    return PL_EAGAIN: a value is there, the sender was dropped unsent,
+ *    or the value was taken by someone else.
  */
 typedef struct pl_oneshot {
     void *storage;      /* where the value lands; caller-owned */
@@ -194,6 +216,12 @@ pl_oneshot_recv pl_oneshot_recv_init(pl_oneshot *os);
  *  - The receive completes with PL_ECLOSED once the buffer is empty and
  *    either every sender was dropped or the receiver closed.
  *  - Dropping a pending receive forgets its waker; nothing is lost.
+ *  - Declares, object "channel": the receive "an item queued or every
+ *    sender gone" (holds with an item buffered, no sender left, or the
+ *    channel closed); a send "room for its item or the receiver gone"
+ *    (holds once a slot was reserved for it or the channel was closed,
+ *    or, were a free slot left unreserved, when its place in the FIFO
+ *    reaches it).
  */
 typedef struct pl_mpsc {
     unsigned char *buf;        /* private: ring of capacity items */
@@ -288,6 +316,10 @@ pl_mpsc_recv pl_mpsc_recv_init(pl_mpsc *ch, void *out);
  *    handed the lock but not yet polled unlocks (handing it on).
  *  - A lock future that returned READY owns the lock: dropping it does
  *    not unlock; call pl_mutex_unlock.
+ *  - Declares: object "mutex", condition "the lock, first come first
+ *    served". Holds once the lock was handed to it, or (never in a
+ *    correct run, since waiters imply locked) when the mutex is free and
+ *    it is first in line; a waiter behind the head never holds.
  */
 typedef struct pl_mutex {
     pl_list_node waiters; /* private: pl_mutex_lock nodes, FIFO */
@@ -335,6 +367,11 @@ pl_mutex_lock pl_mutex_lock_init(pl_mutex *m);
  *    that was granted but not yet polled releases its permits.
  *  - An acquire that returned READY owns its permits: dropping it does
  *    not release them; call pl_semaphore_release.
+ *  - Declares: object "semaphore", condition "its permits, first come
+ *    first served". Holds once its permits were granted, or when the
+ *    free permits cover every request from the head up to and including
+ *    its own (what a release would grant): one behind a head whose need
+ *    is unmet never holds, however few permits it needs.
  */
 typedef struct pl_semaphore {
     pl_list_node waiters; /* private: pl_semaphore_acquire nodes, FIFO */
