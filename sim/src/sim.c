@@ -399,6 +399,8 @@ int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o, cha
     s->time_limit_ns = sc->time_limit_ns > 0 ? sc->time_limit_ns : 3600 * PL_S;
     s->steps_max = o->steps_without_progress_max ? o->steps_without_progress_max : 1000000;
     s->self_wakes_max = o->self_wakes_max ? o->self_wakes_max : 10000;
+    s->sub_polls_max = o->sub_polls_max ? o->sub_polls_max : 1000000;
+    s->wakes_in_poll_max = o->wakes_in_poll_max ? o->wakes_in_poll_max : 1000000;
     int rc = init_decisions(s, o, err, err_len);
     if (rc != 0) {
         return rc;
@@ -426,6 +428,8 @@ int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o, cha
     if (mirror_len != NULL) {
         *mirror_len = 0;
     }
+    pl__progress.task = NULL;
+    pl__progress.run++;
     current_sim = s;
     return 0;
 }
