@@ -213,6 +213,7 @@ int pl_executor_create(pl_executor **out, const pl_executor_options *opts)
 static void task_free(pl_task *t);
 static void task_cancel(pl_task *t);
 static inline void task_release(pl_task *t);
+static inline pl_task *ready_take(pl_executor *ex, uint32_t k);
 
 void pl_executor_destroy(pl_executor *ex)
 {
@@ -259,6 +260,14 @@ void pl_executor_cancel_all(pl_executor *ex)
                 cancelled = true;
             }
         }
+    }
+    /* Cancelled tasks still queued (pl_run returns with background work
+     * runnable) hold the queue's reference, which run_one would release:
+     * release it here, or they outlive their cancellation. */
+    while (ex->ready_len > 0) {
+        pl_task *t = ready_take(ex, 0);
+        PL_ASSERT(t->state == TASK_CANCELLED);
+        task_release(t);
     }
     current_executor = saved;
 }

@@ -46,13 +46,12 @@ static void spin_found(pl__sim *s, const char *what, uint64_t count)
 
 void pl__budget_sub_polls(pl__sim *s)
 {
-    /* sub_polls counts the task's own future too. */
-    spin_found(s, "called pl_poll", s->sub_polls - 1);
+    spin_found(s, "called pl_poll", s->sub_polls_max);
 }
 
 void pl__budget_wakes_in_poll(pl__sim *s)
 {
-    spin_found(s, "woke itself", s->wakes_in_poll);
+    spin_found(s, "woke itself", s->wakes_in_poll_max);
 }
 
 /* Once pl_run has returned, drops are the runner's teardown (and the
