@@ -265,7 +265,7 @@ static bool pass_zero(shrinker *sh)
 static bool pass_zero_kind(shrinker *sh)
 {
     bool progress = false;
-    for (uint32_t kind = 0; kind < PL_DECIDE__COUNT && budget_left(sh); kind++) {
+    for (uint32_t kind = 0; kind < PL_DECIDE__COUNT && sh->len > 0 && budget_left(sh); kind++) {
         bool any = false;
         memcpy(sh->cand, sh->cur, sh->len * sizeof *sh->cand);
         for (size_t j = 0; j < sh->len; j++) {
