@@ -18,8 +18,9 @@
  * reason, must wake it (or hand the waker to someone who will).
  * Finding: orphan, reported at the drop: the parked client, and that the
  * last clone of its waker was dropped by 'reaper' while it was polled.
- * Without the drop-time check it surfaces only at the end of the run,
- * as a deadlock of a client that looks like any other stuck waiter.
+ * Without the drop-time check it surfaces only at quiescence, as a lost
+ * wakeup of a client with no waker clone left, and nothing names the
+ * reaper.
  * FIX (fix_reaper_orphan): the reaper wakes the reaped waiter through its
  * slot (pl_waker_slot_wake); the client sees "closed" and gives up.
  */
