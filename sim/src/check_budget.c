@@ -55,14 +55,16 @@ void pl__budget_wakes_in_poll(pl__sim *s)
 }
 
 /* Once pl_run has returned, drops are the runner's teardown (and the
- * probes of quiescence, which report what they find themselves). */
+ * probes of quiescence, which report what they find themselves). A task
+ * woken only through superseded wakers since its poll was woken, just
+ * not delivered: the stale_waker oracle says why at quiescence. */
 void pl__oracle_orphaned(void *ud, pl_task *t, pl_task *dropper)
 {
     pl__sim *s = ud;
-    if (s->run_over) {
+    const pl__task_info *ti = &s->tasks[pl_task_id(t)];
+    if (s->run_over || ti->stale_wakes > 0) {
         return;
     }
-    const pl__task_info *ti = &s->tasks[pl_task_id(t)];
     char by[128];
     if (dropper != NULL) {
         snprintf(by, sizeof by, "by '%s' (#%u) while polling", pl_task_name(dropper),

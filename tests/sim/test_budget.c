@@ -378,6 +378,61 @@ PL_SCENARIO(budget_quiet_drops, .name = "budget_quiet_drops",
             .summary = "drops that are no orphan", .state_size = sizeof(quiet_state),
             .setup = quiet_setup, .check = quiet_check);
 
+/* A waiter that keeps the waker of its first poll only, and a notifier
+ * that wakes it through that stale waker, consuming the last clone: a
+ * stale_waker, not an orphan (the wake came, rotation withheld it). */
+typedef struct stale_state {
+    pl_waker slot;
+} stale_state;
+
+typedef struct first_only {
+    pl_future base;
+    stale_state *st;
+    int polls;
+} first_only;
+
+static pl_poll_result first_only_poll(pl_future *f, pl_context *cx)
+{
+    first_only *self = (first_only *)f;
+    if (self->polls++ == 0) {
+        pl_waker_slot_set(&self->st->slot, &cx->waker);
+        pl_waker_wake_by_ref(&cx->waker); /* polled again, with a new waker */
+    }
+    return PL_PENDING;
+}
+
+static const pl_future_vtable first_only_vt = {"first_only", first_only_poll, NULL};
+
+typedef struct stale_notifier {
+    pl_future base;
+    stale_state *st;
+    pl_sleep nap;
+} stale_notifier;
+
+static pl_poll_result stale_notifier_poll(pl_future *f, pl_context *cx)
+{
+    stale_notifier *self = (stale_notifier *)f;
+    PL_ASYNC_BEGIN(self);
+    self->nap = pl_sleep_for(1 * PL_MS);
+    PL_AWAIT(cx, &self->nap);
+    pl_waker_slot_wake(&self->st->slot);
+    PL_ASYNC_END;
+}
+
+static const pl_future_vtable stale_notifier_vt = {"stale_notifier", stale_notifier_poll, NULL};
+
+static int stale_setup(pl_executor *ex, void *state)
+{
+    first_only w = {PL_FUTURE_INIT(&first_only_vt), state, 0};
+    stale_notifier n = {.base = PL_FUTURE_INIT(&stale_notifier_vt), .st = state};
+    int rc = PL_SPAWN(ex, w, "first_only", NULL);
+    return rc != 0 ? rc : PL_SPAWN(ex, n, "stale_notifier", NULL);
+}
+
+PL_SCENARIO(budget_stale_last_clone, .name = "budget_stale_last_clone",
+            .summary = "the last clone goes in a stale wake", .state_size = sizeof(stale_state),
+            .setup = stale_setup, .expect = "stale_waker");
+
 /* ---- Tests -------------------------------------------------------------- */
 
 static pl_sim_result run_seed(const char *name, const pl_sim_options *base, uint64_t seed)
@@ -499,4 +554,15 @@ LEAK_TEST(budget, aborts_select_losers_and_teardown_are_no_orphans)
     cr_assert_eq(pl_sim_campaign(sc, 0, 1999, NULL, true, &cr), 0);
     cr_assert_eq(cr.findings, 0, "seed %llu: %s: %s", (unsigned long long)cr.first_seed,
                  pl_finding_name(cr.first.kind), cr.first.message);
+}
+
+LEAK_TEST(budget, a_stale_wake_consuming_the_last_clone_is_a_stale_waker)
+{
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.source = PL_SIM_SOURCE_LIST; /* production's order, under rotation */
+    pl_sim_result r = run_seed("budget_stale_last_clone", &o, 0);
+    cr_assert_eq(r.finding.kind, PL_FINDING_STALE_WAKER, "%s: %s",
+                 pl_finding_name(r.finding.kind), r.finding.message);
+    pl_sim_result_free(&r);
 }
