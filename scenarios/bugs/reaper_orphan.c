@@ -30,7 +30,7 @@
 
 enum { CLIENTS = 3, REAPER_TICKS = 8 };
 
-#define HOLD_NS (2 * PL_MS)
+#define HOLD_NS     (2 * PL_MS)
 #define IDLE_MAX_NS (3 * PL_MS)
 
 typedef struct conn_queue {
@@ -52,11 +52,11 @@ enum { WAIT_INIT = 0, WAIT_QUEUED = 1, WAIT_GRANTED = 2, WAIT_CLOSED = 3 };
 typedef struct conn_wait {
     pl_future base;
     conn_queue *q;
-    int state;       /* WAIT_* */
+    int state;        /* WAIT_* */
     pl_time since_ns; /* when it was queued */
     zoo_node node;
     pl_waker waker;
-    bool got;        /* output: the connection (false: closed) */
+    bool got; /* output: the connection (false: closed) */
 } conn_wait;
 
 static pl_poll_result conn_wait_poll(pl_future *f, pl_context *cx)
@@ -226,5 +226,5 @@ PL_SCENARIO(bug_reaper_orphan_sc, .name = "bug_reaper_orphan",
             .expect = "orphan");
 
 PL_SCENARIO(fix_reaper_orphan_sc, .name = "fix_reaper_orphan",
-            .summary = "a reaper wakes the waiters it closes",
-            .state_size = sizeof(reaper_state), .setup = setup_fixed, .check = check);
+            .summary = "a reaper wakes the waiters it closes", .state_size = sizeof(reaper_state),
+            .setup = setup_fixed, .check = check);

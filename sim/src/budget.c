@@ -113,8 +113,8 @@ void pl__budget_arm(pl__hang *h)
 
 pl__hang *pl__hang_map(void)
 {
-    void *p = mmap(NULL, sizeof(pl__hang), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                   -1, 0);
+    void *p =
+        mmap(NULL, sizeof(pl__hang), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
         return NULL;
     }
@@ -131,8 +131,7 @@ void pl__hang_unmap(pl__hang *h)
 
 bool pl__hang_ended(const pl__hang *h, int status)
 {
-    return h != NULL && h->hung && WIFEXITED(status) &&
-           WEXITSTATUS(status) == PL__ST_POLL_BUDGET;
+    return h != NULL && h->hung && WIFEXITED(status) && WEXITSTATUS(status) == PL__ST_POLL_BUDGET;
 }
 
 void pl__hang_finding(const pl__hang *h, pl_finding *f)
@@ -179,8 +178,8 @@ static int page_get(void)
 {
     if (page == NULL) {
         /* Pages are committed on first touch: the cap costs nothing. */
-        void *p = mmap(NULL, page_size(), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                       -1, 0);
+        void *p =
+            mmap(NULL, page_size(), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) {
             return -errno;
         }
@@ -225,7 +224,7 @@ static int candidate_result(const pl_scenario *sc, const pl_sim_options *o, pl_s
 }
 
 static int candidate_run(const pl_scenario *sc, const pl_sim_options *o, pl_sim_result *r,
-                        bool *hung)
+                         bool *hung)
 {
     memset(r, 0, sizeof *r);
     *hung = false;

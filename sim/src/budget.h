@@ -19,8 +19,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "pollen/sim.h"
 #include "decide.h"
+#include "pollen/sim.h"
 
 /* The exit status of a child the budget stopped (the record says so too:
  * user code may exit with any status). */

@@ -44,15 +44,9 @@ static void spin_found(pl__sim *s, const char *what, uint64_t count)
     }
 }
 
-void pl__budget_sub_polls(pl__sim *s)
-{
-    spin_found(s, "called pl_poll", s->sub_polls_max);
-}
+void pl__budget_sub_polls(pl__sim *s) { spin_found(s, "called pl_poll", s->sub_polls_max); }
 
-void pl__budget_wakes_in_poll(pl__sim *s)
-{
-    spin_found(s, "woke itself", s->wakes_in_poll_max);
-}
+void pl__budget_wakes_in_poll(pl__sim *s) { spin_found(s, "woke itself", s->wakes_in_poll_max); }
 
 /* Once pl_run has returned, drops are the runner's teardown (and the
  * probes of quiescence, which report what they find themselves). A task

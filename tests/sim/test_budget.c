@@ -34,8 +34,8 @@ static const pl_future_vtable never_vt = {"never", never_poll, never_drop};
 
 typedef struct spin_state {
     pl_waker slot;
-    int width;        /* wide_poll: children polled once each */
-    bool cancelled;   /* the sleeper saw its cancellation */
+    int width;      /* wide_poll: children polled once each */
+    bool cancelled; /* the sleeper saw its cancellation */
 } spin_state;
 
 /* ---- Spins: on a child, on its own waker ------------------------------- */
@@ -237,7 +237,7 @@ PL_SCENARIO(budget_remote_orphan, .name = "budget_remote_orphan",
  * tasks cancelled at teardown, one holding the other's only clone. */
 typedef struct quiet_state {
     pl_task *victim;
-    pl_waker held;     /* the waiter's waker, held by the holder */
+    pl_waker held; /* the waiter's waker, held by the holder */
     bool waiter_parked;
 } quiet_state;
 
@@ -374,9 +374,8 @@ static int quiet_check(pl_executor *ex, void *state, char *msg, size_t len)
     return 0;
 }
 
-PL_SCENARIO(budget_quiet_drops, .name = "budget_quiet_drops",
-            .summary = "drops that are no orphan", .state_size = sizeof(quiet_state),
-            .setup = quiet_setup, .check = quiet_check);
+PL_SCENARIO(budget_quiet_drops, .name = "budget_quiet_drops", .summary = "drops that are no orphan",
+            .state_size = sizeof(quiet_state), .setup = quiet_setup, .check = quiet_check);
 
 /* A waiter that keeps the waker of its first poll only, and a notifier
  * that wakes it through that stale waker, consuming the last clone: a
@@ -562,7 +561,7 @@ LEAK_TEST(budget, a_stale_wake_consuming_the_last_clone_is_a_stale_waker)
     pl_sim_options_default(&o);
     o.source = PL_SIM_SOURCE_LIST; /* production's order, under rotation */
     pl_sim_result r = run_seed("budget_stale_last_clone", &o, 0);
-    cr_assert_eq(r.finding.kind, PL_FINDING_STALE_WAKER, "%s: %s",
-                 pl_finding_name(r.finding.kind), r.finding.message);
+    cr_assert_eq(r.finding.kind, PL_FINDING_STALE_WAKER, "%s: %s", pl_finding_name(r.finding.kind),
+                 r.finding.message);
     pl_sim_result_free(&r);
 }
