@@ -1310,8 +1310,8 @@ typedef struct msg_finding {
     char replay_error[256];  /* why not */
 } msg_finding;
 
-/* Decisions of a rerun, in memory shared with the parent: they survive
- * the child's crash. */
+/* Decisions of a worker, in memory shared with the parent: they survive
+ * the child's crash, and the poll budget's report. */
 typedef struct shared_rec {
     pl__hang hang;           /* the poll budget's report (budget.h) */
     volatile uint64_t len;   /* entries written (may exceed cap) */
@@ -3614,6 +3614,15 @@ static int replay_lost(const replay_opts *ro, const replay_input *in, pl_finding
     return ST_DIFFERS;
 }
 
+/* The poll budget stopped the replay child inside a poll. */
+static int replay_stopped(const replay_opts *ro, const replay_input *in)
+{
+    char d[32], text[160];
+    pl__budget_text(pl__budget_get(), d, sizeof d);
+    snprintf(text, sizeof text, "ran for %s of CPU time inside one poll and was stopped", d);
+    return replay_lost(ro, in, PL_FINDING_LIVELOCK, text);
+}
+
 static int replay_forked(const cli *c, const replay_opts *ro, const replay_input *in)
 {
     int fds[2];
@@ -3657,10 +3666,7 @@ static int replay_forked(const cli *c, const replay_opts *ro, const replay_input
     bool stopped = !got && pl__hang_ended(hang, status);
     pl__hang_unmap(hang);
     if (stopped) {
-        char d[32];
-        pl__budget_text(pl__budget_get(), d, sizeof d);
-        snprintf(text, sizeof text, "ran for %s of CPU time inside one poll and was stopped", d);
-        return replay_lost(ro, in, PL_FINDING_LIVELOCK, text);
+        return replay_stopped(ro, in);
     }
     if (hung) {
         char d[32];
