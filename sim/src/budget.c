@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "shrink.h"
@@ -25,10 +26,13 @@
  * poll: a budget of B is enforced within B and B + B / TICKS. */
 #define TICKS 8u
 
+
 static pl_time budget_ns = PL__POLL_BUDGET_DEFAULT_NS;
+static pl_time candidate_wall_ns = PL__CANDIDATE_WATCHDOG_DEFAULT_NS;
 
 void pl__budget_set(pl_time ns) { budget_ns = ns; }
 pl_time pl__budget_get(void) { return budget_ns; }
+void pl__budget_set_watchdog(pl_time ns) { candidate_wall_ns = ns; }
 
 void pl__budget_text(pl_time ns, char *buf, size_t len)
 {
@@ -223,6 +227,40 @@ static int candidate_result(const pl_scenario *sc, const pl_sim_options *o, pl_s
     return 0;
 }
 
+/* Waits for the candidate, killing it after candidate_wall_ns of wall
+ * time (pl__budget_set_watchdog): a poll that sleeps uses no CPU, so only the clock stops it (the
+ * watchdog of `pollen run`). Short naps first: most candidates end in
+ * well under a millisecond. Returns true when it had to kill it. */
+static bool candidate_wait(pid_t pid, int *status)
+{
+    struct timespec nap = {0, 50 * 1000};
+    pl_time waited = 0;
+    for (;;) {
+        pid_t r = waitpid(pid, status, WNOHANG);
+        if (r == pid || (r < 0 && errno != EINTR)) {
+            return false;
+        }
+        if (waited >= candidate_wall_ns) {
+            kill(pid, SIGKILL);
+            while (waitpid(pid, status, 0) < 0 && errno == EINTR) {
+            }
+            return true;
+        }
+        nanosleep(&nap, NULL);
+        waited += (pl_time)nap.tv_nsec;
+        nap.tv_nsec = nap.tv_nsec < 10 * 1000 * 1000 ? nap.tv_nsec * 2 : nap.tv_nsec;
+    }
+}
+
+static void candidate_killed(pl_sim_result *r)
+{
+    char d[32];
+    pl__budget_text(candidate_wall_ns, d, sizeof d);
+    r->finding.kind = PL_FINDING_LIVELOCK;
+    snprintf(r->finding.message, sizeof r->finding.message,
+             "the candidate's process made no progress for %s of wall time and was killed", d);
+}
+
 static int candidate_run(const pl_scenario *sc, const pl_sim_options *o, pl_sim_result *r,
                          bool *hung)
 {
@@ -241,9 +279,10 @@ static int candidate_run(const pl_scenario *sc, const pl_sim_options *o, pl_sim_
         candidate_child(sc, o);
     }
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (pl__hang_ended(&page->hang, status)) {
+    if (candidate_wait(pid, &status)) {
+        *hung = true;
+        candidate_killed(r);
+    } else if (pl__hang_ended(&page->hang, status)) {
         *hung = true;
         pl__hang_finding(&page->hang, &r->finding);
         r->steps = page->hang.step;

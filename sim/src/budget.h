@@ -45,6 +45,11 @@ typedef struct pl__hang {
 void pl__budget_set(pl_time budget_ns);
 pl_time pl__budget_get(void);
 
+/* The wall time a livelock shrink's candidate may run before it is
+ * killed and counts as a livelock: a poll that sleeps uses no CPU. */
+#define PL__CANDIDATE_WATCHDOG_DEFAULT_NS (10 * PL_S)
+void pl__budget_set_watchdog(pl_time ns);
+
 /* A zeroed record in anonymous shared memory, for one child at a time.
  * NULL when mmap failed (the child then runs without a budget). */
 pl__hang *pl__hang_map(void);

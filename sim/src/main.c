@@ -524,6 +524,17 @@ static int opt_poll_budget(const opts_iter *it, int idx, const char *v)
     return 0;
 }
 
+/* shrink --watchdog: the wall time a livelock's candidate may run. */
+static int opt_candidate_watchdog(const opts_iter *it, int idx, const char *v)
+{
+    pl_time ns;
+    if (opt_duration(it, idx, v, &ns) != 0) {
+        return ST_USAGE;
+    }
+    pl__budget_set_watchdog(ns);
+    return 0;
+}
+
 /* ======================================================================
  * Output helpers
  * ==================================================================== */
@@ -764,7 +775,7 @@ static const char help_replay[] =
 
 static const char help_shrink[] =
     "usage: {prog} shrink FILE [-o OUT] [--time DURATION] [--runs N]\n"
-    "                           [--poll-budget DURATION]\n"
+    "                           [--poll-budget DURATION] [--watchdog DURATION]\n"
     "\n"
     "Shrinks the failing run of a replay file to the smallest decision list\n"
     "that still produces the same finding (shortlex: drop the tail, delete\n"
@@ -780,6 +791,8 @@ static const char help_shrink[] =
     "  --poll-budget DURATION CPU time one poll may take (default 1s); a\n"
     "                         livelock's candidates each run in a child, and\n"
     "                         one stopped there still fails with livelock\n"
+    "  --watchdog DURATION    wall time such a candidate may take (default\n"
+    "                         10s): one killed then still fails with livelock\n"
     "  --help, -h             this text\n"
     "\n"
     "exit status: 0 shrunk, 2 bad usage, 3 unreadable file, a run that does\n"
@@ -2838,6 +2851,7 @@ static void shrink_report(const cli *c, const run_opts *o, report *rp)
     if (m == NULL) {
         return;
     }
+    pl__budget_set_watchdog(o->watchdog_ns);
     if (shrink_isolated(rp->replay, NULL, &limits, "  ", m) == 0) {
         char prog[PATH_MAX], arg[PATH_MAX + 8];
         pl__cli_shell_quote(c->argv0, prog, sizeof prog);
@@ -3725,7 +3739,7 @@ static int cmd_replay(cli *c, int argc, char **argv)
  * `shrink`, dispatch
  * ==================================================================== */
 
-enum shrink_opt { S_OUTPUT, S_TIME, S_RUNS, S_HELP, S_POLL_BUDGET };
+enum shrink_opt { S_OUTPUT, S_TIME, S_RUNS, S_HELP, S_POLL_BUDGET, S_WATCHDOG };
 
 static const opt_spec shrink_specs[] = {
     [S_OUTPUT] = {"output", 'o', "OUT"},
@@ -3733,6 +3747,7 @@ static const opt_spec shrink_specs[] = {
     [S_RUNS] = {"runs", 0, "N"},
     [S_HELP] = {"help", 'h', NULL},
     [S_POLL_BUDGET] = {"poll-budget", 0, "DURATION"},
+    [S_WATCHDOG] = {"watchdog", 0, "DURATION"},
     {NULL, 0, NULL},
 };
 
@@ -3759,6 +3774,8 @@ static int shrink_opts_parse(const cli *c, int argc, char **argv, shrink_args *s
         } else if (id == S_TIME && opt_duration(&it, id, v, &sa->limits.time_ns) != 0) {
             return ST_USAGE;
         } else if (id == S_POLL_BUDGET && opt_poll_budget(&it, id, v) != 0) {
+            return ST_USAGE;
+        } else if (id == S_WATCHDOG && opt_candidate_watchdog(&it, id, v) != 0) {
             return ST_USAGE;
         } else if (id == S_RUNS) {
             if (opt_number(&it, id, v, 1, UINT64_MAX, &n) != 0) {

@@ -713,6 +713,23 @@ Test(cli, watchdog_reports_a_stuck_poll_as_livelock)
     proc_free(&p);
 }
 
+/* A poll that sleeps uses no CPU: the poll budget never fires, and a
+ * livelock's shrink candidates are killed by the shrink's own watchdog,
+ * which still counts as failing with livelock. */
+Test(cli, shrink_of_a_sleeping_hang_completes)
+{
+    proc p = HARNESS("run", "selftest_sleep_hang", "--seed", "2", "--watchdog", "300ms");
+    cr_assert_eq(p.status, 10 + 9, "%s%s", p.out, p.err);
+    char copy[4096];
+    snprintf(copy, sizeof copy, "%s", replay_of(p.out));
+    proc_free(&p);
+    p = HARNESS("shrink", copy, "--watchdog", "300ms", "-o", "sleep.shrunk.replay");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "shrunk livelock: "), "%s", p.out);
+    cr_assert(file_exists("sleep.shrunk.replay"));
+    proc_free(&p);
+}
+
 /* bug_poll_hang busy-waits inside one poll: nothing the simulator counts
  * moves, so only the CPU-time budget of the worker sees it. The message
  * says which budget fired (the wall-clock watchdog says "made no
