@@ -2988,14 +2988,16 @@ static void bounded_explore(const void *ctx, void *result)
 }
 
 static void bounded_summary(const run_opts *o, const outcome *out, const bounded_msg *m,
-                            bool complete)
+                            const child_end *end)
 {
     FILE *f = o->text;
-    if (!complete) {
+    if (!end->complete) {
+        const char *why = end->hung       ? "a poll never returned"
+                          : !out->stopped ? "the process died"
+                          : interrupted   ? "interrupted"
+                                          : "stopped by --time";
         fprintf(f, "%s: %s, %.1f s; %s before the exploration finished\n", out->sc->name,
-                o->strategy, out->seconds,
-                !out->stopped ? "the process died" : interrupted ? "interrupted"
-                                                               : "stopped by --time");
+                o->strategy, out->seconds, why);
         return;
     }
     fprintf(f, "%s: %s, %" PRIu64 " runs, %" PRIu64 " schedules, %.1f s", out->sc->name,
@@ -3073,7 +3075,7 @@ static int bounded_one(const cli *c, const run_opts *o, const pl_scenario *sc, o
         report_once(c, o, rp);
     }
     if (!o->quiet) {
-        bounded_summary(o, out, &m, end.complete);
+        bounded_summary(o, out, &m, &end);
     }
     return rc;
 }
