@@ -19,7 +19,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "decide.h"
 #include "pollen/sim.h"
 
 /* The exit status of a child the budget stopped (the record says so too:
