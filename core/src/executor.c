@@ -32,6 +32,9 @@ enum task_flag {
     TASK_QUEUED = 1u << 3,        /* linked in the ready queue */
     TASK_CLONED_ELSEWHERE = 1u << 4, /* latest waker clone made outside its own poll */
     TASK_BACKGROUND = 1u << 5,    /* does not keep pl_run going (pl_task_set_background) */
+    TASK_DROPPING = 1u << 6,      /* its future's drop is running */
+    TASK_ABANDONED = 1u << 7,     /* left mid-poll (pl_executor_abandon_poll): never
+                                     polled or dropped again */
 };
 
 struct pl_task {
@@ -226,6 +229,7 @@ int pl_executor_create(pl_executor **out, const pl_executor_options *opts)
 static void task_free(pl_task *t);
 static void task_cancel(pl_task *t);
 static inline void task_release(pl_task *t);
+static inline pl_task *ready_take(pl_executor *ex, uint32_t k);
 
 void pl_executor_destroy(pl_executor *ex)
 {
@@ -272,6 +276,14 @@ void pl_executor_cancel_all(pl_executor *ex)
                 cancelled = true;
             }
         }
+    }
+    /* Cancelled tasks still queued (pl_run returns with background work
+     * runnable) hold the queue's reference, which run_one would release:
+     * release it here, or they outlive their cancellation. */
+    while (ex->ready_len > 0) {
+        pl_task *t = ready_take(ex, 0);
+        PL_ASSERT(t->state == TASK_CANCELLED);
+        task_release(t);
     }
     current_executor = saved;
 }
@@ -472,13 +484,16 @@ static void task_drop_future(pl_task *t, bool cancelled)
 {
     pl_executor *ex = t->ex;
     pl_future *f = (pl_future *)(void *)t->future;
-    if (f->flags & PL_FUTURE_DROPPED) {
+    if ((f->flags & PL_FUTURE_DROPPED) || (t->flags & TASK_ABANDONED)) {
         return;
     }
     if (ex->obs != NULL && ex->obs->drop != NULL) {
         ex->obs->drop(ex->obs_ud, t, cancelled);
     }
+    /* The drop releases the task's own waker clones: that is no orphan. */
+    t->flags |= TASK_DROPPING;
     pl_drop(f);
+    t->flags &= (uint8_t)~TASK_DROPPING;
 }
 
 static void task_free(pl_task *t)
@@ -666,10 +681,25 @@ static void count_clone(pl_executor *ex, pl_task *t, uint32_t gen)
     }
 }
 
-static void count_drop(pl_executor *ex, pl_task *t, uint32_t gen)
+/* A parked task whose last waker clone goes without a wake can never be
+ * woken again. Its own poll and its own drop are not that: the poll may
+ * still store a new clone or wake itself, the drop ends the task. A
+ * consuming wake schedules the task before it drops the clone. Out of
+ * line: the drop path stays as short as it was. */
+PL_COLD static void notify_orphan(pl_executor *ex, pl_task *t)
+{
+    if (!(t->flags & (TASK_DROPPING | TASK_ABANDONED)) && ex->obs != NULL &&
+        ex->obs->orphaned != NULL) {
+        ex->obs->orphaned(ex->obs_ud, t, ex->running);
+    }
+}
+
+static inline void count_drop(pl_executor *ex, pl_task *t, uint32_t gen)
 {
     if (t->head.waker_clones > 0) {
-        t->head.waker_clones--;
+        if (--t->head.waker_clones == 0 && t->state == TASK_IDLE) {
+            notify_orphan(ex, t);
+        }
     } else if (ex->obs != NULL && ex->obs->waker_drop != NULL) {
         ex->obs->waker_drop(ex->obs_ud, t, gen);
     }
@@ -837,8 +867,26 @@ static void run_one(pl_executor *ex, pl_task *t)
 
 pl_poll_result pl_executor_probe(pl_executor *ex, pl_task *t)
 {
-    PL_ASSERT(t->ex == ex && t->state == TASK_IDLE);
+    PL_ASSERT(t->ex == ex && t->state == TASK_IDLE && !(t->flags & TASK_ABANDONED));
     return poll_task(ex, t, true);
+}
+
+/* The poll was left by a longjmp: nothing after the future's poll call
+ * ran. The future's bytes are whatever the spin left, so neither its poll
+ * nor its drop may run again; the extra reference keeps its memory (which
+ * wait lists may still point into) until pl_executor_destroy frees it by
+ * force. */
+void pl_executor_abandon_poll(pl_executor *ex)
+{
+    pl_task *t = ex->running;
+    PL_ASSERT(t != NULL && t->state == TASK_RUNNING);
+    t->flags |= TASK_ABANDONED;
+    t->flags &= (uint8_t)~(TASK_WOKEN_IN_POLL | TASK_ABORT_IN_POLL);
+    t->refs++;
+    ex->running = NULL;
+    if (current_executor == ex) {
+        current_executor = NULL;
+    }
 }
 
 /* Polls up to the budget; returns how many tasks ran. */

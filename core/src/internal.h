@@ -34,6 +34,14 @@ _Noreturn void pl__assert_fail(const char *expr, const char *file, int line);
 #define PL_PREFETCH(p) ((void)(p))
 #endif
 
+/* For a rare path out of a hot function: kept out of line, so the hot
+ * function stays small enough to inline. */
+#if defined(__GNUC__)
+#define PL_COLD __attribute__((noinline, cold))
+#else
+#define PL_COLD
+#endif
+
 /* The executor running on this thread, or NULL outside pl_run. Lets
  * pl_drop report misuse without a context. */
 pl_executor *pl__current_executor(void);

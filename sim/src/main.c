@@ -67,6 +67,7 @@
 #endif
 
 #include "pollen/sim.h"
+#include "budget.h"
 #include "cli.h"
 #include "decide.h"
 #include "digits.h"
@@ -702,6 +703,29 @@ static int opt_poll_cost(const opts_iter *it, int idx, const char *v, pl_time *o
     return 0;
 }
 
+/* --poll-budget: the CPU time one poll may take in a child process
+ * before it counts as never returning (budget.h). */
+static int opt_poll_budget(const opts_iter *it, int idx, const char *v)
+{
+    pl_time ns;
+    if (opt_duration(it, idx, v, &ns) != 0) {
+        return ST_USAGE;
+    }
+    pl__budget_set(ns);
+    return 0;
+}
+
+/* shrink --watchdog: the wall time a livelock's candidate may run. */
+static int opt_candidate_watchdog(const opts_iter *it, int idx, const char *v)
+{
+    pl_time ns;
+    if (opt_duration(it, idx, v, &ns) != 0) {
+        return ST_USAGE;
+    }
+    pl__budget_set_watchdog(ns);
+    return 0;
+}
+
 /* ======================================================================
  * Output helpers
  * ==================================================================== */
@@ -993,6 +1017,10 @@ static const char help_run[] =
     "  --worker-rss SIZE    ...or once its peak RSS passes SIZE (default 1GiB;\n"
     "                       units KiB, MiB, GiB, TiB); memory growing seed after\n"
     "                       seed is reported as a leak in user code\n"
+    "  --poll-budget DURATION  CPU time one poll may take (default 1s): a poll\n"
+    "                       still running then is stopped and reported as a\n"
+    "                       livelock with its task, poll and step, in every\n"
+    "                       strategy and in the shrink of such a finding\n"
     "\n"
     "output:\n"
     "  --out DIR            directory for replay files (default pollen-out/)\n"
@@ -1039,6 +1067,8 @@ static const char help_replay[] =
     "  --watchdog DURATION     kill a replay running longer (default 10s)\n"
     "  --poll-cost DURATION    run with this poll cost instead of the file's\n"
     "                          (a raw fuzzer input has none: 0)\n"
+    "  --poll-budget DURATION  stop a poll using more CPU time (default 1s): a\n"
+    "                          livelock\n"
     "  --no-fork               run in this process (for a debugger)\n"
     "  --quiet, -q             only the verdict line per file\n"
     "  --help, -h              this text\n"
@@ -1049,6 +1079,7 @@ static const char help_replay[] =
 
 static const char help_shrink[] =
     "usage: {prog} shrink FILE [-o OUT] [--time DURATION] [--runs N]\n"
+    "                           [--poll-budget DURATION] [--watchdog DURATION]\n"
     "\n"
     "Shrinks the failing run of a replay file to the smallest decision list\n"
     "that still produces the same finding (shortlex: drop the tail, delete\n"
@@ -1061,6 +1092,11 @@ static const char help_shrink[] =
     "                         replaced by '.shrunk.replay')\n"
     "  --time DURATION        wall-time budget (default 30s)\n"
     "  --runs N               run budget (default 20000)\n"
+    "  --poll-budget DURATION CPU time one poll may take (default 1s); a\n"
+    "                         livelock's candidates each run in a child, and\n"
+    "                         one stopped there still fails with livelock\n"
+    "  --watchdog DURATION    wall time such a candidate may take (default\n"
+    "                         10s): one killed then still fails with livelock\n"
     "  --help, -h             this text\n"
     "\n"
     "exit status: 0 shrunk, 2 bad usage, 3 unreadable file, a run that does\n"
@@ -1317,7 +1353,7 @@ typedef struct run_opts {
 enum run_opt {
     R_SEEDS, R_SEED, R_TIME, R_STRATEGY, R_KNOBS, R_JOBS, R_SHARD, R_OUT, R_JSON,
     R_CHECK_DET, R_REAL, R_KEEP_GOING, R_QUIET, R_WATCHDOG, R_NO_SHRINK, R_SHRINK_TIME,
-    R_RECYCLE_SEEDS, R_WORKER_RSS, R_HELP, R_POLL_COST, R__COUNT
+    R_RECYCLE_SEEDS, R_WORKER_RSS, R_HELP, R_POLL_COST, R_POLL_BUDGET, R__COUNT
 };
 
 static const opt_spec run_specs[] = {
@@ -1341,6 +1377,7 @@ static const opt_spec run_specs[] = {
     [R_WORKER_RSS] = {"worker-rss", 0, "SIZE"},
     [R_HELP] = {"help", 'h', NULL},
     [R_POLL_COST] = {"poll-cost", 0, "DURATION"},
+    [R_POLL_BUDGET] = {"poll-budget", 0, "DURATION"},
     [R__COUNT] = {NULL, 0, NULL},
 };
 _Static_assert(R__COUNT <= OPTS_MAX, "opts_iter remembers at most OPTS_MAX options");
@@ -1459,6 +1496,8 @@ static int run_opt_apply(const opts_iter *it, int id, const char *v, run_opts *o
         return opt_duration(it, id, v, &o->shrink_ns);
     case R_POLL_COST:
         return opt_poll_cost(it, id, v, &o->poll_cost_ns);
+    case R_POLL_BUDGET:
+        return opt_poll_budget(it, id, v);
     case R_JOBS:
         if (opt_number(it, id, v, 1, PL__CLI_JOBS_MAX, &n) != 0) {
             return ST_USAGE;
@@ -1495,7 +1534,7 @@ static int run_opts_check(const opts_iter *it, const bool *seen, const run_opts 
 {
     static const int sim_only[] = {R_SEEDS, R_SEED, R_STRATEGY, R_KNOBS, R_JOBS, R_SHARD,
                                    R_OUT, R_CHECK_DET, R_KEEP_GOING, R_WATCHDOG, R_NO_SHRINK,
-                                   R_SHRINK_TIME, R_RECYCLE_SEEDS, R_WORKER_RSS};
+                                   R_SHRINK_TIME, R_RECYCLE_SEEDS, R_WORKER_RSS, R_POLL_BUDGET};
     if (seen[R_SEEDS] && seen[R_SEED]) {
         return usage_error(it->c, it->cmd, "'--seeds' and '--seed' exclude each other");
     }
@@ -1627,9 +1666,10 @@ typedef struct msg_growth {
     uint64_t bytes;                 /* grown in all */
 } msg_growth;
 
-/* Decisions of a rerun, in memory shared with the parent: they survive
- * the child's crash. */
+/* Decisions of a worker, in memory shared with the parent: they survive
+ * the child's crash, and the poll budget's report. */
 typedef struct shared_rec {
+    pl__hang hang;           /* the poll budget's report (budget.h) */
     volatile uint64_t len;   /* entries written (may exceed cap) */
     uint64_t cap;
     pl__dec_record recs[];
@@ -1650,6 +1690,7 @@ static shared_rec *shared_rec_create(void)
         return NULL;
     }
     shared_rec *r = p;
+    memset(&r->hang, 0, sizeof r->hang);
     r->len = 0;
     r->cap = PL__DEC_RECORD_MAX_DEFAULT;
     return r;
@@ -1892,6 +1933,7 @@ static void worker_setup(const job *jb)
     reset_sites();
     if (jb->rec != NULL) {
         pl__sim_record_to(jb->rec->recs, (size_t)jb->rec->cap, &jb->rec->len);
+        pl__budget_arm(&jb->rec->hang);
     }
 }
 
@@ -2531,6 +2573,18 @@ static worker *spawn_worker(campaign *cp, pl__cli_slice slice, bool rerun, share
     return w;
 }
 
+/* Seed workers mirror their decisions too, so a seed the poll budget
+ * stopped is reported with them at once, without a rerun. */
+static worker *spawn_seed_worker(campaign *cp, pl__cli_slice slice)
+{
+    shared_rec *rec = shared_rec_create();
+    worker *w = spawn_worker(cp, slice, false, rec);
+    if (w == NULL) {
+        shared_rec_destroy(rec);
+    }
+    return w;
+}
+
 /* Reruns a seed whose worker died, alone, recording its decisions. */
 static void spawn_rerun(campaign *cp, uint64_t seed, pl_finding_kind cause, const char *text)
 {
@@ -2741,7 +2795,7 @@ static void worker_recycled(campaign *cp, const worker *w)
                 cp->sc->name, rss, bound, w->recycle.seed, rest.first);
         flush_out(cp->o->text);
     }
-    if (spawn_worker(cp, rest, false, NULL) == NULL) {
+    if (spawn_seed_worker(cp, rest) == NULL) {
         cp->error = true;
     }
 }
@@ -2820,6 +2874,48 @@ static bool buffer_append(worker *w, const uint8_t *data, size_t n)
     return true;
 }
 
+/* Keep-going: a worker for the seeds a dead worker had left. */
+static void spawn_rest(campaign *cp, const worker *w)
+{
+    pl__cli_slice rest = pl__cli_slice_rest(&w->slice, w->started);
+    if (cp->o->keep_going && !rest.empty && spawn_seed_worker(cp, rest) == NULL) {
+        cp->error = true;
+    }
+}
+
+/* The poll budget stopped a worker inside a poll: the seed is a livelock,
+ * reported with the task, its poll and the step, and the decisions the
+ * worker mirrored up to there. Returns false for any other end. */
+static bool hang_reported(campaign *cp, const worker *w, int status)
+{
+    if (w->rec == NULL || w->killed != KILL_NONE || !pl__hang_ended(&w->rec->hang, status)) {
+        return false;
+    }
+    cp->done++;
+    if (!w->rerun) {
+        spawn_rest(cp, w);
+    }
+    if (!cp->o->keep_going && w->seed > cp->limit) {
+        return true;
+    }
+    report *rp = calloc(1, sizeof *rp);
+    if (rp == NULL) {
+        cp->error = true;
+        internal_error(cp->c, "run", "out of memory");
+        return true;
+    }
+    rp->sc = cp->sc;
+    rp->has_seed = true;
+    rp->seed = w->seed;
+    rp->positioned = true;
+    pl__hang_finding(&w->rec->hang, &rp->f);
+    if (write_lost_replay(cp->o, rp, w->rec, NULL) != 0) {
+        cp->error = true;
+    }
+    accept_report(cp, rp);
+    return true;
+}
+
 /* A seed worker died inside a run: rerun the seed alone, and in
  * keep-going mode start a worker for the seeds it had left. */
 static void seed_lost(campaign *cp, const worker *w, int status)
@@ -2842,9 +2938,7 @@ static void seed_lost(campaign *cp, const worker *w, int status)
     /* Holds the other workers below this seed while the rerun runs. */
     lower_limit(cp, w->seed);
     spawn_rerun(cp, w->seed, cause, text);
-    if (cp->o->keep_going && !rest.empty && spawn_worker(cp, rest, false, NULL) == NULL) {
-        cp->error = true;
-    }
+    spawn_rest(cp, w);
 }
 
 static void rerun_ended(campaign *cp, const worker *w, int status)
@@ -2881,6 +2975,8 @@ static void reap(campaign *cp, size_t i)
     close(w.out_fd);
     if (w.killed == KILL_STOP) {
         /* Stopped on purpose: nothing to report. */
+    } else if (hang_reported(cp, &w, status)) {
+        /* Reported with its decisions. */
     } else if (w.rerun) {
         rerun_ended(cp, &w, status);
     } else if (w.running || w.killed == KILL_WATCHDOG) {
@@ -3044,7 +3140,7 @@ static int campaign_start(campaign *cp)
     for (uint32_t j = 0; j < o->jobs; j++) {
         pl__cli_slice s = pl__cli_slice_of(o->seed_lo, o->seed_hi, o->shard_k, o->shard_n, j,
                                            o->jobs);
-        if (!s.empty && spawn_worker(cp, s, false, NULL) == NULL) {
+        if (!s.empty && spawn_seed_worker(cp, s) == NULL) {
             /* The loop still collects the workers already started. */
             cp->error = true;
             return ST_INTERNAL;
@@ -3238,6 +3334,8 @@ typedef struct child_end {
     int status;     /* wait status */
     bool complete;  /* the whole result arrived */
     bool timed_out; /* killed at the deadline or on Ctrl-C */
+    bool hung;      /* stopped by the poll budget: see `hang` */
+    pl_finding hang;
     double seconds; /* wall time */
     output_tail output; /* what it wrote to stdout (when captured) */
 } child_end;
@@ -3277,9 +3375,19 @@ typedef enum child_out {
     OUT_CAPTURE_ALL /* a capture file, unbuffered: one run whose crash must not lose it */
 } child_out;
 
-/* Runs fn(ctx, result) in a child: user code there may crash or hang.
- * The tail of a captured stdout lands in end->output. Returns 0 (see
- * *end) or a negative errno when no child could start. */
+/* Whether the poll budget stopped the child; releases its record. */
+static void child_hang(pl__hang *hang, child_end *end)
+{
+    end->hung = !end->complete && pl__hang_ended(hang, end->status);
+    if (end->hung) {
+        pl__hang_finding(hang, &end->hang);
+    }
+    pl__hang_unmap(hang);
+}
+
+/* Runs fn(ctx, result) in a child under the poll budget: user code there
+ * may crash or hang. The tail of a captured stdout lands in end->output.
+ * Returns 0 (see *end) or a negative errno when no child could start. */
 static int run_in_child(child_fn fn, const void *ctx, void *result, size_t size,
                         int64_t deadline_ms, child_out where, child_end *end)
 {
@@ -3296,6 +3404,7 @@ static int run_in_child(child_fn fn, const void *ctx, void *result, size_t size,
         close(out);
         return rc;
     }
+    pl__hang *hang = pl__hang_map();
     int64_t start = now_ms();
     pid_t pid = fork();
     if (pid < 0) {
@@ -3303,12 +3412,14 @@ static int run_in_child(child_fn fn, const void *ctx, void *result, size_t size,
         close(fds[0]);
         close(fds[1]);
         close(out);
+        pl__hang_unmap(hang);
         return rc;
     }
     if (pid == 0) {
         signal(SIGINT, SIG_IGN);
         close(fds[0]);
         capture_stdout(out, where != OUT_CAPTURE);
+        pl__budget_arm(hang);
         fn(ctx, result);
         write_all(fds[1], result, size);
         fflush(NULL);
@@ -3322,6 +3433,7 @@ static int run_in_child(child_fn fn, const void *ctx, void *result, size_t size,
     }
     close(out);
     end->seconds = (double)(now_ms() - start) / 1000.0;
+    child_hang(hang, end);
     return 0;
 }
 
@@ -3329,6 +3441,10 @@ static int run_in_child(child_fn fn, const void *ctx, void *result, size_t size,
 static pl_finding_kind child_lost(const child_end *end, const char *what, char *buf, size_t len)
 {
     char text[160];
+    if (end->hung) {
+        snprintf(buf, len, "%s", end->hang.message);
+        return PL_FINDING_LIVELOCK;
+    }
     if (end->timed_out) {
         snprintf(buf, len, "%s was still running at the time limit and was killed", what);
         return PL_FINDING_LIVELOCK;
@@ -3381,6 +3497,7 @@ static void shrink_child(const void *ctx, void *result)
     const shrink_job *sj = ctx;
     shrink_msg *m = result;
     pl_sim_shrink_result res;
+    pl__budget_shrink_in_children();
     if (sj->out != NULL) {
         snprintf(m->out, sizeof m->out, "%s", sj->out);
     } else {
@@ -3428,8 +3545,10 @@ static int shrink_isolated(const char *in, const char *out,
 }
 
 /* The first finding of `run`, shrunk to the few decisions that matter.
- * Crashes, hangs and nondeterminism are not shrunk: their candidate runs
- * would not fail the same way, or not at all, in-process. */
+ * Crashes, watchdog hangs (not positioned) and nondeterminism are not
+ * shrunk: their candidate runs would not fail the same way, or not at
+ * all. A poll the budget stopped is: livelock candidates run in children
+ * under the same budget. */
 static void shrink_report(const cli *c, const run_opts *o, report *rp)
 {
     int64_t left_ms = o->deadline_ms - now_ms();
@@ -3445,6 +3564,7 @@ static void shrink_report(const cli *c, const run_opts *o, report *rp)
     if (m == NULL) {
         return;
     }
+    pl__budget_set_watchdog(o->watchdog_ns);
     if (shrink_isolated(rp->replay, NULL, &limits, "  ", m) == 0) {
         char prog[PATH_MAX], arg[PATH_MAX + 8];
         pl__cli_shell_quote(c->argv0, prog, sizeof prog);
@@ -3613,16 +3733,18 @@ static void bounded_kinds(const run_opts *o, char *buf, size_t len)
 }
 
 static void bounded_summary(const run_opts *o, const outcome *out, const bounded_msg *m,
-                            bool complete)
+                            const child_end *end)
 {
     char kinds[512] = "";
     bounded_kinds(o, kinds, sizeof kinds);
     FILE *f = o->text;
-    if (!complete) {
+    if (!end->complete) {
+        const char *why = end->hung       ? "a poll never returned"
+                          : !out->stopped ? "the process died"
+                          : interrupted   ? "interrupted"
+                                          : "stopped by --time";
         fprintf(f, "%s: %s, %.1f s; %s before the exploration finished\n", out->sc->name,
-                o->strategy, out->seconds,
-                !out->stopped ? "the process died" : interrupted ? "interrupted"
-                                                               : "stopped by --time");
+                o->strategy, out->seconds, why);
         return;
     }
     fprintf(f, "%s: %s, %" PRIu64 " runs, %" PRIu64 " schedules, %.1f s", out->sc->name,
@@ -3654,6 +3776,10 @@ static report *bounded_report(const pl_scenario *sc, const bounded_msg *m, const
         snprintf(rp->note, sizeof rp->note, "%s", m->replay_error);
         snprintf(rp->origin, sizeof rp->origin, "schedule with %" PRIu32 " deviation%s",
                  m->deviations, m->deviations == 1 ? "" : "s");
+    } else if (end->hung) {
+        rp->positioned = true;
+        rp->f = end->hang;
+        snprintf(rp->origin, sizeof rp->origin, "one of the schedules explored");
     } else {
         rp->f.kind = child_lost(end, "the exploring process", rp->f.message,
                                 sizeof rp->f.message);
@@ -3699,7 +3825,7 @@ static int bounded_one(const cli *c, const run_opts *o, const pl_scenario *sc, o
         report_once(c, o, rp);
     }
     if (!o->quiet) {
-        bounded_summary(o, out, &m, end.complete);
+        bounded_summary(o, out, &m, &end);
     }
     return rc;
 }
@@ -3947,7 +4073,8 @@ typedef struct replay_opts {
 } replay_opts;
 
 enum replay_opt {
-    P_SCENARIO, P_TRACE, P_CHROME, P_WATCHDOG, P_NO_FORK, P_QUIET, P_HELP, P_POLL_COST
+    P_SCENARIO, P_TRACE, P_CHROME, P_WATCHDOG, P_NO_FORK, P_QUIET, P_HELP, P_POLL_COST,
+    P_POLL_BUDGET
 };
 
 static const opt_spec replay_specs[] = {
@@ -3959,6 +4086,7 @@ static const opt_spec replay_specs[] = {
     [P_QUIET] = {"quiet", 'q', NULL},
     [P_HELP] = {"help", 'h', NULL},
     [P_POLL_COST] = {"poll-cost", 0, "DURATION"},
+    [P_POLL_BUDGET] = {"poll-budget", 0, "DURATION"},
     {NULL, 0, NULL},
 };
 
@@ -3994,6 +4122,7 @@ static int replay_opts_parse(const cli *c, int argc, char **argv, replay_opts *r
         } else if (id == P_WATCHDOG && opt_duration(&it, id, v, &ro->watchdog_ns) != 0) {
             return ST_USAGE;
         } else if (id == P_POLL_COST && opt_poll_cost(&it, id, v, &ro->poll_cost_ns) != 0) {
+        } else if (id == P_POLL_BUDGET && opt_poll_budget(&it, id, v) != 0) {
             return ST_USAGE;
         }
         ro->poll_cost_set = ro->poll_cost_set || id == P_POLL_COST;
@@ -4295,6 +4424,15 @@ static int replay_lost(const replay_opts *ro, const replay_input *in, pl_finding
     return ST_DIFFERS;
 }
 
+/* The poll budget stopped the replay child inside a poll. */
+static int replay_stopped(const replay_opts *ro, const replay_input *in)
+{
+    char d[32], text[160];
+    pl__budget_text(pl__budget_get(), d, sizeof d);
+    snprintf(text, sizeof text, "ran for %s of CPU time inside one poll and was stopped", d);
+    return replay_lost(ro, in, PL_FINDING_LIVELOCK, text);
+}
+
 static int replay_forked(const cli *c, const replay_opts *ro, const replay_input *in)
 {
     int fds[2];
@@ -4302,14 +4440,17 @@ static int replay_forked(const cli *c, const replay_opts *ro, const replay_input
         return internal_error(c, "replay", "cannot create a pipe: %s", strerror(errno));
     }
     fflush(NULL);
+    pl__hang *hang = pl__hang_map();
     pid_t pid = fork();
     if (pid < 0) {
         close(fds[0]);
         close(fds[1]);
+        pl__hang_unmap(hang);
         return internal_error(c, "replay", "cannot fork: %s", strerror(errno));
     }
     if (pid == 0) {
         close(fds[0]);
+        pl__budget_arm(hang);
         /* Line buffering: what was printed survives a crash. */
         setvbuf(stdout, NULL, _IOLBF, 0);
         unsigned char verdict = (unsigned char)replay_exec(c, ro, in);
@@ -4332,6 +4473,11 @@ static int replay_forked(const cli *c, const replay_opts *ro, const replay_input
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     char text[160];
+    bool stopped = !got && pl__hang_ended(hang, status);
+    pl__hang_unmap(hang);
+    if (stopped) {
+        return replay_stopped(ro, in);
+    }
     if (hung) {
         char d[32];
         format_duration(ro->watchdog_ns, d, sizeof d);
@@ -4390,13 +4536,15 @@ static int cmd_replay(cli *c, int argc, char **argv)
  * `shrink`, dispatch
  * ==================================================================== */
 
-enum shrink_opt { S_OUTPUT, S_TIME, S_RUNS, S_HELP };
+enum shrink_opt { S_OUTPUT, S_TIME, S_RUNS, S_HELP, S_POLL_BUDGET, S_WATCHDOG };
 
 static const opt_spec shrink_specs[] = {
     [S_OUTPUT] = {"output", 'o', "OUT"},
     [S_TIME] = {"time", 0, "DURATION"},
     [S_RUNS] = {"runs", 0, "N"},
     [S_HELP] = {"help", 'h', NULL},
+    [S_POLL_BUDGET] = {"poll-budget", 0, "DURATION"},
+    [S_WATCHDOG] = {"watchdog", 0, "DURATION"},
     {NULL, 0, NULL},
 };
 
@@ -4421,6 +4569,10 @@ static int shrink_opts_parse(const cli *c, int argc, char **argv, shrink_args *s
         } else if (id == S_OUTPUT) {
             sa->out = v;
         } else if (id == S_TIME && opt_duration(&it, id, v, &sa->limits.time_ns) != 0) {
+            return ST_USAGE;
+        } else if (id == S_POLL_BUDGET && opt_poll_budget(&it, id, v) != 0) {
+            return ST_USAGE;
+        } else if (id == S_WATCHDOG && opt_candidate_watchdog(&it, id, v) != 0) {
             return ST_USAGE;
         } else if (id == S_RUNS) {
             if (opt_number(&it, id, v, 1, UINT64_MAX, &n) != 0) {

@@ -111,6 +111,8 @@ static void on_poll_begin(void *ud, pl_task *t, uint32_t gen, bool probe)
     s->woke_other = false;
     s->sub_polls = 0;
     s->firing_seq = 0;
+    s->wakes_in_poll = 0;
+    pl__progress_poll(s, t);
     if (!probe) {
         pl__task_info *ti = info(s, t);
         ti->waits_len = 0;
@@ -187,6 +189,7 @@ static void on_poll_end(void *ud, pl_task *t, pl_poll_result r, bool probe)
         check_busy_loop(s, t, ti);
     }
     s->polling = 0;
+    pl__progress.task = NULL;
 }
 
 static void on_wake(void *ud, pl_task *t, uint32_t gen, bool by_ref, pl_task *running,
@@ -209,6 +212,9 @@ static void on_wake(void *ud, pl_task *t, uint32_t gen, bool by_ref, pl_task *ru
     }
     if (outcome == PL_WAKE_DURING_POLL && id == s->polling) {
         s->woken_in_poll = true;
+        if (++s->wakes_in_poll > s->wakes_in_poll_max) {
+            pl__budget_wakes_in_poll(s);
+        }
     } else if (outcome == PL_WAKE_SCHEDULED && run_id != 0 && id != run_id) {
         s->woke_other = true;
     }
@@ -344,7 +350,9 @@ static void on_enter(void *ud, pl_future *f)
     pl__sim *s = ud;
     (void)f;
     s->poll_depth++;
-    s->sub_polls++;
+    if (++s->sub_polls > s->sub_polls_max) {
+        pl__budget_sub_polls(s);
+    }
 }
 
 static void on_leave(void *ud, pl_future *f, pl_poll_result r)
@@ -396,6 +404,7 @@ const pl_observer pl__sim_observer = {
     .drop = on_drop,
     .free = on_free,
     .misuse = on_misuse,
+    .orphaned = pl__oracle_orphaned,
 };
 
 /* ---- End of run ------------------------------------------------------- */

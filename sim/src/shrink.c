@@ -48,6 +48,21 @@ typedef struct shrinker {
     int rc;               /* first internal error */
 } shrinker;
 
+static pl__shrink_runner_fn runner;
+
+void pl__shrink_set_runner(pl__shrink_runner_fn fn) { runner = fn; }
+
+/* One run of the shrink: through the runner for a livelock, which may be
+ * a poll that never returns. */
+static int run_once(const shrinker *sh, const pl_sim_options *o, pl_sim_result *r, bool *hung)
+{
+    *hung = false;
+    if (runner != NULL && sh->kind == PL_FINDING_LIVELOCK) {
+        return runner(sh->sc, o, r, hung);
+    }
+    return pl_sim_run(sh->sc, o, r);
+}
+
 static pl_time wall_ns(void)
 {
     struct timespec ts;
@@ -137,7 +152,8 @@ static bool run_candidate(shrinker *sh, const pl__dec_record *list, size_t n, pl
     }
     sh->o.decisions = list;
     sh->o.decisions_len = n;
-    int rc = pl_sim_run(sh->sc, &sh->o, r);
+    bool hung;
+    int rc = run_once(sh, &sh->o, r, &hung);
     sh->runs++;
     if (rc != 0) {
         sh->rc = rc;
@@ -262,7 +278,7 @@ static bool pass_zero(shrinker *sh)
 static bool pass_zero_kind(shrinker *sh)
 {
     bool progress = false;
-    for (uint32_t kind = 0; kind < PL_DECIDE__COUNT && budget_left(sh); kind++) {
+    for (uint32_t kind = 0; kind < PL_DECIDE__COUNT && sh->len > 0 && budget_left(sh); kind++) {
         bool any = false;
         copy_records(sh->cand, sh->cur, sh->len);
         for (size_t j = 0; j < sh->len; j++) {
@@ -617,8 +633,36 @@ static bool final_run_verified(const shrinker *sh, pl_sim_shrink_result *out)
     return why == NULL;
 }
 
+
+/* A run that never returned has no timeline: its non-default decisions
+ * are listed by their index in the list. */
+static char *explain_hung(const pl_sim_result *run)
+{
+    const pl__run_record *rec = pl__sim_result_record(run);
+    sbuf out = {0};
+    for (size_t i = 0; rec != NULL && i < rec->decisions_len; i++) {
+        const pl__dec_record *d = &rec->decisions[i];
+        if (d->value != 0) {
+            sb_printf(&out, "decision %zu: %s, choice %u of %u\n", i,
+                      pl__dec_kind_name(d->kind), d->value, d->n);
+        }
+    }
+    if (out.len == 0) {
+        sb_printf(&out, "no decision leaves production's order: the production schedule "
+                        "itself fails\n");
+    }
+    sb_printf(&out, "(the run never returns from a poll, so it has no timeline)\n");
+    if (out.failed) {
+        free(out.p);
+        return NULL;
+    }
+    return out.p;
+}
+
 /* The shrunk list's run again, read positionally as `pollen replay` reads
- * the file written from it, with events and the capture of keys. */
+ * the file written from it, with events and the capture of keys. A
+ * livelock list whose run never returns is run where it can be stopped,
+ * and explained without a timeline. */
 static int final_run(shrinker *sh, pl_sim_shrink_result *out)
 {
     pl_sim_options o = sh->o;
@@ -626,6 +670,16 @@ static int final_run(shrinker *sh, pl_sim_shrink_result *out)
     o.decisions = sh->cur;
     o.decisions_len = sh->len;
     o.keep_events = true;
+    bool hung = false;
+    if (runner != NULL && sh->kind == PL_FINDING_LIVELOCK) {
+        int rc = run_once(sh, &o, &out->run, &hung);
+        sh->runs++;
+        if (rc != 0 || hung) {
+            out->explanation = rc == 0 ? explain_hung(&out->run) : NULL;
+            return rc != 0 ? rc : out->explanation != NULL ? 0 : PL_ENOMEM;
+        }
+        pl_sim_result_free(&out->run);
+    }
     pl__capture cap;
     pl__capture_begin(&cap);
     int rc = pl_sim_run(sh->sc, &o, &out->run);
@@ -650,7 +704,8 @@ static int shrink_start(shrinker *sh, const pl__dec_record *list, size_t n,
     pl_sim_result r;
     sh->o.decisions = list;
     sh->o.decisions_len = n;
-    int rc = pl_sim_run(sh->sc, &sh->o, &r);
+    bool hung;
+    int rc = run_once(sh, &sh->o, &r, &hung);
     sh->runs++;
     if (rc != 0) {
         snprintf(out->message, sizeof out->message, "the run could not start: %.200s",

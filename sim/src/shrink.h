@@ -4,6 +4,7 @@
 #ifndef POLLEN_SIM_SHRINK_H
 #define POLLEN_SIM_SHRINK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -26,6 +27,18 @@ int pl__shrink_file_ex(const char *in, const char *out, const pl_sim_shrink_limi
  * ".shrunk.replay", or ".shrunk.replay" appended. Returns the length of
  * the full result like snprintf. */
 int pl__shrink_default_out(const char *in, char *buf, size_t len);
+
+/* Runs one candidate of a livelock shrink: like pl_sim_run, plus *hung
+ * when the run never returned (the result then has the finding and the
+ * consulted decisions only, no events). */
+typedef int (*pl__shrink_runner_fn)(const pl_scenario *sc, const pl_sim_options *o,
+                                    pl_sim_result *r, bool *hung);
+
+/* Makes this process's livelock shrinks run every candidate through fn
+ * (NULL: pl_sim_run, in this process). A livelock may be a poll that
+ * never returns, which only a run in another process survives; other
+ * findings always run in-process. */
+void pl__shrink_set_runner(pl__shrink_runner_fn fn);
 
 /* Prints before/after counts, the budget note, the explanation (each line
  * indented by `indent`) and where the shrunk replay went (out, may be

@@ -460,6 +460,8 @@ int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o, cha
                  (long long)o->poll_cost_ns, (long long)PL_SIM_POLL_COST_MAX);
         return PL_EINVAL;
     }
+    s->sub_polls_max = o->sub_polls_max ? o->sub_polls_max : 1000000;
+    s->wakes_in_poll_max = o->wakes_in_poll_max ? o->wakes_in_poll_max : 1000000;
     int rc = init_decisions(s, o, err, err_len);
     if (rc != 0) {
         return rc;
@@ -487,6 +489,8 @@ int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o, cha
     if (mirror_len != NULL) {
         *mirror_len = 0;
     }
+    pl__progress.task = NULL;
+    pl__progress.run++;
     current_sim = s;
     return 0;
 }

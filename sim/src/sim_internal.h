@@ -7,6 +7,7 @@
 #ifndef POLLEN_SIM_INTERNAL_H
 #define POLLEN_SIM_INTERNAL_H
 
+#include <setjmp.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -184,6 +185,11 @@ struct pl__sim {
     pl_poll_watch watch;    /* handed to every poll (pl_context.watch) */
     uint32_t poll_depth;    /* pl_poll nesting inside the current task poll */
     uint64_t sub_polls;     /* pl_poll calls inside the current task poll */
+    uint64_t sub_polls_max;
+    uint64_t wakes_in_poll; /* self-wakes inside the current task poll */
+    uint64_t wakes_in_poll_max;
+    jmp_buf *escape;        /* armed by pl_sim_run around pl_run; NULL: none */
+    bool run_over;          /* pl_run returned: drops are teardown, not orphans */
 
     uint32_t polling;       /* id of the task being polled; 0: none */
     bool polling_probe;
@@ -220,7 +226,6 @@ struct pl__sim {
     uint64_t follow_point;
     pl__follow follow;      /* this run is the follow-up of another */
     bool stuck_finding;     /* the finding names stuck tasks: append the scenario's check */
-    bool judged;            /* the run is over: teardown's drops are not the program's */
 
     bool stopped;
     pl_finding finding;
@@ -285,6 +290,35 @@ bool pl__check_wait_of(pl__sim *s, uint32_t id);
 /* End of a clean run: eventually sites, waker and task leaks. */
 void pl__oracle_eventually(pl__sim *s);
 void pl__oracle_leaks(pl__sim *s);
+
+/* Budgets inside one poll and orphans at the drop (check_budget.c). The
+ * first two record a livelock finding and leave the poll through
+ * s->escape when it is armed; oracle.c calls them when a bound is
+ * crossed. */
+void pl__budget_sub_polls(pl__sim *s);
+void pl__budget_wakes_in_poll(pl__sim *s);
+void pl__oracle_orphaned(void *ud, pl_task *t, pl_task *dropper);
+
+/* What runs now, for an asynchronous reader: the CLI's CPU-time budget
+ * reads it from a signal handler. Plain stores on the executor thread;
+ * volatile so that every store happens and every read is fresh. `task`
+ * is the task being polled (NULL: none); while it is set, the task is
+ * alive and its id, poll count and name do not change. */
+typedef struct pl__sim_progress {
+    volatile uint64_t run;        /* pl_sim_run calls begun in this process */
+    volatile uint64_t step;       /* of the poll in progress */
+    volatile int64_t time_ns;     /* virtual time at its start */
+    pl_task *volatile task;
+} pl__sim_progress;
+
+extern pl__sim_progress pl__progress;
+
+static inline void pl__progress_poll(const pl__sim *s, pl_task *t)
+{
+    pl__progress.step = s->step;
+    pl__progress.time_ns = s->now;
+    pl__progress.task = t;
+}
 
 /* Site tables (sim.c). */
 pl__site *pl__site_lookup(pl__site_table *t, uint64_t key, bool *created);

@@ -126,6 +126,12 @@ static const pl_scenario selftest_hang_late = {
     .expect = "livelock",
 };
 
+/* The same hang, registered: the shrinker finds its scenarios by name in
+ * the registry, so a shrink of a hang that sleeps needs one. */
+PL_SCENARIO(selftest_sleep_hang_sc, .name = "selftest_sleep_hang",
+            .summary = "CLI self-test: a poll that sleeps forever (the shrink's watchdog)",
+            .setup = hang_setup, .expect = "livelock");
+
 /* ---- selftest_nondet (extra): differs from one run to the next ---------- */
 
 typedef struct napper {

@@ -1354,6 +1354,74 @@ Test(cli, watchdog_reports_a_stuck_poll_as_livelock)
     proc_free(&p);
 }
 
+/* A poll that sleeps uses no CPU: the poll budget never fires, and a
+ * livelock's shrink candidates are killed by the shrink's own watchdog,
+ * which still counts as failing with livelock. */
+Test(cli, shrink_of_a_sleeping_hang_completes)
+{
+    proc p = HARNESS("run", "selftest_sleep_hang", "--seed", "2", "--watchdog", "300ms");
+    cr_assert_eq(p.status, 10 + 9, "%s%s", p.out, p.err);
+    char copy[4096];
+    snprintf(copy, sizeof copy, "%s", replay_of(p.out));
+    proc_free(&p);
+    p = HARNESS("shrink", copy, "--watchdog", "300ms", "-o", "sleep.shrunk.replay");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "shrunk livelock: "), "%s", p.out);
+    cr_assert(file_exists("sleep.shrunk.replay"));
+    proc_free(&p);
+}
+
+/* bug_poll_hang busy-waits inside one poll: nothing the simulator counts
+ * moves, so only the CPU-time budget of the worker sees it. The message
+ * says which budget fired (the wall-clock watchdog says "made no
+ * progress"), and the finding is positioned, replayable and shrinkable:
+ * every candidate of its shrink runs in a child under the same budget. */
+Test(cli, zoo_poll_hang_is_caught_by_the_poll_budget)
+{
+    proc p = POLLEN("run", "bug_poll_hang", "--seeds", "0..3", "-j", "1", "--poll-budget",
+                    "200ms", "--shrink-time", "20s");
+    cr_assert_eq(p.status, 10 + 9, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "FINDING livelock in bug_poll_hang (seed 0)"), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "  task: worker (#1), poll 1, "), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "'worker' (#1) ran for 200 ms of CPU time inside one poll "
+                                     "(poll #1, step "),
+                       "%s", p.out);
+    cr_assert_null(strstr(p.out, "made no progress"), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "  shrunk livelock: "), "%s", p.out);
+    const char *path = replay_of(p.out);
+    cr_assert(file_exists(path));
+    char copy[4096];
+    snprintf(copy, sizeof copy, "%s", path);
+    proc_free(&p);
+
+    p = POLLEN("replay", copy, "--poll-budget", "200ms");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "reproduced: livelock (the replay process ran for 200 ms "
+                                     "of CPU time inside one poll"),
+                       "%s", p.out);
+    proc_free(&p);
+
+    p = POLLEN("shrink", copy, "--poll-budget", "200ms", "-o", "hang.shrunk.replay");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "shrunk livelock: "), "%s", p.out);
+    cr_assert(file_exists("hang.shrunk.replay"));
+    proc_free(&p);
+}
+
+/* Bounded exploration runs in one child: the budget stops a poll there
+ * too, and --time no longer turns a hang into a clean exit. */
+Test(cli, bounded_exploration_is_protected_by_the_poll_budget)
+{
+    proc p = POLLEN("run", "bug_poll_hang", "--strategy", "bounded:1", "--poll-budget", "200ms",
+                    "--time", "60s");
+    cr_assert_eq(p.status, 10 + 9, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "FINDING livelock in bug_poll_hang (one of the schedules "
+                                     "explored)"),
+                       "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "ran for 200 ms of CPU time inside one poll"), "%s", p.out);
+    proc_free(&p);
+}
+
 Test(cli, check_determinism_catches_outside_state)
 {
     proc p = HARNESS("run", "selftest_nondet", "--seeds", "0..3", "--check-determinism", "-j",

@@ -1,6 +1,7 @@
 /* Executor semantics: spawn, wake rules, join, abort, drop, block_on,
  * scheduling decisions and waker rotation. */
 #include <criterion/criterion.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <string.h>
 
@@ -486,4 +487,153 @@ Test(executor, out_of_memory_is_reported_at_every_allocation)
         return;
     }
     cr_assert_fail("never succeeded");
+}
+
+/* ---- Orphans at the drop, abandoned polls -------------------------------- */
+
+static int orphans;
+static uint32_t orphan_id;
+static pl_task *orphan_dropper;
+
+static void count_orphan(void *ud, pl_task *t, pl_task *dropper)
+{
+    (void)ud;
+    orphans++;
+    orphan_id = pl_task_id(t);
+    orphan_dropper = dropper;
+}
+
+static const pl_observer orphan_obs = {.orphaned = count_orphan};
+
+static pl_executor *orphan_executor(manual_system *m)
+{
+    orphans = 0;
+    orphan_id = 0;
+    orphan_dropper = NULL;
+    pl_executor_options o;
+    pl_executor_options_default(&o);
+    o.observer = &orphan_obs;
+    return manual_executor(m, false, &o);
+}
+
+Test(executor, dropping_the_last_clone_of_a_parked_task_is_an_orphan)
+{
+    reset();
+    manual_system m = {0};
+    pl_executor *ex = orphan_executor(&m);
+    pl_waker slot = PL_WAKER_EMPTY;
+    bool flag = false;
+    parker p = {PL_FUTURE_INIT(&parker_vt), &slot, &flag, 0};
+    pl_task *t;
+    PL_SPAWN(ex, p, NULL, &t);
+    cr_assert_eq(pl_run(ex), PL_EDEADLK);
+    cr_assert_eq(orphans, 0, "parking with a stored clone is no orphan");
+    pl_waker_slot_clear(&slot);
+    cr_assert_eq(orphans, 1);
+    cr_assert_eq(orphan_id, pl_task_id(t));
+    cr_assert_null(orphan_dropper, "dropped outside any poll");
+    pl_task_abort(t);
+    cr_assert_eq(orphans, 1);
+    pl_task_release(t);
+    pl_executor_destroy(ex);
+}
+
+Test(executor, a_consuming_wake_is_no_orphan)
+{
+    reset();
+    manual_system m = {0};
+    pl_executor *ex = orphan_executor(&m);
+    pl_waker slot = PL_WAKER_EMPTY;
+    bool flag = false;
+    parker p = {PL_FUTURE_INIT(&parker_vt), &slot, &flag, 0};
+    PL_SPAWN(ex, p, NULL, NULL);
+    cr_assert_eq(pl_run(ex), PL_EDEADLK);
+    flag = true;
+    pl_waker_slot_wake(&slot);
+    cr_assert_eq(orphans, 0, "the task is scheduled before the clone goes");
+    cr_assert_eq(pl_run(ex), 0);
+    pl_executor_destroy(ex);
+}
+
+/* Keeps its own waker in its own struct and releases it in its drop. */
+typedef struct self_keeper {
+    pl_future base;
+    pl_waker waker;
+} self_keeper;
+
+static pl_poll_result self_keeper_poll(pl_future *f, pl_context *cx)
+{
+    pl_waker_slot_set(&((self_keeper *)f)->waker, &cx->waker);
+    return PL_PENDING;
+}
+
+static void self_keeper_drop(pl_future *f)
+{
+    drops++;
+    pl_waker_slot_clear(&((self_keeper *)f)->waker);
+}
+
+static const pl_future_vtable self_keeper_vt = {"self_keeper", self_keeper_poll,
+                                                self_keeper_drop};
+
+Test(executor, a_task_dropping_its_own_clone_when_cancelled_is_no_orphan)
+{
+    reset();
+    manual_system m = {0};
+    pl_executor *ex = orphan_executor(&m);
+    self_keeper k = {PL_FUTURE_INIT(&self_keeper_vt), PL_WAKER_EMPTY};
+    pl_task *t;
+    PL_SPAWN(ex, k, NULL, &t);
+    cr_assert_eq(pl_run(ex), PL_EDEADLK);
+    pl_task_abort(t);
+    cr_assert_eq(drops, 1);
+    cr_assert_eq(orphans, 0);
+    pl_task_release(t);
+    pl_executor_destroy(ex);
+}
+
+/* Leaves its poll the way the simulator leaves a spinning one. */
+static jmp_buf spin_escape;
+
+typedef struct escaper {
+    pl_future base;
+    pl_waker waker;
+} escaper;
+
+static pl_poll_result escaper_poll(pl_future *f, pl_context *cx)
+{
+    pl_waker_slot_set(&((escaper *)f)->waker, &cx->waker);
+    longjmp(spin_escape, 1);
+}
+
+static void escaper_drop(pl_future *f)
+{
+    (void)f;
+    drops++;
+}
+
+static const pl_future_vtable escaper_vt = {"escaper", escaper_poll, escaper_drop};
+
+Test(executor, an_abandoned_poll_is_never_polled_or_dropped_again)
+{
+    reset();
+    manual_system m = {0};
+    pl_executor *ex = orphan_executor(&m);
+    escaper e = {PL_FUTURE_INIT(&escaper_vt), PL_WAKER_EMPTY};
+    pl_task *t;
+    PL_SPAWN(ex, e, NULL, &t);
+    if (setjmp(spin_escape) == 0) {
+        pl_run(ex);
+        cr_assert_fail("the poll returned");
+    }
+    pl_executor_abandon_poll(ex);
+    cr_assert_eq(pl_task_polls(t), 1);
+    pl_executor_cancel_all(ex);
+    cr_assert(pl_task_is_cancelled(t));
+    cr_assert_eq(drops, 0, "its drop never runs: its bytes are mid-poll");
+    cr_assert_eq(orphans, 0);
+    pl_task_release(t);
+    /* The clone in its own struct is never dropped: destroy frees the
+     * task by force, so nothing leaks. */
+    pl_executor_destroy(ex);
 }

@@ -83,6 +83,13 @@ struct pl_observer {
     /* The task's memory is about to be freed. */
     void (*free)(void *ud, pl_task *t);
     void (*misuse)(void *ud, pl_task *running, const char *future_name, pl_misuse what);
+    /* The last live clone of a parked task's wakers was just dropped and
+     * nothing woke the task: nothing can ever wake it again. `dropper` is
+     * the task being polled at the drop (NULL outside polls). Not called
+     * for drops during the task's own poll (it may store a new clone) or
+     * its own drop (cancellation, teardown), nor after a consuming wake
+     * (the task is runnable first). Observed executors only. */
+    void (*orphaned)(void *ud, pl_task *t, pl_task *dropper);
 };
 
 /* ---- For simulators: reaching into the executor ------------------- */
@@ -110,6 +117,19 @@ bool pl_task_is_scheduled(const pl_task *t);
  * of its latest poll (no rotation), as a probe. Returns the poll's
  * result; a READY completes the task as usual. */
 pl_poll_result pl_executor_probe(pl_executor *ex, pl_task *t);
+
+/* Abandons the poll in progress, for a simulator that left it with a
+ * longjmp from one of its hooks (a spin inside one poll that will never
+ * return): ex->running is reset and that task is marked so that its
+ * future is never polled or dropped again, since its bytes are mid-poll.
+ * Its drop never runs: what it holds (waker clones, list nodes in its
+ * memory) stays as it is, and its memory stays allocated until
+ * pl_executor_destroy frees it by force. pl_executor_cancel_all still
+ * finishes it (joiners see PL_ECANCELED). Call it right after the
+ * longjmp, on the executor thread, before any other executor call; the
+ * executor is then fit only for pl_executor_cancel_all and
+ * pl_executor_destroy. */
+void pl_executor_abandon_poll(pl_executor *ex);
 
 /* Wakes a parked task as if through its current waker. */
 void pl_executor_wake_task(pl_executor *ex, pl_task *t);

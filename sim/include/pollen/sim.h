@@ -87,7 +87,8 @@ typedef enum pl_finding_kind {
     PL_FINDING_DOUBLE_DROP = 6,
     PL_FINDING_WAKER_LEAK = 7,       /* waker clones never dropped */
     PL_FINDING_TASK_LEAK = 8,        /* tasks never finished or released */
-    PL_FINDING_LIVELOCK = 9,         /* busy self-wakes, or steps without time or progress */
+    PL_FINDING_LIVELOCK = 9,         /* busy self-wakes, steps without time or progress, a
+                                        poll that spins or never returns */
     PL_FINDING_ASSERTION = 10,       /* pl_always, pl_eventually, pl_sometimes, check() */
     PL_FINDING_NONDETERMINISM = 11,  /* same seed, different trace */
     PL_FINDING_CRASH = 12,           /* user code killed by a signal */
@@ -133,6 +134,10 @@ typedef struct pl_sim_options {
     pl_time poll_cost_ns;          /* virtual time each poll costs, 0 (default) to
                                       PL_SIM_POLL_COST_MAX: the clock then also moves
                                       while tasks stay runnable (busy work takes time) */
+    uint64_t sub_polls_max;        /* livelock: pl_poll calls inside one task poll (a poll
+                                      spinning on a child that stays PENDING); 0: 1000000 */
+    uint64_t wakes_in_poll_max;    /* livelock: wakes of the polled task by itself inside
+                                      one poll (a wake_by_ref loop); 0: 1000000 */
     bool rotate_wakers;            /* fresh waker identity per poll (default true) */
     bool keep_events;              /* keep the event log (timeline, divergence) */
     bool keep_decisions;           /* record decisions (replay files); default true */
@@ -160,7 +165,13 @@ typedef struct pl_sim_result {
 /* Runs `sc` once. Returns 0 when the run happened (look at
  * out->finding), or a negative code for bad options (PL_EINVAL, with the
  * reason in out->finding.message) or PL_ENOMEM. Always call
- * pl_sim_result_free afterwards. */
+ * pl_sim_result_free afterwards.
+ * A poll that hits sub_polls_max or wakes_in_poll_max is left with a
+ * longjmp after the livelock finding is recorded: the spinning task's
+ * future is abandoned mid-poll, so its drop never runs (what it holds
+ * stays held; its memory is freed with the executor). A poll that loops
+ * without calling pl_poll or waking itself cannot be caught in-process:
+ * the CLI's CPU-time budget (--poll-budget) catches it. */
 int pl_sim_run(const pl_scenario *sc, const pl_sim_options *opts, pl_sim_result *out);
 void pl_sim_result_free(pl_sim_result *r);
 
