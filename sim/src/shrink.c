@@ -556,6 +556,10 @@ static void explain_other(explainer *x, size_t i, uint32_t kind, uint64_t key, u
     case PL_DECIDE_BUGGIFY_FIRE:
         sb_printf(&x->out, "buggify: site %016llx fired in %s", k, task_name(x, 0, e->task));
         break;
+    case PL_DECIDE_PROBE:
+        sb_printf(&x->out, "probe: polled the parked tasks where only a timer could fire "
+                           "next (timer-quiescent point #%llu)", k);
+        break;
     default:
         sb_printf(&x->out, "%s: choice %u of %u", pl__dec_kind_name(kind), v, n);
         break;
