@@ -116,6 +116,35 @@ static bool candidates(pl__strategy *st, uint32_t n)
     return reserve_ids(st, n) && pl_executor_runnable_ids(st->sim->ex, st->ids, n) == n;
 }
 
+/* ---- Fairness ----------------------------------------------------------- */
+
+/* Random choices, and PCT's priorities, may pass over the task at the
+ * head of the run queue without end: with schedule=65536 every pick
+ * leaves FIFO order, and a task that yields is queued last and picked
+ * again, starving the head for good (PCT does the same to a task below a
+ * yielding one that is not spinning on itself alone). Past
+ * FAIR_PASSES_MAX consecutive passes the head is taken, so every
+ * runnable task gets polled and a run ends; the oracles do not count the
+ * passed-over picks meanwhile. Under the default knobs (one pass in two)
+ * the bound is never reached in practice. */
+#define FAIR_PASSES_MAX 64u
+
+/* `choice` for a schedule decision whose head task is `head`, or 0 when
+ * the head was passed over FAIR_PASSES_MAX times in a row. */
+static uint32_t fair_bound(pl__strategy *st, uint64_t head, uint32_t choice)
+{
+    if (head != st->fair_head || choice == 0) {
+        st->fair_head = head;
+        st->fair_passes = 0;
+    }
+    if (choice == 0 || st->fair_passes == FAIR_PASSES_MAX) {
+        st->fair_passes = 0;
+        return 0;
+    }
+    st->fair_passes++;
+    return choice;
+}
+
 /* ---- PCT ---------------------------------------------------------------- */
 
 /* Initial priorities live in [64, 2^62 + 64): above every change-point
@@ -174,7 +203,6 @@ static uint32_t pct_choose(void *ud, pl_decision_kind kind, uint32_t n, uint64_t
                            uint32_t fallback)
 {
     pl__strategy *st = ud;
-    (void)key;
     if (kind != PL_DECIDE_SCHEDULE) {
         return fallback;
     }
@@ -191,6 +219,7 @@ static uint32_t pct_choose(void *ud, pl_decision_kind kind, uint32_t n, uint64_t
             best = i;
         }
     }
+    best = fair_bound(st, key, best);
     pct_change_point(st, st->ids[best]);
     return best;
 }
@@ -416,35 +445,11 @@ static uint32_t capture_choose(void *ud, pl_decision_kind kind, uint32_t n, uint
     return fallback;
 }
 
-/* ---- Fairness ----------------------------------------------------------- */
-
-/* Random choices may pass over the task at the head of the run queue
- * without end: with schedule=65536 every pick leaves FIFO order, and a
- * task that yields is queued last and picked again, starving the head
- * for good. Past FAIR_PASSES_MAX consecutive passes the head is taken,
- * so every runnable task gets polled and a run ends; the oracles do not
- * count the passed-over picks meanwhile. Under the default knobs (one
- * pass in two) the bound is never reached in practice. */
-#define FAIR_PASSES_MAX 64u
-
 static uint32_t fair_choose(void *ud, pl_decision_kind kind, uint32_t n, uint64_t key,
                             uint32_t fallback)
 {
-    pl__strategy *st = ud;
     (void)n;
-    if (kind != PL_DECIDE_SCHEDULE) {
-        return fallback;
-    }
-    if (key != st->fair_head || fallback == 0) {
-        st->fair_head = key;
-        st->fair_passes = 0;
-    }
-    if (fallback == 0 || st->fair_passes == FAIR_PASSES_MAX) {
-        st->fair_passes = 0;
-        return 0;
-    }
-    st->fair_passes++;
-    return fallback;
+    return kind == PL_DECIDE_SCHEDULE ? fair_bound(ud, key, fallback) : fallback;
 }
 
 static int install_fair(pl__sim *s)

@@ -57,6 +57,18 @@ LEAK_TEST(livelock, yielding_lessons_clean_under_swarm)
     }
 }
 
+/* PCT's priorities starve a task below a yielding one the same way: a
+ * run that never ends (the watchdog's 10 s in the CLI) before the bound. */
+LEAK_TEST(livelock, yielding_lessons_clean_under_pct)
+{
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.strategy = "pct:3";
+    for (int i = 0; i < YIELDING_LESSONS; i++) {
+        assert_campaign_clean(yielding_lessons[i], &o, 0, 499);
+    }
+}
+
 /* The runs end: the strategy never passes over the head of the run
  * queue without bound, so the starved task gets its polls. */
 LEAK_TEST(livelock, starvation_by_the_schedule_is_bounded)
