@@ -46,21 +46,26 @@ static double ms(pl_time ns) { return (double)ns / 1e6; }
 
 /* Between a late timer's deadline and its firing, the task's own clock
  * check already says "due": that is the lateness being simulated. The
- * list forgets timers whose firing time has passed as it goes. */
+ * task's list forgets timers whose firing time has passed as it goes. */
 static bool in_late_window(pl__sim *s, uint32_t id)
 {
-    bool late = false;
-    uint32_t kept = 0;
-    for (uint32_t i = 0; i < s->late_len; i++) {
-        pl__late_timer l = s->late[i];
-        if (l.until <= s->now) {
+    uint32_t *link = &s->tasks[id].late_head;
+    while (*link != 0) {
+        uint32_t i = *link - 1;
+        PL__SIM_ASSERT(i < s->late_len);
+        pl__late_timer *l = &s->late[i];
+        if (l->until > s->now) {
+            if (l->from <= s->now) {
+                return true;
+            }
+            link = &l->next;
             continue;
         }
-        s->late[kept++] = l;
-        late = late || (l.task == id && l.from <= s->now);
+        *link = l->next; /* fired (or disarmed) long since: reuse the entry */
+        l->next = s->late_free;
+        s->late_free = i + 1;
     }
-    s->late_len = kept;
-    return late;
+    return false;
 }
 
 /* Worth probing at a timer point: parked in the foreground, not polling

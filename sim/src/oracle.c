@@ -266,6 +266,14 @@ static void note_armer(pl__sim *s, uint64_t seq)
 
 static void note_late(pl__sim *s, uint32_t task, pl_time from, pl_time until)
 {
+    pl__task_info *ti = &s->tasks[task];
+    if (s->late_free != 0) {
+        uint32_t i = s->late_free - 1;
+        s->late_free = s->late[i].next;
+        s->late[i] = (pl__late_timer){from, until, ti->late_head};
+        ti->late_head = i + 1;
+        return;
+    }
     if (s->late_len == s->late_cap) {
         uint32_t cap = s->late_cap ? s->late_cap * 2 : 16;
         pl__late_timer *l = realloc(s->late, (size_t)cap * sizeof *l);
@@ -278,7 +286,8 @@ static void note_late(pl__sim *s, uint32_t task, pl_time from, pl_time until)
         s->late = l;
         s->late_cap = cap;
     }
-    s->late[s->late_len++] = (pl__late_timer){task, from, until};
+    s->late[s->late_len] = (pl__late_timer){from, until, ti->late_head};
+    ti->late_head = ++s->late_len;
 }
 
 static void on_timer_arm(void *ud, uint64_t seq, pl_time deadline_ns, pl_time fire_ns,

@@ -106,16 +106,18 @@ typedef struct pl__task_info {
     pl_time stale_ns;
     uint32_t stale_by;      /* task polling then (0: outside polls) */
     bool on_purpose;        /* its latest poll said it polls on purpose (a poll interval) */
+    uint32_t late_head;     /* its late timers (s->late), index + 1; 0: none */
     uint32_t quiet_rounds;  /* background: points since only background work was left
                                before which it was polled */
 } pl__task_info;
 
 /* A timer that fires late (PL_DECIDE_TIMER_LATE): between its deadline
- * and its firing the task's own clock check already says "due". */
+ * and its firing the task's own clock check already says "due". Kept in
+ * a list per task (pl__task_info.late_head), usually of one. */
 typedef struct pl__late_timer {
-    uint32_t task;          /* the task its waker wakes */
     pl_time from;           /* deadline */
     pl_time until;          /* firing time */
+    uint32_t next;          /* the task's next entry or the free list's, index + 1; 0: none */
 } pl__late_timer;
 
 /* How a task's wake came about, for the reports of rescued tasks. */
@@ -213,6 +215,7 @@ struct pl__sim {
                                disarmed one stays until then: it only costs probes) */
     uint32_t late_len;
     uint32_t late_cap;
+    uint32_t late_free;     /* entries to reuse, index + 1; 0: none */
     bool injecting;         /* a spurious wake is being delivered */
     uint64_t quiet_step;    /* step since which only background work could happen
                                (0: not now); the foreground is judged once every
