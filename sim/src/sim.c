@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reactor.h"
+#include "net/net.h"
 #include "sim_internal.h"
 #include "strategy.h"
 

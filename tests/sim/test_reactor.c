@@ -15,7 +15,7 @@
 
 #include "leakcheck.h"
 #include "pollen/error.h"
-#include "reactor.h"
+#include "net/net.h"
 
 /* ---- The fake simulator ------------------------------------------------- */
 

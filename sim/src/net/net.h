@@ -1,7 +1,7 @@
-/* sim/src/reactor.h: the simulated reactor's constants, fault classes and
+/* sim/src/net/net.h: the simulated reactor's constants, fault classes and
  * the entries sim_internal.h does not declare.
  *
- * Model (reactor.c). Handles are small integers from 3 upward, never
+ * Model (net.c). Handles are small integers from 3 upward, never
  * reused within a run. Objects:
  *   pipes            a read end and a write end sharing one byte channel;
  *   stream sockets   AF_INET / AF_INET6 SOCK_STREAM on loopback addresses

@@ -1,4 +1,4 @@
-/* sim/src/reactor.c: the simulator's in-memory network (see reactor.h).
+/* sim/src/net/net.c: the simulator's in-memory network (see net.h).
  *
  * Determinism rules this file keeps: no clock, no randomness and no
  * pointer value reaches behaviour or a trace. Time is the simulator's
@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "pollen/error.h"
-#include "reactor.h"
+#include "net.h"
 
 enum {
     RING_MIN = 512,       /* first byte buffer of a channel; doubles up to the max */
