@@ -9,6 +9,7 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
@@ -995,6 +996,48 @@ Test(reactor, dgram_loss_only_with_its_knob)
     cr_assert_eq(pl__net_recvfrom(&sim, b, v, 1, NULL, NULL), 1);
     cr_assert_eq(v[0], '3');
     cr_assert_eq(pl__net_recvfrom(&sim, b, v, 1, NULL, NULL), PL_EAGAIN);
+}
+
+/* The run's options (sim->opts.faults) are read when the network is
+ * created: the latency range, and loss without EAGAIN. */
+Test(reactor, fault_options_of_the_run_apply_from_creation)
+{
+    pl__reactor_destroy(R);
+    pl_sim_fault_options o = faults_default();
+    o.latency_steps = 3;
+    o.latency_quantum_ns = 7;
+    o.eagain = false;
+    o.dgram_loss = true;
+    sim.opts.faults = &o;
+    cr_assert_eq(pl__reactor_create(&R, &sim), 0);
+    sim.reactor = R;
+    sim.opts.faults = NULL; /* copied at creation */
+    cr_assert_eq(pl__reactor_faults(R)->latency_steps, 3u);
+    int a = pl__net_socket(&sim, AF_INET, SOCK_DGRAM);
+    int b = pl__net_socket(&sim, AF_INET, SOCK_DGRAM);
+    struct sockaddr_in any = v4("127.0.0.1", 0);
+    cr_assert_eq(pl__net_bind(&sim, b, SA(any), SALEN(any)), 0);
+    struct sockaddr_in to = v4("127.0.0.1", (uint16_t)port_of(b));
+    SCRIPT(PL_DECIDE_IO_FAULT, 1, 0); /* [none, loss]: lost, then sent */
+    SCRIPT(PL_DECIDE_IO_LATENCY, 2);  /* of 0..2 steps */
+    cr_assert_eq(pl__net_sendto(&sim, a, "1", 1, SA(to), SALEN(to)), 1, "loss is silent");
+    cr_assert_eq(pl__reactor_next_event(R), PL_TIME_NEVER, "a lost datagram never travels");
+    cr_assert_eq(pl__net_sendto(&sim, a, "2", 1, SA(to), SALEN(to)), 1);
+    cr_assert_eq(pl__reactor_next_event(R), 14);
+    run_all();
+    char v[2];
+    cr_assert_eq(pl__net_recvfrom(&sim, b, v, 1, NULL, NULL), 1);
+    cr_assert_eq(v[0], '2');
+    cr_assert_eq(pl__net_recvfrom(&sim, b, v, 1, NULL, NULL), PL_EAGAIN);
+}
+
+/* The network trusts its options to be validated: invalid ones stop the
+ * run in every build rather than draw from an empty range. */
+Test(reactor, invalid_fault_options_are_an_assertion, .signal = SIGABRT)
+{
+    pl_sim_fault_options o = faults_default();
+    o.latency_steps = 0;
+    pl__reactor_set_faults(R, &o);
 }
 
 Test(reactor, dgram_queue_is_bounded)
