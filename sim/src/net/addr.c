@@ -8,7 +8,7 @@
 
 /* ---- Addresses ---------------------------------------------------------- */
 
-int pl__net_addr_parse(const struct sockaddr *sa, socklen_t len, int family, addr *out)
+static int addr_parse_any(const struct sockaddr *sa, socklen_t len, int family, addr *out)
 {
     memset(out, 0, sizeof *out);
     if (sa == NULL || sa->sa_family != family) {
@@ -35,13 +35,22 @@ int pl__net_addr_parse(const struct sockaddr *sa, socklen_t len, int family, add
     return 0;
 }
 
-bool pl__net_addr_is_loopback(const addr *a)
+static bool addr_is_loopback(const addr *a)
 {
     if (a->family == AF_INET) {
         return a->ip[0] == 127;
     }
     static const uint8_t v6_loopback[16] = {[15] = 1};
     return memcmp(a->ip, v6_loopback, 16) == 0;
+}
+
+int pl__net_addr_parse(const struct sockaddr *sa, socklen_t len, int family, addr *out)
+{
+    int rc = addr_parse_any(sa, len, family, out);
+    if (rc < 0) {
+        return rc;
+    }
+    return addr_is_loopback(out) ? 0 : PL_EADDRNOTAVAIL;
 }
 
 static addr addr_loopback(int family)
@@ -200,13 +209,7 @@ int pl__net_bind(void *self, int handle, const struct sockaddr *sa, socklen_t le
     }
     addr a;
     int rc = pl__net_addr_parse(sa, len, e->family, &a);
-    if (rc < 0) {
-        return rc;
-    }
-    if (!pl__net_addr_is_loopback(&a)) {
-        return PL_EADDRNOTAVAIL;
-    }
-    return bind_addr(r, e, a);
+    return rc < 0 ? rc : bind_addr(r, e, a);
 }
 
 int pl__net_listen(void *self, int handle, int backlog)

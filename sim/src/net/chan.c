@@ -159,6 +159,18 @@ void pl__net_chan_drop_writer(pl__reactor *r, chan *c, const ep *by, bool fin)
     chan_release(r, c);
 }
 
+void pl__net_chan_detach(pl__reactor *r, ep *e, bool graceful)
+{
+    if (e->rx != NULL) {
+        pl__net_chan_drop_reader(r, e->rx, graceful);
+        e->rx = NULL;
+    }
+    if (e->tx != NULL) {
+        pl__net_chan_drop_writer(r, e->tx, e, graceful);
+        e->tx = NULL;
+    }
+}
+
 void pl__net_chan_arrive(pl__reactor *r, uint32_t id)
 {
     chan *c = pl__net_chan_get(r, id);
@@ -188,18 +200,29 @@ void pl__net_reset_conn(pl__reactor *r, ep *e, bool tell_peer)
                                      .type = EV_RESET,
                                      .target = peer->hdr.id});
     }
-    if (e->rx != NULL) {
-        pl__net_chan_drop_reader(r, e->rx, false);
-        e->rx = NULL;
-    }
-    if (e->tx != NULL) {
-        pl__net_chan_drop_writer(r, e->tx, e, false);
-        e->tx = NULL;
-    }
+    pl__net_chan_detach(r, e, false);
     e->state = ST_RESET;
 }
 
 /* ---- Reading and writing ------------------------------------------------ */
+
+/* Draws the fault of a read or write of *n bytes in direction `bit`: 0
+ * with *n possibly shortened, or the error the operation returns. */
+static ssize_t stream_fault(pl__reactor *r, ep *e, uint32_t bit, size_t *n)
+{
+    switch (pl__net_pick_fault(r, e, pl__net_stream_faults(r, e, *n, bit))) {
+    case F_SHORT:
+        *n = pl__net_short_len(r, e, *n);
+        return 0;
+    case F_EAGAIN:
+        return pl__net_spurious_eagain(r, e, bit);
+    case F_RESET:
+        pl__net_reset_conn(r, e, true);
+        return PL_ECONNRESET;
+    default:
+        return 0;
+    }
+}
 
 ssize_t pl__net_chan_read(pl__reactor *r, ep *e, chan *c, void *buf, size_t len)
 {
@@ -214,17 +237,9 @@ ssize_t pl__net_chan_read(pl__reactor *r, ep *e, chan *c, void *buf, size_t len)
         return PL_ENOMEM;
     }
     size_t n = len < c->readable ? len : c->readable;
-    switch (pl__net_pick_fault(r, e, pl__net_stream_faults(r, e, n, PL_IO_READABLE))) {
-    case F_SHORT:
-        n = pl__net_short_len(r, e, n);
-        break;
-    case F_EAGAIN:
-        return pl__net_spurious_eagain(r, e, PL_IO_READABLE);
-    case F_RESET:
-        pl__net_reset_conn(r, e, true);
-        return PL_ECONNRESET;
-    default:
-        break;
+    ssize_t rc = stream_fault(r, e, PL_IO_READABLE, &n);
+    if (rc < 0) {
+        return rc;
     }
     ring_get(c, buf, n);
     /* The window reopens for a writer that hit the limit; it hears so
@@ -254,17 +269,9 @@ ssize_t pl__net_chan_write(pl__reactor *r, ep *e, chan *c, const void *buf, size
     if (!pl__net_heap_reserve(r, PL__NET_OP_EVENTS_MAX) || !chan_reserve(c, n)) {
         return PL_ENOMEM;
     }
-    switch (pl__net_pick_fault(r, e, pl__net_stream_faults(r, e, n, PL_IO_WRITABLE))) {
-    case F_SHORT:
-        n = pl__net_short_len(r, e, n);
-        break;
-    case F_EAGAIN:
-        return pl__net_spurious_eagain(r, e, PL_IO_WRITABLE);
-    case F_RESET:
-        pl__net_reset_conn(r, e, true);
-        return PL_ECONNRESET;
-    default:
-        break;
+    ssize_t rc = stream_fault(r, e, PL_IO_WRITABLE, &n);
+    if (rc < 0) {
+        return rc;
     }
     ring_put(c, buf, n);
     chan_schedule(r, c, (seg){.len = (uint32_t)n, .fin = 0}, e);

@@ -16,13 +16,7 @@ void pl__net_dgram_arrive(pl__reactor *r, dgram *d)
         free(d);
         return;
     }
-    d->next = NULL;
-    if (to->q_tail != NULL) {
-        to->q_tail->next = d;
-    } else {
-        to->q_head = d;
-    }
-    to->q_tail = d;
+    PL__NET_FIFO_PUSH(to->q_head, to->q_tail, d, next);
     to->q_bytes += dgram_charge(d);
     PL__SIM_ASSERT(to->q_bytes <= PL__NET_DGRAM_QUEUE_MAX);
     pl__net_mark_ready(r, to, PL_IO_READABLE);
@@ -65,9 +59,6 @@ ssize_t pl__net_dgram_send(pl__reactor *r, ep *e, const void *buf, size_t len,
     int rc = pl__net_addr_parse(sa, sa_len, e->family, &to);
     if (rc < 0) {
         return rc;
-    }
-    if (!pl__net_addr_is_loopback(&to)) {
-        return PL_EADDRNOTAVAIL;
     }
     if (len > PL__NET_DGRAM_MAX) {
         return PL_EMSGSIZE;

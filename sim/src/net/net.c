@@ -117,15 +117,7 @@ int pl__net_pipe(void *self, int handles[2])
     ep *rd = pl__net_ep_new(r, EP_PIPE_R, 0);
     ep *wr = pl__net_ep_new(r, EP_PIPE_W, 0);
     if (c == NULL || rd == NULL || wr == NULL) {
-        if (c != NULL) {
-            pl__net_chan_free(r, c);
-        }
-        if (rd != NULL) {
-            pl__net_ep_free(r, rd);
-        }
-        if (wr != NULL) {
-            pl__net_ep_free(r, wr);
-        }
+        pl__net_free_new(r, rd, wr, c, NULL);
         return PL_ENOMEM;
     }
     c->reader = rd;
@@ -162,14 +154,7 @@ static void ep_close(pl__reactor *r, ep *e)
 {
     pl__net_unbind(r, e);
     pl__net_ready_unlink(r, e);
-    if (e->rx != NULL) {
-        pl__net_chan_drop_reader(r, e->rx, true);
-        e->rx = NULL;
-    }
-    if (e->tx != NULL) {
-        pl__net_chan_drop_writer(r, e->tx, e, true);
-        e->tx = NULL;
-    }
+    pl__net_chan_detach(r, e, true);
     for (ep *s = pl__net_backlog_pop(e); s != NULL; s = pl__net_backlog_pop(e)) {
         ep_close(r, s);
     }

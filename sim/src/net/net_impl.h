@@ -151,6 +151,19 @@ struct pl__reactor {
     ep *ready_head, *ready_tail;
 };
 
+/* Appends node to the FIFO list (head, tail) linked through node->next:
+ * the backlog, the datagram queue and the ready list keep arrival order. */
+#define PL__NET_FIFO_PUSH(head, tail, node, next)                                                  \
+    do {                                                                                           \
+        (node)->next = NULL;                                                                       \
+        if ((tail) != NULL) {                                                                      \
+            (tail)->next = (node);                                                                 \
+        } else {                                                                                   \
+            (head) = (node);                                                                       \
+        }                                                                                          \
+        (tail) = (node);                                                                           \
+    } while (0)
+
 /* The reactor behind a system entry's self (the pl__sim). */
 static inline pl__reactor *pl__net_of(void *self)
 {
@@ -183,6 +196,9 @@ chan *pl__net_chan_new(pl__reactor *r);
 ep *pl__net_ep_new(pl__reactor *r, ep_kind kind, int family);
 void pl__net_chan_free(pl__reactor *r, chan *c);
 void pl__net_ep_free(pl__reactor *r, ep *e);
+/* Frees the objects of an operation that could not allocate them all
+ * (NULL ones are skipped). */
+void pl__net_free_new(pl__reactor *r, ep *e1, ep *e2, chan *c1, chan *c2);
 /* Frees every object left (the reactor's teardown). */
 void pl__net_table_free(pl__reactor *r);
 
@@ -237,9 +253,10 @@ ssize_t pl__net_spurious_eagain(pl__reactor *r, ep *e, uint32_t bit);
 
 /* ---- addr.c: addresses and binding -------------------------------------- */
 
-/* Parses a sockaddr of `family`: 0 or PL_EINVAL. */
+/* Parses a sockaddr of `family` that must be a loopback address: 0,
+ * PL_EINVAL (malformed, other family) or PL_EADDRNOTAVAIL (not loopback:
+ * nothing else exists here). */
 int pl__net_addr_parse(const struct sockaddr *sa, socklen_t len, int family, addr *out);
-bool pl__net_addr_is_loopback(const addr *a);
 /* Writes a as a sockaddr into out (truncated to *len) and sets *len to
  * the full length, like getsockname. NULL out or len: nothing. */
 void pl__net_addr_write(const addr *a, struct sockaddr *out, socklen_t *len);
@@ -278,6 +295,10 @@ void pl__net_chan_drop_reader(pl__reactor *r, chan *c, bool tell_writer);
 /* The writer closed or shut down; fin queues end of stream (one heap
  * slot, one segment slot). */
 void pl__net_chan_drop_writer(pl__reactor *r, chan *c, const ep *by, bool fin);
+/* Drops both of e's channels: graceful, as a close (the writer hears, the
+ * reader gets end of stream: two heap slots and a segment slot), or not,
+ * as a reset. */
+void pl__net_chan_detach(pl__reactor *r, ep *e, bool graceful);
 /* An EV_SEGMENT for channel `id` is due. */
 void pl__net_chan_arrive(pl__reactor *r, uint32_t id);
 /* Breaks e's connection (one heap slot when tell_peer). */

@@ -42,13 +42,7 @@ void pl__net_mark_ready(pl__reactor *r, ep *e, uint32_t bits)
     e->ready_bits |= bits;
     if (!e->in_ready) {
         e->in_ready = true;
-        e->ready_next = NULL;
-        if (r->ready_tail != NULL) {
-            r->ready_tail->ready_next = e;
-        } else {
-            r->ready_head = e;
-        }
-        r->ready_tail = e;
+        PL__NET_FIFO_PUSH(r->ready_head, r->ready_tail, e, ready_next);
     }
     PL__SIM_ASSERT(r->ready_head != NULL && r->ready_tail->ready_next == NULL);
 }

@@ -13,13 +13,7 @@
 static void backlog_push(ep *l, ep *s)
 {
     PL__SIM_ASSERT(s->handle == -1 && s->state == ST_CONNECTED);
-    s->backlog_next = NULL;
-    if (l->backlog_tail != NULL) {
-        l->backlog_tail->backlog_next = s;
-    } else {
-        l->backlog_head = s;
-    }
-    l->backlog_tail = s;
+    PL__NET_FIFO_PUSH(l->backlog_head, l->backlog_tail, s, backlog_next);
     l->backlog_len++;
     PL__SIM_ASSERT(l->backlog_len <= l->backlog_max);
 }
@@ -60,15 +54,7 @@ static int establish(pl__reactor *r, ep *l, ep *c)
     chan *up = pl__net_chan_new(r);
     chan *down = pl__net_chan_new(r);
     if (s == NULL || up == NULL || down == NULL) {
-        if (s != NULL) {
-            pl__net_ep_free(r, s);
-        }
-        if (up != NULL) {
-            pl__net_chan_free(r, up);
-        }
-        if (down != NULL) {
-            pl__net_chan_free(r, down);
-        }
+        pl__net_free_new(r, s, NULL, up, down);
         return PL_ENOMEM;
     }
     s->state = ST_CONNECTED;
@@ -160,9 +146,6 @@ int pl__net_connect(void *self, int handle, const struct sockaddr *sa, socklen_t
     int rc = pl__net_addr_parse(sa, len, e->family, &to);
     if (rc < 0) {
         return rc;
-    }
-    if (!pl__net_addr_is_loopback(&to)) {
-        return PL_EADDRNOTAVAIL; /* nothing but loopback exists here */
     }
     if (!pl__net_heap_reserve(r, PL__NET_OP_EVENTS_MAX)) {
         return PL_ENOMEM;

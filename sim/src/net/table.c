@@ -140,6 +140,20 @@ void pl__net_ep_free(pl__reactor *r, ep *e)
     free(e);
 }
 
+void pl__net_free_new(pl__reactor *r, ep *e1, ep *e2, chan *c1, chan *c2)
+{
+    ep *eps[2] = {e1, e2};
+    chan *chans[2] = {c1, c2};
+    for (int i = 0; i < 2; i++) {
+        if (eps[i] != NULL) {
+            pl__net_ep_free(r, eps[i]);
+        }
+        if (chans[i] != NULL) {
+            pl__net_chan_free(r, chans[i]);
+        }
+    }
+}
+
 void pl__net_table_free(pl__reactor *r)
 {
     for (size_t id = 1; id < r->objs_len; id++) {
