@@ -124,8 +124,9 @@ typedef enum pl_sim_source {
  * decision stream's (the io_fault, io_latency and timer_late knobs of
  * pl_sim_options.knobs), and each firing is a recorded decision, so runs
  * replay. pl_sim_fault_options_default gives today's behaviour: changing
- * a field changes the runs (and the trace hashes) of every seed, so a
- * replay must be run with the options it was recorded with. */
+ * a field changes the runs (and the trace hashes) of every seed. Replay
+ * files do not record these options: a replay must be run with the
+ * options it was recorded with (the CLI always uses the defaults). */
 typedef struct pl_sim_fault_options {
     uint32_t latency_steps;        /* I/O latency is one of 0..latency_steps-1 quanta
                                       (1..PL_SIM_LATENCY_STEPS_MAX; 1: no latency);
