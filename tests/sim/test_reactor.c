@@ -4,8 +4,10 @@
  * clock, the decision stream and the trace (and a finding when it runs
  * out of memory). This file provides a fake
  * pl__sim with those (scripted or seeded decisions, counted events), so
- * the reactor is linked alone, without sim.c, which defines the same
- * symbols. pl_io_source_ready comes from libpollen.
+ * the network's files (sim/src/net/) are linked alone, without sim.c,
+ * which defines the same symbols. The system entries take the fake
+ * pl__sim as self, as sim.c's vtable passes it. pl_io_source_ready comes
+ * from libpollen.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
