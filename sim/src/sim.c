@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reactor.h"
+#include "net/net.h"
 #include "sim_internal.h"
 #include "strategy.h"
 
@@ -317,70 +317,6 @@ static int sim_wait(void *self, pl_executor *ex, pl_time deadline_ns)
     return 0;
 }
 
-#define REACTOR(self) (((pl__sim *)(self))->reactor)
-
-static int sim_io_register(void *self, pl_io_source *src)
-{
-    return pl__reactor_io_register(REACTOR(self), src);
-}
-static void sim_io_deregister(void *self, pl_io_source *src)
-{
-    pl__reactor_io_deregister(REACTOR(self), src);
-}
-static int sim_socket(void *self, int domain, int type)
-{
-    return pl__reactor_socket(REACTOR(self), domain, type);
-}
-static int sim_pipe(void *self, int handles[2]) { return pl__reactor_pipe(REACTOR(self), handles); }
-static int sim_close(void *self, int h) { return pl__reactor_close(REACTOR(self), h); }
-static int sim_bind(void *self, int h, const struct sockaddr *a, socklen_t len)
-{
-    return pl__reactor_bind(REACTOR(self), h, a, len);
-}
-static int sim_listen(void *self, int h, int backlog)
-{
-    return pl__reactor_listen(REACTOR(self), h, backlog);
-}
-static int sim_accept(void *self, int h, struct sockaddr *a, socklen_t *len)
-{
-    return pl__reactor_accept(REACTOR(self), h, a, len);
-}
-static int sim_connect(void *self, int h, const struct sockaddr *a, socklen_t len)
-{
-    return pl__reactor_connect(REACTOR(self), h, a, len);
-}
-static int sim_connect_result(void *self, int h)
-{
-    return pl__reactor_connect_result(REACTOR(self), h);
-}
-static int sim_local_addr(void *self, int h, struct sockaddr *a, socklen_t *len)
-{
-    return pl__reactor_local_addr(REACTOR(self), h, a, len);
-}
-static ssize_t sim_read(void *self, int h, void *buf, size_t len)
-{
-    return pl__reactor_read(REACTOR(self), h, buf, len);
-}
-static ssize_t sim_write(void *self, int h, const void *buf, size_t len)
-{
-    return pl__reactor_write(REACTOR(self), h, buf, len);
-}
-static ssize_t sim_sendto(void *self, int h, const void *buf, size_t len,
-                          const struct sockaddr *a, socklen_t alen)
-{
-    return pl__reactor_sendto(REACTOR(self), h, buf, len, a, alen);
-}
-static ssize_t sim_recvfrom(void *self, int h, void *buf, size_t len, struct sockaddr *a,
-                            socklen_t *alen)
-{
-    return pl__reactor_recvfrom(REACTOR(self), h, buf, len, a, alen);
-}
-
-static int sim_shutdown(void *self, int h, int how)
-{
-    return pl__reactor_shutdown(REACTOR(self), h, how);
-}
-
 static const pl_system_vtable sim_vtable = {
     .version = PL_SYSTEM_VERSION,
     .name = "sim",
@@ -388,22 +324,22 @@ static const pl_system_vtable sim_vtable = {
     .wait = sim_wait,
     .decide = sim_decide,
     .remote_wake = sim_remote_wake,
-    .io_register = sim_io_register,
-    .io_deregister = sim_io_deregister,
-    .socket = sim_socket,
-    .pipe = sim_pipe,
-    .close = sim_close,
-    .bind = sim_bind,
-    .listen = sim_listen,
-    .accept = sim_accept,
-    .connect = sim_connect,
-    .connect_result = sim_connect_result,
-    .local_addr = sim_local_addr,
-    .read = sim_read,
-    .write = sim_write,
-    .sendto = sim_sendto,
-    .recvfrom = sim_recvfrom,
-    .shutdown = sim_shutdown,
+    .io_register = pl__net_io_register,
+    .io_deregister = pl__net_io_deregister,
+    .socket = pl__net_socket,
+    .pipe = pl__net_pipe,
+    .close = pl__net_close,
+    .bind = pl__net_bind,
+    .listen = pl__net_listen,
+    .accept = pl__net_accept,
+    .connect = pl__net_connect,
+    .connect_result = pl__net_connect_result,
+    .local_addr = pl__net_local_addr,
+    .read = pl__net_read,
+    .write = pl__net_write,
+    .sendto = pl__net_sendto,
+    .recvfrom = pl__net_recvfrom,
+    .shutdown = pl__net_shutdown,
 };
 
 /* ---- Lifecycle -------------------------------------------------------- */
@@ -460,6 +396,9 @@ int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o, cha
                  (long long)o->poll_cost_ns, (long long)PL_SIM_POLL_COST_MAX);
         return PL_EINVAL;
     }
+    if (o->faults != NULL && pl_sim_fault_options_validate(o->faults, err, err_len) != 0) {
+        return PL_EINVAL;
+    }
     s->sub_polls_max = o->sub_polls_max ? o->sub_polls_max : 1000000;
     s->wakes_in_poll_max = o->wakes_in_poll_max ? o->wakes_in_poll_max : 1000000;
     int rc = init_decisions(s, o, err, err_len);
@@ -479,8 +418,10 @@ int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o, cha
     eo.rotate_wakers = o->rotate_wakers;
     pl__oracle_watch_init(s);
     eo.poll_watch = &s->watch;
-    eo.timer_late_max = 4;
-    eo.timer_late_quantum_ns = PL_MS;
+    pl_sim_fault_options faults;
+    pl__net_faults_of(o, &faults);
+    eo.timer_late_max = faults.timer_late_max;
+    eo.timer_late_quantum_ns = faults.timer_late_quantum_ns;
     rc = pl_executor_create(&s->ex, &eo);
     if (rc != 0) {
         pl__sim_finish(s);

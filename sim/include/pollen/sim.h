@@ -119,6 +119,47 @@ typedef enum pl_sim_source {
                                        others aligned (the shrinker's candidates) */
 } pl_sim_source;
 
+/* Every fault the simulated world injects besides scheduling, in one
+ * place. Which classes may fire is said here; how often one fires is the
+ * decision stream's (the io_fault, io_latency and timer_late knobs of
+ * pl_sim_options.knobs), and each firing is a recorded decision, so runs
+ * replay. pl_sim_fault_options_default gives today's behaviour: changing
+ * a field changes the runs (and the trace hashes) of every seed. Replay
+ * files do not record these options: a replay must be run with the
+ * options it was recorded with (the CLI always uses the defaults). */
+typedef struct pl_sim_fault_options {
+    uint32_t latency_steps;        /* I/O latency is one of 0..latency_steps-1 quanta
+                                      (1..PL_SIM_LATENCY_STEPS_MAX; 1: no latency);
+                                      default 8 */
+    pl_time latency_quantum_ns;    /* one latency step (0..PL_SIM_FAULT_QUANTUM_MAX);
+                                      default 100 us */
+    bool short_read;               /* reads may return fewer bytes than there are
+                                      (default true) */
+    bool short_write;              /* writes may take fewer bytes (default true) */
+    bool eagain;                   /* spurious PL_EAGAIN on reads, writes, accepts,
+                                      datagrams, always followed by readiness (default
+                                      true) */
+    bool dgram_loss;               /* sendto may lose its datagram (default false:
+                                      correct programs compute something else) */
+    bool conn_reset;               /* stream reads and writes may break the connection
+                                      with PL_ECONNRESET on both ends (default false) */
+    uint32_t timer_late_max;       /* a timer may fire up to this many quanta late
+                                      (0..PL_SIM_TIMER_LATE_MAX; 0: never); default 4 */
+    pl_time timer_late_quantum_ns; /* one lateness step (0..PL_SIM_FAULT_QUANTUM_MAX);
+                                      default 1 ms */
+} pl_sim_fault_options;
+
+#define PL_SIM_LATENCY_STEPS_MAX 1024u
+#define PL_SIM_TIMER_LATE_MAX 1024u
+#define PL_SIM_FAULT_QUANTUM_MAX PL_S
+
+/* Fills o with the defaults above. Any thread. */
+void pl_sim_fault_options_default(pl_sim_fault_options *o);
+/* 0 when every field is in range, else PL_EINVAL with the first bad
+ * field and its range written into err (err_len bytes; NULL: none). Any
+ * thread. pl_sim_run validates the options it is given the same way. */
+int pl_sim_fault_options_validate(const pl_sim_fault_options *o, char *err, size_t err_len);
+
 typedef struct pl_sim_options {
     pl_sim_source source;
     uint64_t seed;
@@ -141,6 +182,8 @@ typedef struct pl_sim_options {
     bool rotate_wakers;            /* fresh waker identity per poll (default true) */
     bool keep_events;              /* keep the event log (timeline, divergence) */
     bool keep_decisions;           /* record decisions (replay files); default true */
+    const pl_sim_fault_options *faults; /* borrowed for the call; NULL (default):
+                                           pl_sim_fault_options_default */
 } pl_sim_options;
 
 void pl_sim_options_default(pl_sim_options *o);

@@ -1,0 +1,142 @@
+/* sim/src/net/faults.c: the fault options (pl_sim_fault_options) and
+ * every latency and fault decision the network draws. Whether a class of
+ * fault may fire is the options' business; how often is the decision
+ * stream's (the io_fault and io_latency knobs). */
+#include <stdio.h>
+
+#include "net_impl.h"
+
+/* ---- Options ------------------------------------------------------------ */
+
+void pl_sim_fault_options_default(pl_sim_fault_options *o)
+{
+    *o = (pl_sim_fault_options){
+        .latency_steps = 8,
+        .latency_quantum_ns = 100 * PL_US,
+        .short_read = true,
+        .short_write = true,
+        .eagain = true,
+        .dgram_loss = false,
+        .conn_reset = false,
+        .timer_late_max = 4,
+        .timer_late_quantum_ns = PL_MS,
+    };
+}
+
+static int invalid(char *err, size_t err_len, const char *what, long long v, long long lo,
+                   long long hi)
+{
+    if (err != NULL && err_len > 0) {
+        snprintf(err, err_len, "fault options: %s %lld is outside %lld..%lld", what, v, lo, hi);
+    }
+    return PL_EINVAL;
+}
+
+int pl_sim_fault_options_validate(const pl_sim_fault_options *o, char *err, size_t err_len)
+{
+    if (o->latency_steps < 1 || o->latency_steps > PL_SIM_LATENCY_STEPS_MAX) {
+        return invalid(err, err_len, "latency_steps", o->latency_steps, 1,
+                       PL_SIM_LATENCY_STEPS_MAX);
+    }
+    if (o->latency_quantum_ns < 0 || o->latency_quantum_ns > PL_SIM_FAULT_QUANTUM_MAX) {
+        return invalid(err, err_len, "latency_quantum_ns", o->latency_quantum_ns, 0,
+                       PL_SIM_FAULT_QUANTUM_MAX);
+    }
+    if (o->timer_late_max > PL_SIM_TIMER_LATE_MAX) {
+        return invalid(err, err_len, "timer_late_max", o->timer_late_max, 0, PL_SIM_TIMER_LATE_MAX);
+    }
+    if (o->timer_late_quantum_ns < 0 || o->timer_late_quantum_ns > PL_SIM_FAULT_QUANTUM_MAX) {
+        return invalid(err, err_len, "timer_late_quantum_ns", o->timer_late_quantum_ns, 0,
+                       PL_SIM_FAULT_QUANTUM_MAX);
+    }
+    return 0;
+}
+
+void pl__net_faults_of(const pl_sim_options *o, pl_sim_fault_options *out)
+{
+    if (o != NULL && o->faults != NULL) {
+        *out = *o->faults;
+    } else {
+        pl_sim_fault_options_default(out);
+    }
+}
+
+/* ---- Decisions ---------------------------------------------------------- */
+
+pl_time pl__net_latency(pl__reactor *r, const ep *e)
+{
+    uint32_t steps =
+        pl__sim_choose(r->sim, PL_DECIDE_IO_LATENCY, r->faults.latency_steps, e->hdr.id);
+    PL__SIM_ASSERT(steps < r->faults.latency_steps);
+    return (pl_time)steps * r->faults.latency_quantum_ns;
+}
+
+fault pl__net_pick_fault(pl__reactor *r, const ep *e, uint32_t allowed)
+{
+    fault opts[5];
+    uint32_t n = 0;
+    opts[n++] = F_NONE;
+    for (int f = F_SHORT; f <= F_RESET; f++) {
+        if (allowed & PL__NET_FBIT(f)) {
+            opts[n++] = (fault)f;
+        }
+    }
+    if (n == 1) {
+        return F_NONE;
+    }
+    uint32_t k = pl__sim_choose(r->sim, PL_DECIDE_IO_FAULT, n, e->hdr.id);
+    PL__SIM_ASSERT(k < n);
+    return opts[k];
+}
+
+size_t pl__net_short_len(pl__reactor *r, const ep *e, size_t n)
+{
+    PL__SIM_ASSERT(n >= 2);
+    uint32_t span = n - 1 > UINT32_MAX ? UINT32_MAX : (uint32_t)(n - 1);
+    return 1 + pl__sim_choose(r->sim, PL_DECIDE_IO_FAULT, span, e->hdr.id);
+}
+
+/* Never twice in a row on one endpoint and direction: the attempt after
+ * one is exempt, so even an always-on io_fault knob cannot starve correct
+ * code (an accept offered only "none, EAGAIN" would otherwise never
+ * succeed). Called only where the operation can succeed, which is what
+ * consumes the exemption. */
+uint32_t pl__net_eagain_fault(const pl__reactor *r, ep *e, uint32_t bit)
+{
+    if (e->eagain_owed & bit) {
+        e->eagain_owed &= ~bit;
+        return 0;
+    }
+    return r->faults.eagain ? PL__NET_FBIT(F_EAGAIN) : 0;
+}
+
+uint32_t pl__net_stream_faults(const pl__reactor *r, ep *e, size_t n, uint32_t bit)
+{
+    bool short_on = bit == PL_IO_READABLE ? r->faults.short_read : r->faults.short_write;
+    uint32_t allowed = pl__net_eagain_fault(r, e, bit);
+    if (short_on && n >= 2) {
+        allowed |= PL__NET_FBIT(F_SHORT);
+    }
+    if (r->faults.conn_reset && e->kind == EP_STREAM) {
+        allowed |= PL__NET_FBIT(F_RESET);
+    }
+    return allowed;
+}
+
+uint32_t pl__net_send_faults(const pl__reactor *r, ep *e)
+{
+    uint32_t allowed = pl__net_eagain_fault(r, e, PL_IO_WRITABLE);
+    if (r->faults.dgram_loss) {
+        allowed |= PL__NET_FBIT(F_LOSS);
+    }
+    return allowed;
+}
+
+/* The operation could have succeeded, so readiness must come back by
+ * itself or a correct future would wait forever. */
+ssize_t pl__net_spurious_eagain(pl__reactor *r, ep *e, uint32_t bit)
+{
+    e->eagain_owed |= bit;
+    pl__net_notify_later(r, e, bit, pl__net_latency(r, e));
+    return PL_EAGAIN;
+}
