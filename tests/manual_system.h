@@ -27,7 +27,7 @@ static int manual_wait(void *self, pl_executor *ex, pl_time deadline_ns)
 {
     manual_system *m = self;
     m->waits++;
-    if (pl__executor_drain_remote(ex) > 0) {
+    if (pl_executor_drain_remote(ex) > 0) {
         return 0;
     }
     if (deadline_ns == PL_TIME_NEVER) {

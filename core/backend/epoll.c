@@ -145,7 +145,7 @@ static void dispatch(epoll_system *s, pl_executor *ex, int n)
         /* Reset the counter before draining the queue: a wake pushed after
          * the drain then writes the eventfd again and is not lost. */
         drain_wake_fd(s);
-        pl__executor_drain_remote(ex);
+        pl_executor_drain_remote(ex);
     }
 }
 

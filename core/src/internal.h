@@ -42,6 +42,15 @@ _Noreturn void pl__assert_fail(const char *expr, const char *file, int line);
 #define PL_COLD
 #endif
 
+/* For functions shared between core's files only: not exported from a
+ * shared libpollen, and not interposable, so a compiler may still inline
+ * them inside the file that defines them. */
+#if defined(__GNUC__)
+#define PL_INTERNAL __attribute__((visibility("hidden")))
+#else
+#define PL_INTERNAL
+#endif
+
 /* The executor running on this thread, or NULL outside pl_run. Lets
  * pl_drop report misuse without a context. */
 pl_executor *pl__current_executor(void);

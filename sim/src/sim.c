@@ -235,7 +235,7 @@ static void deliver_remote(pl__sim *s, bool nothing_else)
         return;
     }
     s->remote_pending = false;
-    pl__executor_drain_remote(s->ex);
+    pl_executor_drain_remote(s->ex);
 }
 
 static void advance_clock(pl__sim *s, pl_time to)

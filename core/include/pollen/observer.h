@@ -159,10 +159,6 @@ size_t pl_executor_timer_task_ids(const pl_executor *ex, uint32_t *ids, size_t m
  * waker that is not a task's: it may lead anywhere). O(timers). */
 bool pl_executor_timers_wake_foreground(const pl_executor *ex);
 
-/* Called by a system's wait() to deliver remote wakes queued by other
- * threads. Returns how many were delivered. */
-size_t pl__executor_drain_remote(pl_executor *ex);
-
 #ifdef __cplusplus
 }
 #endif
