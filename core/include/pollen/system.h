@@ -28,24 +28,19 @@ extern "C" {
 
 typedef struct pl_executor pl_executor;
 
-/* The decisions a system may take. Choice 0 is always what production
- * does. The numbering is part of the replay format: append only. */
+/* The decisions core asks a system for (decide()). Choice 0 is always
+ * what production does. The numbers are part of the replay format:
+ * append only. The numbers in between belong to the simulator's own
+ * decisions (I/O order and faults, spurious wakes, wake delays, buggify
+ * sites, probes), which its system takes by itself and core never asks
+ * for; they are numbered in the simulator (sim/src/decide.h) and share
+ * this type and this number space. */
 typedef enum pl_decision_kind {
-    PL_DECIDE_SCHEDULE = 0,  /* which runnable task is polled next; n = candidates */
-    PL_DECIDE_IO_ORDER = 1,  /* which of n simultaneously ready sources fires next */
-    PL_DECIDE_TIMER_ORDER = 2, /* which of n equal-deadline timers fires next */
-    PL_DECIDE_TIMER_LATE = 3,  /* lateness of a timer, in lateness quanta */
-    PL_DECIDE_SPURIOUS_WAKE = 4, /* wake a parked task through its waker */
-    PL_DECIDE_SPURIOUS_POLL = 5, /* poll a parked task without a wake */
-    PL_DECIDE_WAKE_DELAY = 6,    /* hold a remote wake back this many steps */
+    PL_DECIDE_SCHEDULE = 0,      /* which runnable task is polled next; n = candidates */
+    PL_DECIDE_TIMER_ORDER = 2,   /* which of n equal-deadline timers fires next */
+    PL_DECIDE_TIMER_LATE = 3,    /* lateness of a timer, in lateness quanta */
     PL_DECIDE_CANCEL = 7,        /* cancel a woken abortable task before it runs */
-    PL_DECIDE_IO_FAULT = 8,      /* short read/write, EAGAIN, error, loss */
-    PL_DECIDE_IO_LATENCY = 9,    /* delay of simulated I/O delivery */
-    PL_DECIDE_BUGGIFY_SITE = 10, /* enable a PL_BUGGIFY site for this run */
-    PL_DECIDE_BUGGIFY_FIRE = 11, /* an enabled site fires this time */
-    PL_DECIDE_PROBE = 12,        /* simulator only: probe the parked tasks at a point
-                                    where only a timer can fire next */
-    PL_DECIDE__COUNT
+    PL_DECIDE_BUGGIFY_FIRE = 11, /* an enabled PL_BUGGIFY site fires this time */
 } pl_decision_kind;
 
 /* Readiness interest and readiness bits. */
