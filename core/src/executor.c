@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "executor_internal.h"
+#include "pollen/testing.h"
 #include "pollen/timer.h"
 #include "ready.h"
 
@@ -44,7 +45,32 @@ void pl_executor_options_default(pl_executor_options *opts)
     memset(opts, 0, sizeof *opts);
     opts->polls_per_tick_max = 128;
     opts->schedule_window = 16;
-    opts->timer_late_quantum_ns = PL_MS;
+}
+
+void pl_executor_testing_options_default(pl_executor_testing_options *t)
+{
+    memset(t, 0, sizeof *t);
+    t->version = PL_TESTING_VERSION;
+    t->timer_late_quantum_ns = PL_MS;
+}
+
+/* Hooks and knobs of another version would be read with the wrong layout. */
+static bool versions_match(const pl_executor_options *o)
+{
+    return (o->observer == NULL || o->observer->version == PL_OBSERVER_VERSION) &&
+           (o->testing == NULL || o->testing->version == PL_TESTING_VERSION);
+}
+
+/* The simulator's knobs; production passes none and keeps the fast paths. */
+static void apply_testing(pl_executor *ex, const pl_executor_testing_options *t)
+{
+    if (t == NULL) {
+        return;
+    }
+    ex->rotate = t->rotate_wakers;
+    ex->watch = t->poll_watch;
+    ex->timers.late_max = t->timer_late_max;
+    ex->timers.late_quantum_ns = t->timer_late_quantum_ns;
 }
 
 static int init_system(pl_executor *ex, const pl_executor_options *o)
@@ -82,6 +108,9 @@ int pl_executor_create(pl_executor **out, const pl_executor_options *opts)
         pl_executor_options_default(&defaults);
         opts = &defaults;
     }
+    if (!versions_match(opts)) {
+        return PL_EINVAL;
+    }
     pl_alloc_fn alloc = opts->alloc != NULL ? opts->alloc : default_alloc;
     pl_executor *ex = alloc(opts->alloc_ud, NULL, 0, sizeof *ex);
     if (ex == NULL) {
@@ -110,13 +139,10 @@ int pl_executor_create(pl_executor **out, const pl_executor_options *opts)
     ex->win_max = ex->decide != NULL ? ex->window : 0;
     ex->obs = opts->observer;
     ex->obs_ud = opts->observer_ud;
-    ex->rotate = opts->rotate_wakers;
-    ex->watch = opts->poll_watch;
-    ex->waker_vtable = ex->obs == NULL && !ex->rotate ? &pl__fast_waker_vtable : &pl__task_waker_vtable;
+    apply_testing(ex, opts->testing);
+    ex->waker_vtable =
+        ex->obs == NULL && !ex->rotate ? &pl__fast_waker_vtable : &pl__task_waker_vtable;
     ex->budget = opts->polls_per_tick_max ? opts->polls_per_tick_max : 128;
-
-    ex->timers.late_max = opts->timer_late_max;
-    ex->timers.late_quantum_ns = opts->timer_late_quantum_ns;
     ex->now = ex->system.vtable->now(ex->system.self);
     *out = ex;
     return 0;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pollen/testing.h"
 #include "reactor.h"
 #include "sim_internal.h"
 #include "strategy.h"
@@ -476,11 +477,14 @@ int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o, cha
     eo.system = &s->system;
     eo.observer = &pl__sim_observer;
     eo.observer_ud = s;
-    eo.rotate_wakers = o->rotate_wakers;
     pl__oracle_watch_init(s);
-    eo.poll_watch = &s->watch;
-    eo.timer_late_max = 4;
-    eo.timer_late_quantum_ns = PL_MS;
+    pl_executor_testing_options to;
+    pl_executor_testing_options_default(&to);
+    to.rotate_wakers = o->rotate_wakers;
+    to.poll_watch = &s->watch;
+    to.timer_late_max = 4;
+    to.timer_late_quantum_ns = PL_MS;
+    eo.testing = &to;
     rc = pl_executor_create(&s->ex, &eo);
     if (rc != 0) {
         pl__sim_finish(s);

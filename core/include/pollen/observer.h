@@ -54,7 +54,12 @@ static inline const pl_task_head *pl_task_head_of(const pl_task *t)
     return (const pl_task_head *)(const void *)t;
 }
 
+#define PL_OBSERVER_VERSION 1u
+
+/* Every hook is optional (NULL: not called). pl_executor_create refuses
+ * an observer whose version is not PL_OBSERVER_VERSION. */
 struct pl_observer {
+    uint32_t version; /* PL_OBSERVER_VERSION */
     void (*spawn)(void *ud, pl_task *t);
     /* `probe` is true for polls made by pl_executor_probe. */
     void (*poll_begin)(void *ud, pl_task *t, uint32_t gen, bool probe);
