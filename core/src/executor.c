@@ -18,7 +18,7 @@ pl_executor *pl__current_executor(void) { return current_executor; }
 
 /* ---- Allocation ------------------------------------------------------- */
 
-static void *default_alloc(void *ud, void *ptr, size_t old_size, size_t new_size)
+void *pl__libc_alloc(void *ud, void *ptr, size_t old_size, size_t new_size)
 {
     (void)ud;
     (void)old_size;
@@ -111,7 +111,7 @@ int pl_executor_create(pl_executor **out, const pl_executor_options *opts)
     if (!versions_match(opts)) {
         return PL_EINVAL;
     }
-    pl_alloc_fn alloc = opts->alloc != NULL ? opts->alloc : default_alloc;
+    pl_alloc_fn alloc = opts->alloc != NULL ? opts->alloc : pl__libc_alloc;
     pl_executor *ex = alloc(opts->alloc_ud, NULL, 0, sizeof *ex);
     if (ex == NULL) {
         return PL_ENOMEM;

@@ -120,8 +120,10 @@ typedef struct io_op {
     int (*open)(pl_future *f, pl_executor *ex);
     /* One non-blocking try: a result >= 0, PL_EAGAIN, or a PL_E* code. */
     ssize_t (*attempt)(pl_future *f, pl_io_source *src, const pl_system *sys);
-    /* Stores the result (src is NULL when there is none). */
+    /* Stores the result (src is NULL when there is none). NULL: the result
+     * is a ssize_t at result_at. */
     void (*finish)(pl_future *f, pl_io_source *src, ssize_t result);
+    size_t result_at;
     /* What the future owns besides its parked waker (NULL: nothing). */
     void (*release)(pl_future *f);
 } io_op;
@@ -161,7 +163,11 @@ static pl_poll_result op_complete(pl_future *f, const io_op *op, ssize_t result)
 {
     pl_io_source *src = *src_of(f, op);
     unpark(f, op, src);
-    op->finish(f, src, result);
+    if (op->finish != NULL) {
+        op->finish(f, src, result);
+    } else {
+        *(ssize_t *)(void *)((char *)f + op->result_at) = result;
+    }
     return PL_READY;
 }
 
@@ -196,7 +202,7 @@ static void op_drop(pl_future *f)
 }
 
 #define IO_OP_VTABLE(name) {(name), op_poll, op_drop}
-#define IO_OP_FIELDS(type) offsetof(type, src), offsetof(type, parked)
+#define IO_OP_FIELDS(type) .src_at = offsetof(type, src), .parked_at = offsetof(type, parked)
 
 /* ---- Byte-stream futures ---------------------------------------------------- */
 
@@ -206,15 +212,13 @@ static ssize_t read_attempt(pl_future *f, pl_io_source *src, const pl_system *sy
     return sys->vtable->read(sys->self, src->handle, self->buf, self->len);
 }
 
-static void read_finish(pl_future *f, pl_io_source *src, ssize_t result)
-{
-    (void)src;
-    ((pl_io_read *)f)->result = result;
-}
-
-static const io_op io_read_op = {IO_OP_VTABLE("pl_io_read"), PL_IO_READABLE,
-                                 IO_OP_FIELDS(pl_io_read), NULL, read_attempt, read_finish,
-                                 NULL};
+static const io_op io_read_op = {
+    .vtable = IO_OP_VTABLE("pl_io_read"),
+    .bit = PL_IO_READABLE,
+    IO_OP_FIELDS(pl_io_read),
+    .attempt = read_attempt,
+    .result_at = offsetof(pl_io_read, result),
+};
 
 static pl_io_read io_read_make(pl_io_source *src, void *buf, size_t len)
 {
@@ -230,15 +234,13 @@ static ssize_t write_attempt(pl_future *f, pl_io_source *src, const pl_system *s
     return sys->vtable->write(sys->self, src->handle, self->buf, self->len);
 }
 
-static void write_finish(pl_future *f, pl_io_source *src, ssize_t result)
-{
-    (void)src;
-    ((pl_io_write *)f)->result = result;
-}
-
-static const io_op io_write_op = {IO_OP_VTABLE("pl_io_write"), PL_IO_WRITABLE,
-                                  IO_OP_FIELDS(pl_io_write), NULL, write_attempt, write_finish,
-                                  NULL};
+static const io_op io_write_op = {
+    .vtable = IO_OP_VTABLE("pl_io_write"),
+    .bit = PL_IO_WRITABLE,
+    IO_OP_FIELDS(pl_io_write),
+    .attempt = write_attempt,
+    .result_at = offsetof(pl_io_write, result),
+};
 
 static pl_io_write io_write_make(pl_io_source *src, const void *buf, size_t len)
 {
@@ -267,15 +269,13 @@ static ssize_t write_all_attempt(pl_future *f, pl_io_source *src, const pl_syste
     return (ssize_t)self->written;
 }
 
-static void write_all_finish(pl_future *f, pl_io_source *src, ssize_t result)
-{
-    (void)src;
-    ((pl_io_write_all *)f)->result = result;
-}
-
-static const io_op io_write_all_op = {IO_OP_VTABLE("pl_io_write_all"), PL_IO_WRITABLE,
-                                      IO_OP_FIELDS(pl_io_write_all), NULL, write_all_attempt,
-                                      write_all_finish, NULL};
+static const io_op io_write_all_op = {
+    .vtable = IO_OP_VTABLE("pl_io_write_all"),
+    .bit = PL_IO_WRITABLE,
+    IO_OP_FIELDS(pl_io_write_all),
+    .attempt = write_all_attempt,
+    .result_at = offsetof(pl_io_write_all, result),
+};
 
 static pl_io_write_all io_write_all_make(pl_io_source *src, const void *buf, size_t len)
 {
@@ -332,12 +332,20 @@ static void ready_finish(pl_future *f, pl_io_source *src, ssize_t result)
     self->result = (int)result;
 }
 
-static const io_op io_readable_op = {IO_OP_VTABLE("pl_io_ready"), PL_IO_READABLE,
-                                     IO_OP_FIELDS(pl_io_ready), NULL, ready_attempt,
-                                     ready_finish, NULL};
-static const io_op io_writable_op = {IO_OP_VTABLE("pl_io_ready"), PL_IO_WRITABLE,
-                                     IO_OP_FIELDS(pl_io_ready), NULL, ready_attempt,
-                                     ready_finish, NULL};
+static const io_op io_readable_op = {
+    .vtable = IO_OP_VTABLE("pl_io_ready"),
+    .bit = PL_IO_READABLE,
+    IO_OP_FIELDS(pl_io_ready),
+    .attempt = ready_attempt,
+    .finish = ready_finish,
+};
+static const io_op io_writable_op = {
+    .vtable = IO_OP_VTABLE("pl_io_ready"),
+    .bit = PL_IO_WRITABLE,
+    IO_OP_FIELDS(pl_io_ready),
+    .attempt = ready_attempt,
+    .finish = ready_finish,
+};
 
 static pl_io_ready io_ready_make(pl_io_fd *io, uint32_t interest)
 {
@@ -546,9 +554,14 @@ static void accept_finish(pl_future *f, pl_io_source *src, ssize_t handle)
 
 static void accept_release(pl_future *f) { pl_tcp_close(&((pl_tcp_accept *)f)->stream); }
 
-static const io_op accept_op = {IO_OP_VTABLE("pl_tcp_accept"), PL_IO_READABLE,
-                                IO_OP_FIELDS(pl_tcp_accept), NULL, accept_attempt,
-                                accept_finish, accept_release};
+static const io_op accept_op = {
+    .vtable = IO_OP_VTABLE("pl_tcp_accept"),
+    .bit = PL_IO_READABLE,
+    IO_OP_FIELDS(pl_tcp_accept),
+    .attempt = accept_attempt,
+    .finish = accept_finish,
+    .release = accept_release,
+};
 
 pl_tcp_accept pl_tcp_accept_init(pl_tcp_listener *l)
 {
@@ -617,14 +630,16 @@ static void connect_finish(pl_future *f, pl_io_source *src, ssize_t result)
 static void connect_release(pl_future *f) { pl_tcp_close(&((pl_tcp_connect *)f)->stream); }
 
 /* Its source is the stream it creates. */
-static const io_op connect_op = {IO_OP_VTABLE("pl_tcp_connect"),
-                                 PL_IO_WRITABLE,
-                                 offsetof(pl_tcp_connect, stream) + offsetof(pl_tcp_stream, src),
-                                 offsetof(pl_tcp_connect, parked),
-                                 connect_open,
-                                 connect_attempt,
-                                 connect_finish,
-                                 connect_release};
+static const io_op connect_op = {
+    .vtable = IO_OP_VTABLE("pl_tcp_connect"),
+    .bit = PL_IO_WRITABLE,
+    .src_at = offsetof(pl_tcp_connect, stream) + offsetof(pl_tcp_stream, src),
+    .parked_at = offsetof(pl_tcp_connect, parked),
+    .open = connect_open,
+    .attempt = connect_attempt,
+    .finish = connect_finish,
+    .release = connect_release,
+};
 
 pl_tcp_connect pl_tcp_connect_init(const struct sockaddr *addr, socklen_t len)
 {
@@ -735,15 +750,13 @@ static ssize_t udp_send_attempt(pl_future *f, pl_io_source *src, const pl_system
                                (const struct sockaddr *)&self->addr, self->addr_len);
 }
 
-static void udp_send_finish(pl_future *f, pl_io_source *src, ssize_t result)
-{
-    (void)src;
-    ((pl_udp_send *)f)->result = result;
-}
-
-static const io_op udp_send_op = {IO_OP_VTABLE("pl_udp_send"), PL_IO_WRITABLE,
-                                  IO_OP_FIELDS(pl_udp_send), NULL, udp_send_attempt,
-                                  udp_send_finish, NULL};
+static const io_op udp_send_op = {
+    .vtable = IO_OP_VTABLE("pl_udp_send"),
+    .bit = PL_IO_WRITABLE,
+    IO_OP_FIELDS(pl_udp_send),
+    .attempt = udp_send_attempt,
+    .result_at = offsetof(pl_udp_send, result),
+};
 
 pl_udp_send pl_udp_send_to(pl_udp_socket *u, const void *buf, size_t len,
                            const struct sockaddr *addr, socklen_t addr_len)
@@ -767,15 +780,13 @@ static ssize_t udp_recv_attempt(pl_future *f, pl_io_source *src, const pl_system
                                  (struct sockaddr *)&self->from, &self->from_len);
 }
 
-static void udp_recv_finish(pl_future *f, pl_io_source *src, ssize_t result)
-{
-    (void)src;
-    ((pl_udp_recv *)f)->result = result;
-}
-
-static const io_op udp_recv_op = {IO_OP_VTABLE("pl_udp_recv"), PL_IO_READABLE,
-                                  IO_OP_FIELDS(pl_udp_recv), NULL, udp_recv_attempt,
-                                  udp_recv_finish, NULL};
+static const io_op udp_recv_op = {
+    .vtable = IO_OP_VTABLE("pl_udp_recv"),
+    .bit = PL_IO_READABLE,
+    IO_OP_FIELDS(pl_udp_recv),
+    .attempt = udp_recv_attempt,
+    .result_at = offsetof(pl_udp_recv, result),
+};
 
 pl_udp_recv pl_udp_recv_from(pl_udp_socket *u, void *buf, size_t len)
 {
