@@ -302,7 +302,7 @@ void pl_io_fd_close(pl_io_fd *io)
 int pl_io_fd_release(pl_io_fd *io)
 {
     if (io == NULL || io->src == NULL) {
-        return -1;
+        return PL_EBADF;
     }
     int handle = source_detach(io->src);
     io->src = NULL;
@@ -311,7 +311,7 @@ int pl_io_fd_release(pl_io_fd *io)
 
 int pl_io_fd_handle(const pl_io_fd *io)
 {
-    return io->src != NULL ? io->src->handle : -1;
+    return io->src != NULL ? io->src->handle : PL_EBADF;
 }
 
 /* Readiness alone: the bit is already clear whenever it parks, so the
@@ -897,7 +897,7 @@ int pl_addr_format(const struct sockaddr *addr, char *buf, size_t buf_size)
 int pl_addr_port(const struct sockaddr *addr)
 {
     if (addr == NULL) {
-        return -1;
+        return PL_EINVAL;
     }
     if (addr->sa_family == AF_INET) {
         return ntohs(((const struct sockaddr_in *)(const void *)addr)->sin_port);
@@ -905,5 +905,5 @@ int pl_addr_port(const struct sockaddr *addr)
     if (addr->sa_family == AF_INET6) {
         return ntohs(((const struct sockaddr_in6 *)(const void *)addr)->sin6_port);
     }
-    return -1;
+    return PL_EINVAL;
 }

@@ -200,7 +200,7 @@ bool pl__buggify(pl_context *cx, const char *file, int line);
  *   static pl_poll_result two_steps_poll(pl_future *f, pl_context *cx) {
  *       two_steps *self = (two_steps *)f;
  *       PL_ASYNC_BEGIN(self);
- *       self->sleep = pl_sleep(cx, 10 * PL_MS);
+ *       self->sleep = pl_sleep_for(10 * PL_MS);
  *       PL_AWAIT(cx, &self->sleep);
  *       self->out = 42;
  *       PL_ASYNC_END;
