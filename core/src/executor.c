@@ -18,17 +18,6 @@ pl_executor *pl__current_executor(void) { return current_executor; }
 
 /* ---- Allocation ------------------------------------------------------- */
 
-void *pl__libc_alloc(void *ud, void *ptr, size_t old_size, size_t new_size)
-{
-    (void)ud;
-    (void)old_size;
-    if (new_size == 0) {
-        free(ptr);
-        return NULL;
-    }
-    return realloc(ptr, new_size);
-}
-
 void *pl_alloc(pl_executor *ex, size_t size) { return ex->alloc(ex->alloc_ud, NULL, 0, size); }
 
 void pl_free(pl_executor *ex, void *ptr, size_t size)

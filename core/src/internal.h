@@ -56,8 +56,18 @@ _Noreturn void pl__assert_fail(const char *expr, const char *file, int line);
 pl_executor *pl__current_executor(void);
 
 /* The allocator used when none is given (pl_alloc_fn over
- * realloc/free), for the executor and the backend it creates. */
-PL_INTERNAL void *pl__libc_alloc(void *ud, void *ptr, size_t old_size, size_t new_size);
+ * realloc/free), for the executor and for the backend. Inline, so the
+ * backend calls nothing of the executor's but the seam's two calls. */
+static inline void *pl__libc_alloc(void *ud, void *ptr, size_t old_size, size_t new_size)
+{
+    (void)ud;
+    (void)old_size;
+    if (new_size == 0) {
+        free(ptr);
+        return NULL;
+    }
+    return realloc(ptr, new_size);
+}
 
 /* pl_system_default_create with an allocator for the backend's own
  * state (NULL: malloc/free): the executor passes its pl_alloc_fn, so an
