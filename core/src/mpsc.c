@@ -201,16 +201,6 @@ static bool send_holds(const void *subject, char *why, size_t why_len)
     }
 }
 
-/* Built only under a watch, so that in production a PENDING pays one branch. */
-static void declare_send_wait(pl_context *cx, pl_mpsc_send *self)
-{
-    if (cx->watch == NULL) {
-        return;
-    }
-    pl_wait_declare(cx, &(pl_wait){"channel", "room for its item or the receiver gone", self,
-                                   send_holds, __FILE__, __LINE__});
-}
-
 static pl_poll_result send_poll(pl_future *f, pl_context *cx)
 {
     pl_mpsc_send *self = (pl_mpsc_send *)f;
@@ -237,7 +227,7 @@ static pl_poll_result send_poll(pl_future *f, pl_context *cx)
         return send_finish(self, PL_ECLOSED);
     }
     pl_waiter_park(&self->base, &ch->send_waiters, &self->node, &self->waker, cx);
-    declare_send_wait(cx, self);
+    PL_WAIT_DECLARE(cx, "channel", "room for its item or the receiver gone", self, send_holds);
     return PL_PENDING;
 }
 
@@ -297,16 +287,6 @@ static bool recv_holds(const void *subject, char *why, size_t why_len)
     return true;
 }
 
-/* Built only under a watch, so that in production a PENDING pays one branch. */
-static void declare_recv_wait(pl_context *cx, pl_mpsc_recv *self)
-{
-    if (cx->watch == NULL) {
-        return;
-    }
-    pl_wait_declare(cx, &(pl_wait){"channel", "an item queued or every sender gone", self,
-                                   recv_holds, __FILE__, __LINE__});
-}
-
 static pl_poll_result recv_poll(pl_future *f, pl_context *cx)
 {
     pl_mpsc_recv *self = (pl_mpsc_recv *)f;
@@ -315,7 +295,7 @@ static pl_poll_result recv_poll(pl_future *f, pl_context *cx)
     if (rc == PL_EAGAIN) {
         pl_waker_slot_set(&ch->rx_waker, &cx->waker);
         self->base.resume = RECV_WAITING;
-        declare_recv_wait(cx, self);
+        PL_WAIT_DECLARE(cx, "channel", "an item queued or every sender gone", self, recv_holds);
         return PL_PENDING;
     }
     pl_waker_slot_clear(&ch->rx_waker);

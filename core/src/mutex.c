@@ -73,16 +73,6 @@ static bool lock_holds(const void *subject, char *why, size_t why_len)
     return false;
 }
 
-/* Built only under a watch, so that in production a PENDING pays one branch. */
-static void declare_wait(pl_context *cx, pl_mutex_lock *self)
-{
-    if (cx->watch == NULL) {
-        return;
-    }
-    pl_wait_declare(cx, &(pl_wait){"mutex", "the lock, first come first served", self, lock_holds,
-                                   __FILE__, __LINE__});
-}
-
 static pl_poll_result lock_poll(pl_future *f, pl_context *cx)
 {
     pl_mutex_lock *self = (pl_mutex_lock *)f;
@@ -96,7 +86,7 @@ static pl_poll_result lock_poll(pl_future *f, pl_context *cx)
         return PL_READY;
     }
     pl_waiter_park(&self->base, &self->mutex->waiters, &self->node, &self->waker, cx);
-    declare_wait(cx, self);
+    PL_WAIT_DECLARE(cx, "mutex", "the lock, first come first served", self, lock_holds);
     return PL_PENDING;
 }
 

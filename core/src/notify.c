@@ -84,16 +84,6 @@ static bool notified_holds(const void *subject, char *why, size_t why_len)
     }
 }
 
-/* Built only under a watch, so that in production a PENDING pays one branch. */
-static void declare_wait(pl_context *cx, pl_notified *self)
-{
-    if (cx->watch == NULL) {
-        return;
-    }
-    pl_wait_declare(cx, &(pl_wait){"notify", "a notification or a stored permit", self,
-                                   notified_holds, __FILE__, __LINE__});
-}
-
 static pl_poll_result notified_poll(pl_future *f, pl_context *cx)
 {
     pl_notified *self = (pl_notified *)f;
@@ -109,7 +99,7 @@ static pl_poll_result notified_poll(pl_future *f, pl_context *cx)
         return PL_READY;
     }
     pl_waiter_park(&self->base, &n->waiters, &self->node, &self->waker, cx);
-    declare_wait(cx, self);
+    PL_WAIT_DECLARE(cx, "notify", "a notification or a stored permit", self, notified_holds);
     return PL_PENDING;
 }
 

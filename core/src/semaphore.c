@@ -105,16 +105,6 @@ static bool acquire_holds(const void *subject, char *why, size_t why_len)
     return self->base.resume == ACQ_WAITING && waiting_acquire_fits(self, why, why_len);
 }
 
-/* Built only under a watch, so that in production a PENDING pays one branch. */
-static void declare_wait(pl_context *cx, pl_semaphore_acquire *self)
-{
-    if (cx->watch == NULL) {
-        return;
-    }
-    pl_wait_declare(cx, &(pl_wait){"semaphore", "its permits, first come first served", self,
-                                   acquire_holds, __FILE__, __LINE__});
-}
-
 static pl_poll_result acquire_poll(pl_future *f, pl_context *cx)
 {
     pl_semaphore_acquire *self = (pl_semaphore_acquire *)f;
@@ -128,7 +118,7 @@ static pl_poll_result acquire_poll(pl_future *f, pl_context *cx)
         return PL_READY;
     }
     pl_waiter_park(&self->base, &self->sem->waiters, &self->node, &self->waker, cx);
-    declare_wait(cx, self);
+    PL_WAIT_DECLARE(cx, "semaphore", "its permits, first come first served", self, acquire_holds);
     return PL_PENDING;
 }
 

@@ -235,10 +235,7 @@ static pl_poll_result join_poll(pl_future *f, pl_context *cx)
     t->joiner = j;
     pl_waker_slot_set(&j->waker, &cx->waker);
     j->base.resume = 1;
-    if (cx->watch != NULL) { /* production: do not even build the pl_wait */
-        pl_wait_declare(cx,
-                        &(pl_wait){"join", "the task finished", j, join_holds, __FILE__, __LINE__});
-    }
+    PL_WAIT_DECLARE(cx, "join", "the task finished", j, join_holds);
     return PL_PENDING;
 }
 

@@ -139,8 +139,9 @@ static inline pl_join pl_join_init(pl_task *t)
 /* Runs until idle: no runnable task, no armed timer, no registered I/O
  * source and no outstanding remote waker; or, when background tasks
  * exist, until every foreground task has finished (pl_task_set_background).
- * Returns 0 when every (foreground) task finished, PL_EDEADLK when tasks remain that nothing can wake,
- * PL_ECANCELED after pl_executor_stop, or a system error. Not from a poll. */
+ * Returns 0 when every (foreground) task finished, PL_EDEADLK when tasks
+ * remain that nothing can wake, PL_ECANCELED after pl_executor_stop, or a
+ * system error. Executor thread, not from a poll. */
 int pl_run(pl_executor *ex);
 
 /* Spawns a copy of `fut`, runs until it completes, then copies the
