@@ -145,7 +145,7 @@ static void dispatch(epoll_system *s, pl_executor *ex, int n)
         /* Reset the counter before draining the queue: a wake pushed after
          * the drain then writes the eventfd again and is not lost. */
         drain_wake_fd(s);
-        pl__executor_drain_remote(ex);
+        pl_executor_drain_remote(ex);
     }
 }
 
@@ -411,21 +411,10 @@ static void close_fds(epoll_system *s)
     }
 }
 
-static void *libc_alloc(void *ud, void *ptr, size_t old_size, size_t new_size)
-{
-    (void)ud;
-    (void)old_size;
-    if (new_size == 0) {
-        free(ptr);
-        return NULL;
-    }
-    return realloc(ptr, new_size);
-}
-
 int pl__system_default_create_with(pl_system *out, pl_alloc_fn alloc, void *alloc_ud)
 {
     *out = (pl_system){NULL, NULL};
-    alloc = alloc != NULL ? alloc : libc_alloc;
+    alloc = alloc != NULL ? alloc : pl__libc_alloc;
     epoll_system *s = alloc(alloc_ud, NULL, 0, sizeof *s);
     if (s == NULL) {
         return PL_ENOMEM;

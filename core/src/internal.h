@@ -42,9 +42,32 @@ _Noreturn void pl__assert_fail(const char *expr, const char *file, int line);
 #define PL_COLD
 #endif
 
+/* For functions shared between core's files only: not exported from a
+ * shared libpollen, and not interposable, so a compiler may still inline
+ * them inside the file that defines them. */
+#if defined(__GNUC__)
+#define PL_INTERNAL __attribute__((visibility("hidden")))
+#else
+#define PL_INTERNAL
+#endif
+
 /* The executor running on this thread, or NULL outside pl_run. Lets
  * pl_drop report misuse without a context. */
 pl_executor *pl__current_executor(void);
+
+/* The allocator used when none is given (pl_alloc_fn over
+ * realloc/free), for the executor and for the backend. Inline, so the
+ * backend calls nothing of the executor's but the seam's two calls. */
+static inline void *pl__libc_alloc(void *ud, void *ptr, size_t old_size, size_t new_size)
+{
+    (void)ud;
+    (void)old_size;
+    if (new_size == 0) {
+        free(ptr);
+        return NULL;
+    }
+    return realloc(ptr, new_size);
+}
 
 /* pl_system_default_create with an allocator for the backend's own
  * state (NULL: malloc/free): the executor passes its pl_alloc_fn, so an

@@ -6,7 +6,6 @@
  * objects can be moved (into a spawned task, out of an accept future)
  * without invalidating the pointer the system keeps.
  */
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
@@ -100,157 +99,186 @@ static void close_handle(pl_executor *ex, int handle)
     (void)sys->vtable->close(sys->self, handle);
 }
 
-/* ---- Parking ---------------------------------------------------------------
- * The edge-triggered protocol shared by every future below: after EAGAIN,
- * forget the readiness bit and store the current waker (replacing the one
- * of an earlier poll), so the next readiness event wakes this poll's task. */
+/* ---- The operation future ------------------------------------------------
+ * Every I/O future below is one instance of the same future: make sure
+ * there is a source (register it first where the future creates it), try
+ * the operation once, and on PL_EAGAIN forget the readiness bit and store
+ * the current waker (replacing the one of an earlier poll), so the next
+ * readiness event wakes this poll's task (edge-triggered readiness, as in
+ * mio/tokio); anything else completes the future with that result. An
+ * instance only says where its fields are and how to try its operation. */
+
+typedef struct io_op {
+    pl_future_vtable vtable; /* first: a future's vtable pointer is its op */
+    uint32_t bit;            /* PL_IO_READABLE or PL_IO_WRITABLE: what it waits for */
+    size_t src_at;           /* offsetof the future's pl_io_source pointer */
+    size_t parked_at;        /* offsetof its `parked` flag */
+    /* Gets a source for a future that creates its own (NULL: a missing
+     * source is PL_EBADF). Returns 1 when *src is set and the operation
+     * should be tried, or the future's result (0 or a PL_E* code). */
+    int (*open)(pl_future *f, pl_executor *ex);
+    /* One non-blocking try: a result >= 0, PL_EAGAIN, or a PL_E* code. */
+    ssize_t (*attempt)(pl_future *f, pl_io_source *src, const pl_system *sys);
+    /* Stores the result (src is NULL when there is none). NULL: the result
+     * is a ssize_t at result_at. */
+    void (*finish)(pl_future *f, pl_io_source *src, ssize_t result);
+    size_t result_at;
+    /* What the future owns besides its parked waker (NULL: nothing). */
+    void (*release)(pl_future *f);
+} io_op;
+
+static const io_op *op_of(const pl_future *f)
+{
+    return (const io_op *)(const void *)f->vtable;
+}
+
+static pl_io_source **src_of(pl_future *f, const io_op *op)
+{
+    return (pl_io_source **)(void *)((char *)f + op->src_at);
+}
+
+static bool *parked_of(pl_future *f, const io_op *op)
+{
+    return (bool *)((char *)f + op->parked_at);
+}
 
 static pl_waker *slot_for(pl_io_source *src, uint32_t bit)
 {
     return bit == PL_IO_READABLE ? &src->read_waker : &src->write_waker;
 }
 
-static pl_poll_result park(pl_io_source *src, uint32_t bit, bool *parked, pl_context *cx)
-{
-    PL_ASSERT(src->ex == cx->ex);
-    src->ready &= ~bit;
-    pl_waker_slot_set(slot_for(src, bit), &cx->waker);
-    *parked = true;
-    return PL_PENDING;
-}
-
 /* Releases the waker a finished or dropped future left behind: it must not
  * keep the task alive nor be woken for someone else's event. */
-static void unpark(pl_io_source *src, uint32_t bit, bool *parked)
+static void unpark(pl_future *f, const io_op *op, pl_io_source *src)
 {
-    if (*parked) {
-        pl_waker_slot_clear(slot_for(src, bit));
+    bool *parked = parked_of(f, op);
+    if (src != NULL && *parked) {
+        pl_waker_slot_clear(slot_for(src, op->bit));
         *parked = false;
     }
 }
 
-/* ---- Byte-stream futures ---------------------------------------------------- */
-
-static pl_poll_result io_read_poll(pl_future *f, pl_context *cx)
+static pl_poll_result op_complete(pl_future *f, const io_op *op, ssize_t result)
 {
-    pl_io_read *self = (pl_io_read *)f;
-    pl_io_source *src = self->src;
-    if (src == NULL) {
-        self->result = PL_EBADF;
-        return PL_READY;
+    pl_io_source *src = *src_of(f, op);
+    unpark(f, op, src);
+    if (op->finish != NULL) {
+        op->finish(f, src, result);
+    } else {
+        *(ssize_t *)(void *)((char *)f + op->result_at) = result;
     }
-    const pl_system *sys = system_of(src);
-    ssize_t n = sys->vtable->read(sys->self, src->handle, self->buf, self->len);
-    if (n == PL_EAGAIN) {
-        return park(src, PL_IO_READABLE, &self->parked, cx);
-    }
-    unpark(src, PL_IO_READABLE, &self->parked);
-    self->result = n;
     return PL_READY;
 }
 
-static void io_read_drop(pl_future *f)
+static pl_poll_result op_poll(pl_future *f, pl_context *cx)
 {
-    pl_io_read *self = (pl_io_read *)f;
-    if (self->src != NULL) {
-        unpark(self->src, PL_IO_READABLE, &self->parked);
+    const io_op *op = op_of(f);
+    if (*src_of(f, op) == NULL) {
+        int rc = op->open != NULL ? op->open(f, cx->ex) : PL_EBADF;
+        if (rc <= 0) {
+            return op_complete(f, op, rc);
+        }
+    }
+    pl_io_source *src = *src_of(f, op);
+    ssize_t n = op->attempt(f, src, system_of(src));
+    if (n != PL_EAGAIN) {
+        return op_complete(f, op, n);
+    }
+    PL_ASSERT(src->ex == cx->ex);
+    src->ready &= ~op->bit;
+    pl_waker_slot_set(slot_for(src, op->bit), &cx->waker);
+    *parked_of(f, op) = true;
+    return PL_PENDING;
+}
+
+static void op_drop(pl_future *f)
+{
+    const io_op *op = op_of(f);
+    unpark(f, op, *src_of(f, op));
+    if (op->release != NULL) {
+        op->release(f);
     }
 }
 
-static const pl_future_vtable io_read_vtable = {"pl_io_read", io_read_poll, io_read_drop};
+#define IO_OP_VTABLE(name) {(name), op_poll, op_drop}
+#define IO_OP_FIELDS(type) .src_at = offsetof(type, src), .parked_at = offsetof(type, parked)
+
+/* ---- Byte-stream futures ---------------------------------------------------- */
+
+static ssize_t read_attempt(pl_future *f, pl_io_source *src, const pl_system *sys)
+{
+    pl_io_read *self = (pl_io_read *)f;
+    return sys->vtable->read(sys->self, src->handle, self->buf, self->len);
+}
+
+static const io_op io_read_op = {
+    .vtable = IO_OP_VTABLE("pl_io_read"),
+    .bit = PL_IO_READABLE,
+    IO_OP_FIELDS(pl_io_read),
+    .attempt = read_attempt,
+    .result_at = offsetof(pl_io_read, result),
+};
 
 static pl_io_read io_read_make(pl_io_source *src, void *buf, size_t len)
 {
-    return (pl_io_read){.base = PL_FUTURE_INIT(&io_read_vtable),
+    return (pl_io_read){.base = PL_FUTURE_INIT(&io_read_op.vtable),
                         .src = src,
                         .buf = buf,
                         .len = len};
 }
 
-static pl_poll_result io_write_poll(pl_future *f, pl_context *cx)
+static ssize_t write_attempt(pl_future *f, pl_io_source *src, const pl_system *sys)
 {
     pl_io_write *self = (pl_io_write *)f;
-    pl_io_source *src = self->src;
-    if (src == NULL) {
-        self->result = PL_EBADF;
-        return PL_READY;
-    }
-    const pl_system *sys = system_of(src);
-    ssize_t n = sys->vtable->write(sys->self, src->handle, self->buf, self->len);
-    if (n == PL_EAGAIN) {
-        return park(src, PL_IO_WRITABLE, &self->parked, cx);
-    }
-    unpark(src, PL_IO_WRITABLE, &self->parked);
-    self->result = n;
-    return PL_READY;
+    return sys->vtable->write(sys->self, src->handle, self->buf, self->len);
 }
 
-static void io_write_drop(pl_future *f)
-{
-    pl_io_write *self = (pl_io_write *)f;
-    if (self->src != NULL) {
-        unpark(self->src, PL_IO_WRITABLE, &self->parked);
-    }
-}
-
-static const pl_future_vtable io_write_vtable = {"pl_io_write", io_write_poll, io_write_drop};
+static const io_op io_write_op = {
+    .vtable = IO_OP_VTABLE("pl_io_write"),
+    .bit = PL_IO_WRITABLE,
+    IO_OP_FIELDS(pl_io_write),
+    .attempt = write_attempt,
+    .result_at = offsetof(pl_io_write, result),
+};
 
 static pl_io_write io_write_make(pl_io_source *src, const void *buf, size_t len)
 {
-    return (pl_io_write){.base = PL_FUTURE_INIT(&io_write_vtable),
+    return (pl_io_write){.base = PL_FUTURE_INIT(&io_write_op.vtable),
                          .src = src,
                          .buf = buf,
                          .len = len};
 }
 
-static pl_poll_result write_all_finish(pl_io_write_all *self, ssize_t result)
-{
-    unpark(self->src, PL_IO_WRITABLE, &self->parked);
-    self->result = result;
-    return PL_READY;
-}
-
-static pl_poll_result io_write_all_poll(pl_future *f, pl_context *cx)
+/* Writes until the buffer is gone; progress survives a PL_EAGAIN. */
+static ssize_t write_all_attempt(pl_future *f, pl_io_source *src, const pl_system *sys)
 {
     pl_io_write_all *self = (pl_io_write_all *)f;
-    pl_io_source *src = self->src;
-    if (src == NULL) {
-        self->result = PL_EBADF;
-        return PL_READY;
-    }
-    const pl_system *sys = system_of(src);
     while (self->written < self->len) {
         const char *from = (const char *)self->buf + self->written;
         ssize_t n = sys->vtable->write(sys->self, src->handle, from, self->len - self->written);
-        if (n == PL_EAGAIN) {
-            return park(src, PL_IO_WRITABLE, &self->parked, cx);
-        }
         if (n < 0) {
-            return write_all_finish(self, n);
+            return n;
         }
         /* A zero-byte write of a non-empty buffer would spin forever. */
         if (n == 0) {
-            return write_all_finish(self, PL_EIO);
+            return PL_EIO;
         }
         self->written += (size_t)n;
     }
-    return write_all_finish(self, (ssize_t)self->written);
+    return (ssize_t)self->written;
 }
 
-static void io_write_all_drop(pl_future *f)
-{
-    pl_io_write_all *self = (pl_io_write_all *)f;
-    if (self->src != NULL) {
-        unpark(self->src, PL_IO_WRITABLE, &self->parked);
-    }
-}
-
-static const pl_future_vtable io_write_all_vtable = {"pl_io_write_all", io_write_all_poll,
-                                                     io_write_all_drop};
+static const io_op io_write_all_op = {
+    .vtable = IO_OP_VTABLE("pl_io_write_all"),
+    .bit = PL_IO_WRITABLE,
+    IO_OP_FIELDS(pl_io_write_all),
+    .attempt = write_all_attempt,
+    .result_at = offsetof(pl_io_write_all, result),
+};
 
 static pl_io_write_all io_write_all_make(pl_io_source *src, const void *buf, size_t len)
 {
-    return (pl_io_write_all){.base = PL_FUTURE_INIT(&io_write_all_vtable),
+    return (pl_io_write_all){.base = PL_FUTURE_INIT(&io_write_all_op.vtable),
                              .src = src,
                              .buf = buf,
                              .len = len};
@@ -273,7 +301,7 @@ void pl_io_fd_close(pl_io_fd *io)
 int pl_io_fd_release(pl_io_fd *io)
 {
     if (io == NULL || io->src == NULL) {
-        return -1;
+        return PL_EBADF;
     }
     int handle = source_detach(io->src);
     io->src = NULL;
@@ -282,49 +310,46 @@ int pl_io_fd_release(pl_io_fd *io)
 
 int pl_io_fd_handle(const pl_io_fd *io)
 {
-    return io->src != NULL ? io->src->handle : -1;
+    return io->src != NULL ? io->src->handle : PL_EBADF;
 }
 
-static uint32_t interest_slot_bit(uint32_t interest)
+/* Readiness alone: the bit is already clear whenever it parks, so the
+ * shared protocol keeps the bits the caller's own EAGAIN must clear. */
+static ssize_t ready_attempt(pl_future *f, pl_io_source *src, const pl_system *sys)
 {
-    return interest == PL_IO_READABLE ? PL_IO_READABLE : PL_IO_WRITABLE;
+    (void)sys;
+    const io_op *op = op_of(f);
+    return (src->ready & (op->bit | PL_IO_ERROR)) != 0 ? 0 : PL_EAGAIN;
 }
 
-static pl_poll_result io_ready_poll(pl_future *f, pl_context *cx)
-{
-    pl_io_ready *self = (pl_io_ready *)f;
-    pl_io_source *src = self->src;
-    if (src == NULL) {
-        self->result = PL_EBADF;
-        return PL_READY;
-    }
-    uint32_t bit = interest_slot_bit(self->interest);
-    if ((src->ready & (bit | PL_IO_ERROR)) == 0) {
-        /* Unlike park(), keep the bits: only the caller's EAGAIN clears them. */
-        PL_ASSERT(src->ex == cx->ex);
-        pl_waker_slot_set(slot_for(src, bit), &cx->waker);
-        self->parked = true;
-        return PL_PENDING;
-    }
-    unpark(src, bit, &self->parked);
-    self->ready = src->ready;
-    self->result = 0;
-    return PL_READY;
-}
-
-static void io_ready_drop(pl_future *f)
+static void ready_finish(pl_future *f, pl_io_source *src, ssize_t result)
 {
     pl_io_ready *self = (pl_io_ready *)f;
-    if (self->src != NULL) {
-        unpark(self->src, interest_slot_bit(self->interest), &self->parked);
+    if (result == 0) {
+        self->ready = src->ready;
     }
+    self->result = (int)result;
 }
 
-static const pl_future_vtable io_ready_vtable = {"pl_io_ready", io_ready_poll, io_ready_drop};
+static const io_op io_readable_op = {
+    .vtable = IO_OP_VTABLE("pl_io_ready"),
+    .bit = PL_IO_READABLE,
+    IO_OP_FIELDS(pl_io_ready),
+    .attempt = ready_attempt,
+    .finish = ready_finish,
+};
+static const io_op io_writable_op = {
+    .vtable = IO_OP_VTABLE("pl_io_ready"),
+    .bit = PL_IO_WRITABLE,
+    IO_OP_FIELDS(pl_io_ready),
+    .attempt = ready_attempt,
+    .finish = ready_finish,
+};
 
 static pl_io_ready io_ready_make(pl_io_fd *io, uint32_t interest)
 {
-    return (pl_io_ready){.base = PL_FUTURE_INIT(&io_ready_vtable),
+    const io_op *op = interest == PL_IO_READABLE ? &io_readable_op : &io_writable_op;
+    return (pl_io_ready){.base = PL_FUTURE_INIT(&op->vtable),
                          .src = io->src,
                          .interest = interest};
 }
@@ -504,43 +529,42 @@ void pl_tcp_listener_close(pl_tcp_listener *l)
     }
 }
 
-static pl_poll_result accept_poll(pl_future *f, pl_context *cx)
+static ssize_t accept_attempt(pl_future *f, pl_io_source *src, const pl_system *sys)
 {
     pl_tcp_accept *self = (pl_tcp_accept *)f;
-    pl_io_source *src = self->src;
-    if (src == NULL) {
-        self->result = PL_EBADF;
-        return PL_READY;
-    }
-    const pl_system *sys = system_of(src);
     self->peer_len = (socklen_t)sizeof self->peer;
-    int handle = sys->vtable->accept(sys->self, src->handle, (struct sockaddr *)&self->peer,
-                                     &self->peer_len);
-    if (handle == PL_EAGAIN) {
-        return park(src, PL_IO_READABLE, &self->parked, cx);
-    }
-    unpark(src, PL_IO_READABLE, &self->parked);
-    self->result = handle < 0 ? handle : source_open(src->ex, handle, &self->stream.src);
-    if (handle >= 0 && self->result < 0) {
-        close_handle(src->ex, handle);
-    }
-    return PL_READY;
+    return sys->vtable->accept(sys->self, src->handle, (struct sockaddr *)&self->peer,
+                               &self->peer_len);
 }
 
-static void accept_drop(pl_future *f)
+/* Registers the accepted handle; one that cannot be registered is closed. */
+static void accept_finish(pl_future *f, pl_io_source *src, ssize_t handle)
 {
     pl_tcp_accept *self = (pl_tcp_accept *)f;
-    if (self->src != NULL) {
-        unpark(self->src, PL_IO_READABLE, &self->parked);
+    if (handle < 0) {
+        self->result = (int)handle;
+        return;
     }
-    pl_tcp_close(&self->stream);
+    self->result = source_open(src->ex, (int)handle, &self->stream.src);
+    if (self->result < 0) {
+        close_handle(src->ex, (int)handle);
+    }
 }
 
-static const pl_future_vtable accept_vtable = {"pl_tcp_accept", accept_poll, accept_drop};
+static void accept_release(pl_future *f) { pl_tcp_close(&((pl_tcp_accept *)f)->stream); }
+
+static const io_op accept_op = {
+    .vtable = IO_OP_VTABLE("pl_tcp_accept"),
+    .bit = PL_IO_READABLE,
+    IO_OP_FIELDS(pl_tcp_accept),
+    .attempt = accept_attempt,
+    .finish = accept_finish,
+    .release = accept_release,
+};
 
 pl_tcp_accept pl_tcp_accept_init(pl_tcp_listener *l)
 {
-    return (pl_tcp_accept){.base = PL_FUTURE_INIT(&accept_vtable), .src = l->src};
+    return (pl_tcp_accept){.base = PL_FUTURE_INIT(&accept_op.vtable), .src = l->src};
 }
 
 pl_tcp_stream pl_tcp_accept_take(pl_tcp_accept *a)
@@ -552,10 +576,12 @@ pl_tcp_stream pl_tcp_accept_take(pl_tcp_accept *a)
 
 /* ---- TCP connect ----------------------------------------------------------------- */
 
-/* First poll: socket, connect, register. Returns 0 when connected, 1 when
- * the connection completes later, or a PL_E* code. */
-static int connect_start(pl_tcp_connect *self, pl_executor *ex)
+/* The future's own registration, at its first poll: socket, connect,
+ * register. Returns 0 when connected at once, 1 when the connection
+ * completes later, or a PL_E* code. */
+static int connect_open(pl_future *f, pl_executor *ex)
 {
+    pl_tcp_connect *self = (pl_tcp_connect *)f;
     const struct sockaddr *addr = (const struct sockaddr *)&self->addr;
     if (!addr_valid(addr, self->addr_len)) {
         return PL_EINVAL;
@@ -579,54 +605,44 @@ static int connect_start(pl_tcp_connect *self, pl_executor *ex)
     return rc == 0 ? 0 : 1;
 }
 
-static pl_poll_result connect_finish(pl_tcp_connect *self, int result)
+/* SO_ERROR reads 0 while the handshake is still running, so only ask once
+ * the socket reported writable or in error. */
+static ssize_t connect_attempt(pl_future *f, pl_io_source *src, const pl_system *sys)
 {
-    if (self->stream.src != NULL) {
-        unpark(self->stream.src, PL_IO_WRITABLE, &self->parked);
+    (void)f;
+    if ((src->ready & (PL_IO_WRITABLE | PL_IO_ERROR)) == 0) {
+        return PL_EAGAIN;
     }
+    return sys->vtable->connect_result(sys->self, src->handle);
+}
+
+static void connect_finish(pl_future *f, pl_io_source *src, ssize_t result)
+{
+    (void)src;
+    pl_tcp_connect *self = (pl_tcp_connect *)f;
     if (result < 0) {
         pl_tcp_close(&self->stream);
     }
-    self->result = result;
-    return PL_READY;
+    self->result = (int)result;
 }
 
-static pl_poll_result connect_poll(pl_future *f, pl_context *cx)
-{
-    pl_tcp_connect *self = (pl_tcp_connect *)f;
-    if (self->stream.src == NULL) {
-        int rc = connect_start(self, cx->ex);
-        if (rc <= 0) {
-            return connect_finish(self, rc);
-        }
-    }
-    pl_io_source *src = self->stream.src;
-    /* SO_ERROR reads 0 while the handshake is still running, so only ask
-     * once the socket reported writable or in error. */
-    if ((src->ready & (PL_IO_WRITABLE | PL_IO_ERROR)) == 0) {
-        PL_ASSERT(src->ex == cx->ex);
-        pl_waker_slot_set(&src->write_waker, &cx->waker);
-        self->parked = true;
-        return PL_PENDING;
-    }
-    const pl_system *sys = system_of(src);
-    return connect_finish(self, sys->vtable->connect_result(sys->self, src->handle));
-}
+static void connect_release(pl_future *f) { pl_tcp_close(&((pl_tcp_connect *)f)->stream); }
 
-static void connect_drop(pl_future *f)
-{
-    pl_tcp_connect *self = (pl_tcp_connect *)f;
-    if (self->stream.src != NULL) {
-        unpark(self->stream.src, PL_IO_WRITABLE, &self->parked);
-    }
-    pl_tcp_close(&self->stream);
-}
-
-static const pl_future_vtable connect_vtable = {"pl_tcp_connect", connect_poll, connect_drop};
+/* Its source is the stream it creates. */
+static const io_op connect_op = {
+    .vtable = IO_OP_VTABLE("pl_tcp_connect"),
+    .bit = PL_IO_WRITABLE,
+    .src_at = offsetof(pl_tcp_connect, stream) + offsetof(pl_tcp_stream, src),
+    .parked_at = offsetof(pl_tcp_connect, parked),
+    .open = connect_open,
+    .attempt = connect_attempt,
+    .finish = connect_finish,
+    .release = connect_release,
+};
 
 pl_tcp_connect pl_tcp_connect_init(const struct sockaddr *addr, socklen_t len)
 {
-    pl_tcp_connect c = {.base = PL_FUTURE_INIT(&connect_vtable)};
+    pl_tcp_connect c = {.base = PL_FUTURE_INIT(&connect_op.vtable)};
     if (addr_valid(addr, len) && len <= (socklen_t)sizeof c.addr) {
         memcpy(&c.addr, addr, len);
         c.addr_len = len;
@@ -723,39 +739,28 @@ void pl_udp_close(pl_udp_socket *u)
     }
 }
 
-static pl_poll_result udp_send_poll(pl_future *f, pl_context *cx)
+static ssize_t udp_send_attempt(pl_future *f, pl_io_source *src, const pl_system *sys)
 {
     pl_udp_send *self = (pl_udp_send *)f;
-    pl_io_source *src = self->src;
-    if (src == NULL || self->addr_len == 0) {
-        self->result = src == NULL ? PL_EBADF : PL_EINVAL;
-        return PL_READY;
+    if (self->addr_len == 0) {
+        return PL_EINVAL;
     }
-    const pl_system *sys = system_of(src);
-    ssize_t n = sys->vtable->sendto(sys->self, src->handle, self->buf, self->len,
-                                    (const struct sockaddr *)&self->addr, self->addr_len);
-    if (n == PL_EAGAIN) {
-        return park(src, PL_IO_WRITABLE, &self->parked, cx);
-    }
-    unpark(src, PL_IO_WRITABLE, &self->parked);
-    self->result = n;
-    return PL_READY;
+    return sys->vtable->sendto(sys->self, src->handle, self->buf, self->len,
+                               (const struct sockaddr *)&self->addr, self->addr_len);
 }
 
-static void udp_send_drop(pl_future *f)
-{
-    pl_udp_send *self = (pl_udp_send *)f;
-    if (self->src != NULL) {
-        unpark(self->src, PL_IO_WRITABLE, &self->parked);
-    }
-}
-
-static const pl_future_vtable udp_send_vtable = {"pl_udp_send", udp_send_poll, udp_send_drop};
+static const io_op udp_send_op = {
+    .vtable = IO_OP_VTABLE("pl_udp_send"),
+    .bit = PL_IO_WRITABLE,
+    IO_OP_FIELDS(pl_udp_send),
+    .attempt = udp_send_attempt,
+    .result_at = offsetof(pl_udp_send, result),
+};
 
 pl_udp_send pl_udp_send_to(pl_udp_socket *u, const void *buf, size_t len,
                            const struct sockaddr *addr, socklen_t addr_len)
 {
-    pl_udp_send s = {.base = PL_FUTURE_INIT(&udp_send_vtable),
+    pl_udp_send s = {.base = PL_FUTURE_INIT(&udp_send_op.vtable),
                      .src = u->src,
                      .buf = buf,
                      .len = len};
@@ -766,152 +771,26 @@ pl_udp_send pl_udp_send_to(pl_udp_socket *u, const void *buf, size_t len,
     return s;
 }
 
-static pl_poll_result udp_recv_poll(pl_future *f, pl_context *cx)
+static ssize_t udp_recv_attempt(pl_future *f, pl_io_source *src, const pl_system *sys)
 {
     pl_udp_recv *self = (pl_udp_recv *)f;
-    pl_io_source *src = self->src;
-    if (src == NULL) {
-        self->result = PL_EBADF;
-        return PL_READY;
-    }
-    const pl_system *sys = system_of(src);
     self->from_len = (socklen_t)sizeof self->from;
-    ssize_t n = sys->vtable->recvfrom(sys->self, src->handle, self->buf, self->len,
-                                      (struct sockaddr *)&self->from, &self->from_len);
-    if (n == PL_EAGAIN) {
-        return park(src, PL_IO_READABLE, &self->parked, cx);
-    }
-    unpark(src, PL_IO_READABLE, &self->parked);
-    self->result = n;
-    return PL_READY;
+    return sys->vtable->recvfrom(sys->self, src->handle, self->buf, self->len,
+                                 (struct sockaddr *)&self->from, &self->from_len);
 }
 
-static void udp_recv_drop(pl_future *f)
-{
-    pl_udp_recv *self = (pl_udp_recv *)f;
-    if (self->src != NULL) {
-        unpark(self->src, PL_IO_READABLE, &self->parked);
-    }
-}
-
-static const pl_future_vtable udp_recv_vtable = {"pl_udp_recv", udp_recv_poll, udp_recv_drop};
+static const io_op udp_recv_op = {
+    .vtable = IO_OP_VTABLE("pl_udp_recv"),
+    .bit = PL_IO_READABLE,
+    IO_OP_FIELDS(pl_udp_recv),
+    .attempt = udp_recv_attempt,
+    .result_at = offsetof(pl_udp_recv, result),
+};
 
 pl_udp_recv pl_udp_recv_from(pl_udp_socket *u, void *buf, size_t len)
 {
-    return (pl_udp_recv){.base = PL_FUTURE_INIT(&udp_recv_vtable),
+    return (pl_udp_recv){.base = PL_FUTURE_INIT(&udp_recv_op.vtable),
                          .src = u->src,
                          .buf = buf,
                          .len = len};
-}
-
-/* ---- Addresses -------------------------------------------------------------------- */
-
-/* Parses a decimal port 0..65535 that ends the string. */
-static int parse_port(const char *p, in_port_t *out)
-{
-    unsigned long port = 0;
-    size_t digits = 0;
-    for (; p[digits] >= '0' && p[digits] <= '9'; digits++) {
-        if (digits == 5) {
-            return PL_EINVAL;
-        }
-        port = port * 10 + (unsigned long)(p[digits] - '0');
-    }
-    if (digits == 0 || p[digits] != '\0' || port > 65535) {
-        return PL_EINVAL;
-    }
-    *out = htons((in_port_t)port);
-    return 0;
-}
-
-/* Copies text[0, n) into a NUL-terminated host buffer of size cap. */
-static bool copy_host(char *host, size_t cap, const char *text, size_t n)
-{
-    if (n == 0 || n >= cap) {
-        return false;
-    }
-    memcpy(host, text, n);
-    host[n] = '\0';
-    return true;
-}
-
-static int parse_v6(const char *text, struct sockaddr_storage *out, socklen_t *len)
-{
-    const char *rbracket = strchr(text, ']');
-    char host[INET6_ADDRSTRLEN];
-    struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)out;
-    if (rbracket == NULL || rbracket[1] != ':' ||
-        !copy_host(host, sizeof host, text + 1, (size_t)(rbracket - text - 1)) ||
-        inet_pton(AF_INET6, host, &sin6->sin6_addr) != 1 ||
-        parse_port(rbracket + 2, &sin6->sin6_port) < 0) {
-        return PL_EINVAL;
-    }
-    sin6->sin6_family = AF_INET6;
-    *len = (socklen_t)sizeof *sin6;
-    return 0;
-}
-
-static int parse_v4(const char *text, struct sockaddr_storage *out, socklen_t *len)
-{
-    const char *colon = strchr(text, ':');
-    char host[INET_ADDRSTRLEN];
-    struct sockaddr_in *sin = (struct sockaddr_in *)out;
-    if (colon == NULL || !copy_host(host, sizeof host, text, (size_t)(colon - text)) ||
-        inet_pton(AF_INET, host, &sin->sin_addr) != 1 ||
-        parse_port(colon + 1, &sin->sin_port) < 0) {
-        return PL_EINVAL;
-    }
-    sin->sin_family = AF_INET;
-    *len = (socklen_t)sizeof *sin;
-    return 0;
-}
-
-int pl_addr_parse(const char *text, struct sockaddr_storage *out, socklen_t *len)
-{
-    memset(out, 0, sizeof *out);
-    *len = 0;
-    if (text == NULL) {
-        return PL_EINVAL;
-    }
-    int rc = text[0] == '[' ? parse_v6(text, out, len) : parse_v4(text, out, len);
-    if (rc < 0) {
-        memset(out, 0, sizeof *out);
-        *len = 0;
-    }
-    return rc;
-}
-
-int pl_addr_format(const struct sockaddr *addr, char *buf, size_t buf_size)
-{
-    char host[INET6_ADDRSTRLEN];
-    int n;
-    if (addr == NULL) {
-        return PL_EINVAL;
-    }
-    if (addr->sa_family == AF_INET) {
-        const struct sockaddr_in *sin = (const struct sockaddr_in *)(const void *)addr;
-        inet_ntop(AF_INET, &sin->sin_addr, host, sizeof host);
-        n = snprintf(buf, buf_size, "%s:%u", host, (unsigned)ntohs(sin->sin_port));
-    } else if (addr->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)(const void *)addr;
-        inet_ntop(AF_INET6, &sin6->sin6_addr, host, sizeof host);
-        n = snprintf(buf, buf_size, "[%s]:%u", host, (unsigned)ntohs(sin6->sin6_port));
-    } else {
-        return PL_EINVAL;
-    }
-    return n < 0 || (size_t)n >= buf_size ? PL_EMSGSIZE : 0;
-}
-
-int pl_addr_port(const struct sockaddr *addr)
-{
-    if (addr == NULL) {
-        return -1;
-    }
-    if (addr->sa_family == AF_INET) {
-        return ntohs(((const struct sockaddr_in *)(const void *)addr)->sin_port);
-    }
-    if (addr->sa_family == AF_INET6) {
-        return ntohs(((const struct sockaddr_in6 *)(const void *)addr)->sin6_port);
-    }
-    return -1;
 }

@@ -8,13 +8,13 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "list.h"
 #include "pollen/sync.h"
+#include "waiter.h"
 
 /* pl_mpsc_send state, kept in base.resume. */
 enum {
-    SEND_INIT = 0,
-    SEND_WAITING = 1,  /* linked, waker stored */
+    SEND_INIT = PL_WAITER_INIT,
+    SEND_WAITING = PL_WAITER_WAITING, /* linked, waker stored */
     SEND_GRANTED = 2,  /* holds a reserved slot */
     SEND_CLOSED = 3,   /* woken by pl_mpsc_close */
     SEND_DONE = 4,
@@ -96,8 +96,7 @@ static void grant_slots(pl_mpsc *ch)
         }
         pl_mpsc_send *s = pl_container_of(node, pl_mpsc_send, node);
         ch->reserved++;
-        s->base.resume = SEND_GRANTED;
-        pl_waker_wake(pl_waker_slot_take(&s->waker));
+        pl_waiter_choose(&s->base, &s->waker, SEND_GRANTED);
     }
 }
 
@@ -106,8 +105,7 @@ void pl_mpsc_close(pl_mpsc *ch)
     ch->closed = 1;
     PL_LIST_CONSUME(node, &ch->send_waiters) {
         pl_mpsc_send *s = pl_container_of(node, pl_mpsc_send, node);
-        s->base.resume = SEND_CLOSED;
-        pl_waker_wake(pl_waker_slot_take(&s->waker));
+        pl_waiter_choose(&s->base, &s->waker, SEND_CLOSED);
     }
     /* A receive pending on an empty buffer can now complete (closed). */
     pl_waker_slot_wake(&ch->rx_waker);
@@ -203,16 +201,6 @@ static bool send_holds(const void *subject, char *why, size_t why_len)
     }
 }
 
-/* Built only under a watch, so that in production a PENDING pays one branch. */
-static void declare_send_wait(pl_context *cx, pl_mpsc_send *self)
-{
-    if (cx->watch == NULL) {
-        return;
-    }
-    pl_wait_declare(cx, &(pl_wait){"channel", "room for its item or the receiver gone", self,
-                                   send_holds, __FILE__, __LINE__});
-}
-
 static pl_poll_result send_poll(pl_future *f, pl_context *cx)
 {
     pl_mpsc_send *self = (pl_mpsc_send *)f;
@@ -223,13 +211,9 @@ static pl_poll_result send_poll(pl_future *f, pl_context *cx)
         if (rc != PL_EAGAIN) {
             return send_finish(self, rc);
         }
-        pl_waker_clone_into(&self->waker, &cx->waker);
-        pl_list_push_back(&ch->send_waiters, &self->node);
-        self->base.resume = SEND_WAITING;
         break;
     }
     case SEND_WAITING:
-        pl_waker_slot_set(&self->waker, &cx->waker);
         break;
     case SEND_GRANTED:
         ch->reserved--;
@@ -242,7 +226,8 @@ static pl_poll_result send_poll(pl_future *f, pl_context *cx)
         PL_ASSERT(self->base.resume == SEND_CLOSED);
         return send_finish(self, PL_ECLOSED);
     }
-    declare_send_wait(cx, self);
+    pl_waiter_park(&self->base, &ch->send_waiters, &self->node, &self->waker, cx);
+    PL_WAIT_DECLARE(cx, "channel", "room for its item or the receiver gone", self, send_holds);
     return PL_PENDING;
 }
 
@@ -251,8 +236,7 @@ static void send_drop(pl_future *f)
     pl_mpsc_send *self = (pl_mpsc_send *)f;
     pl_mpsc *ch = self->ch;
     if (self->base.resume == SEND_WAITING) {
-        pl_list_remove(&self->node);
-        pl_waker_slot_clear(&self->waker);
+        pl_waiter_unlink(&self->node, &self->waker);
     } else if (self->base.resume == SEND_GRANTED) {
         /* The slot was held for us; give it to whoever waits next. */
         ch->reserved--;
@@ -303,16 +287,6 @@ static bool recv_holds(const void *subject, char *why, size_t why_len)
     return true;
 }
 
-/* Built only under a watch, so that in production a PENDING pays one branch. */
-static void declare_recv_wait(pl_context *cx, pl_mpsc_recv *self)
-{
-    if (cx->watch == NULL) {
-        return;
-    }
-    pl_wait_declare(cx, &(pl_wait){"channel", "an item queued or every sender gone", self,
-                                   recv_holds, __FILE__, __LINE__});
-}
-
 static pl_poll_result recv_poll(pl_future *f, pl_context *cx)
 {
     pl_mpsc_recv *self = (pl_mpsc_recv *)f;
@@ -321,7 +295,7 @@ static pl_poll_result recv_poll(pl_future *f, pl_context *cx)
     if (rc == PL_EAGAIN) {
         pl_waker_slot_set(&ch->rx_waker, &cx->waker);
         self->base.resume = RECV_WAITING;
-        declare_recv_wait(cx, self);
+        PL_WAIT_DECLARE(cx, "channel", "an item queued or every sender gone", self, recv_holds);
         return PL_PENDING;
     }
     pl_waker_slot_clear(&ch->rx_waker);

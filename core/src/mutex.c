@@ -6,13 +6,13 @@
  */
 #include <stdio.h>
 
-#include "list.h"
 #include "pollen/sync.h"
+#include "waiter.h"
 
 /* pl_mutex_lock state, kept in base.resume. */
 enum {
-    LOCK_INIT = 0,
-    LOCK_WAITING = 1,  /* linked, waker stored */
+    LOCK_INIT = PL_WAITER_INIT,
+    LOCK_WAITING = PL_WAITER_WAITING, /* linked, waker stored */
     LOCK_HANDED = 2,   /* owns the lock, not yet polled */
     LOCK_DONE = 3,
 };
@@ -44,8 +44,7 @@ void pl_mutex_unlock(pl_mutex *m)
         return;
     }
     pl_mutex_lock *w = pl_container_of(node, pl_mutex_lock, node);
-    w->base.resume = LOCK_HANDED;
-    pl_waker_wake(pl_waker_slot_take(&w->waker));
+    pl_waiter_choose(&w->base, &w->waker, LOCK_HANDED);
 }
 
 static const pl_future_vtable lock_vtable;
@@ -74,38 +73,20 @@ static bool lock_holds(const void *subject, char *why, size_t why_len)
     return false;
 }
 
-/* Built only under a watch, so that in production a PENDING pays one branch. */
-static void declare_wait(pl_context *cx, pl_mutex_lock *self)
-{
-    if (cx->watch == NULL) {
-        return;
-    }
-    pl_wait_declare(cx, &(pl_wait){"mutex", "the lock, first come first served", self, lock_holds,
-                                   __FILE__, __LINE__});
-}
-
 static pl_poll_result lock_poll(pl_future *f, pl_context *cx)
 {
     pl_mutex_lock *self = (pl_mutex_lock *)f;
-    switch (self->base.resume) {
-    case LOCK_INIT:
-        if (pl_mutex_try_lock(self->mutex)) {
-            self->base.resume = LOCK_DONE;
-            return PL_READY;
-        }
-        pl_waker_clone_into(&self->waker, &cx->waker);
-        pl_list_push_back(&self->mutex->waiters, &self->node);
-        self->base.resume = LOCK_WAITING;
-        break;
-    case LOCK_WAITING:
-        pl_waker_slot_set(&self->waker, &cx->waker);
-        break;
-    default:
+    if (self->base.resume > LOCK_WAITING) {
         PL_ASSERT(self->base.resume == LOCK_HANDED);
         self->base.resume = LOCK_DONE;
         return PL_READY;
     }
-    declare_wait(cx, self);
+    if (self->base.resume == LOCK_INIT && pl_mutex_try_lock(self->mutex)) {
+        self->base.resume = LOCK_DONE;
+        return PL_READY;
+    }
+    pl_waiter_park(&self->base, &self->mutex->waiters, &self->node, &self->waker, cx);
+    PL_WAIT_DECLARE(cx, "mutex", "the lock, first come first served", self, lock_holds);
     return PL_PENDING;
 }
 
@@ -113,8 +94,7 @@ static void lock_drop(pl_future *f)
 {
     pl_mutex_lock *self = (pl_mutex_lock *)f;
     if (self->base.resume == LOCK_WAITING) {
-        pl_list_remove(&self->node);
-        pl_waker_slot_clear(&self->waker);
+        pl_waiter_unlink(&self->node, &self->waker);
     } else if (self->base.resume == LOCK_HANDED) {
         /* We own a lock nobody will use: pass it on. */
         pl_mutex_unlock(self->mutex);

@@ -6,13 +6,13 @@
  */
 #include <stdio.h>
 
-#include "list.h"
 #include "pollen/sync.h"
+#include "waiter.h"
 
 /* pl_notified state, kept in base.resume. */
 enum {
-    NOTIFIED_INIT = 0,     /* not polled yet */
-    NOTIFIED_WAITING = 1,  /* linked, waker stored */
+    NOTIFIED_INIT = PL_WAITER_INIT,       /* not polled yet */
+    NOTIFIED_WAITING = PL_WAITER_WAITING, /* linked, waker stored */
     NOTIFIED_BY_ONE = 2,   /* chosen by notify_one: owes a pass-on if dropped */
     NOTIFIED_BY_ALL = 3,   /* released by notify_waiters: owes nothing */
     NOTIFIED_DONE = 4,
@@ -26,12 +26,9 @@ void pl_notify_init(pl_notify *n)
 
 bool pl_notify_has_permit(const pl_notify *n) { return n->permit != 0; }
 
-/* The waker is moved out before waking: a waker may run arbitrary code,
- * and the future must already look notified if it is polled from there. */
 static void release(pl_notified *w, uint32_t state)
 {
-    w->base.resume = state;
-    pl_waker_wake(pl_waker_slot_take(&w->waker));
+    pl_waiter_choose(&w->base, &w->waker, state);
 }
 
 void pl_notify_one(pl_notify *n)
@@ -87,40 +84,22 @@ static bool notified_holds(const void *subject, char *why, size_t why_len)
     }
 }
 
-/* Built only under a watch, so that in production a PENDING pays one branch. */
-static void declare_wait(pl_context *cx, pl_notified *self)
-{
-    if (cx->watch == NULL) {
-        return;
-    }
-    pl_wait_declare(cx, &(pl_wait){"notify", "a notification or a stored permit", self,
-                                   notified_holds, __FILE__, __LINE__});
-}
-
 static pl_poll_result notified_poll(pl_future *f, pl_context *cx)
 {
     pl_notified *self = (pl_notified *)f;
     pl_notify *n = self->notify;
-    switch (self->base.resume) {
-    case NOTIFIED_INIT:
-        if (n->permit != 0) {
-            n->permit = 0;
-            self->base.resume = NOTIFIED_DONE;
-            return PL_READY;
-        }
-        pl_waker_clone_into(&self->waker, &cx->waker);
-        pl_list_push_back(&n->waiters, &self->node);
-        self->base.resume = NOTIFIED_WAITING;
-        break;
-    case NOTIFIED_WAITING:
-        pl_waker_slot_set(&self->waker, &cx->waker);
-        break;
-    default:
+    if (self->base.resume > NOTIFIED_WAITING) {
         PL_ASSERT(self->base.resume == NOTIFIED_BY_ONE || self->base.resume == NOTIFIED_BY_ALL);
         self->base.resume = NOTIFIED_DONE;
         return PL_READY;
     }
-    declare_wait(cx, self);
+    if (self->base.resume == NOTIFIED_INIT && n->permit != 0) {
+        n->permit = 0;
+        self->base.resume = NOTIFIED_DONE;
+        return PL_READY;
+    }
+    pl_waiter_park(&self->base, &n->waiters, &self->node, &self->waker, cx);
+    PL_WAIT_DECLARE(cx, "notify", "a notification or a stored permit", self, notified_holds);
     return PL_PENDING;
 }
 
@@ -129,8 +108,7 @@ static void notified_drop(pl_future *f)
     pl_notified *self = (pl_notified *)f;
     switch (self->base.resume) {
     case NOTIFIED_WAITING:
-        pl_list_remove(&self->node);
-        pl_waker_slot_clear(&self->waker);
+        pl_waiter_unlink(&self->node, &self->waker);
         break;
     case NOTIFIED_BY_ONE:
         /* The notification was meant for someone: hand it on. */

@@ -87,16 +87,6 @@ static bool recv_holds(const void *subject, char *why, size_t why_len)
     return true;
 }
 
-/* Built only under a watch, so that in production a PENDING pays one branch. */
-static void declare_wait(pl_context *cx, pl_oneshot_recv *self)
-{
-    if (cx->watch == NULL) {
-        return;
-    }
-    pl_wait_declare(cx, &(pl_wait){"oneshot", "a value sent or the sender gone", self, recv_holds,
-                                   __FILE__, __LINE__});
-}
-
 static pl_poll_result recv_poll(pl_future *f, pl_context *cx)
 {
     pl_oneshot_recv *self = (pl_oneshot_recv *)f;
@@ -105,7 +95,7 @@ static pl_poll_result recv_poll(pl_future *f, pl_context *cx)
     if (rc == PL_EAGAIN) {
         pl_waker_slot_set(&os->rx_waker, &cx->waker);
         self->base.resume = 1;
-        declare_wait(cx, self);
+        PL_WAIT_DECLARE(cx, "oneshot", "a value sent or the sender gone", self, recv_holds);
         return PL_PENDING;
     }
     /* Completed on a poll that came before the waker fired (or without

@@ -7,13 +7,13 @@
  */
 #include <stdio.h>
 
-#include "list.h"
 #include "pollen/sync.h"
+#include "waiter.h"
 
 /* pl_semaphore_acquire state, kept in base.resume. */
 enum {
-    ACQ_INIT = 0,
-    ACQ_WAITING = 1,  /* linked, waker stored */
+    ACQ_INIT = PL_WAITER_INIT,
+    ACQ_WAITING = PL_WAITER_WAITING, /* linked, waker stored */
     ACQ_GRANTED = 2,  /* holds its permits, not yet polled */
     ACQ_DONE = 3,
 };
@@ -50,8 +50,7 @@ static void grant(pl_semaphore *s)
         }
         s->permits -= a->n;
         pl_list_remove(node);
-        a->base.resume = ACQ_GRANTED;
-        pl_waker_wake(pl_waker_slot_take(&a->waker));
+        pl_waiter_choose(&a->base, &a->waker, ACQ_GRANTED);
     }
 }
 
@@ -106,38 +105,20 @@ static bool acquire_holds(const void *subject, char *why, size_t why_len)
     return self->base.resume == ACQ_WAITING && waiting_acquire_fits(self, why, why_len);
 }
 
-/* Built only under a watch, so that in production a PENDING pays one branch. */
-static void declare_wait(pl_context *cx, pl_semaphore_acquire *self)
-{
-    if (cx->watch == NULL) {
-        return;
-    }
-    pl_wait_declare(cx, &(pl_wait){"semaphore", "its permits, first come first served", self,
-                                   acquire_holds, __FILE__, __LINE__});
-}
-
 static pl_poll_result acquire_poll(pl_future *f, pl_context *cx)
 {
     pl_semaphore_acquire *self = (pl_semaphore_acquire *)f;
-    switch (self->base.resume) {
-    case ACQ_INIT:
-        if (pl_semaphore_try_acquire(self->sem, self->n)) {
-            self->base.resume = ACQ_DONE;
-            return PL_READY;
-        }
-        pl_waker_clone_into(&self->waker, &cx->waker);
-        pl_list_push_back(&self->sem->waiters, &self->node);
-        self->base.resume = ACQ_WAITING;
-        break;
-    case ACQ_WAITING:
-        pl_waker_slot_set(&self->waker, &cx->waker);
-        break;
-    default:
+    if (self->base.resume > ACQ_WAITING) {
         PL_ASSERT(self->base.resume == ACQ_GRANTED);
         self->base.resume = ACQ_DONE;
         return PL_READY;
     }
-    declare_wait(cx, self);
+    if (self->base.resume == ACQ_INIT && pl_semaphore_try_acquire(self->sem, self->n)) {
+        self->base.resume = ACQ_DONE;
+        return PL_READY;
+    }
+    pl_waiter_park(&self->base, &self->sem->waiters, &self->node, &self->waker, cx);
+    PL_WAIT_DECLARE(cx, "semaphore", "its permits, first come first served", self, acquire_holds);
     return PL_PENDING;
 }
 
@@ -145,8 +126,7 @@ static void acquire_drop(pl_future *f)
 {
     pl_semaphore_acquire *self = (pl_semaphore_acquire *)f;
     if (self->base.resume == ACQ_WAITING) {
-        pl_list_remove(&self->node);
-        pl_waker_slot_clear(&self->waker);
+        pl_waiter_unlink(&self->node, &self->waker);
         /* A large head may have been what held the others back. */
         grant(self->sem);
     } else if (self->base.resume == ACQ_GRANTED) {

@@ -8,7 +8,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "executor_internal.h"
 #include "pollen/timer.h"
 
 enum { TIMER_IDLE = 0, TIMER_ARMED = 1, TIMER_FIRED = 2 };
@@ -419,4 +419,41 @@ pl_interval_tick pl_interval_tick_init(pl_interval *iv)
     it.base = PL_FUTURE_INIT(&interval_tick_vtable);
     it.interval = iv;
     return it;
+}
+
+/* ---- Timers seen from the simulator ---------------------------------- */
+
+static pl_task *timer_task(const pl_executor *ex, const pl_timer *tm)
+{
+    return pl__executor_waker_task(ex, &tm->waker);
+}
+
+pl_task *pl_executor_next_timer_task(const pl_executor *ex, uint64_t *seq)
+{
+    if (ex->timers.len == 0) {
+        return NULL;
+    }
+    *seq = ex->timers.items[0].seq;
+    return timer_task(ex, ex->timers.items[0].t);
+}
+
+size_t pl_executor_timer_task_ids(const pl_executor *ex, uint32_t *ids, size_t max)
+{
+    size_t n = 0;
+    for (uint32_t i = 0; i < ex->timers.len && n < max; i++) {
+        const pl_task *t = timer_task(ex, ex->timers.items[i].t);
+        ids[n++] = t != NULL ? t->head.id : 0;
+    }
+    return n;
+}
+
+bool pl_executor_timers_wake_foreground(const pl_executor *ex)
+{
+    for (uint32_t i = 0; i < ex->timers.len; i++) {
+        const pl_task *t = timer_task(ex, ex->timers.items[i].t);
+        if (t == NULL || (t->state < TASK_DONE && !(t->flags & TASK_BACKGROUND))) {
+            return true;
+        }
+    }
+    return false;
 }

@@ -81,6 +81,21 @@
 #include "pollen/system.h"
 #include "prng.h"
 
+/* The simulator's own decision kinds, in the number space of core's
+ * (pollen/system.h: schedule 0, timer_order 2, timer_late 3, cancel 7,
+ * buggify_fire 11). The numbers are part of the replay format: append
+ * only. Typed as pl_decision_kind, which every decision function takes. */
+#define PL_DECIDE_IO_ORDER ((pl_decision_kind)1)      /* which of n ready sources fires next */
+#define PL_DECIDE_SPURIOUS_WAKE ((pl_decision_kind)4) /* wake a parked task through its waker */
+#define PL_DECIDE_SPURIOUS_POLL ((pl_decision_kind)5) /* poll a parked task without a wake */
+#define PL_DECIDE_WAKE_DELAY ((pl_decision_kind)6)    /* hold a remote wake back this many steps */
+#define PL_DECIDE_IO_FAULT ((pl_decision_kind)8)      /* short read/write, EAGAIN, error, loss */
+#define PL_DECIDE_IO_LATENCY ((pl_decision_kind)9)    /* delay of simulated I/O delivery */
+#define PL_DECIDE_BUGGIFY_SITE ((pl_decision_kind)10) /* enable a PL_BUGGIFY site for this run */
+#define PL_DECIDE_PROBE ((pl_decision_kind)12)        /* probe the parked tasks at a point
+                                                         where only a timer can fire next */
+#define PL_DECIDE__COUNT 13                           /* every kind, core's and these */
+
 #define PL__DEC_KINDS ((int)PL_DECIDE__COUNT)
 
 /* Default cap on recorded decisions: 64M (12 bytes each, 768 MiB at

@@ -401,6 +401,7 @@ void pl__oracle_watch_init(pl__sim *s)
 }
 
 const pl_observer pl__sim_observer = {
+    .version = PL_OBSERVER_VERSION,
     .spawn = on_spawn,
     .poll_begin = on_poll_begin,
     .poll_end = on_poll_end,

@@ -69,7 +69,7 @@ int pl_finding_from_name(const char *name)
             return k;
         }
     }
-    return -1;
+    return PL_EINVAL;
 }
 
 /* ---- Options ---------------------------------------------------------- */

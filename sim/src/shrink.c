@@ -511,7 +511,7 @@ static void explain_other(explainer *x, size_t i, uint32_t kind, uint64_t key, u
 {
     const pl__trace_rec *e = &x->rec->events[i];
     unsigned long long k = (unsigned long long)key;
-    switch ((pl_decision_kind)kind) {
+    switch (kind) {
     case PL_DECIDE_IO_ORDER:
         sb_printf(&x->out, "I/O order: delivered ready source %u of %u first (then woke %s)", v,
                   n, task_name(x, 0, next_task(x, i, PL__EV_WAKE)));

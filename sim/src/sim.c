@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "net/net.h"
+#include "pollen/testing.h"
 #include "sim_internal.h"
 #include "strategy.h"
 
@@ -235,7 +236,7 @@ static void deliver_remote(pl__sim *s, bool nothing_else)
         return;
     }
     s->remote_pending = false;
-    pl__executor_drain_remote(s->ex);
+    pl_executor_drain_remote(s->ex);
 }
 
 static void advance_clock(pl__sim *s, pl_time to)
@@ -415,13 +416,16 @@ int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o, cha
     eo.system = &s->system;
     eo.observer = &pl__sim_observer;
     eo.observer_ud = s;
-    eo.rotate_wakers = o->rotate_wakers;
     pl__oracle_watch_init(s);
-    eo.poll_watch = &s->watch;
     pl_sim_fault_options faults;
     pl__net_faults_of(o, &faults);
-    eo.timer_late_max = faults.timer_late_max;
-    eo.timer_late_quantum_ns = faults.timer_late_quantum_ns;
+    pl_executor_testing_options to;
+    pl_executor_testing_options_default(&to);
+    to.rotate_wakers = o->rotate_wakers;
+    to.poll_watch = &s->watch;
+    to.timer_late_max = faults.timer_late_max;
+    to.timer_late_quantum_ns = faults.timer_late_quantum_ns;
+    eo.testing = &to;
     rc = pl_executor_create(&s->ex, &eo);
     if (rc != 0) {
         pl__sim_finish(s);

@@ -293,3 +293,13 @@ Test(zoo, registry)
         zoo_scenario("fix", zoo[i]);
     }
 }
+
+/* Finding names round-trip, and an unknown name is an error code, as
+ * everywhere in pollen's API, not a bare -1. */
+LEAK_TEST(bugs, finding_names_round_trip)
+{
+    for (int k = 0; k < PL_FINDING__COUNT; k++) {
+        cr_assert_eq(pl_finding_from_name(pl_finding_name((pl_finding_kind)k)), k);
+    }
+    cr_assert_eq(pl_finding_from_name("no_such_finding"), PL_EINVAL);
+}

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include <pollen/executor.h>
+#include <pollen/testing.h>
 #include <pollen/observer.h>
 
 #include "leakcheck.h"
@@ -386,11 +387,14 @@ Test(executor, rotation_withholds_wakes_through_superseded_wakers)
 {
     reset();
     stale_wakes = scheduled_wakes = 0;
-    static const pl_observer obs = {.wake = count_wake};
+    static const pl_observer obs = {.version = PL_OBSERVER_VERSION, .wake = count_wake};
     manual_system m = {0};
     pl_executor_options o;
     pl_executor_options_default(&o);
-    o.rotate_wakers = true;
+    pl_executor_testing_options to;
+    pl_executor_testing_options_default(&to);
+    to.rotate_wakers = true;
+    o.testing = &to;
     o.observer = &obs;
     pl_executor *ex = manual_executor(&m, false, &o);
     pl_waker slot = PL_WAKER_EMPTY;
@@ -503,7 +507,8 @@ static void count_orphan(void *ud, pl_task *t, pl_task *dropper)
     orphan_dropper = dropper;
 }
 
-static const pl_observer orphan_obs = {.orphaned = count_orphan};
+static const pl_observer orphan_obs = {.version = PL_OBSERVER_VERSION,
+                                        .orphaned = count_orphan};
 
 static pl_executor *orphan_executor(manual_system *m)
 {
@@ -635,5 +640,31 @@ Test(executor, an_abandoned_poll_is_never_polled_or_dropped_again)
     pl_task_release(t);
     /* The clone in its own struct is never dropped: destroy frees the
      * task by force, so nothing leaks. */
+    pl_executor_destroy(ex);
+}
+
+/* An observer or testing options of another version would be read with
+ * the wrong layout: the executor refuses them, as it refuses a system of
+ * another version, and allocates nothing. */
+Test(executor, create_refuses_observer_and_testing_options_of_another_version)
+{
+    pl_observer obs = {.version = PL_OBSERVER_VERSION + 1};
+    pl_executor_testing_options to;
+    pl_executor_testing_options_default(&to);
+    manual_system m = {0};
+    pl_executor_options o;
+    pl_executor_options_default(&o);
+    o.system = &(pl_system){&manual_vtable, &m};
+    o.observer = &obs;
+    pl_executor *ex = NULL;
+    cr_assert_eq(pl_executor_create(&ex, &o), PL_EINVAL);
+    cr_assert_null(ex);
+    obs.version = PL_OBSERVER_VERSION;
+    to.version = PL_TESTING_VERSION + 1;
+    o.testing = &to;
+    cr_assert_eq(pl_executor_create(&ex, &o), PL_EINVAL);
+    cr_assert_null(ex);
+    to.version = PL_TESTING_VERSION;
+    cr_assert_eq(pl_executor_create(&ex, &o), 0);
     pl_executor_destroy(ex);
 }

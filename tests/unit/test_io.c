@@ -14,6 +14,7 @@
 
 #include <pollen/error.h>
 #include <pollen/executor.h>
+#include <pollen/testing.h>
 #include <pollen/io.h>
 #include <pollen/timer.h>
 
@@ -39,7 +40,10 @@ static pl_executor *new_executor(bool rotate)
 {
     pl_executor_options o;
     pl_executor_options_default(&o);
-    o.rotate_wakers = rotate;
+    pl_executor_testing_options to;
+    pl_executor_testing_options_default(&to);
+    to.rotate_wakers = rotate;
+    o.testing = &to;
     pl_executor *ex = NULL;
     cr_assert_eq(pl_executor_create(&ex, &o), 0);
     return ex;
@@ -899,7 +903,7 @@ Test(io, io_fd_readiness_on_a_wrapped_socketpair)
     cr_assert_eq(fw.n, 3);
     cr_assert_eq(memcmp(fw.buf, "abc", 3), 0);
     cr_assert_eq(fw.released, sv[0], "release hands the fd back");
-    cr_assert_eq(pl_io_fd_handle(&io), -1);
+    cr_assert_eq(pl_io_fd_handle(&io), PL_EBADF);
     cr_assert_eq(pl_run(ex), 0, "nothing registered any more");
     pl_executor_destroy(ex);
     cr_assert_eq(fcntl(sv[0], F_GETFD), FD_CLOEXEC, "still open after release");
@@ -919,7 +923,7 @@ Test(io, io_fd_close_closes_the_handle)
     cr_assert_null(io.src);
     cr_assert_eq(fcntl(sv[0], F_GETFD), -1, "closed by pl_io_fd_close");
     pl_io_fd_close(&io);
-    cr_assert_eq(pl_io_fd_release(&io), -1);
+    cr_assert_eq(pl_io_fd_release(&io), PL_EBADF);
     close(sv[1]);
     cr_assert_eq(pl_run(ex), 0);
     pl_executor_destroy(ex);
@@ -1020,5 +1024,6 @@ Test(io, address_parse_and_format_round_trip)
     cr_assert_eq(pl_addr_format((struct sockaddr *)&ss, small, sizeof small), PL_EMSGSIZE);
     ss.ss_family = AF_UNIX;
     cr_assert_eq(pl_addr_format((struct sockaddr *)&ss, small, sizeof small), PL_EINVAL);
-    cr_assert_eq(pl_addr_port((struct sockaddr *)&ss), -1);
+    cr_assert_eq(pl_addr_port((struct sockaddr *)&ss), PL_EINVAL);
+    cr_assert_eq(pl_addr_port(NULL), PL_EINVAL);
 }

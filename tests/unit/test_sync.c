@@ -9,6 +9,7 @@
 
 #include <pollen/error.h>
 #include <pollen/executor.h>
+#include <pollen/testing.h>
 #include <pollen/sync.h>
 
 #include "leakcheck.h"
@@ -950,7 +951,10 @@ static pl_executor *new_executor(bool rotate)
 {
     pl_executor_options o;
     pl_executor_options_default(&o);
-    o.rotate_wakers = rotate;
+    pl_executor_testing_options to;
+    pl_executor_testing_options_default(&to);
+    to.rotate_wakers = rotate;
+    o.testing = &to;
     pl_executor *ex = NULL;
     cr_assert_eq(pl_executor_create(&ex, &o), 0);
     return ex;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include <pollen/executor.h>
+#include <pollen/testing.h>
 #include <pollen/timer.h>
 
 #include "leakcheck.h"
@@ -97,8 +98,11 @@ Test(timer, lateness_is_never_early_and_bounded)
     m.script_len = 1;
     pl_executor_options o;
     pl_executor_options_default(&o);
-    o.timer_late_max = 5;
-    o.timer_late_quantum_ns = PL_MS;
+    pl_executor_testing_options to;
+    pl_executor_testing_options_default(&to);
+    to.timer_late_max = 5;
+    to.timer_late_quantum_ns = PL_MS;
+    o.testing = &to;
     pl_executor *ex = manual_executor(&m, true, &o);
     spawn_sleeper(ex, 0, 10 * PL_MS);
     cr_assert_eq(pl_run(ex), 0);
@@ -393,8 +397,11 @@ Test(timer, lateness_counts_from_the_clamped_deadline)
     m.script_len = 1;
     pl_executor_options o;
     pl_executor_options_default(&o);
-    o.timer_late_max = 5;
-    o.timer_late_quantum_ns = PL_MS;
+    pl_executor_testing_options to;
+    pl_executor_testing_options_default(&to);
+    to.timer_late_max = 5;
+    to.timer_late_quantum_ns = PL_MS;
+    o.testing = &to;
     pl_executor *ex = manual_executor(&m, true, &o);
     pl_waker w = pl_waker_noop();
     pl_timer t = PL_TIMER_INIT;

@@ -31,6 +31,7 @@ extern "C" {
 #endif
 
 typedef struct pl_observer pl_observer;
+typedef struct pl_executor_testing_options pl_executor_testing_options;
 
 /* Lua-style allocator: new_size 0 frees (returns NULL); otherwise returns
  * a block of new_size bytes (or NULL when out of memory). */
@@ -46,19 +47,16 @@ typedef struct pl_executor_options {
     uint32_t schedule_window;     /* runnable tasks offered to decide(SCHEDULE); 0: 16.
                                      The executor keeps an array of that many task
                                      pointers (rounded up to a power of two) */
-    uint32_t timer_late_max;      /* n of PL_DECIDE_TIMER_LATE decisions; 0: never asked */
-    pl_time timer_late_quantum_ns; /* one lateness step */
-    bool rotate_wakers;           /* fresh waker identity per poll; wakes through a
-                                     superseded waker are reported, not delivered */
-    const pl_poll_watch *poll_watch; /* NULL in production: handed to every poll
-                                        context (pl_context.watch) */
+    const pl_executor_testing_options *testing; /* NULL in production: simulator
+                                                   knobs (pollen/testing.h) */
 } pl_executor_options;
 
 /* Fills every field with its default. */
 void pl_executor_options_default(pl_executor_options *opts);
 
 /* Creates an executor. opts may be NULL (defaults). Returns 0, PL_ENOMEM,
- * PL_EINVAL (a system of another version), PL_EAGAIN (no resources for
+ * PL_EINVAL (a system, an observer or testing options of another
+ * version), PL_EAGAIN (no resources for
  * the executor's lock), or the real backend's error; on failure nothing
  * stays allocated. Every allocation of the executor goes through
  * opts->alloc, including the real backend it creates when opts->system
@@ -141,8 +139,9 @@ static inline pl_join pl_join_init(pl_task *t)
 /* Runs until idle: no runnable task, no armed timer, no registered I/O
  * source and no outstanding remote waker; or, when background tasks
  * exist, until every foreground task has finished (pl_task_set_background).
- * Returns 0 when every (foreground) task finished, PL_EDEADLK when tasks remain that nothing can wake,
- * PL_ECANCELED after pl_executor_stop, or a system error. Not from a poll. */
+ * Returns 0 when every (foreground) task finished, PL_EDEADLK when tasks
+ * remain that nothing can wake, PL_ECANCELED after pl_executor_stop, or a
+ * system error. Executor thread, not from a poll. */
 int pl_run(pl_executor *ex);
 
 /* Spawns a copy of `fut`, runs until it completes, then copies the

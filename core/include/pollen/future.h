@@ -173,6 +173,17 @@ static inline void pl_wait_declare(pl_context *cx, const pl_wait *w)
     }
 }
 
+/* pl_wait_declare for the usual case, with the pl_wait built only under a
+ * watch, so that in production a PENDING pays one branch; the site is
+ * where the macro stands. `subject` is handed to `holds`. */
+#define PL_WAIT_DECLARE(cx, object, condition, subject, holds)                    \
+    do {                                                                          \
+        if ((cx)->watch != NULL) {                                                \
+            pl_wait_declare((cx), &(pl_wait){(object), (condition), (subject),    \
+                                             (holds), __FILE__, __LINE__});       \
+        }                                                                         \
+    } while (0)
+
 /* Declares that the task being polled polls on purpose: it checks a
  * condition that nothing signals and comes back after a timer (a poll
  * interval). Under the simulator such a task is not probed for lost
@@ -200,7 +211,7 @@ bool pl__buggify(pl_context *cx, const char *file, int line);
  *   static pl_poll_result two_steps_poll(pl_future *f, pl_context *cx) {
  *       two_steps *self = (two_steps *)f;
  *       PL_ASYNC_BEGIN(self);
- *       self->sleep = pl_sleep(cx, 10 * PL_MS);
+ *       self->sleep = pl_sleep_for(10 * PL_MS);
  *       PL_AWAIT(cx, &self->sleep);
  *       self->out = 42;
  *       PL_ASYNC_END;

@@ -66,7 +66,8 @@ int pl_addr_parse(const char *text, struct sockaddr_storage *out, socklen_t *len
  * AF_INET/AF_INET6) or PL_EMSGSIZE (buf too small). Pure: any thread. */
 int pl_addr_format(const struct sockaddr *addr, char *buf, size_t buf_size);
 
-/* The port of an AF_INET/AF_INET6 address in host order, or -1. */
+/* The port of an AF_INET/AF_INET6 address in host order, or PL_EINVAL
+ * (NULL or another family). Pure: any thread. */
 int pl_addr_port(const struct sockaddr *addr);
 
 /* ---- Futures shared by every byte stream --------------------------------
@@ -128,10 +129,10 @@ int pl_io_fd_open(pl_executor *ex, pl_io_fd *io, int handle);
 void pl_io_fd_close(pl_io_fd *io);
 
 /* Deregisters and hands the handle back to the caller without closing it.
- * Returns the handle, or -1 when io is not open. */
+ * Returns the handle, or PL_EBADF when io is not open. */
 int pl_io_fd_release(pl_io_fd *io);
 
-/* The handle, or -1 when io is not open. */
+/* The handle, or PL_EBADF when io is not open. */
 int pl_io_fd_handle(const pl_io_fd *io);
 
 /* Completes once the handle is readable (or writable) or in error.

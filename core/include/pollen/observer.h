@@ -54,7 +54,12 @@ static inline const pl_task_head *pl_task_head_of(const pl_task *t)
     return (const pl_task_head *)(const void *)t;
 }
 
+#define PL_OBSERVER_VERSION 1u
+
+/* Every hook is optional (NULL: not called). pl_executor_create refuses
+ * an observer whose version is not PL_OBSERVER_VERSION. */
 struct pl_observer {
+    uint32_t version; /* PL_OBSERVER_VERSION */
     void (*spawn)(void *ud, pl_task *t);
     /* `probe` is true for polls made by pl_executor_probe. */
     void (*poll_begin)(void *ud, pl_task *t, uint32_t gen, bool probe);
@@ -158,10 +163,6 @@ size_t pl_executor_timer_task_ids(const pl_executor *ex, uint32_t *ids, size_t m
 /* True when some armed timer would wake a live foreground task (or a
  * waker that is not a task's: it may lead anywhere). O(timers). */
 bool pl_executor_timers_wake_foreground(const pl_executor *ex);
-
-/* Called by a system's wait() to deliver remote wakes queued by other
- * threads. Returns how many were delivered. */
-size_t pl__executor_drain_remote(pl_executor *ex);
 
 #ifdef __cplusplus
 }

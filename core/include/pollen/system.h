@@ -28,33 +28,29 @@ extern "C" {
 
 typedef struct pl_executor pl_executor;
 
-/* The decisions a system may take. Choice 0 is always what production
- * does. The numbering is part of the replay format: append only. */
+/* The decisions core asks a system for (decide()). Choice 0 is always
+ * what production does. The numbers are part of the replay format:
+ * append only. The numbers in between belong to the simulator's own
+ * decisions (I/O order and faults, spurious wakes, wake delays, buggify
+ * sites, probes), which its system takes by itself and core never asks
+ * for; they are numbered in the simulator (sim/src/decide.h) and share
+ * this type and this number space. */
 typedef enum pl_decision_kind {
-    PL_DECIDE_SCHEDULE = 0,  /* which runnable task is polled next; n = candidates */
-    PL_DECIDE_IO_ORDER = 1,  /* which of n simultaneously ready sources fires next */
-    PL_DECIDE_TIMER_ORDER = 2, /* which of n equal-deadline timers fires next */
-    PL_DECIDE_TIMER_LATE = 3,  /* lateness of a timer, in lateness quanta */
-    PL_DECIDE_SPURIOUS_WAKE = 4, /* wake a parked task through its waker */
-    PL_DECIDE_SPURIOUS_POLL = 5, /* poll a parked task without a wake */
-    PL_DECIDE_WAKE_DELAY = 6,    /* hold a remote wake back this many steps */
+    PL_DECIDE_SCHEDULE = 0,      /* which runnable task is polled next; n = candidates */
+    PL_DECIDE_TIMER_ORDER = 2,   /* which of n equal-deadline timers fires next */
+    PL_DECIDE_TIMER_LATE = 3,    /* lateness of a timer, in lateness quanta */
     PL_DECIDE_CANCEL = 7,        /* cancel a woken abortable task before it runs */
-    PL_DECIDE_IO_FAULT = 8,      /* short read/write, EAGAIN, error, loss */
-    PL_DECIDE_IO_LATENCY = 9,    /* delay of simulated I/O delivery */
-    PL_DECIDE_BUGGIFY_SITE = 10, /* enable a PL_BUGGIFY site for this run */
-    PL_DECIDE_BUGGIFY_FIRE = 11, /* an enabled site fires this time */
-    PL_DECIDE_PROBE = 12,        /* simulator only: probe the parked tasks at a point
-                                    where only a timer can fire next */
-    PL_DECIDE__COUNT
+    PL_DECIDE_BUGGIFY_FIRE = 11, /* an enabled PL_BUGGIFY site fires this time */
 } pl_decision_kind;
 
 /* Readiness interest and readiness bits. */
 enum { PL_IO_READABLE = 1u << 0, PL_IO_WRITABLE = 1u << 1, PL_IO_ERROR = 1u << 2 };
 
-/* An I/O registration. Owned and allocated by the I/O object that embeds
- * it (io.h); registered with the system by pl__io_register. The system
- * records readiness by calling pl_io_source_ready, which sets `ready`
- * bits and wakes the matching wakers. Futures clear a bit when the
+/* An I/O registration. Allocated by core for an I/O object (io.h) and
+ * registered with the system through the vtable's io_register when the
+ * object is created. The system records readiness by calling
+ * pl_io_source_ready, which sets `ready` bits and wakes the matching
+ * wakers. Futures clear a bit when the
  * operation says EAGAIN (edge-triggered readiness, as in mio/tokio). */
 typedef struct pl_io_source {
     int handle;            /* the system's handle (an fd for the real system) */
@@ -70,6 +66,15 @@ typedef struct pl_io_source {
  * wakes the waiting futures. Executor thread only. */
 void pl_io_source_ready(pl_io_source *src, uint32_t bits);
 
+/* Delivers the remote wakes other threads queued (pl_remote_waker_wake,
+ * pl_remote_waker_drop) to their tasks, in the order they were queued.
+ * A system's wait() calls it after its remote_wake() was called, before
+ * returning (the real backend does when its eventfd fires; the simulator
+ * at every wait, possibly holding some back through its own decisions).
+ * Returns how many were delivered. Executor thread only, from wait() or
+ * outside pl_run; never from a poll. */
+size_t pl_executor_drain_remote(pl_executor *ex);
+
 #define PL_SYSTEM_VERSION 1u
 
 typedef struct pl_system_vtable {
@@ -82,7 +87,7 @@ typedef struct pl_system_vtable {
     /* Blocks until a registered source is ready, a remote wake arrives or
      * `deadline_ns` is reached (PL_TIME_NEVER: no deadline; a deadline at
      * or before now: do not block). Reports readiness through
-     * pl_io_source_ready and remote wakes through pl__executor_drain_remote.
+     * pl_io_source_ready and remote wakes through pl_executor_drain_remote.
      * Returns 0 or a negative PL_E* code. */
     int (*wait)(void *self, pl_executor *ex, pl_time deadline_ns);
 

@@ -11,6 +11,19 @@
  * report findings (see pl_finding_kind). A scenario is a program written
  * the way users write their code: a setup that spawns tasks and a check
  * that runs after them.
+ *
+ * Thread rules. A simulated run lives on the thread that starts it
+ * (pl_sim_run, pl_sim_campaign and the functions that run scenarios): its
+ * executor, its simulated system, the oracles and the scenario's setup,
+ * tasks and check all run there, and the current run is per thread, so
+ * different threads may run simulations at the same time without sharing
+ * anything. A thread runs one simulation at a time. A scenario must not
+ * reach its run from another thread: under the simulator even
+ * pl_remote_waker_wake belongs on the run's thread, since a wake from
+ * another thread would make the run depend on the OS scheduler. The
+ * scenario registry (pl_scenarios, pl_scenario_find) and the finding
+ * names are read-only: any thread. pl_main is a whole program (it may
+ * fork and install signal handlers): call it from main() only.
  */
 #ifndef POLLEN_SIM_H
 #define POLLEN_SIM_H
@@ -96,7 +109,7 @@ typedef enum pl_finding_kind {
 } pl_finding_kind;
 
 const char *pl_finding_name(pl_finding_kind kind);      /* "lost_wakeup" */
-int pl_finding_from_name(const char *name);             /* kind or -1 */
+int pl_finding_from_name(const char *name);             /* kind or PL_EINVAL */
 
 typedef struct pl_finding {
     pl_finding_kind kind;

@@ -1,0 +1,170 @@
+/* core/src/executor_internal.h: the executor's, tasks' and wakers' shared state.
+ *
+ * executor.c (create, destroy, polling, the tick and the run loop),
+ * task.c (spawn, lifetime, abort, join), waker.c (task wakers, clone
+ * counting, the noop waker) and remote.c (remote wakers, the drain) all
+ * work on these structs. What the hot paths call across those files is
+ * static inline here (or in ready.h), so splitting the files costs no
+ * call on a poll, a wake or a clone.
+ */
+#ifndef POLLEN_EXECUTOR_INTERNAL_H
+#define POLLEN_EXECUTOR_INTERNAL_H
+
+#include <pthread.h>
+#include <stdalign.h>
+#include <stdbool.h>
+
+#include "internal.h"
+
+enum task_state {
+    TASK_IDLE = 0,      /* parked: waits for a wake */
+    TASK_SCHEDULED = 1, /* in the ready queue */
+    TASK_RUNNING = 2,   /* being polled */
+    TASK_DONE = 3,      /* completed */
+    TASK_CANCELLED = 4, /* aborted; may still sit in the ready queue */
+};
+
+enum task_flag {
+    TASK_WOKEN_IN_POLL = 1u << 0, /* woken during its own poll */
+    TASK_ABORTABLE = 1u << 1,     /* the simulator may cancel it when woken */
+    TASK_ABORT_IN_POLL = 1u << 2, /* aborted during its own poll */
+    TASK_QUEUED = 1u << 3,        /* linked in the ready queue */
+    TASK_CLONED_ELSEWHERE = 1u << 4, /* latest waker clone made outside its own poll */
+    TASK_BACKGROUND = 1u << 5,    /* does not keep pl_run going (pl_task_set_background) */
+    TASK_DROPPING = 1u << 6,      /* its future's drop is running */
+    TASK_ABANDONED = 1u << 7,     /* left mid-poll (pl_executor_abandon_poll): never
+                                     polled or dropped again */
+};
+
+struct pl_task {
+    pl_task_head head;   /* id, polls, gen, waker clones: observers read it inline */
+    pl_task *next;       /* ready queue link */
+    pl_executor *ex;
+    uint32_t refs;
+    uint8_t state;       /* enum task_state */
+    uint8_t flags;       /* enum task_flag */
+    uint16_t reserved;
+    uint32_t slot;       /* index in ex->tasks */
+    uint32_t size;       /* bytes of the future copy */
+    pl_join *joiner;     /* the join future waiting for completion */
+    const char *name;
+    alignas(16) unsigned char future[];
+};
+
+struct pl_remote_waker {
+    pl_remote_waker *next;
+    pl_task *task;
+    uint32_t gen;
+    bool wake;           /* false: dropped without waking */
+};
+
+struct pl_executor {
+    pl_system system;
+    bool owns_system;
+    bool rotate;
+    bool stop;
+    uint32_t (*decide)(void *self, pl_decision_kind kind, uint32_t n, uint64_t key);
+    const pl_observer *obs;
+    void *obs_ud;
+    pl_alloc_fn alloc;
+    void *alloc_ud;
+    uint32_t budget;
+    uint32_t window;
+    const pl_waker_vtable *waker_vtable; /* fast unless observed or rotating */
+
+    pl_task **win;       /* ring: the first min(ready_len, window) runnable tasks */
+    uint32_t win_mask;   /* ring capacity - 1 (a power of two >= window) */
+    uint32_t win_head;
+    uint32_t win_len;
+    uint32_t win_max;    /* window; 0 without decide(): the list alone is FIFO */
+    pl_task *ready_head; /* the runnable tasks after the window, FIFO */
+    pl_task *ready_tail;
+    size_t ready_len;    /* in the window and after it */
+    pl_task *running;
+
+    pl_task **tasks;     /* every allocated task, finished or not */
+    uint32_t tasks_len;
+    uint32_t tasks_cap;
+    size_t live;         /* tasks not yet finished */
+    size_t live_background; /* of which marked background */
+    const pl_poll_watch *watch; /* handed to observed polls; NULL in production */
+    uint32_t next_id;
+
+    pl_time now;
+    pl__timer_heap timers;
+    uint32_t io_ids;
+    size_t io_count;
+
+    pthread_mutex_t remote_lock;
+    pl_remote_waker *remote_head; /* guarded by remote_lock */
+    size_t remote_outstanding;    /* executor thread only */
+};
+
+/* ---- Task lifetime (task.c) ------------------------------------------- */
+
+/* Drops the task's future unless that already happened (completion and
+ * cancellation both drop at once, as Rust does). */
+PL_INTERNAL void pl__task_drop_future(pl_task *t, bool cancelled);
+
+/* Marks the task finished (TASK_DONE or TASK_CANCELLED), wakes its joiner
+ * and lets go of the executor's reference unless the queue holds it. */
+PL_INTERNAL void pl__task_finish(pl_task *t, uint8_t state);
+
+/* Drops the future and finishes the task as cancelled. */
+PL_INTERNAL void pl__task_cancel(pl_task *t);
+
+/* Frees the task's memory (dropping its future first if need be). */
+PL_INTERNAL void pl__task_free(pl_task *t);
+
+static inline void task_release(pl_task *t)
+{
+    PL_ASSERT(t->refs > 0);
+    if (--t->refs == 0) {
+        pl__task_free(t);
+    }
+}
+
+/* ---- Task wakers (waker.c) -------------------------------------------- */
+
+/* The checking vtable (observed or rotating executors) and the production
+ * one (no hook, no identity check). */
+PL_INTERNAL extern const pl_waker_vtable pl__task_waker_vtable;
+PL_INTERNAL extern const pl_waker_vtable pl__fast_waker_vtable;
+
+static inline pl_waker task_waker(pl_task *t)
+{
+    return (pl_waker){t->ex->waker_vtable, t, t->head.gen, 0};
+}
+
+/* The one place a task becomes runnable through a checked waker: dedupes,
+ * defers wakes during the task's own poll, ignores finished tasks and
+ * (under rotation) superseded wakers, and tells the observer. */
+PL_INTERNAL void pl__task_wake(pl_task *t, uint32_t gen, bool by_ref);
+
+/* Counts a clone of the task's waker (observed executors). */
+PL_INTERNAL void pl__task_count_clone(pl_executor *ex, pl_task *t, uint32_t gen);
+
+/* The observer's orphan hook, for the last clone of a parked task's waker
+ * going without a wake. Out of line: the drop path stays short. */
+PL_INTERNAL void pl__task_notify_orphan(pl_executor *ex, pl_task *t);
+
+/* Counts a drop of the task's waker (observed executors). */
+static inline void count_drop(pl_executor *ex, pl_task *t, uint32_t gen)
+{
+    if (t->head.waker_clones > 0) {
+        if (--t->head.waker_clones == 0 && t->state == TASK_IDLE) {
+            pl__task_notify_orphan(ex, t);
+        }
+    } else if (ex->obs != NULL && ex->obs->waker_drop != NULL) {
+        ex->obs->waker_drop(ex->obs_ud, t, gen);
+    }
+}
+
+/* ---- Remote wakers (remote.c) ----------------------------------------- */
+
+/* Sets up and tears down the lock other threads push remote wakes under.
+ * pl__remote_init returns 0, PL_ENOMEM or PL_EAGAIN. */
+PL_INTERNAL int pl__remote_init(pl_executor *ex);
+PL_INTERNAL void pl__remote_fini(pl_executor *ex);
+
+#endif

@@ -1,0 +1,105 @@
+/* core/src/ready.h: the ready queue and its scheduling window.
+ *
+ * The queue is a FIFO in two parts: under a deciding system its first
+ * `window` tasks sit in a small ring (the candidates of a scheduling
+ * decision, picked by index), the rest in an intrusive singly linked list
+ * through task->next (production uses the list alone), so scheduling
+ * never allocates. Everything is static inline: a push is on every wake
+ * and a take on every poll.
+ */
+#ifndef POLLEN_READY_H
+#define POLLEN_READY_H
+
+#include "executor_internal.h"
+
+static inline pl_task **win_at(pl_executor *ex, uint32_t i)
+{
+    return &ex->win[(ex->win_head + i) & ex->win_mask];
+}
+
+/* The list after the window is used only once the window is full, so the
+ * window always holds the first min(ready_len, window) tasks in order. */
+static inline void ready_push(pl_executor *ex, pl_task *t)
+{
+    PL_ASSERT(!(t->flags & TASK_QUEUED));
+    t->flags |= TASK_QUEUED;
+    ex->ready_len++;
+    if (ex->ready_head == NULL && ex->win_len < ex->win_max) {
+        *win_at(ex, ex->win_len++) = t;
+        return;
+    }
+    t->next = NULL;
+    if (ex->ready_tail != NULL) {
+        ex->ready_tail->next = t;
+    } else {
+        ex->ready_head = t;
+    }
+    ex->ready_tail = t;
+}
+
+/* Without decisions the queue is the list alone: popping its head reads
+ * the link of a task about to be polled anyway, and fetching the next
+ * head now overlaps that task's miss with this poll. */
+static inline pl_task *list_take(pl_executor *ex)
+{
+    pl_task *t = ex->ready_head;
+    ex->ready_head = t->next;
+    if (ex->ready_head == NULL) {
+        ex->ready_tail = NULL;
+    } else {
+        PL_PREFETCH(ex->ready_head);
+    }
+    ex->ready_len--;
+    t->flags &= (uint8_t)~TASK_QUEUED;
+    return t;
+}
+
+/* Removes the k-th runnable task (k < win_len; 0: the head). The ones
+ * before it move up a place, and the list's head refills the window: a
+ * pick reads no task but the one it takes and the one that moves in,
+ * where walking a linked list to the k-th would miss the cache k times. */
+static inline pl_task *ready_take(pl_executor *ex, uint32_t k)
+{
+    if (ex->win_len == 0) {
+        return list_take(ex);
+    }
+    PL_ASSERT(k < ex->win_len);
+    pl_task *t = *win_at(ex, k);
+    for (uint32_t j = k; j > 0; j--) {
+        *win_at(ex, j) = *win_at(ex, j - 1);
+    }
+    ex->win_head = (ex->win_head + 1) & ex->win_mask;
+    ex->win_len--;
+    pl_task *next = ex->ready_head;
+    if (next != NULL) {
+        /* Walking the list is a chain of dependent loads through cold
+         * task headers: fetch the new head now, a poll before the next
+         * refill reads its link, and the future of the task moving in. */
+        ex->ready_head = next->next;
+        if (ex->ready_head == NULL) {
+            ex->ready_tail = NULL;
+        } else {
+            PL_PREFETCH(ex->ready_head);
+        }
+        PL_PREFETCH(next->future);
+        *win_at(ex, ex->win_len++) = next;
+    }
+    ex->ready_len--;
+    t->flags &= (uint8_t)~TASK_QUEUED;
+    return t;
+}
+
+/* FIFO in production. With a decide() hook the system picks among the
+ * first `window` runnable tasks, so a pick costs O(window) however many
+ * tasks are runnable. */
+static inline pl_task *ready_pop(pl_executor *ex)
+{
+    if (ex->decide == NULL || ex->ready_len <= 1) {
+        return ready_take(ex, 0);
+    }
+    uint32_t n = ex->win_len;
+    uint32_t k = pl__executor_decide(ex, PL_DECIDE_SCHEDULE, n, (*win_at(ex, 0))->head.id);
+    return ready_take(ex, k);
+}
+
+#endif

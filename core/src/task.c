@@ -1,0 +1,253 @@
+/* core/src/task.c: spawning tasks, their lifetime, abort and join.
+ *
+ * A task is one allocation: its header followed by the user's future
+ * copy. Reference counting: the executor holds one reference from spawn
+ * until the task finishes, each handle and each waker clone holds one
+ * more; the memory goes when the count reaches zero.
+ */
+#include <string.h>
+
+#include "executor_internal.h"
+#include "ready.h"
+
+/* ---- Accessors -------------------------------------------------------- */
+
+void *pl_task_future(pl_task *t) { return t->future; }
+bool pl_task_is_finished(const pl_task *t) { return t->state >= TASK_DONE; }
+bool pl_task_is_cancelled(const pl_task *t) { return t->state == TASK_CANCELLED; }
+uint32_t pl_task_id(const pl_task *t) { return t->head.id; }
+uint32_t pl_task_polls(const pl_task *t) { return t->head.polls; }
+uint32_t pl_task_waker_gen(const pl_task *t) { return t->head.gen; }
+bool pl_task_cloned_elsewhere(const pl_task *t) { return t->flags & TASK_CLONED_ELSEWHERE; }
+size_t pl_task_future_size(const pl_task *t) { return t->size; }
+
+bool pl_task_is_scheduled(const pl_task *t)
+{
+    return t->state == TASK_SCHEDULED || t->state == TASK_RUNNING;
+}
+
+const char *pl_task_name(const pl_task *t)
+{
+    if (t->name != NULL) {
+        return t->name;
+    }
+    return ((const pl_future *)(const void *)t->future)->vtable->name;
+}
+
+void pl_task_set_background(pl_task *t, bool background)
+{
+    bool was = (t->flags & TASK_BACKGROUND) != 0;
+    if (was == background) {
+        return;
+    }
+    t->flags = (uint8_t)(background ? t->flags | TASK_BACKGROUND : t->flags & ~TASK_BACKGROUND);
+    if (t->state < TASK_DONE) {
+        PL_ASSERT(background || t->ex->live_background > 0);
+        t->ex->live_background = background ? t->ex->live_background + 1
+                                             : t->ex->live_background - 1;
+    }
+}
+
+bool pl_task_is_background(const pl_task *t) { return (t->flags & TASK_BACKGROUND) != 0; }
+
+size_t pl_executor_live_background(const pl_executor *ex) { return ex->live_background; }
+
+void pl_task_set_abortable(pl_task *t, bool abortable)
+{
+    t->flags = (uint8_t)(abortable ? t->flags | TASK_ABORTABLE : t->flags & ~TASK_ABORTABLE);
+}
+
+/* ---- Task lifetime ---------------------------------------------------- */
+
+static size_t task_alloc_size(uint32_t size) { return sizeof(pl_task) + size; }
+
+/* Drops the task's future unless that already happened. Completion and
+ * cancellation both drop at once, as Rust does: what a finished future
+ * holds (wakers, handles, buffers) is released without waiting for the
+ * last reference, and plain output fields stay readable afterwards. */
+void pl__task_drop_future(pl_task *t, bool cancelled)
+{
+    pl_executor *ex = t->ex;
+    pl_future *f = (pl_future *)(void *)t->future;
+    if ((f->flags & PL_FUTURE_DROPPED) || (t->flags & TASK_ABANDONED)) {
+        return;
+    }
+    if (ex->obs != NULL && ex->obs->drop != NULL) {
+        ex->obs->drop(ex->obs_ud, t, cancelled);
+    }
+    /* The drop releases the task's own waker clones: that is no orphan. */
+    t->flags |= TASK_DROPPING;
+    pl_drop(f);
+    t->flags &= (uint8_t)~TASK_DROPPING;
+}
+
+void pl__task_free(pl_task *t)
+{
+    pl_executor *ex = t->ex;
+    pl__task_drop_future(t, true);
+    if (ex->obs != NULL && ex->obs->free != NULL) {
+        ex->obs->free(ex->obs_ud, t);
+    }
+    pl_task *last = ex->tasks[--ex->tasks_len];
+    ex->tasks[t->slot] = last;
+    last->slot = t->slot;
+    pl_free(ex, t, task_alloc_size(t->size));
+}
+
+static int tasks_reserve(pl_executor *ex)
+{
+    if (ex->tasks_len < ex->tasks_cap) {
+        return 0;
+    }
+    uint32_t cap = ex->tasks_cap ? ex->tasks_cap * 2 : 64;
+    pl_task **items = ex->alloc(ex->alloc_ud, ex->tasks, (size_t)ex->tasks_cap * sizeof *items,
+                                (size_t)cap * sizeof *items);
+    if (items == NULL) {
+        return PL_ENOMEM;
+    }
+    ex->tasks = items;
+    ex->tasks_cap = cap;
+    return 0;
+}
+
+int pl_spawn(pl_executor *ex, const pl_future *fut, size_t size, const char *name,
+             pl_task **handle)
+{
+    PL_ASSERT(fut != NULL && fut->vtable != NULL && fut->flags == 0);
+    PL_ASSERT(size >= sizeof(pl_future) && size <= UINT32_MAX - sizeof(pl_task));
+    if (tasks_reserve(ex) != 0) {
+        return PL_ENOMEM;
+    }
+    pl_task *t = pl_alloc(ex, task_alloc_size((uint32_t)size));
+    if (t == NULL) {
+        return PL_ENOMEM;
+    }
+    memset(t, 0, sizeof *t);
+    memcpy(t->future, fut, size);
+    t->ex = ex;
+    t->refs = handle != NULL ? 2 : 1;
+    t->head.id = ++ex->next_id;
+    t->size = (uint32_t)size;
+    t->name = name;
+    t->slot = ex->tasks_len;
+    ex->tasks[ex->tasks_len++] = t;
+    ex->live++;
+    t->state = TASK_SCHEDULED;
+    t->flags = TASK_CLONED_ELSEWHERE; /* no clone yet: nobody made the latest */
+    if (ex->obs != NULL && ex->obs->spawn != NULL) {
+        ex->obs->spawn(ex->obs_ud, t);
+    }
+    ready_push(ex, t);
+    if (handle != NULL) {
+        *handle = t;
+    }
+    return 0;
+}
+
+pl_task *pl_task_ref(pl_task *t)
+{
+    t->refs++;
+    return t;
+}
+
+void pl_task_release(pl_task *t)
+{
+    if (t != NULL) {
+        task_release(t);
+    }
+}
+
+static void wake_joiner(pl_task *t)
+{
+    pl_join *j = t->joiner;
+    if (j != NULL) {
+        t->joiner = NULL;
+        pl_waker_slot_wake(&j->waker);
+    }
+}
+
+/* The executor's reference goes when the task finishes. */
+void pl__task_finish(pl_task *t, uint8_t state)
+{
+    pl_executor *ex = t->ex;
+    t->state = state;
+    PL_ASSERT(ex->live > 0);
+    ex->live--;
+    if (t->flags & TASK_BACKGROUND) {
+        PL_ASSERT(ex->live_background > 0);
+        ex->live_background--;
+    }
+    wake_joiner(t);
+    if (!(t->flags & TASK_QUEUED)) {
+        task_release(t);
+    }
+}
+
+void pl__task_cancel(pl_task *t)
+{
+    pl__task_drop_future(t, true);
+    pl__task_finish(t, TASK_CANCELLED);
+}
+
+void pl_task_abort(pl_task *t)
+{
+    if (t->state >= TASK_DONE) {
+        return;
+    }
+    if (t->state == TASK_RUNNING) {
+        t->flags |= TASK_ABORT_IN_POLL;
+        return;
+    }
+    pl__task_cancel(t);
+}
+
+/* ---- Join ------------------------------------------------------------- */
+
+/* The declared wait condition of a join (sync.h). base.resume is 1 once
+ * a poll registered the join: only a pending, registered join may read
+ * its task, whose handle the caller keeps while the join is pending. */
+static bool join_holds(const void *subject, char *why, size_t why_len)
+{
+    const pl_join *j = subject;
+    if (j->base.vtable != &pl__join_vtable || j->base.flags != 0 || j->base.resume != 1 ||
+        j->task->state < TASK_DONE) {
+        return false;
+    }
+    snprintf(why, why_len, "'%s' (#%u) %s", pl_task_name(j->task), j->task->head.id,
+             j->task->state == TASK_DONE ? "completed" : "was cancelled");
+    return true;
+}
+
+static pl_poll_result join_poll(pl_future *f, pl_context *cx)
+{
+    pl_join *j = (pl_join *)f;
+    pl_task *t = j->task;
+    if (t->state >= TASK_DONE) {
+        j->result = t->state == TASK_DONE ? 0 : PL_ECANCELED;
+        if (t->joiner == j) {
+            t->joiner = NULL;
+        }
+        pl_waker_slot_clear(&j->waker);
+        j->base.resume = 0;
+        return PL_READY;
+    }
+    PL_ASSERT(t->joiner == NULL || t->joiner == j);
+    t->joiner = j;
+    pl_waker_slot_set(&j->waker, &cx->waker);
+    j->base.resume = 1;
+    PL_WAIT_DECLARE(cx, "join", "the task finished", j, join_holds);
+    return PL_PENDING;
+}
+
+static void join_drop(pl_future *f)
+{
+    pl_join *j = (pl_join *)f;
+    /* A completed join has let go of the task, whose handle may be gone:
+     * only a pending one is still linked to it. */
+    if (!pl_future_is_done(f) && j->task->joiner == j) {
+        j->task->joiner = NULL;
+    }
+    pl_waker_slot_clear(&j->waker);
+}
+
+const pl_future_vtable pl__join_vtable = {"join", join_poll, join_drop};

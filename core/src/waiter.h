@@ -1,0 +1,53 @@
+/* core/src/waiter.h: the waiter state machine of pollen's FIFO primitives.
+ *
+ * A waiter is a future parked in a primitive's intrusive FIFO
+ * (pl_notified, pl_mutex_lock, pl_semaphore_acquire, pl_mpsc_send). Its
+ * state lives in base.resume: PL_WAITER_INIT until its first pending
+ * poll, PL_WAITER_WAITING while it is linked with a waker stored, and any
+ * higher value is the primitive's own "chosen" state (notified, handed,
+ * granted, closed), set by whoever unlinked it. The primitives' declared
+ * wait conditions read these same values. Static inline: pl_notified is
+ * the pingpong hot path.
+ */
+#ifndef POLLEN_WAITER_H
+#define POLLEN_WAITER_H
+
+#include "list.h"
+
+enum { PL_WAITER_INIT = 0, PL_WAITER_WAITING = 1 };
+
+/* A pending poll: the first links the waiter at the back of `list` with a
+ * clone of the poll's waker, later ones keep the newest waker (a task's
+ * waker identity may change between polls). */
+static inline void pl_waiter_park(pl_future *base, pl_list_node *list, pl_list_node *node,
+                                  pl_waker *waker, const pl_context *cx)
+{
+    if (base->resume == PL_WAITER_INIT) {
+        pl_waker_clone_into(waker, &cx->waker);
+        pl_list_push_back(list, node);
+        base->resume = PL_WAITER_WAITING;
+        return;
+    }
+    PL_ASSERT(base->resume == PL_WAITER_WAITING);
+    pl_waker_slot_set(waker, &cx->waker);
+}
+
+/* The drop of a waiting waiter: leaves the list and releases its waker. */
+static inline void pl_waiter_unlink(pl_list_node *node, pl_waker *waker)
+{
+    pl_list_remove(node);
+    pl_waker_slot_clear(waker);
+}
+
+/* Chooses a waiter already unlinked from its list: the state first, then
+ * the wake, through the waker moved out of its slot. A waker may run
+ * arbitrary code, and the future must already look chosen if it is
+ * polled from there. */
+static inline void pl_waiter_choose(pl_future *base, pl_waker *waker, uint32_t state)
+{
+    PL_ASSERT(state > PL_WAITER_WAITING);
+    base->resume = state;
+    pl_waker_wake(pl_waker_slot_take(waker));
+}
+
+#endif
