@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 #include "pollen/error.h"
 
 /* ---- Running the binaries ------------------------------------------------ */
