@@ -1,4 +1,4 @@
-/* sim/src/run.c: one run of a scenario, replay files, campaigns, registry.
+/* sim/src/run.c: one run of a scenario, replay files, registry.
  *
  * A run: set up the simulator, let the scenario spawn its tasks, run the
  * executor to quiescence, consult the oracles, then tear down in an
@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hashset.h"
 #include "replay.h"
 #include "sim_internal.h"
 
@@ -518,45 +517,4 @@ int pl_sim_replay_file(const char *path, pl_sim_result *out, char *err, size_t e
     }
     pl__replay_free(&rp);
     return same ? 0 : 1;
-}
-
-/* ---- Campaigns -------------------------------------------------------- */
-
-int pl_sim_campaign(const pl_scenario *sc, uint64_t seed_lo, uint64_t seed_hi,
-                    const pl_sim_options *opts, bool stop_at_first, pl_campaign_result *out)
-{
-    memset(out, 0, sizeof *out);
-    pl_sim_options o;
-    if (opts != NULL) {
-        o = *opts;
-    } else {
-        pl_sim_options_default(&o);
-    }
-    o.source = PL_SIM_SOURCE_SEED;
-    pl__hashset hs = {.cap_max = (size_t)1 << 17}; /* 65536 distinct tracked */
-    for (uint64_t seed = seed_lo; seed <= seed_hi; seed++) {
-        o.seed = seed;
-        pl_sim_result r;
-        int rc = pl_sim_run(sc, &o, &r);
-        if (rc != 0) {
-            pl_sim_result_free(&r);
-            free(hs.slots);
-            return rc;
-        }
-        out->runs++;
-        pl__hashset_add(&hs, r.hash);
-        if (r.finding.kind == PL_FINDING_NONE) {
-            out->clean++;
-        } else if (out->findings++ == 0) {
-            out->first_seed = seed;
-            out->first = r.finding;
-        }
-        pl_sim_result_free(&r);
-        if ((stop_at_first && out->findings > 0) || seed == UINT64_MAX) {
-            break;
-        }
-    }
-    out->distinct_hashes = hs.count;
-    free(hs.slots);
-    return 0;
 }

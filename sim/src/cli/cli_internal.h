@@ -42,6 +42,7 @@
 
 #include "pollen/sim.h"
 #include "budget.h"
+#include "campaign.h"
 #include "cli.h"
 #include "decide.h"
 #include "digits.h"
@@ -296,9 +297,7 @@ typedef struct campaign {
     uint64_t findings;       /* findings reported */
     uint64_t limit;          /* lowest seed with a finding; UINT64_MAX: none */
     report *first;           /* the lowest-seed finding */
-    pl__hashset hashes;
-    uint64_t *sites;         /* hits, reached per pl_sometimes site, summed */
-    size_t nsites;
+    pl__campaign_tally tally; /* distinct schedules, pl_sometimes counters */
     uint32_t sites_expected; /* seed workers started */
     uint32_t sites_received; /* seed workers that finished their slice */
     worker *w;
@@ -403,8 +402,6 @@ shared_rec *pl__cli_shared_rec_create(void);
 void pl__cli_shared_rec_destroy(shared_rec *r);
 int pl__cli_replay_path(const run_opts *o, const pl_scenario *sc, uint64_t seed, char *buf,
                         size_t len);
-const char *pl__cli_task_name_of(void *ud, uint32_t task);
-const pl__trace_rec *pl__cli_result_events(const pl_sim_result *r, size_t *len);
 void pl__cli_worker_main(const job *jb, int fd);
 
 /* report.c */

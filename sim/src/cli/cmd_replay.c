@@ -240,16 +240,16 @@ static int replay_trace(const cli *c, const replay_opts *ro, const replay_input 
                         const pl_sim_result *r)
 {
     size_t n = 0;
-    const pl__trace_rec *ev = pl__cli_result_events(r, &n);
+    const pl__trace_rec *ev = pl__result_events(r, &n);
     const pl__run_record *rec = pl__sim_result_record(r);
     int rc = 0;
     if (ro->trace) {
-        rc = pl__trace_write_text(stdout, ev, n, pl__cli_task_name_of, (void *)rec);
+        rc = pl__trace_write_text(stdout, ev, n, pl__result_task_name, (void *)rec);
     }
     if (rc == 0 && ro->chrome != NULL) {
         FILE *f = fopen(ro->chrome, "w");
         rc = f == NULL ? -errno
-                       : pl__trace_write_chrome(f, ev, n, pl__cli_task_name_of, (void *)rec);
+                       : pl__trace_write_chrome(f, ev, n, pl__result_task_name, (void *)rec);
         rc = f != NULL && fclose(f) != 0 && rc == 0 ? -errno : rc;
         if (rc == 0 && !ro->quiet) {
             printf("  chrome trace: %s (%zu events)\n", pl__cli_safe_text(ro->chrome).s, n);

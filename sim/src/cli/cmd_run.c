@@ -29,22 +29,20 @@ static void check_sometimes(campaign *cp)
     size_t n = 0;
     const pl__sometimes_site *sites = pl__sometimes_sites(&n);
     if (cp->stopped || cp->error || cp->sites_received != cp->sites_expected ||
-        (cp->first != NULL && !cp->o->keep_going) || n != cp->nsites) {
+        (cp->first != NULL && !cp->o->keep_going) || n != cp->tally.nsites) {
         return;
     }
     for (size_t i = 0; i < n; i++) {
-        uint64_t hits = cp->sites[2 * i], reached = cp->sites[2 * i + 1];
-        /* A site no run reached counts against the scenario written in the
-         * same file; sites elsewhere belong to other scenarios. */
-        bool own = cp->sc->source_file != NULL && strcmp(sites[i].file, cp->sc->source_file) == 0;
-        if (hits > 0 || (reached == 0 && !own)) {
+        pl_finding f;
+        if (!pl__campaign_site_failed(&cp->tally, cp->sc, i, &f)) {
             continue;
         }
         if (cp->o->shard_n > 1) {
             fprintf(cp->o->text,
                     "note: %s: pl_sometimes(\"%s\") at %s:%d was never true in this shard (%" PRIu64
                     " evaluations)\n",
-                    cp->sc->name, sites[i].msg, sites[i].file, sites[i].line, reached);
+                    cp->sc->name, sites[i].msg, sites[i].file, sites[i].line,
+                    cp->tally.sites[2 * i + 1]);
             continue;
         }
         report *rp = calloc(1, sizeof *rp);
@@ -53,17 +51,7 @@ static void check_sometimes(campaign *cp)
             return;
         }
         rp->sc = cp->sc;
-        rp->f.kind = PL_FINDING_ASSERTION;
-        if (reached == 0) {
-            snprintf(rp->f.message, sizeof rp->f.message,
-                     "pl_sometimes(\"%s\") at %s:%d was never even reached over the campaign",
-                     sites[i].msg, sites[i].file, sites[i].line);
-        } else {
-            snprintf(rp->f.message, sizeof rp->f.message,
-                     "pl_sometimes(\"%s\") at %s:%d was evaluated %" PRIu64
-                     " times over the campaign and never true",
-                     sites[i].msg, sites[i].file, sites[i].line, reached);
-        }
+        rp->f = f;
         /* Printed at once: these come after the campaign's other output. */
         pl__cli_make_reproduce(cp->c, cp->o, rp);
         pl__cli_print_report(cp->o, rp);
@@ -104,8 +92,8 @@ static void outcome_of(const campaign *cp, outcome *out)
     snprintf(out->total, sizeof out->total, "%s", cp->total);
     out->runs = cp->done;
     out->findings = cp->findings;
-    out->distinct = cp->hashes.count;
-    out->distinct_partial = cp->hashes.full;
+    out->distinct = cp->tally.hashes.count;
+    out->distinct_partial = cp->tally.hashes.full;
     out->stopped = cp->stopped;
     out->resume_seed = cp->resume_seed;
     out->seconds = (double)(cp->end_ms - cp->start_ms) / 1000.0;
@@ -147,8 +135,7 @@ static void print_summary_line(const run_opts *o, const outcome *out)
 static void campaign_free(campaign *cp)
 {
     free(cp->first);
-    free(cp->hashes.slots);
-    free(cp->sites);
+    pl__campaign_tally_free(&cp->tally);
     for (size_t i = 0; i < cp->nw; i++) {
         free(cp->w[i].buf);
     }
@@ -165,10 +152,8 @@ static int campaign_run(const cli *c, const run_opts *o, const pl_scenario *sc, 
     cp.sc = sc;
     cp.limit = UINT64_MAX;
     cp.resume_seed = UINT64_MAX;
-    pl__sometimes_sites(&cp.nsites);
-    cp.sites = calloc(2 * cp.nsites + 1, sizeof *cp.sites);
     cp.start_ms = cp.progress_ms = pl__cli_now_ms();
-    if (cp.sites == NULL) {
+    if (pl__campaign_tally_init(&cp.tally) != 0) {
         cp.error = true;
     } else {
         campaign_start(&cp);

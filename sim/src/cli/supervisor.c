@@ -330,15 +330,18 @@ static void on_finding(campaign *cp, worker *w, uint64_t seed, const msg_finding
 static void on_sites(campaign *cp, const worker *w, uint64_t n, const uint8_t *payload,
                      size_t len)
 {
-    if (w->rerun || n != cp->nsites || len != 2 * n * sizeof(uint32_t)) {
+    if (w->rerun || n != cp->tally.nsites || len != 2 * n * sizeof(uint32_t)) {
         return;
     }
-    for (size_t i = 0; i < 2 * n; i++) {
-        uint32_t v;
-        memcpy(&v, payload + i * sizeof v, sizeof v);
-        cp->sites[i] += v;
+    /* The payload sits unaligned in the receive buffer. */
+    uint32_t *counts = malloc(len + sizeof *counts);
+    if (counts == NULL) {
+        cp->error = true;
+        return;
     }
-    cp->sites_received++;
+    memcpy(counts, payload, len);
+    cp->sites_received += pl__campaign_tally_sites(&cp->tally, counts, (size_t)n);
+    free(counts);
 }
 
 /* "512 bytes", "64.0 KiB", "1.5 GiB" */
@@ -436,7 +439,7 @@ static void on_message(campaign *cp, worker *w, const msg_head *h, const uint8_t
         memcpy(&hash, payload, sizeof hash);
         w->running = false;
         cp->done++;
-        pl__hashset_add(&cp->hashes, hash);
+        pl__hashset_add(&cp->tally.hashes, hash);
     } else if (h->type == MSG_FINDING && h->len == sizeof(msg_finding)) {
         msg_finding *m = malloc(sizeof *m); /* aligned copy */
         if (m != NULL) {

@@ -67,104 +67,6 @@ int pl__cli_replay_path(const run_opts *o, const pl_scenario *sc, uint64_t seed,
     return n >= 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
 }
 
-/* Names tasks in timelines; ud is the run's pl__run_record. */
-const char *pl__cli_task_name_of(void *ud, uint32_t task) { return pl__run_task_name(ud, task); }
-
-/* The event log of a run made with keep_events (NULL, 0 without). */
-const pl__trace_rec *pl__cli_result_events(const pl_sim_result *r, size_t *len)
-{
-    const pl__run_record *rec = pl__sim_result_record(r);
-    *len = rec != NULL ? rec->events_len : 0;
-    return rec != NULL ? rec->events : NULL;
-}
-
-/* One event as a timeline line, without the trailing newline. */
-static void event_text(const pl_sim_result *r, const pl__trace_rec *ev, char *buf, size_t len)
-{
-    char *mem = NULL;
-    size_t memlen = 0;
-    FILE *f = open_memstream(&mem, &memlen);
-    buf[0] = '\0';
-    if (f == NULL) {
-        return;
-    }
-    pl__trace_write_text(f, ev, 1, pl__cli_task_name_of, (void *)pl__sim_result_record(r));
-    fclose(f);
-    if (mem != NULL) {
-        snprintf(buf, len, "%.*s", (int)strcspn(mem, "\n"), mem);
-    }
-    free(mem);
-}
-
-/* Reruns a seed twice with the event log and describes where the two
- * runs part; also positions the finding at that event. */
-static void locate_divergence(const job *jb, const pl_sim_options *so, pl_finding *f,
-                              char *buf, size_t len)
-{
-    pl_sim_options o2 = *so;
-    o2.keep_events = true;
-    pl_sim_result a, b;
-    int ra = pl_sim_run(jb->sc, &o2, &a), rb = pl_sim_run(jb->sc, &o2, &b);
-    size_t na = 0, nb = 0;
-    const pl__trace_rec *ea = ra == 0 ? pl__cli_result_events(&a, &na) : NULL;
-    const pl__trace_rec *eb = rb == 0 ? pl__cli_result_events(&b, &nb) : NULL;
-    size_t i = ea != NULL && eb != NULL ? pl__trace_first_diff(ea, na, eb, nb) : SIZE_MAX;
-    if (i == SIZE_MAX) {
-        snprintf(buf, len, "\n(two more runs with the event log agreed: the difference is "
-                           "intermittent)");
-    } else {
-        char la[256] = "(no event: the run ended)", lb[256] = "(no event: the run ended)";
-        const pl__trace_rec *at = i < na ? &ea[i] : &eb[i];
-        if (i < na) {
-            event_text(&a, &ea[i], la, sizeof la);
-        }
-        if (i < nb) {
-            event_text(&b, &eb[i], lb, sizeof lb);
-        }
-        snprintf(buf, len, "\nfirst difference at event %zu:\n  one run: %s\n  other:   %s", i, la,
-                 lb);
-        const char *name = i < na ? pl__run_task_name(pl__sim_result_record(&a), at->task)
-                                  : pl__run_task_name(pl__sim_result_record(&b), at->task);
-        f->step = at->step;
-        f->time_ns = at->time_ns;
-        f->task_id = at->task == PL__TRACE_NO_TASK ? 0 : at->task;
-        snprintf(f->task_name, sizeof f->task_name, "%s", name != NULL ? name : "");
-    }
-    pl_sim_result_free(&a);
-    pl_sim_result_free(&b);
-}
-
-/* --check-determinism: runs the seed again; on a different hash turns
- * r1's finding into a nondeterminism finding. Returns 0 or the run's
- * error. */
-static int check_determinism(const job *jb, const pl_sim_options *so, pl_sim_result *r1)
-{
-    pl_sim_result r2;
-    int rc = pl_sim_run(jb->sc, so, &r2);
-    uint64_t h2 = r2.hash;
-    pl_sim_result_free(&r2);
-    if (rc < 0 || h2 == r1->hash) {
-        return rc;
-    }
-    pl_finding *f = &r1->finding;
-    char before[160] = "";
-    if (f->kind != PL_FINDING_NONE) {
-        snprintf(before, sizeof before, " (the first run ended with %s)",
-                 pl_finding_name(f->kind));
-    }
-    pl_finding nf;
-    memset(&nf, 0, sizeof nf);
-    nf.kind = PL_FINDING_NONDETERMINISM;
-    char where[900];
-    locate_divergence(jb, so, &nf, where, sizeof where);
-    pl__cli_textf(nf.message, sizeof nf.message,
-                  "the same seed gave two different traces: hash %016" PRIx64 ", then %016" PRIx64
-                  "%s%s",
-                  r1->hash, h2, before, where);
-    *f = nf;
-    return 0;
-}
-
 static void worker_finding(const job *jb, int fd, uint64_t seed, const pl_sim_options *so,
                            const pl_sim_result *r)
 {
@@ -193,10 +95,7 @@ static int worker_seed(const job *jb, int fd, uint64_t seed)
     pl_sim_options so;
     pl_sim_result r;
     pl__cli_sim_options(jb->o, seed, &so);
-    int rc = pl_sim_run(jb->sc, &so, &r);
-    if (rc == 0 && jb->o->check_det) {
-        rc = check_determinism(jb, &so, &r);
-    }
+    int rc = pl__campaign_seed(jb->sc, &so, jb->o->check_det, &r);
     if (rc < 0) {
         send_error(fd, seed, "the simulator failed on seed %" PRIu64 ": %s%s%s", seed,
                    pl__cli_error_text(rc), r.finding.message[0] != '\0' ? ": " : "",
@@ -216,29 +115,14 @@ static int worker_seed(const job *jb, int fd, uint64_t seed)
     return found ? 1 : 0;
 }
 
-static void reset_sites(void)
-{
-    size_t n = 0;
-    pl__sometimes_site *s = pl__sometimes_sites(&n);
-    for (size_t i = 0; i < n; i++) {
-        s[i].hits = 0;
-        s[i].reached = 0;
-    }
-}
-
 static void send_sites(int fd)
 {
     size_t n = 0;
-    const pl__sometimes_site *s = pl__sometimes_sites(&n);
-    uint32_t *counts = calloc(2 * n + 1, sizeof *counts);
+    uint32_t *counts = pl__campaign_sites_snapshot(&n);
     if (counts == NULL) {
         send_error(fd, 0, "out of memory");
         fflush(NULL);
         _exit(ST_INTERNAL);
-    }
-    for (size_t i = 0; i < n; i++) {
-        counts[2 * i] = s[i].hits;
-        counts[2 * i + 1] = s[i].reached;
     }
     send_msg(fd, MSG_SITES, n, counts, 2 * n * sizeof *counts);
     free(counts);
@@ -253,7 +137,7 @@ static void worker_setup(const job *jb)
     prctl(PR_SET_PDEATHSIG, SIGKILL);
 #endif
     pl__cli_capture_stdout(jb->out_fd, jb->rerun);
-    reset_sites();
+    pl__campaign_sites_reset();
     if (jb->rec != NULL) {
         pl__sim_record_to(jb->rec->recs, (size_t)jb->rec->cap, &jb->rec->len);
         pl__budget_arm(&jb->rec->hang);
