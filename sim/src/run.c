@@ -11,8 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replay.h"
+#include "run.h"
 #include "sim_internal.h"
+#include "strategy.h"
 
 /* ---- Registry --------------------------------------------------------- */
 
@@ -375,7 +376,7 @@ int pl_sim_run(const pl_scenario *sc, const pl_sim_options *opts, pl_sim_result 
 
 /* ---- Replay files ----------------------------------------------------- */
 
-static const char *build_id(void)
+const char *pl__run_build_id(void)
 {
 #if defined(__clang__)
     return "clang " __clang_version__
@@ -403,7 +404,7 @@ int pl_sim_write_replay(const pl_scenario *sc, const pl_sim_options *opts,
     pl__replay rp;
     pl__replay_init(&rp);
     rp.pollen_version = (char *)PL_VERSION_STRING;
-    rp.build = (char *)build_id();
+    rp.build = (char *)pl__run_build_id();
     rp.scenario = (char *)sc->name;
     rp.seed = opts != NULL ? opts->seed : 0;
     rp.strategy = (char *)(opts != NULL && opts->strategy != NULL ? opts->strategy : "random");
@@ -438,7 +439,7 @@ static const pl__trace_rec *hashed_event(const pl__run_record *rec, size_t i)
 }
 
 /* Says where a replayed run left the recorded one. */
-static void explain_divergence(const pl__replay *rp, pl_sim_result *out, char *err,
+static void explain_divergence(const pl__replay *rp, const pl_sim_result *out, char *err,
                                size_t err_len)
 {
     const pl__run_record *rec = out->internal;
@@ -465,20 +466,48 @@ static void explain_divergence(const pl__replay *rp, pl_sim_result *out, char *e
              (unsigned long long)out->hash, pl_finding_name(out->finding.kind));
 }
 
-static int replay_options(const pl__replay *rp, pl_sim_options *o, char *knobs, size_t knobs_len)
+bool pl__replay_seed_only(const pl__replay *rp)
+{
+    return rp->decisions_len == 0 && rp->truncated;
+}
+
+int pl__replay_options(const pl__replay *rp, pl_sim_options *o, char *knobs, size_t knobs_len)
 {
     pl_sim_options_default(o);
-    o->source = PL_SIM_SOURCE_LIST;
     o->seed = rp->seed;
-    o->decisions = rp->decisions;
-    o->decisions_len = rp->decisions_len;
-    o->keep_events = true;
     o->poll_cost_ns = rp->poll_cost_ns;
+    if (pl__replay_seed_only(rp)) {
+        o->source = PL_SIM_SOURCE_SEED;
+        o->strategy = rp->strategy != NULL ? rp->strategy : "random";
+    } else {
+        o->source = PL_SIM_SOURCE_LIST;
+        o->decisions = rp->decisions;
+        o->decisions_len = rp->decisions_len;
+    }
     if (rp->has_knobs) {
-        if (pl__dec_knobs_format(&rp->knobs, knobs, knobs_len) < 0) {
+        int n = pl__dec_knobs_format(&rp->knobs, knobs, knobs_len);
+        if (n < 0 || (size_t)n >= knobs_len) {
             return PL_EINVAL;
         }
         o->knobs = knobs;
+    }
+    return 0;
+}
+
+int pl__replay_compare(const pl__replay *rp, const pl_sim_result *r, char *err, size_t err_len)
+{
+    const char *want = rp->finding;
+    const char *got = r->finding.kind != PL_FINDING_NONE ? pl_finding_name(r->finding.kind) : NULL;
+    if ((want == NULL) != (got == NULL) || (want != NULL && strcmp(want, got) != 0)) {
+        snprintf(err, err_len, "expected %s, got %s%s%s", want != NULL ? want : "no finding",
+                 got != NULL ? got : "no finding", r->diverged ? "; " : "",
+                 r->diverged ? r->divergence : "");
+        return 1;
+    }
+    bool hashed = rp->has_hash && !pl__replay_seed_only(rp);
+    if ((hashed && rp->hash != r->hash) || r->diverged) {
+        explain_divergence(rp, r, err, err_len);
+        return 1;
     }
     return 0;
 }
@@ -500,7 +529,8 @@ int pl_sim_replay_file(const char *path, pl_sim_result *out, char *err, size_t e
     }
     pl_sim_options o;
     char knobs[PL__DEC_KNOBS_TEXT_MAX];
-    rc = replay_options(&rp, &o, knobs, sizeof knobs);
+    rc = pl__replay_options(&rp, &o, knobs, sizeof knobs);
+    o.keep_events = true;
     if (rc == 0) {
         rc = pl_sim_run(sc, &o, out);
     }
@@ -509,12 +539,41 @@ int pl_sim_replay_file(const char *path, pl_sim_result *out, char *err, size_t e
         pl__replay_free(&rp);
         return rc;
     }
-    const char *want = rp.finding != NULL ? rp.finding : "none";
-    bool same = (!rp.has_hash || rp.hash == out->hash) &&
-                strcmp(want, pl_finding_name(out->finding.kind)) == 0 && !out->diverged;
-    if (!same) {
-        explain_divergence(&rp, out, err, err_len);
-    }
+    rc = pl__replay_compare(&rp, out, err, err_len);
     pl__replay_free(&rp);
-    return same ? 0 : 1;
+    return rc;
+}
+
+/* ---- Options -> knobs ------------------------------------------------- */
+
+int pl__sim_knobs_of(const pl_sim_options *o, pl__dec_knobs *k, char *err, size_t err_len)
+{
+    pl__strategy_spec spec;
+    if (pl__strategy_parse(o->strategy, &spec, err, err_len) != 0) {
+        return PL_EINVAL;
+    }
+    pl__dec_knobs_default(k);
+    if (spec.kind == PL__STRATEGY_SWARM) {
+        pl__dec_knobs_swarm(k, o->seed);
+    }
+    if (o->knobs != NULL && o->knobs[0] != '\0' &&
+        pl__dec_knobs_parse(k, o->knobs, strlen(o->knobs), err, err_len) != 0) {
+        return PL_EINVAL;
+    }
+    return 0;
+}
+
+int pl_sim_knobs_text(const pl_sim_options *opts, char *buf, size_t len)
+{
+    pl_sim_options d;
+    if (opts == NULL) {
+        pl_sim_options_default(&d);
+        opts = &d;
+    }
+    pl__dec_knobs k;
+    if (pl__sim_knobs_of(opts, &k, NULL, 0) != 0) {
+        return PL_EINVAL;
+    }
+    pl__dec_knobs_format(&k, buf, len);
+    return 0;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "reactor.h"
+#include "run.h"
 #include "sim_internal.h"
 #include "strategy.h"
 
@@ -415,12 +416,7 @@ static int init_decisions(pl__sim *s, const pl_sim_options *o, char *err, size_t
         return PL_EINVAL;
     }
     pl__dec_knobs knobs;
-    pl__dec_knobs_default(&knobs);
-    if (spec.kind == PL__STRATEGY_SWARM) {
-        pl__dec_knobs_swarm(&knobs, o->seed);
-    }
-    if (o->knobs != NULL && o->knobs[0] != '\0' &&
-        pl__dec_knobs_parse(&knobs, o->knobs, strlen(o->knobs), err, err_len) != 0) {
+    if (pl__sim_knobs_of(o, &knobs, err, err_len) != 0) {
         return PL_EINVAL;
     }
     pl__dec_init(&s->dec, &knobs);

@@ -1489,6 +1489,37 @@ static void assert_finding(char *path, size_t len)
     proc_free(&p);
 }
 
+/* The "build ..." line of a replay file, without its newline. */
+static void build_line_of(const char *path, char *buf, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s", path);
+    char line[1024];
+    buf[0] = '\0';
+    while (fgets(line, sizeof line, f) != NULL) {
+        if (strncmp(line, "build ", 6) == 0) {
+            snprintf(buf, len, "%.*s", (int)strcspn(line, "\n"), line);
+            break;
+        }
+    }
+    fclose(f);
+    cr_assert_neq(buf[0], '\0', "no build line in %s", path);
+}
+
+/* A crash's replay is written by the parent, a finding's by the run's
+ * worker through the library: both name the build alike. */
+Test(cli, crash_and_finding_replays_record_the_same_build)
+{
+    char finding[4096], a[1024], b[1024];
+    assert_finding(finding, sizeof finding);
+    build_line_of(finding, a, sizeof a);
+    proc p = HARNESS("run", "selftest_crash", "--seeds", "0..199", "-j", "1", "--no-shrink");
+    cr_assert_eq(p.status, 10 + 12, "%s%s", p.out, p.err);
+    build_line_of(replay_of(p.out), b, sizeof b);
+    proc_free(&p);
+    cr_assert_str_eq(a, b);
+}
+
 Test(cli, replay_reproduces_a_finding_with_its_hash)
 {
     char path[4096];

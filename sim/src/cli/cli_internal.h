@@ -48,6 +48,7 @@
 #include "digits.h"
 #include "hashset.h"
 #include "replay.h"
+#include "run.h"
 #include "shrink.h"
 #include "sim_internal.h"
 #include "strategy.h"

@@ -40,7 +40,6 @@ typedef struct replay_input {
     pl__replay file;        /* parsed replay file (owned) */
     uint8_t *bytes;         /* raw input (owned) */
     size_t bytes_len;
-    char knobs[PL__DEC_KNOBS_TEXT_MAX];
 } replay_input;
 
 static int replay_opts_parse(const cli *c, int argc, char **argv, replay_opts *ro)
@@ -135,9 +134,6 @@ static int replay_load(const cli *c, const replay_opts *ro, const char *path, re
             "the program that has it ('%s list' shows what this one has)",
             path, name, c->prog);
     }
-    if (in->file.has_knobs) {
-        pl__dec_knobs_format(&in->file.knobs, in->knobs, sizeof in->knobs);
-    }
     in->file.poll_cost_ns = ro->poll_cost_set ? ro->poll_cost_ns : in->file.poll_cost_ns;
     return 0;
 }
@@ -148,33 +144,27 @@ static void replay_input_free(replay_input *in)
     free(in->bytes);
 }
 
-/* A file without decisions (written for a crash by a build that could
- * not record them) replays from its seed. */
 static bool seed_only(const replay_input *in)
 {
-    return !in->raw && in->file.decisions_len == 0 && in->file.truncated;
+    return !in->raw && pl__replay_seed_only(&in->file);
 }
 
 /* The options that rerun the input: its bytes, its decision list (which
  * already holds the strategy's choices), or its seed. */
-static void replay_sim_options(const replay_input *in, pl_sim_options *so)
+static void replay_sim_options(const replay_input *in, pl_sim_options *so, char *knobs,
+                               size_t knobs_len)
 {
+    if (!in->raw) {
+        /* knobs_len PL__DEC_KNOBS_TEXT_MAX: every knobs text fits. */
+        pl__replay_options(&in->file, so, knobs, knobs_len);
+        return;
+    }
     pl_sim_options_default(so);
     so->seed = in->file.seed;
-    so->knobs = in->file.has_knobs ? in->knobs : NULL;
-    so->poll_cost_ns = in->file.poll_cost_ns;
-    if (in->raw) {
-        so->source = PL_SIM_SOURCE_BYTES;
-        so->bytes = in->bytes;
-        so->bytes_len = in->bytes_len;
-    } else if (seed_only(in)) {
-        so->source = PL_SIM_SOURCE_SEED;
-        so->strategy = in->file.strategy;
-    } else {
-        so->source = PL_SIM_SOURCE_LIST;
-        so->decisions = in->file.decisions;
-        so->decisions_len = in->file.decisions_len;
-    }
+    so->poll_cost_ns = in->file.poll_cost_ns; /* --poll-cost */
+    so->source = PL_SIM_SOURCE_BYTES;
+    so->bytes = in->bytes;
+    so->bytes_len = in->bytes_len;
 }
 
 static void print_replay_finding(const replay_input *in, const pl_sim_result *r)
@@ -196,24 +186,11 @@ static void print_replay_finding(const replay_input *in, const pl_sim_result *r)
  * it matches, 1 (with why in err) when it differs. */
 static int compare_run(const replay_input *in, const pl_sim_result *r, char *err, size_t len)
 {
-    const char *got = r->finding.kind != PL_FINDING_NONE ? pl_finding_name(r->finding.kind) : NULL;
-    if (in->raw) {
-        if (got == NULL) {
-            snprintf(err, len, "no finding: this input does not reproduce a failure");
-            return 1;
-        }
-        return 0;
+    if (!in->raw) {
+        return pl__replay_compare(&in->file, r, err, len);
     }
-    const char *want = in->file.finding;
-    if ((want == NULL) != (got == NULL) || (want != NULL && strcmp(want, got) != 0)) {
-        snprintf(err, len, "expected %s, got %s%s%s", want != NULL ? want : "no finding",
-                 got != NULL ? got : "no finding", r->diverged ? "; " : "",
-                 r->diverged ? r->divergence : "");
-        return 1;
-    }
-    if (!seed_only(in) && in->file.has_hash && in->file.hash != r->hash) {
-        snprintf(err, len, "expected hash %016" PRIx64 ", got %016" PRIx64 "%s%s", in->file.hash,
-                 r->hash, r->diverged ? "; " : "", r->diverged ? r->divergence : "");
+    if (r->finding.kind == PL_FINDING_NONE) {
+        snprintf(err, len, "no finding: this input does not reproduce a failure");
         return 1;
     }
     return 0;
@@ -288,7 +265,8 @@ static int replay_nondeterminism(const cli *c, const replay_opts *ro, const repl
 {
     pl_sim_options so;
     pl_sim_result a, b;
-    replay_sim_options(in, &so);
+    char knobs[PL__DEC_KNOBS_TEXT_MAX];
+    replay_sim_options(in, &so, knobs, sizeof knobs);
     int ra = pl_sim_run(in->sc, &so, &a), rb = pl_sim_run(in->sc, &so, &b);
     uint64_t ha = a.hash, hb = b.hash;
     pl_sim_result_free(&a);
@@ -327,7 +305,8 @@ static int replay_exec(const cli *c, const replay_opts *ro, const replay_input *
         rc = pl_sim_replay_file(in->path, &r, err, sizeof err);
     } else {
         pl_sim_options so;
-        replay_sim_options(in, &so);
+        char knobs[PL__DEC_KNOBS_TEXT_MAX];
+        replay_sim_options(in, &so, knobs, sizeof knobs);
         so.keep_events = ro->trace || ro->chrome != NULL;
         rc = pl_sim_run(in->sc, &so, &r);
         rc = rc == 0 ? compare_run(in, &r, err, sizeof err) : rc;

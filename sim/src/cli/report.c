@@ -121,18 +121,6 @@ int pl__cli_write_all(int fd, const void *buf, size_t len)
     return 0;
 }
 
-/* The "build" line of replay files written by the CLI itself. */
-static const char *build_text(void)
-{
-#if defined(__clang__)
-    return "clang " __clang_version__;
-#elif defined(__GNUC__)
-    return "gcc " __VERSION__;
-#else
-    return "unknown compiler";
-#endif
-}
-
 /* "--strategy S --knobs K --poll-cost Nns" when they differ from the defaults. */
 static void schedule_args(const run_opts *o, char *buf, size_t len)
 {
@@ -355,16 +343,14 @@ void pl__cli_print_report(const run_opts *o, const report *rp)
     }
 }
 
-/* Knobs a run with these options used, for replay files written here.
- * Swarm draws them from the seed, then --knobs applies on top. */
+/* Knobs a run with these options used, for replay files written here
+ * (the library's options -> knobs function, as pl_sim_run itself). */
 void pl__cli_knobs_for(const run_opts *o, uint64_t seed, pl__dec_knobs *k)
 {
-    pl__dec_knobs_default(k);
-    if (strcmp(o->strategy, "swarm") == 0) {
-        pl__dec_knobs_swarm(k, seed);
-    }
-    if (o->knobs != NULL) {
-        pl__dec_knobs_parse(k, o->knobs, strlen(o->knobs), NULL, 0);
+    pl_sim_options so;
+    pl__cli_sim_options(o, seed, &so);
+    if (pl__sim_knobs_of(&so, k, NULL, 0) != 0) {
+        pl__dec_knobs_default(k); /* `run` checked strategy and knobs already */
     }
 }
 
@@ -378,7 +364,7 @@ int pl__cli_write_lost_replay(const run_opts *o, report *rp, const shared_rec *r
     pl__replay_init(&r);
     /* Borrowed pointers: r is never passed to pl__replay_free. */
     r.pollen_version = (char *)PL_VERSION_STRING;
-    r.build = (char *)build_text();
+    r.build = (char *)pl__run_build_id();
     r.scenario = (char *)rp->sc->name;
     r.seed = rp->seed;
     r.strategy = (char *)o->strategy;
