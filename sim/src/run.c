@@ -13,7 +13,6 @@
 
 #include "run.h"
 #include "sim_internal.h"
-#include "strategy.h"
 
 /* ---- Registry --------------------------------------------------------- */
 
@@ -542,38 +541,4 @@ int pl_sim_replay_file(const char *path, pl_sim_result *out, char *err, size_t e
     rc = pl__replay_compare(&rp, out, err, err_len);
     pl__replay_free(&rp);
     return rc;
-}
-
-/* ---- Options -> knobs ------------------------------------------------- */
-
-int pl__sim_knobs_of(const pl_sim_options *o, pl__dec_knobs *k, char *err, size_t err_len)
-{
-    pl__strategy_spec spec;
-    if (pl__strategy_parse(o->strategy, &spec, err, err_len) != 0) {
-        return PL_EINVAL;
-    }
-    pl__dec_knobs_default(k);
-    if (spec.kind == PL__STRATEGY_SWARM) {
-        pl__dec_knobs_swarm(k, o->seed);
-    }
-    if (o->knobs != NULL && o->knobs[0] != '\0' &&
-        pl__dec_knobs_parse(k, o->knobs, strlen(o->knobs), err, err_len) != 0) {
-        return PL_EINVAL;
-    }
-    return 0;
-}
-
-int pl_sim_knobs_text(const pl_sim_options *opts, char *buf, size_t len)
-{
-    pl_sim_options d;
-    if (opts == NULL) {
-        pl_sim_options_default(&d);
-        opts = &d;
-    }
-    pl__dec_knobs k;
-    if (pl__sim_knobs_of(opts, &k, NULL, 0) != 0) {
-        return PL_EINVAL;
-    }
-    pl__dec_knobs_format(&k, buf, len);
-    return 0;
 }

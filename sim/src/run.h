@@ -1,7 +1,6 @@
 /* sim/src/run.h: what run.c offers the rest of libpollen-sim and the
- * CLI, so that each of these exists once:
- *  - the options -> knobs function (pl_sim_run, pl_sim_knobs_text and
- *    the replay files the CLI writes for runs that never finished);
+ * CLI, so that each of these exists once (the options -> knobs function
+ * is knobs_of.h's):
  *  - the build line of replay files (normal and crash replays alike);
  *  - replay file -> run options (pl_sim_replay_file, `pollen replay`,
  *    the shrinker), and the comparison of a rerun with its file. */
@@ -14,11 +13,6 @@
 #include "pollen/sim.h"
 #include "decide.h"
 #include "replay.h"
-
-/* The knobs a run with options o uses: the defaults, drawn from the seed
- * under the swarm strategy, then o->knobs on top. Returns 0, or PL_EINVAL
- * for a bad strategy or knobs text (the reason in err when err_len > 0). */
-int pl__sim_knobs_of(const pl_sim_options *o, pl__dec_knobs *k, char *err, size_t err_len);
 
 /* The "build" line of replay files: compiler, optimisation, sanitizer.
  * Static storage. */

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "knobs_of.h"
 #include "reactor.h"
-#include "run.h"
 #include "sim_internal.h"
 #include "strategy.h"
 

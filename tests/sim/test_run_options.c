@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "decide.h"
+#include "knobs_of.h"
 #include "leakcheck.h"
 #include "replay.h"
 #include "run.h"

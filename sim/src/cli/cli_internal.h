@@ -47,6 +47,7 @@
 #include "decide.h"
 #include "digits.h"
 #include "hashset.h"
+#include "knobs_of.h"
 #include "replay.h"
 #include "run.h"
 #include "shrink.h"
