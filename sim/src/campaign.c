@@ -29,6 +29,60 @@ static void textf(char *buf, size_t len, const char *fmt, ...)
     va_end(ap);
 }
 
+/* ---- Seed ranges ---------------------------------------------------------- */
+
+pl__seed_slice pl__seed_slice_of(uint64_t lo, uint64_t hi, uint32_t k, uint32_t n, uint32_t j,
+                                 uint32_t jobs)
+{
+    pl__seed_slice none = {0, 1, 0, true};
+    /* The shard's seeds: lo + (k - 1) + i * n for i <= shard_last. Indexes
+     * rather than counts: a count of the whole seed space overflows. */
+    uint64_t span = hi - lo; /* seeds in range minus one; no overflow */
+    if ((uint64_t)(k - 1) > span) {
+        return none;
+    }
+    uint64_t shard_last = (span - (k - 1)) / n;
+    if (j > shard_last) {
+        return none;
+    }
+    pl__seed_slice s;
+    s.first = lo + (k - 1) + (uint64_t)j * n;
+    s.stride = (uint64_t)n * jobs;
+    s.last = (shard_last - j) / jobs;
+    s.empty = false;
+    return s;
+}
+
+bool pl__seed_slice_has(const pl__seed_slice *s, uint64_t i) { return !s->empty && i <= s->last; }
+
+uint64_t pl__seed_slice_seed(const pl__seed_slice *s, uint64_t i)
+{
+    return s->first + i * s->stride;
+}
+
+pl__seed_slice pl__seed_slice_rest(const pl__seed_slice *s, uint64_t i)
+{
+    pl__seed_slice rest = {0, 1, 0, true};
+    if (pl__seed_slice_has(s, i)) {
+        rest.first = pl__seed_slice_seed(s, i);
+        rest.stride = s->stride;
+        rest.last = s->last - i;
+        rest.empty = false;
+    }
+    return rest;
+}
+
+int pl__seed_slice_count_text(const pl__seed_slice *s, char *buf, size_t len)
+{
+    if (s->empty) {
+        return snprintf(buf, len, "0");
+    }
+    if (s->last == UINT64_MAX) {
+        return snprintf(buf, len, "18446744073709551616"); /* 2^64 */
+    }
+    return snprintf(buf, len, "%" PRIu64, s->last + 1);
+}
+
 /* ---- The determinism check --------------------------------------------- */
 
 const char *pl__result_task_name(void *ud, uint32_t task)
@@ -280,7 +334,9 @@ int pl_sim_campaign_run(const pl_scenario *sc, const pl_campaign_options *opts,
     }
     pl__campaign_sites_reset();
     int rc = 0;
-    for (uint64_t seed = opts->seed_lo; seed <= opts->seed_hi; seed++) {
+    pl__seed_slice range = pl__seed_slice_of(opts->seed_lo, opts->seed_hi, 1, 1, 0, 1);
+    for (uint64_t i = 0; opts->seed_lo <= opts->seed_hi && pl__seed_slice_has(&range, i); i++) {
+        uint64_t seed = pl__seed_slice_seed(&range, i);
         o.seed = seed;
         pl_sim_result r;
         rc = pl__campaign_seed(sc, &o, opts->check_determinism, &r);
@@ -294,11 +350,11 @@ int pl_sim_campaign_run(const pl_scenario *sc, const pl_campaign_options *opts,
             }
         }
         pl_sim_result_free(&r);
-        if (rc != 0 || (opts->stop_at_first && out->findings > 0) || seed == UINT64_MAX) {
+        if (rc != 0 || (opts->stop_at_first && out->findings > 0) || i == UINT64_MAX) {
             break;
         }
     }
-    if (rc == 0 && !(opts->stop_at_first && out->findings > 0)) {
+    if (rc == 0 && out->runs > 0 && !(opts->stop_at_first && out->findings > 0)) {
         sometimes_verdict(sc, &t, out);
     }
     out->distinct_hashes = t.hashes.count;

@@ -303,4 +303,8 @@ LEAK_TEST(campaign, the_old_entry_point_judges_pl_sometimes_too)
     cr_assert_eq(cr.findings, 1);
     cr_assert_eq(cr.first.kind, PL_FINDING_ASSERTION);
     cr_assert(!cr.first_has_seed);
+    /* An empty range runs nothing and judges nothing. */
+    cr_assert_eq(pl_sim_campaign(&camp_unreached, 5, 4, NULL, true, &cr), 0);
+    cr_assert_eq(cr.runs, 0);
+    cr_assert_eq(cr.findings, 0);
 }

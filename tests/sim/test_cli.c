@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "campaign.h"
 #include "cli/cli.h"
 #include "pollen/error.h"
 
@@ -580,13 +581,13 @@ static void check_cover(uint64_t lo, uint64_t hi, uint32_t shards, uint32_t jobs
     cr_assert_not_null(hits);
     for (uint32_t k = 1; k <= shards; k++) {
         for (uint32_t j = 0; j < jobs; j++) {
-            pl__cli_slice s = pl__cli_slice_of(lo, hi, k, shards, j, jobs);
-            for (uint64_t i = 0; pl__cli_slice_has(&s, i); i++) {
-                uint64_t seed = pl__cli_slice_seed(&s, i);
+            pl__seed_slice s = pl__seed_slice_of(lo, hi, k, shards, j, jobs);
+            for (uint64_t i = 0; pl__seed_slice_has(&s, i); i++) {
+                uint64_t seed = pl__seed_slice_seed(&s, i);
                 cr_assert(seed >= lo && seed <= hi);
                 cr_assert_eq((seed - lo) % shards + 1, k, "seed %" PRIu64 " in shard %u", seed, k);
                 if (i > 0) {
-                    cr_assert_gt(seed, pl__cli_slice_seed(&s, i - 1));
+                    cr_assert_gt(seed, pl__seed_slice_seed(&s, i - 1));
                 }
                 hits[seed - lo]++;
             }
@@ -624,11 +625,11 @@ Test(cli, slices_near_the_top_of_the_seed_space)
     uint64_t total = 0;
     for (uint32_t k = 1; k <= 5; k++) {
         for (uint32_t j = 0; j < 3; j++) {
-            pl__cli_slice s = pl__cli_slice_of(lo, hi, k, 5, j, 3);
+            pl__seed_slice s = pl__seed_slice_of(lo, hi, k, 5, j, 3);
             total += s.last + 1;
-            cr_assert_leq(pl__cli_slice_seed(&s, s.last), hi);
-            cr_assert_gt(pl__cli_slice_seed(&s, s.last), hi - 15);
-            cr_assert(!pl__cli_slice_has(&s, s.last + 1));
+            cr_assert_leq(pl__seed_slice_seed(&s, s.last), hi);
+            cr_assert_gt(pl__seed_slice_seed(&s, s.last), hi - 15);
+            cr_assert(!pl__seed_slice_has(&s, s.last + 1));
         }
     }
     cr_assert_eq(total, hi - lo + 1);
@@ -638,34 +639,34 @@ Test(cli, the_whole_seed_space_splits_without_overflow)
 {
     char text[32];
     /* One job, one shard: 2^64 seeds in one slice. */
-    pl__cli_slice all = pl__cli_slice_of(0, UINT64_MAX, 1, 1, 0, 1);
+    pl__seed_slice all = pl__seed_slice_of(0, UINT64_MAX, 1, 1, 0, 1);
     cr_assert(!all.empty && all.first == 0 && all.stride == 1 && all.last == UINT64_MAX);
-    cr_assert_eq(pl__cli_slice_seed(&all, all.last), UINT64_MAX);
-    pl__cli_slice_count_text(&all, text, sizeof text);
+    cr_assert_eq(pl__seed_slice_seed(&all, all.last), UINT64_MAX);
+    pl__seed_slice_count_text(&all, text, sizeof text);
     cr_assert_str_eq(text, "18446744073709551616");
     /* Two jobs: 2^63 seeds each, together all of them. */
     for (uint32_t j = 0; j < 2; j++) {
-        pl__cli_slice s = pl__cli_slice_of(0, UINT64_MAX, 1, 1, j, 2);
+        pl__seed_slice s = pl__seed_slice_of(0, UINT64_MAX, 1, 1, j, 2);
         cr_assert_eq(s.last, UINT64_MAX / 2);
-        cr_assert_eq(pl__cli_slice_seed(&s, s.last), UINT64_MAX - 1 + j);
-        pl__cli_slice_count_text(&s, text, sizeof text);
+        cr_assert_eq(pl__seed_slice_seed(&s, s.last), UINT64_MAX - 1 + j);
+        pl__seed_slice_count_text(&s, text, sizeof text);
         cr_assert_str_eq(text, "9223372036854775808");
     }
     /* Three shards of 2^64 seeds: 6148914691236517206 + 2 * 6148914691236517205. */
     uint64_t sum = 0;
     for (uint32_t k = 1; k <= 3; k++) {
-        pl__cli_slice s = pl__cli_slice_of(0, UINT64_MAX, k, 3, 0, 1);
-        cr_assert_leq(pl__cli_slice_seed(&s, s.last), UINT64_MAX);
-        cr_assert_gt(pl__cli_slice_seed(&s, s.last), UINT64_MAX - 3);
+        pl__seed_slice s = pl__seed_slice_of(0, UINT64_MAX, k, 3, 0, 1);
+        cr_assert_leq(pl__seed_slice_seed(&s, s.last), UINT64_MAX);
+        cr_assert_gt(pl__seed_slice_seed(&s, s.last), UINT64_MAX - 3);
         sum += s.last + 1;
     }
     cr_assert_eq(sum, 0, "2^64 wraps to 0: %" PRIu64, sum);
     /* What a fresh worker resumes. */
-    pl__cli_slice rest = pl__cli_slice_rest(&all, 10);
+    pl__seed_slice rest = pl__seed_slice_rest(&all, 10);
     cr_assert(rest.first == 10 && rest.last == UINT64_MAX - 10);
-    pl__cli_slice one = pl__cli_slice_of(5, 5, 1, 1, 0, 1);
-    cr_assert(pl__cli_slice_rest(&one, 1).empty);
-    cr_assert(pl__cli_slice_rest(&one, 0).first == 5);
+    pl__seed_slice one = pl__seed_slice_of(5, 5, 1, 1, 0, 1);
+    cr_assert(pl__seed_slice_rest(&one, 1).empty);
+    cr_assert(pl__seed_slice_rest(&one, 0).first == 5);
 }
 
 Test(cli, parse_sizes)
@@ -710,15 +711,15 @@ Test(cli, escape_control_bytes)
 
 Test(cli, more_shards_than_seeds_leave_empty_slices)
 {
-    pl__cli_slice s = pl__cli_slice_of(10, 12, 4, 8, 0, 1);
-    cr_assert(s.empty && !pl__cli_slice_has(&s, 0));
-    s = pl__cli_slice_of(10, 12, 3, 8, 0, 1);
+    pl__seed_slice s = pl__seed_slice_of(10, 12, 4, 8, 0, 1);
+    cr_assert(s.empty && !pl__seed_slice_has(&s, 0));
+    s = pl__seed_slice_of(10, 12, 3, 8, 0, 1);
     cr_assert(!s.empty && s.last == 0);
     cr_assert_eq(s.first, 12);
-    s = pl__cli_slice_of(10, 12, 1, 1, 5, 8);
+    s = pl__seed_slice_of(10, 12, 1, 1, 5, 8);
     cr_assert(s.empty);
     char text[32];
-    pl__cli_slice_count_text(&s, text, sizeof text);
+    pl__seed_slice_count_text(&s, text, sizeof text);
     cr_assert_str_eq(text, "0");
 }
 

@@ -226,7 +226,7 @@ typedef struct shared_rec {
 typedef struct job {
     const run_opts *o;
     const pl_scenario *sc;
-    pl__cli_slice slice;
+    pl__seed_slice slice;
     bool rerun;      /* reruns one seed whose worker died */
     shared_rec *rec; /* where a rerun records its decisions; may be NULL */
     int out_fd;      /* the capture file that becomes its stdout */
@@ -273,7 +273,7 @@ typedef struct worker {
     int fd;                  /* read end of its pipe */
     int out_fd;              /* its stdout's capture file */
     output_tail tail;        /* once reaped: what that file held */
-    pl__cli_slice slice;
+    pl__seed_slice slice;
     uint64_t started;        /* seeds of the slice started */
     bool running;            /* a seed started and not finished */
     uint64_t seed;           /* the seed started last */
@@ -293,7 +293,7 @@ typedef struct campaign {
     const cli *c;
     const run_opts *o;
     const pl_scenario *sc;
-    pl__cli_slice shard;     /* the seeds of this shard */
+    pl__seed_slice shard;    /* the seeds of this shard */
     char total[24];          /* how many, in decimal (2^64 does not fit a uint64_t) */
     uint64_t done;           /* seeds finished */
     uint64_t findings;       /* findings reported */
@@ -416,13 +416,13 @@ int pl__cli_write_lost_replay(const run_opts *o, report *rp, const shared_rec *r
 
 /* supervisor.c */
 void pl__cli_kill_worker(worker *w, kill_reason why);
-void pl__cli_note_unfinished(campaign *cp, pl__cli_slice rest);
+void pl__cli_note_unfinished(campaign *cp, pl__seed_slice rest);
 void pl__cli_stop_worker(campaign *cp, worker *w);
 void pl__cli_lower_limit(campaign *cp, uint64_t seed);
 void pl__cli_accept_report(campaign *cp, report *rp);
 void pl__cli_clear_progress(campaign *cp);
 void pl__cli_progress(campaign *cp);
-worker *pl__cli_spawn_seed_worker(campaign *cp, pl__cli_slice slice);
+worker *pl__cli_spawn_seed_worker(campaign *cp, pl__seed_slice slice);
 void pl__cli_spawn_rerun(campaign *cp, uint64_t seed, pl_finding_kind cause, const char *text);
 void pl__cli_format_duration(pl_time ns, char *buf, size_t len);
 void pl__cli_lost_text(const campaign *cp, const worker *w, int status, char *buf, size_t len);

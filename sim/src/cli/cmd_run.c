@@ -7,11 +7,11 @@
 static int campaign_start(campaign *cp)
 {
     const run_opts *o = cp->o;
-    cp->shard = pl__cli_slice_of(o->seed_lo, o->seed_hi, o->shard_k, o->shard_n, 0, 1);
-    pl__cli_slice_count_text(&cp->shard, cp->total, sizeof cp->total);
+    cp->shard = pl__seed_slice_of(o->seed_lo, o->seed_hi, o->shard_k, o->shard_n, 0, 1);
+    pl__seed_slice_count_text(&cp->shard, cp->total, sizeof cp->total);
     for (uint32_t j = 0; j < o->jobs; j++) {
-        pl__cli_slice s = pl__cli_slice_of(o->seed_lo, o->seed_hi, o->shard_k, o->shard_n, j,
-                                           o->jobs);
+        pl__seed_slice s =
+            pl__seed_slice_of(o->seed_lo, o->seed_hi, o->shard_k, o->shard_n, j, o->jobs);
         if (!s.empty && pl__cli_spawn_seed_worker(cp, s) == NULL) {
             /* The loop still collects the workers already started. */
             cp->error = true;

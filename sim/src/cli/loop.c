@@ -25,7 +25,7 @@ static bool buffer_append(worker *w, const uint8_t *data, size_t n)
 /* Keep-going: a worker for the seeds a dead worker had left. */
 static void spawn_rest(campaign *cp, const worker *w)
 {
-    pl__cli_slice rest = pl__cli_slice_rest(&w->slice, w->started);
+    pl__seed_slice rest = pl__seed_slice_rest(&w->slice, w->started);
     if (cp->o->keep_going && !rest.empty && pl__cli_spawn_seed_worker(cp, rest) == NULL) {
         cp->error = true;
     }
@@ -75,7 +75,7 @@ static void seed_lost(campaign *cp, const worker *w, int status)
     if (!cp->o->keep_going && w->seed > cp->limit) {
         return;
     }
-    pl__cli_slice rest = pl__cli_slice_rest(&w->slice, w->started);
+    pl__seed_slice rest = pl__seed_slice_rest(&w->slice, w->started);
     if (cp->stopping) {
         /* After --time, no rerun: the seed is judged now, so that a
          * resumed campaign goes past it. */

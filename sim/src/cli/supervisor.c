@@ -26,7 +26,7 @@ static uint64_t worker_next_seed(const worker *w)
     if (w->running) {
         return w->seed;
     }
-    return pl__cli_slice_has(&w->slice, w->started) ? pl__cli_slice_seed(&w->slice, w->started)
+    return pl__seed_slice_has(&w->slice, w->started) ? pl__seed_slice_seed(&w->slice, w->started)
                                                      : UINT64_MAX;
 }
 
@@ -39,7 +39,7 @@ void pl__cli_kill_worker(worker *w, kill_reason why)
 }
 
 /* Seeds of `rest` will not be judged in this campaign. */
-void pl__cli_note_unfinished(campaign *cp, pl__cli_slice rest)
+void pl__cli_note_unfinished(campaign *cp, pl__seed_slice rest)
 {
     if (!rest.empty && rest.first < cp->resume_seed) {
         cp->resume_seed = rest.first;
@@ -51,7 +51,7 @@ void pl__cli_note_unfinished(campaign *cp, pl__cli_slice rest)
 void pl__cli_stop_worker(campaign *cp, worker *w)
 {
     if (w->pid > 0 && w->killed == KILL_NONE) {
-        pl__cli_slice rest = pl__cli_slice_rest(&w->slice, w->started - (w->running ? 1 : 0));
+        pl__seed_slice rest = pl__seed_slice_rest(&w->slice, w->started - (w->running ? 1 : 0));
         pl__cli_note_unfinished(cp, rest);
         pl__cli_kill_worker(w, KILL_STOP);
     }
@@ -155,7 +155,7 @@ static void close_others(const campaign *cp, const worker *self)
 
 /* Forks a worker for `slice`. Fills and returns its slot, or NULL after
  * an internal error. */
-static worker *spawn_worker(campaign *cp, pl__cli_slice slice, bool rerun, shared_rec *rec)
+static worker *spawn_worker(campaign *cp, pl__seed_slice slice, bool rerun, shared_rec *rec)
 {
     int fds[2];
     worker *w = worker_slot(cp);
@@ -200,7 +200,7 @@ static worker *spawn_worker(campaign *cp, pl__cli_slice slice, bool rerun, share
 
 /* Seed workers mirror their decisions too, so a seed the poll budget
  * stopped is reported with them at once, without a rerun. */
-worker *pl__cli_spawn_seed_worker(campaign *cp, pl__cli_slice slice)
+worker *pl__cli_spawn_seed_worker(campaign *cp, pl__seed_slice slice)
 {
     shared_rec *rec = pl__cli_shared_rec_create();
     worker *w = spawn_worker(cp, slice, false, rec);
@@ -213,7 +213,7 @@ worker *pl__cli_spawn_seed_worker(campaign *cp, pl__cli_slice slice)
 /* Reruns a seed whose worker died, alone, recording its decisions. */
 void pl__cli_spawn_rerun(campaign *cp, uint64_t seed, pl_finding_kind cause, const char *text)
 {
-    pl__cli_slice one = {seed, 1, 0, false};
+    pl__seed_slice one = {seed, 1, 0, false};
     shared_rec *rec = pl__cli_shared_rec_create();
     worker *w = spawn_worker(cp, one, true, rec);
     if (w == NULL) {
@@ -397,7 +397,7 @@ static void on_growth(campaign *cp, const msg_growth *m)
  * unless the campaign is ending. */
 void pl__cli_worker_recycled(campaign *cp, const worker *w)
 {
-    pl__cli_slice rest = pl__cli_slice_rest(&w->slice, w->started);
+    pl__seed_slice rest = pl__seed_slice_rest(&w->slice, w->started);
     if (rest.empty || (!cp->o->keep_going && rest.first > cp->limit)) {
         return;
     }

@@ -1,5 +1,5 @@
 /* sim/src/cli/text.c: the pure helpers of the command line (cli.h):
- * seed, duration and size parsing, seed slices, escaping, quoting and
+ * seed, duration and size parsing, escaping, quoting and
  * edit distance. No I/O: the unit tests call them in-process. */
 #include "cli_internal.h"
 
@@ -157,61 +157,6 @@ static void put_char(char *buf, size_t len, size_t *n, char c)
         buf[*n] = c;
     }
     (*n)++;
-}
-
-pl__cli_slice pl__cli_slice_of(uint64_t lo, uint64_t hi, uint32_t k, uint32_t n, uint32_t j,
-                               uint32_t jobs)
-{
-    pl__cli_slice none = {0, 1, 0, true};
-    /* The shard's seeds: lo + (k - 1) + i * n for i <= shard_last. Indexes
-     * rather than counts: a count of the whole seed space overflows. */
-    uint64_t span = hi - lo; /* seeds in range minus one; no overflow */
-    if ((uint64_t)(k - 1) > span) {
-        return none;
-    }
-    uint64_t shard_last = (span - (k - 1)) / n;
-    if (j > shard_last) {
-        return none;
-    }
-    pl__cli_slice s;
-    s.first = lo + (k - 1) + (uint64_t)j * n;
-    s.stride = (uint64_t)n * jobs;
-    s.last = (shard_last - j) / jobs;
-    s.empty = false;
-    return s;
-}
-
-bool pl__cli_slice_has(const pl__cli_slice *s, uint64_t i)
-{
-    return !s->empty && i <= s->last;
-}
-
-uint64_t pl__cli_slice_seed(const pl__cli_slice *s, uint64_t i)
-{
-    return s->first + i * s->stride;
-}
-
-pl__cli_slice pl__cli_slice_rest(const pl__cli_slice *s, uint64_t i)
-{
-    pl__cli_slice rest = {0, 1, 0, true};
-    if (pl__cli_slice_has(s, i)) {
-        rest.first = pl__cli_slice_seed(s, i);
-        rest.stride = s->stride;
-        rest.last = s->last - i;
-        rest.empty = false;
-    }
-    return rest;
-}
-
-int pl__cli_slice_count_text(const pl__cli_slice *s, char *buf, size_t len)
-{
-    if (s->empty) {
-        return snprintf(buf, len, "0");
-    }
-    if (s->last == UINT64_MAX) {
-        return snprintf(buf, len, "18446744073709551616"); /* 2^64 */
-    }
-    return snprintf(buf, len, "%" PRIu64, s->last + 1);
 }
 
 int pl__cli_parse_size(const char *text, uint64_t *out_bytes)

@@ -220,8 +220,8 @@ void pl__cli_worker_main(const job *jb, int fd)
     memset(&g, 0, sizeof g);
     recycle_reason recycle = RECYCLE_NONE;
     uint64_t i = 0, seed = 0, rss = 0;
-    for (; pl__cli_slice_has(&jb->slice, i) && !stopped && recycle == RECYCLE_NONE; i++) {
-        seed = pl__cli_slice_seed(&jb->slice, i);
+    for (; pl__seed_slice_has(&jb->slice, i) && !stopped && recycle == RECYCLE_NONE; i++) {
+        seed = pl__seed_slice_seed(&jb->slice, i);
         send_msg(fd, MSG_START, seed, NULL, 0);
         int rc = worker_seed(jb, fd, seed);
         if (rc < 0) {
@@ -234,7 +234,7 @@ void pl__cli_worker_main(const job *jb, int fd)
         watch_memory(fd, &g, i, seed, rss);
         recycle = recycle_due(jb, i + 1, rss);
     }
-    if (!stopped && recycle != RECYCLE_NONE && pl__cli_slice_has(&jb->slice, i)) {
+    if (!stopped && recycle != RECYCLE_NONE && pl__seed_slice_has(&jb->slice, i)) {
         msg_recycle m;
         memset(&m, 0, sizeof m); /* no uninitialised padding on the pipe */
         m.reason = (uint32_t)recycle;
