@@ -55,8 +55,7 @@
 #include "strategy.h"
 #include "trace.h"
 
-
-
+/* Process exit statuses. 10 + pl_finding_kind for findings of `run`. */
 enum {
     ST_CLEAN = 0,
     ST_DIFFERS = 1,

@@ -1,9 +1,9 @@
 /* sim/src/cli/main.c: pl_main, the `pollen` command line: the command
  * table, dispatch, `help` and `version`.
  *
- * The CLI is the one part of pollen that forks, handles signals and reads
- * a wall clock, so that a crash or a hang in user code costs a finding,
- * never the whole campaign. Its files, one concern each, share
+ * The CLI (with budget.c's poll budget) is the part of pollen that forks,
+ * handles signals and reads a wall clock, so that a crash or a hang in
+ * user code costs a finding, never the whole campaign. Its files, one concern each, share
  * cli_internal.h; the pure helpers they use are in cli.h (text.c). */
 #include "cli_internal.h"
 
