@@ -1,8 +1,8 @@
 /* tests/sim/test_campaign.c: pl_sim_campaign_run and the CLI's `run`
  * give the same findings for the same range: a pl_sometimes site never
  * true, sites of the scenario's own file never reached, and the
- * determinism check. The CLI runs as pl_main in a child process, its
- * JSON lines read back from a pipe. */
+ * determinism check, on the CLI harness's scenarios. The CLI runs as
+ * pl_main in a child process, its JSON lines read back from a pipe. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <pollen/sim.h>
@@ -12,32 +12,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli_selftests.h"
 #include "leakcheck.h"
 
 /* ---- Scenarios ------------------------------------------------------------ */
-
-static pl_poll_result seldom_poll(pl_future *f, pl_context *cx)
-{
-    (void)f;
-    (void)cx;
-    pl_sometimes(false, "the impossible happens");
-    return PL_READY;
-}
-
-static const pl_future_vtable seldom_vtable = {"seldom", seldom_poll, NULL};
-
-static int seldom_setup(pl_executor *ex, void *state)
-{
-    (void)state;
-    pl_future s = PL_FUTURE_INIT(&seldom_vtable);
-    return PL_SPAWN(ex, s, "seldom", NULL);
-}
-
-/* No source_file: only the sites its runs reach are judged. */
-static const pl_scenario camp_sometimes = {
-    .name = "camp_sometimes",
-    .setup = seldom_setup,
-};
+/* selftest_sometimes and selftest_nondet are the CLI harness's
+ * (cli_selftests.c); selftest_unreached is registered in cli_unreached.c,
+ * alone in its file with a site no run reaches. */
 
 static pl_poll_result quick_poll(pl_future *f, pl_context *cx)
 {
@@ -55,54 +36,14 @@ static int quick_setup(pl_executor *ex, void *state)
     return PL_SPAWN(ex, q, "quick", NULL);
 }
 
-/* Written in this file: the site above, which its runs never reach,
- * counts against it. */
-static const pl_scenario camp_unreached = {
-    .name = "camp_unreached",
-    .setup = quick_setup,
-    .source_file = __FILE__,
-};
-
 /* Clean, with no site of its own: no finding either way. */
 static const pl_scenario camp_clean = {
     .name = "camp_clean",
     .setup = quick_setup,
 };
 
-typedef struct napper {
-    pl_future base;
-    pl_sleep sleep;
-} napper;
-
-static pl_poll_result napper_poll(pl_future *f, pl_context *cx)
-{
-    napper *self = (napper *)f;
-    PL_ASYNC_BEGIN(self);
-    PL_AWAIT(cx, &self->sleep);
-    PL_ASYNC_END;
-}
-
-static const pl_future_vtable napper_vtable = {"napper", napper_poll, NULL};
-
-/* State outside the simulation: every run of the process sleeps longer. */
-static int runs_so_far;
-
-static int nondet_setup(pl_executor *ex, void *state)
-{
-    (void)state;
-    runs_so_far++;
-    napper n = {.base = PL_FUTURE_INIT(&napper_vtable),
-                .sleep = pl_sleep_for(runs_so_far * PL_MS)};
-    return PL_SPAWN(ex, n, "napper", NULL);
-}
-
-static const pl_scenario camp_nondet = {
-    .name = "camp_nondet",
-    .setup = nondet_setup,
-};
-
-static const pl_scenario *const extra[] = {&camp_sometimes, &camp_unreached, &camp_clean,
-                                           &camp_nondet, NULL};
+static const pl_scenario *const extra[] = {&selftest_sometimes, &selftest_nondet, &camp_clean,
+                                           NULL};
 
 /* ---- The CLI's findings ---------------------------------------------------- */
 
@@ -241,24 +182,26 @@ static void assert_same(const pl_campaign_result *cr, const cli_findings *cf, bo
 LEAK_TEST(campaign, a_sometimes_never_true_is_the_same_finding)
 {
     pl_campaign_result cr;
-    lib_run(&camp_sometimes, 19, false, &cr);
+    lib_run(&selftest_sometimes, 19, false, &cr);
     cr_assert_eq(cr.runs, 20);
     cr_assert_eq(cr.first.kind, PL_FINDING_ASSERTION);
     cr_assert_not_null(strstr(cr.first.message, "evaluated 20 times over the campaign and never"));
     cli_findings cf;
-    cli_run("camp_sometimes", "0..19", NULL, &cf);
+    cli_run("selftest_sometimes", "0..19", NULL, &cf);
     assert_same(&cr, &cf, true);
 }
 
 LEAK_TEST(campaign, sites_of_its_own_file_never_reached_are_the_same_findings)
 {
+    const pl_scenario *unreached = pl_scenario_find("selftest_unreached");
+    cr_assert_not_null(unreached);
     pl_campaign_result cr;
-    lib_run(&camp_unreached, 9, false, &cr);
+    lib_run(unreached, 9, false, &cr);
     cr_assert_eq(cr.clean, 10);
-    cr_assert_geq(cr.findings, 1);
+    cr_assert_eq(cr.findings, 1);
     cr_assert_not_null(strstr(cr.first.message, "was never even reached over the campaign"));
     cli_findings cf;
-    cli_run("camp_unreached", "0..9", NULL, &cf);
+    cli_run("selftest_unreached", "0..9", NULL, &cf);
     assert_same(&cr, &cf, true);
 }
 
@@ -275,13 +218,13 @@ LEAK_TEST(campaign, a_clean_range_is_clean_in_both)
 LEAK_TEST(campaign, the_determinism_check_finds_the_same_seed)
 {
     pl_campaign_result cr;
-    lib_run(&camp_nondet, 9, true, &cr);
+    lib_run(&selftest_nondet, 9, true, &cr);
     cr_assert_eq(cr.first.kind, PL_FINDING_NONDETERMINISM);
     cr_assert(cr.first_has_seed);
     cr_assert_eq(cr.first_seed, 0);
     cr_assert_not_null(strstr(cr.first.message, "first difference at event"));
     cli_findings cf;
-    cli_run("camp_nondet", "0..9", "--check-determinism", &cf);
+    cli_run("selftest_nondet", "0..9", "--check-determinism", &cf);
     /* The hashes in the message depend on the process's run count. */
     assert_same(&cr, &cf, false);
 }
@@ -289,22 +232,22 @@ LEAK_TEST(campaign, the_determinism_check_finds_the_same_seed)
 LEAK_TEST(campaign, without_the_check_nondeterminism_goes_unseen_in_both)
 {
     pl_campaign_result cr;
-    lib_run(&camp_nondet, 9, false, &cr);
+    lib_run(&selftest_nondet, 9, false, &cr);
     cr_assert_eq(cr.findings, 0);
     cli_findings cf;
-    cli_run("camp_nondet", "0..9", NULL, &cf);
+    cli_run("selftest_nondet", "0..9", NULL, &cf);
     assert_same(&cr, &cf, true);
 }
 
 LEAK_TEST(campaign, the_old_entry_point_judges_pl_sometimes_too)
 {
     pl_campaign_result cr;
-    cr_assert_eq(pl_sim_campaign(&camp_sometimes, 0, 4, NULL, true, &cr), 0);
+    cr_assert_eq(pl_sim_campaign(&selftest_sometimes, 0, 4, NULL, true, &cr), 0);
     cr_assert_eq(cr.findings, 1);
     cr_assert_eq(cr.first.kind, PL_FINDING_ASSERTION);
     cr_assert(!cr.first_has_seed);
     /* An empty range runs nothing and judges nothing. */
-    cr_assert_eq(pl_sim_campaign(&camp_unreached, 5, 4, NULL, true, &cr), 0);
+    cr_assert_eq(pl_sim_campaign(&camp_clean, 5, 4, NULL, true, &cr), 0);
     cr_assert_eq(cr.runs, 0);
     cr_assert_eq(cr.findings, 0);
 }
