@@ -1,4 +1,4 @@
-/* sim/src/run.c: one run of a scenario, replay files, campaigns, registry.
+/* sim/src/run.c: one run of a scenario, replay files, registry.
  *
  * A run: set up the simulator, let the scenario spawn its tasks, run the
  * executor to quiescence, consult the oracles, then tear down in an
@@ -11,8 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hashset.h"
-#include "replay.h"
+#include "run.h"
 #include "sim_internal.h"
 
 /* ---- Registry --------------------------------------------------------- */
@@ -376,7 +375,7 @@ int pl_sim_run(const pl_scenario *sc, const pl_sim_options *opts, pl_sim_result 
 
 /* ---- Replay files ----------------------------------------------------- */
 
-static const char *build_id(void)
+const char *pl__run_build_id(void)
 {
 #if defined(__clang__)
     return "clang " __clang_version__
@@ -404,7 +403,7 @@ int pl_sim_write_replay(const pl_scenario *sc, const pl_sim_options *opts,
     pl__replay rp;
     pl__replay_init(&rp);
     rp.pollen_version = (char *)PL_VERSION_STRING;
-    rp.build = (char *)build_id();
+    rp.build = (char *)pl__run_build_id();
     rp.scenario = (char *)sc->name;
     rp.seed = opts != NULL ? opts->seed : 0;
     rp.strategy = (char *)(opts != NULL && opts->strategy != NULL ? opts->strategy : "random");
@@ -439,7 +438,7 @@ static const pl__trace_rec *hashed_event(const pl__run_record *rec, size_t i)
 }
 
 /* Says where a replayed run left the recorded one. */
-static void explain_divergence(const pl__replay *rp, pl_sim_result *out, char *err,
+static void explain_divergence(const pl__replay *rp, const pl_sim_result *out, char *err,
                                size_t err_len)
 {
     const pl__run_record *rec = out->internal;
@@ -466,20 +465,48 @@ static void explain_divergence(const pl__replay *rp, pl_sim_result *out, char *e
              (unsigned long long)out->hash, pl_finding_name(out->finding.kind));
 }
 
-static int replay_options(const pl__replay *rp, pl_sim_options *o, char *knobs, size_t knobs_len)
+bool pl__replay_seed_only(const pl__replay *rp)
+{
+    return rp->decisions_len == 0 && rp->truncated;
+}
+
+int pl__replay_options(const pl__replay *rp, pl_sim_options *o, char *knobs, size_t knobs_len)
 {
     pl_sim_options_default(o);
-    o->source = PL_SIM_SOURCE_LIST;
     o->seed = rp->seed;
-    o->decisions = rp->decisions;
-    o->decisions_len = rp->decisions_len;
-    o->keep_events = true;
     o->poll_cost_ns = rp->poll_cost_ns;
+    if (pl__replay_seed_only(rp)) {
+        o->source = PL_SIM_SOURCE_SEED;
+        o->strategy = rp->strategy != NULL ? rp->strategy : "random";
+    } else {
+        o->source = PL_SIM_SOURCE_LIST;
+        o->decisions = rp->decisions;
+        o->decisions_len = rp->decisions_len;
+    }
     if (rp->has_knobs) {
-        if (pl__dec_knobs_format(&rp->knobs, knobs, knobs_len) < 0) {
+        int n = pl__dec_knobs_format(&rp->knobs, knobs, knobs_len);
+        if (n < 0 || (size_t)n >= knobs_len) {
             return PL_EINVAL;
         }
         o->knobs = knobs;
+    }
+    return 0;
+}
+
+int pl__replay_compare(const pl__replay *rp, const pl_sim_result *r, char *err, size_t err_len)
+{
+    const char *want = rp->finding;
+    const char *got = r->finding.kind != PL_FINDING_NONE ? pl_finding_name(r->finding.kind) : NULL;
+    if ((want == NULL) != (got == NULL) || (want != NULL && strcmp(want, got) != 0)) {
+        snprintf(err, err_len, "expected %s, got %s%s%s", want != NULL ? want : "no finding",
+                 got != NULL ? got : "no finding", r->diverged ? "; " : "",
+                 r->diverged ? r->divergence : "");
+        return 1;
+    }
+    bool hashed = rp->has_hash && !pl__replay_seed_only(rp);
+    if ((hashed && rp->hash != r->hash) || r->diverged) {
+        explain_divergence(rp, r, err, err_len);
+        return 1;
     }
     return 0;
 }
@@ -501,7 +528,8 @@ int pl_sim_replay_file(const char *path, pl_sim_result *out, char *err, size_t e
     }
     pl_sim_options o;
     char knobs[PL__DEC_KNOBS_TEXT_MAX];
-    rc = replay_options(&rp, &o, knobs, sizeof knobs);
+    rc = pl__replay_options(&rp, &o, knobs, sizeof knobs);
+    o.keep_events = true;
     if (rc == 0) {
         rc = pl_sim_run(sc, &o, out);
     }
@@ -510,53 +538,7 @@ int pl_sim_replay_file(const char *path, pl_sim_result *out, char *err, size_t e
         pl__replay_free(&rp);
         return rc;
     }
-    const char *want = rp.finding != NULL ? rp.finding : "none";
-    bool same = (!rp.has_hash || rp.hash == out->hash) &&
-                strcmp(want, pl_finding_name(out->finding.kind)) == 0 && !out->diverged;
-    if (!same) {
-        explain_divergence(&rp, out, err, err_len);
-    }
+    rc = pl__replay_compare(&rp, out, err, err_len);
     pl__replay_free(&rp);
-    return same ? 0 : 1;
-}
-
-/* ---- Campaigns -------------------------------------------------------- */
-
-int pl_sim_campaign(const pl_scenario *sc, uint64_t seed_lo, uint64_t seed_hi,
-                    const pl_sim_options *opts, bool stop_at_first, pl_campaign_result *out)
-{
-    memset(out, 0, sizeof *out);
-    pl_sim_options o;
-    if (opts != NULL) {
-        o = *opts;
-    } else {
-        pl_sim_options_default(&o);
-    }
-    o.source = PL_SIM_SOURCE_SEED;
-    pl__hashset hs = {.cap_max = (size_t)1 << 17}; /* 65536 distinct tracked */
-    for (uint64_t seed = seed_lo; seed <= seed_hi; seed++) {
-        o.seed = seed;
-        pl_sim_result r;
-        int rc = pl_sim_run(sc, &o, &r);
-        if (rc != 0) {
-            pl_sim_result_free(&r);
-            free(hs.slots);
-            return rc;
-        }
-        out->runs++;
-        pl__hashset_add(&hs, r.hash);
-        if (r.finding.kind == PL_FINDING_NONE) {
-            out->clean++;
-        } else if (out->findings++ == 0) {
-            out->first_seed = seed;
-            out->first = r.finding;
-        }
-        pl_sim_result_free(&r);
-        if ((stop_at_first && out->findings > 0) || seed == UINT64_MAX) {
-            break;
-        }
-    }
-    out->distinct_hashes = hs.count;
-    free(hs.slots);
-    return 0;
+    return rc;
 }

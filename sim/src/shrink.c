@@ -26,6 +26,7 @@
 
 #include "pollen/error.h"
 #include "replay.h"
+#include "run.h"
 #include "sim_internal.h"
 #include "strategy.h"
 
@@ -871,19 +872,16 @@ int pl__shrink_default_out(const char *in, char *buf, size_t len)
     return snprintf(buf, len, "%s.shrunk.replay", in);
 }
 
-/* The options a replay file's run had (as `pollen replay` sets them). */
+/* The options a replay file's run had (as `pollen replay` sets them):
+ * the shrinker brings its own decisions. */
 static int options_of(const pl__replay *rp, pl_sim_options *o, char *knobs, size_t knobs_len)
 {
-    pl_sim_options_default(o);
+    int rc = pl__replay_options(rp, o, knobs, knobs_len);
     o->source = PL_SIM_SOURCE_LIST;
-    o->seed = rp->seed;
     o->strategy = rp->strategy != NULL ? rp->strategy : "random";
-    o->poll_cost_ns = rp->poll_cost_ns;
-    if (rp->has_knobs) {
-        pl__dec_knobs_format(&rp->knobs, knobs, knobs_len);
-        o->knobs = knobs;
-    }
-    return 0;
+    o->decisions = NULL;
+    o->decisions_len = 0;
+    return rc;
 }
 
 static int load(const char *in, pl__replay *rp, const pl_scenario **sc, int *kind, char *err,

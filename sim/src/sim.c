@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "knobs_of.h"
 #include "net/net.h"
 #include "pollen/testing.h"
 #include "sim_internal.h"
@@ -352,12 +353,7 @@ static int init_decisions(pl__sim *s, const pl_sim_options *o, char *err, size_t
         return PL_EINVAL;
     }
     pl__dec_knobs knobs;
-    pl__dec_knobs_default(&knobs);
-    if (spec.kind == PL__STRATEGY_SWARM) {
-        pl__dec_knobs_swarm(&knobs, o->seed);
-    }
-    if (o->knobs != NULL && o->knobs[0] != '\0' &&
-        pl__dec_knobs_parse(&knobs, o->knobs, strlen(o->knobs), err, err_len) != 0) {
+    if (pl__sim_knobs_of(o, &knobs, err, err_len) != 0) {
         return PL_EINVAL;
     }
     pl__dec_init(&s->dec, &knobs);

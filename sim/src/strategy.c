@@ -549,30 +549,6 @@ int pl_sim_pct_estimate(const pl_scenario *sc, const pl_sim_options *opts, uint3
     return pl__strategy_pct_estimate(sc, opts, tasks, steps);
 }
 
-int pl_sim_knobs_text(const pl_sim_options *opts, char *buf, size_t len)
-{
-    pl_sim_options d;
-    if (opts == NULL) {
-        pl_sim_options_default(&d);
-        opts = &d;
-    }
-    pl__strategy_spec spec;
-    if (pl__strategy_parse(opts->strategy, &spec, NULL, 0) != 0) {
-        return PL_EINVAL;
-    }
-    pl__dec_knobs k;
-    pl__dec_knobs_default(&k);
-    if (spec.kind == PL__STRATEGY_SWARM) {
-        pl__dec_knobs_swarm(&k, opts->seed);
-    }
-    if (opts->knobs != NULL && opts->knobs[0] != '\0' &&
-        pl__dec_knobs_parse(&k, opts->knobs, strlen(opts->knobs), NULL, 0) != 0) {
-        return PL_EINVAL;
-    }
-    pl__dec_knobs_format(&k, buf, len);
-    return 0;
-}
-
 /* ---- Bounded exploration ------------------------------------------------
  * Iterative deepening over the number of deviations (non-zero values).
  * A schedule is a list whose deviations sit at increasing positions; the

@@ -15,6 +15,8 @@
 
 #include <pollen/sim.h>
 
+#include "cli_selftests.h"
+
 /* ---- selftest_assert (registered): check() fails on some seeds -------- */
 
 typedef struct flipper {
@@ -131,73 +133,6 @@ static const pl_scenario selftest_hang_late = {
 PL_SCENARIO(selftest_sleep_hang_sc, .name = "selftest_sleep_hang",
             .summary = "CLI self-test: a poll that sleeps forever (the shrink's watchdog)",
             .setup = hang_setup, .expect = "livelock");
-
-/* ---- selftest_nondet (extra): differs from one run to the next ---------- */
-
-typedef struct napper {
-    pl_future base;
-    pl_sleep sleep;
-} napper;
-
-static pl_poll_result napper_poll(pl_future *f, pl_context *cx)
-{
-    napper *self = (napper *)f;
-    PL_ASYNC_BEGIN(self);
-    PL_AWAIT(cx, &self->sleep);
-    PL_ASYNC_END;
-}
-
-static const pl_future_vtable napper_vtable = {"napper", napper_poll, NULL};
-
-/* State outside the simulation, the classic source of nondeterminism:
- * every run of the process sleeps a different time. */
-static int runs_so_far;
-
-static int nondet_setup(pl_executor *ex, void *state)
-{
-    (void)state;
-    runs_so_far++;
-    napper n = {.base = PL_FUTURE_INIT(&napper_vtable),
-                .sleep = pl_sleep_for(runs_so_far * PL_MS)};
-    return PL_SPAWN(ex, n, "napper", NULL);
-}
-
-static const pl_scenario selftest_nondet = {
-    .name = "selftest_nondet",
-    .summary = "CLI self-test: reads state outside the simulation",
-    .setup = nondet_setup,
-    .expect = "nondeterminism",
-};
-
-/* ---- selftest_sometimes (extra): a property never true ------------------ */
-
-typedef struct seldom {
-    pl_future base;
-} seldom;
-
-static pl_poll_result seldom_poll(pl_future *f, pl_context *cx)
-{
-    (void)f;
-    (void)cx;
-    pl_sometimes(false, "the impossible happens");
-    return PL_READY;
-}
-
-static const pl_future_vtable seldom_vtable = {"seldom", seldom_poll, NULL};
-
-static int sometimes_setup(pl_executor *ex, void *state)
-{
-    (void)state;
-    seldom s = {.base = PL_FUTURE_INIT(&seldom_vtable)};
-    return PL_SPAWN(ex, s, "seldom", NULL);
-}
-
-static const pl_scenario selftest_sometimes = {
-    .name = "selftest_sometimes",
-    .summary = "CLI self-test: a pl_sometimes that is never true",
-    .setup = sometimes_setup,
-    .expect = "assertion",
-};
 
 /* ---- selftest_teardown (extra): teardown releases a task handle -------- */
 

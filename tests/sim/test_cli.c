@@ -22,7 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "campaign.h"
+#include "cli/cli.h"
 #include "pollen/error.h"
 
 /* ---- Running the binaries ------------------------------------------------ */
@@ -580,13 +581,13 @@ static void check_cover(uint64_t lo, uint64_t hi, uint32_t shards, uint32_t jobs
     cr_assert_not_null(hits);
     for (uint32_t k = 1; k <= shards; k++) {
         for (uint32_t j = 0; j < jobs; j++) {
-            pl__cli_slice s = pl__cli_slice_of(lo, hi, k, shards, j, jobs);
-            for (uint64_t i = 0; pl__cli_slice_has(&s, i); i++) {
-                uint64_t seed = pl__cli_slice_seed(&s, i);
+            pl__seed_slice s = pl__seed_slice_of(lo, hi, k, shards, j, jobs);
+            for (uint64_t i = 0; pl__seed_slice_has(&s, i); i++) {
+                uint64_t seed = pl__seed_slice_seed(&s, i);
                 cr_assert(seed >= lo && seed <= hi);
                 cr_assert_eq((seed - lo) % shards + 1, k, "seed %" PRIu64 " in shard %u", seed, k);
                 if (i > 0) {
-                    cr_assert_gt(seed, pl__cli_slice_seed(&s, i - 1));
+                    cr_assert_gt(seed, pl__seed_slice_seed(&s, i - 1));
                 }
                 hits[seed - lo]++;
             }
@@ -624,11 +625,11 @@ Test(cli, slices_near_the_top_of_the_seed_space)
     uint64_t total = 0;
     for (uint32_t k = 1; k <= 5; k++) {
         for (uint32_t j = 0; j < 3; j++) {
-            pl__cli_slice s = pl__cli_slice_of(lo, hi, k, 5, j, 3);
+            pl__seed_slice s = pl__seed_slice_of(lo, hi, k, 5, j, 3);
             total += s.last + 1;
-            cr_assert_leq(pl__cli_slice_seed(&s, s.last), hi);
-            cr_assert_gt(pl__cli_slice_seed(&s, s.last), hi - 15);
-            cr_assert(!pl__cli_slice_has(&s, s.last + 1));
+            cr_assert_leq(pl__seed_slice_seed(&s, s.last), hi);
+            cr_assert_gt(pl__seed_slice_seed(&s, s.last), hi - 15);
+            cr_assert(!pl__seed_slice_has(&s, s.last + 1));
         }
     }
     cr_assert_eq(total, hi - lo + 1);
@@ -638,34 +639,34 @@ Test(cli, the_whole_seed_space_splits_without_overflow)
 {
     char text[32];
     /* One job, one shard: 2^64 seeds in one slice. */
-    pl__cli_slice all = pl__cli_slice_of(0, UINT64_MAX, 1, 1, 0, 1);
+    pl__seed_slice all = pl__seed_slice_of(0, UINT64_MAX, 1, 1, 0, 1);
     cr_assert(!all.empty && all.first == 0 && all.stride == 1 && all.last == UINT64_MAX);
-    cr_assert_eq(pl__cli_slice_seed(&all, all.last), UINT64_MAX);
-    pl__cli_slice_count_text(&all, text, sizeof text);
+    cr_assert_eq(pl__seed_slice_seed(&all, all.last), UINT64_MAX);
+    pl__seed_slice_count_text(&all, text, sizeof text);
     cr_assert_str_eq(text, "18446744073709551616");
     /* Two jobs: 2^63 seeds each, together all of them. */
     for (uint32_t j = 0; j < 2; j++) {
-        pl__cli_slice s = pl__cli_slice_of(0, UINT64_MAX, 1, 1, j, 2);
+        pl__seed_slice s = pl__seed_slice_of(0, UINT64_MAX, 1, 1, j, 2);
         cr_assert_eq(s.last, UINT64_MAX / 2);
-        cr_assert_eq(pl__cli_slice_seed(&s, s.last), UINT64_MAX - 1 + j);
-        pl__cli_slice_count_text(&s, text, sizeof text);
+        cr_assert_eq(pl__seed_slice_seed(&s, s.last), UINT64_MAX - 1 + j);
+        pl__seed_slice_count_text(&s, text, sizeof text);
         cr_assert_str_eq(text, "9223372036854775808");
     }
     /* Three shards of 2^64 seeds: 6148914691236517206 + 2 * 6148914691236517205. */
     uint64_t sum = 0;
     for (uint32_t k = 1; k <= 3; k++) {
-        pl__cli_slice s = pl__cli_slice_of(0, UINT64_MAX, k, 3, 0, 1);
-        cr_assert_leq(pl__cli_slice_seed(&s, s.last), UINT64_MAX);
-        cr_assert_gt(pl__cli_slice_seed(&s, s.last), UINT64_MAX - 3);
+        pl__seed_slice s = pl__seed_slice_of(0, UINT64_MAX, k, 3, 0, 1);
+        cr_assert_leq(pl__seed_slice_seed(&s, s.last), UINT64_MAX);
+        cr_assert_gt(pl__seed_slice_seed(&s, s.last), UINT64_MAX - 3);
         sum += s.last + 1;
     }
     cr_assert_eq(sum, 0, "2^64 wraps to 0: %" PRIu64, sum);
     /* What a fresh worker resumes. */
-    pl__cli_slice rest = pl__cli_slice_rest(&all, 10);
+    pl__seed_slice rest = pl__seed_slice_rest(&all, 10);
     cr_assert(rest.first == 10 && rest.last == UINT64_MAX - 10);
-    pl__cli_slice one = pl__cli_slice_of(5, 5, 1, 1, 0, 1);
-    cr_assert(pl__cli_slice_rest(&one, 1).empty);
-    cr_assert(pl__cli_slice_rest(&one, 0).first == 5);
+    pl__seed_slice one = pl__seed_slice_of(5, 5, 1, 1, 0, 1);
+    cr_assert(pl__seed_slice_rest(&one, 1).empty);
+    cr_assert(pl__seed_slice_rest(&one, 0).first == 5);
 }
 
 Test(cli, parse_sizes)
@@ -710,15 +711,15 @@ Test(cli, escape_control_bytes)
 
 Test(cli, more_shards_than_seeds_leave_empty_slices)
 {
-    pl__cli_slice s = pl__cli_slice_of(10, 12, 4, 8, 0, 1);
-    cr_assert(s.empty && !pl__cli_slice_has(&s, 0));
-    s = pl__cli_slice_of(10, 12, 3, 8, 0, 1);
+    pl__seed_slice s = pl__seed_slice_of(10, 12, 4, 8, 0, 1);
+    cr_assert(s.empty && !pl__seed_slice_has(&s, 0));
+    s = pl__seed_slice_of(10, 12, 3, 8, 0, 1);
     cr_assert(!s.empty && s.last == 0);
     cr_assert_eq(s.first, 12);
-    s = pl__cli_slice_of(10, 12, 1, 1, 5, 8);
+    s = pl__seed_slice_of(10, 12, 1, 1, 5, 8);
     cr_assert(s.empty);
     char text[32];
-    pl__cli_slice_count_text(&s, text, sizeof text);
+    pl__seed_slice_count_text(&s, text, sizeof text);
     cr_assert_str_eq(text, "0");
 }
 
@@ -1487,6 +1488,37 @@ static void assert_finding(char *path, size_t len)
     cr_assert_not_null(strstr(p.out, "  task: "), "%s", p.out);
     snprintf(path, len, "%s", replay_of(p.out));
     proc_free(&p);
+}
+
+/* The "build ..." line of a replay file, without its newline. */
+static void build_line_of(const char *path, char *buf, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s", path);
+    char line[1024];
+    buf[0] = '\0';
+    while (fgets(line, sizeof line, f) != NULL) {
+        if (strncmp(line, "build ", 6) == 0) {
+            snprintf(buf, len, "%.*s", (int)strcspn(line, "\n"), line);
+            break;
+        }
+    }
+    fclose(f);
+    cr_assert_neq(buf[0], '\0', "no build line in %s", path);
+}
+
+/* A crash's replay is written by the parent, a finding's by the run's
+ * worker through the library: both name the build alike. */
+Test(cli, crash_and_finding_replays_record_the_same_build)
+{
+    char finding[4096], a[1024], b[1024];
+    assert_finding(finding, sizeof finding);
+    build_line_of(finding, a, sizeof a);
+    proc p = HARNESS("run", "selftest_crash", "--seeds", "0..199", "-j", "1", "--no-shrink");
+    cr_assert_eq(p.status, 10 + 12, "%s%s", p.out, p.err);
+    build_line_of(replay_of(p.out), b, sizeof b);
+    proc_free(&p);
+    cr_assert_str_eq(a, b);
 }
 
 Test(cli, replay_reproduces_a_finding_with_its_hash)

@@ -247,15 +247,39 @@ int pl_sim_replay_file(const char *path, pl_sim_result *out, char *err, size_t e
 typedef struct pl_campaign_result {
     uint64_t runs;
     uint64_t clean;
-    uint64_t findings;             /* runs with a finding */
-    uint64_t first_seed;           /* seed of the first finding */
+    uint64_t findings;             /* runs with a finding, plus failed pl_sometimes sites */
+    uint64_t first_seed;           /* seed of the first finding (0 without a seed) */
     pl_finding first;              /* the first finding */
-    uint64_t distinct_hashes;      /* distinct trace hashes seen (up to 65536 tracked) */
+    uint64_t distinct_hashes;      /* distinct trace hashes seen (up to 4,194,304 tracked) */
+    bool first_has_seed;           /* false: the first finding is about the whole range
+                                      (a pl_sometimes site never true, or never reached) */
 } pl_campaign_result;
 
-/* Runs seeds [seed_lo, seed_hi] of `sc` in this process, stopping at the
- * first finding when stop_at_first. opts may be NULL. Returns 0 or a
- * negative code. */
+/* A campaign: seeds [seed_lo, seed_hi] of one scenario, in this process,
+ * in increasing order. The CLI's `run` gives the same findings for the
+ * same range: each seed judged alike (the determinism check when asked),
+ * then, when the range ran to its end (no stop at a finding), every
+ * pl_sometimes site reached and never true, and every site of the
+ * scenario's own file never reached, is an assertion finding without a
+ * seed. Fill with pl_campaign_options_default, then set what differs. */
+typedef struct pl_campaign_options {
+    uint64_t seed_lo, seed_hi;     /* inclusive; default 0..999 */
+    const pl_sim_options *sim;     /* NULL: the defaults; source and seed are set per run */
+    bool stop_at_first;            /* default true: stop at the first finding */
+    bool check_determinism;        /* run each seed twice: traces that differ are a
+                                      nondeterminism finding (`run --check-determinism`) */
+} pl_campaign_options;
+
+void pl_campaign_options_default(pl_campaign_options *o);
+
+/* Runs the campaign o describes. Resets the program's pl_sometimes
+ * counters first. Returns 0 (findings in out) or a negative code from
+ * pl_sim_run (bad options: PL_EINVAL) or PL_ENOMEM. Not thread-safe:
+ * pl_sometimes counters are process-wide. */
+int pl_sim_campaign_run(const pl_scenario *sc, const pl_campaign_options *o,
+                        pl_campaign_result *out);
+
+/* pl_sim_campaign_run without the determinism check. opts may be NULL. */
 int pl_sim_campaign(const pl_scenario *sc, uint64_t seed_lo, uint64_t seed_hi,
                     const pl_sim_options *opts, bool stop_at_first, pl_campaign_result *out);
 

@@ -1,6 +1,6 @@
-/* sim/src/cli.h: the pure parts of the `pollen` command line.
+/* sim/src/cli/cli.h: the pure parts of the `pollen` command line.
  *
- * pl_main (main.c) is mostly process plumbing: forking workers, reading
+ * pl_main (cli/) is mostly process plumbing: forking workers, reading
  * their pipes, printing. The arithmetic and parsing it relies on live
  * behind these functions so tests can check them without a process.
  * None of them allocates, prints or touches global state.
@@ -39,44 +39,8 @@ int pl__cli_parse_duration(const char *text, pl_time *out_ns);
 /* Parses "K/N" with 1 <= K <= N <= PL__CLI_SHARDS_MAX. Returns 0 or
  * PL_EINVAL. */
 #define PL__CLI_SHARDS_MAX 65536u
+#define PL__CLI_JOBS_MAX 1024u /* --jobs */
 int pl__cli_parse_shard(const char *text, uint32_t *k, uint32_t *n);
-
-/* The seeds one worker runs: first, first + stride, ... in increasing
- * order, `last` + 1 of them. A slice counts its seeds by the index of
- * the last one because the whole seed space holds 2^64 seeds, one more
- * than a uint64_t counts. */
-typedef struct pl__cli_slice {
-    uint64_t first;
-    uint64_t stride;
-    uint64_t last; /* index of the last seed; 0 when empty */
-    bool empty;    /* no seed at all */
-} pl__cli_slice;
-
-/* Seeds [lo, hi] are split across shards, then across jobs:
- *   - shard k of n (1-based) owns seed s when (s - lo) mod n == k - 1;
- *   - job j of `jobs` (0-based) owns the shard's i-th seed (i from 0, in
- *     increasing order) when i mod jobs == j.
- * The intersection is itself an arithmetic progression, returned here.
- * Over all k and j the slices cover [lo, hi] exactly once (the whole
- * shard is the slice of j = 0, jobs = 1). Requires lo <= hi,
- * 1 <= k <= n <= PL__CLI_SHARDS_MAX, j < jobs <= PL__CLI_JOBS_MAX. */
-#define PL__CLI_JOBS_MAX 1024u
-pl__cli_slice pl__cli_slice_of(uint64_t lo, uint64_t hi, uint32_t k, uint32_t n, uint32_t j,
-                               uint32_t jobs);
-
-/* True when the slice has an i-th seed (i < its count). */
-bool pl__cli_slice_has(const pl__cli_slice *s, uint64_t i);
-
-/* The i-th seed of a slice (requires pl__cli_slice_has(s, i)). */
-uint64_t pl__cli_slice_seed(const pl__cli_slice *s, uint64_t i);
-
-/* The seeds of s from its i-th on (empty when it has no i-th seed): what
- * a fresh worker resumes after one that ran i seeds of s. */
-pl__cli_slice pl__cli_slice_rest(const pl__cli_slice *s, uint64_t i);
-
-/* The number of seeds of s in decimal, "18446744073709551616" for the
- * whole seed space. Returns the length like snprintf. */
-int pl__cli_slice_count_text(const pl__cli_slice *s, char *buf, size_t len);
 
 /* Parses a size: a whole number and a unit, one of KiB, MiB, GiB, TiB
  * ("512MiB", "1GiB"); a bare number is an error. Returns 0 or PL_EINVAL

@@ -1,0 +1,375 @@
+/* sim/src/campaign.c: campaigns in the library (pl_sim_campaign,
+ * pl_sim_campaign_run) and the pieces the CLI's workers and parent share
+ * with them (campaign.h): one seed with the determinism check, the tally
+ * of distinct schedules and pl_sometimes counters, the pl_sometimes
+ * verdict. */
+#include "campaign.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_internal.h"
+#include "trace.h"
+
+/* Distinct hashes tracked; past this, the count is a lower bound. */
+#define CAMPAIGN_HASHES_MAX ((size_t)1 << 22)
+
+/* snprintf where a cut tail is acceptable (messages): says so to the
+ * compiler's truncation warnings, which only look at snprintf itself. */
+static void textf(char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void textf(char *buf, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- Seed ranges ---------------------------------------------------------- */
+
+pl__seed_slice pl__seed_slice_of(uint64_t lo, uint64_t hi, uint32_t k, uint32_t n, uint32_t j,
+                                 uint32_t jobs)
+{
+    pl__seed_slice none = {0, 1, 0, true};
+    /* The shard's seeds: lo + (k - 1) + i * n for i <= shard_last. Indexes
+     * rather than counts: a count of the whole seed space overflows. */
+    uint64_t span = hi - lo; /* seeds in range minus one; no overflow */
+    if ((uint64_t)(k - 1) > span) {
+        return none;
+    }
+    uint64_t shard_last = (span - (k - 1)) / n;
+    if (j > shard_last) {
+        return none;
+    }
+    pl__seed_slice s;
+    s.first = lo + (k - 1) + (uint64_t)j * n;
+    s.stride = (uint64_t)n * jobs;
+    s.last = (shard_last - j) / jobs;
+    s.empty = false;
+    return s;
+}
+
+bool pl__seed_slice_has(const pl__seed_slice *s, uint64_t i) { return !s->empty && i <= s->last; }
+
+uint64_t pl__seed_slice_seed(const pl__seed_slice *s, uint64_t i)
+{
+    return s->first + i * s->stride;
+}
+
+pl__seed_slice pl__seed_slice_rest(const pl__seed_slice *s, uint64_t i)
+{
+    pl__seed_slice rest = {0, 1, 0, true};
+    if (pl__seed_slice_has(s, i)) {
+        rest.first = pl__seed_slice_seed(s, i);
+        rest.stride = s->stride;
+        rest.last = s->last - i;
+        rest.empty = false;
+    }
+    return rest;
+}
+
+int pl__seed_slice_count_text(const pl__seed_slice *s, char *buf, size_t len)
+{
+    if (s->empty) {
+        return snprintf(buf, len, "0");
+    }
+    if (s->last == UINT64_MAX) {
+        return snprintf(buf, len, "18446744073709551616"); /* 2^64 */
+    }
+    return snprintf(buf, len, "%" PRIu64, s->last + 1);
+}
+
+/* ---- The determinism check --------------------------------------------- */
+
+const char *pl__result_task_name(void *ud, uint32_t task)
+{
+    return pl__run_task_name(ud, task);
+}
+
+const pl__trace_rec *pl__result_events(const pl_sim_result *r, size_t *len)
+{
+    const pl__run_record *rec = pl__sim_result_record(r);
+    *len = rec != NULL ? rec->events_len : 0;
+    return rec != NULL ? rec->events : NULL;
+}
+
+/* One event as a timeline line, without the trailing newline. */
+static void event_text(const pl_sim_result *r, const pl__trace_rec *ev, char *buf, size_t len)
+{
+    char *mem = NULL;
+    size_t memlen = 0;
+    FILE *f = open_memstream(&mem, &memlen);
+    buf[0] = '\0';
+    if (f == NULL) {
+        return;
+    }
+    pl__trace_write_text(f, ev, 1, pl__result_task_name, (void *)pl__sim_result_record(r));
+    fclose(f);
+    if (mem != NULL) {
+        snprintf(buf, len, "%.*s", (int)strcspn(mem, "\n"), mem);
+    }
+    free(mem);
+}
+
+/* Positions f at the event where two runs part. */
+static void position_at(pl_finding *f, const pl_sim_result *r, const pl__trace_rec *at)
+{
+    const char *name = pl__run_task_name(pl__sim_result_record(r), at->task);
+    f->step = at->step;
+    f->time_ns = at->time_ns;
+    f->task_id = at->task == PL__TRACE_NO_TASK ? 0 : at->task;
+    snprintf(f->task_name, sizeof f->task_name, "%s", name != NULL ? name : "");
+}
+
+/* Reruns a seed twice with the event log and describes where the two
+ * runs part; also positions the finding at that event. */
+static void locate_divergence(const pl_scenario *sc, const pl_sim_options *so, pl_finding *f,
+                              char *buf, size_t len)
+{
+    pl_sim_options o2 = *so;
+    o2.keep_events = true;
+    pl_sim_result a, b;
+    int ra = pl_sim_run(sc, &o2, &a), rb = pl_sim_run(sc, &o2, &b);
+    size_t na = 0, nb = 0;
+    const pl__trace_rec *ea = ra == 0 ? pl__result_events(&a, &na) : NULL;
+    const pl__trace_rec *eb = rb == 0 ? pl__result_events(&b, &nb) : NULL;
+    size_t i = ea != NULL && eb != NULL ? pl__trace_first_diff(ea, na, eb, nb) : SIZE_MAX;
+    if (i == SIZE_MAX) {
+        snprintf(buf, len, "\n(two more runs with the event log agreed: the difference is "
+                           "intermittent)");
+    } else {
+        char la[256] = "(no event: the run ended)", lb[256] = "(no event: the run ended)";
+        if (i < na) {
+            event_text(&a, &ea[i], la, sizeof la);
+        }
+        if (i < nb) {
+            event_text(&b, &eb[i], lb, sizeof lb);
+        }
+        snprintf(buf, len, "\nfirst difference at event %zu:\n  one run: %s\n  other:   %s", i, la,
+                 lb);
+        if (i < na) {
+            position_at(f, &a, &ea[i]);
+        } else {
+            position_at(f, &b, &eb[i]);
+        }
+    }
+    pl_sim_result_free(&a);
+    pl_sim_result_free(&b);
+}
+
+/* Runs the seed again; on a different hash turns r1's finding into a
+ * nondeterminism finding. Returns 0 or the run's error. */
+static int check_determinism(const pl_scenario *sc, const pl_sim_options *so, pl_sim_result *r1)
+{
+    pl_sim_result r2;
+    int rc = pl_sim_run(sc, so, &r2);
+    uint64_t h2 = r2.hash;
+    pl_sim_result_free(&r2);
+    if (rc < 0 || h2 == r1->hash) {
+        return rc;
+    }
+    pl_finding *f = &r1->finding;
+    char before[160] = "";
+    if (f->kind != PL_FINDING_NONE) {
+        snprintf(before, sizeof before, " (the first run ended with %s)",
+                 pl_finding_name(f->kind));
+    }
+    pl_finding nf;
+    memset(&nf, 0, sizeof nf);
+    nf.kind = PL_FINDING_NONDETERMINISM;
+    char where[900];
+    locate_divergence(sc, so, &nf, where, sizeof where);
+    textf(nf.message, sizeof nf.message,
+          "the same seed gave two different traces: hash %016" PRIx64 ", then %016" PRIx64 "%s%s",
+          r1->hash, h2, before, where);
+    *f = nf;
+    return 0;
+}
+
+int pl__campaign_seed(const pl_scenario *sc, const pl_sim_options *so, bool check_det,
+                      pl_sim_result *r)
+{
+    int rc = pl_sim_run(sc, so, r);
+    if (rc == 0 && check_det) {
+        rc = check_determinism(sc, so, r);
+    }
+    return rc;
+}
+
+/* ---- pl_sometimes counters and the tally -------------------------------- */
+
+void pl__campaign_sites_reset(void)
+{
+    size_t n = 0;
+    pl__sometimes_site *s = pl__sometimes_sites(&n);
+    for (size_t i = 0; i < n; i++) {
+        s[i].hits = 0;
+        s[i].reached = 0;
+    }
+}
+
+uint32_t *pl__campaign_sites_snapshot(size_t *n)
+{
+    const pl__sometimes_site *s = pl__sometimes_sites(n);
+    uint32_t *counts = calloc(2 * *n + 1, sizeof *counts);
+    for (size_t i = 0; counts != NULL && i < *n; i++) {
+        counts[2 * i] = s[i].hits;
+        counts[2 * i + 1] = s[i].reached;
+    }
+    return counts;
+}
+
+int pl__campaign_tally_init(pl__campaign_tally *t)
+{
+    memset(t, 0, sizeof *t);
+    t->hashes.cap_max = CAMPAIGN_HASHES_MAX;
+    pl__sometimes_sites(&t->nsites);
+    t->sites = calloc(2 * t->nsites + 1, sizeof *t->sites);
+    return t->sites != NULL ? 0 : PL_ENOMEM;
+}
+
+void pl__campaign_tally_free(pl__campaign_tally *t)
+{
+    free(t->hashes.slots);
+    free(t->sites);
+    memset(t, 0, sizeof *t);
+}
+
+bool pl__campaign_tally_sites(pl__campaign_tally *t, const uint32_t *counts, size_t n)
+{
+    if (n != t->nsites || t->sites == NULL) {
+        return false;
+    }
+    for (size_t i = 0; i < 2 * n; i++) {
+        t->sites[i] += counts[i];
+    }
+    return true;
+}
+
+bool pl__campaign_site_failed(const pl__campaign_tally *t, const pl_scenario *sc, size_t i,
+                              pl_finding *f)
+{
+    size_t n = 0;
+    const pl__sometimes_site *sites = pl__sometimes_sites(&n);
+    PL__SIM_ASSERT(i < n && n == t->nsites);
+    const pl__sometimes_site *s = &sites[i];
+    uint64_t hits = t->sites[2 * i], reached = t->sites[2 * i + 1];
+    /* A site no run reached counts against the scenario written in the
+     * same file; sites elsewhere belong to other scenarios. */
+    bool own = sc->source_file != NULL && strcmp(s->file, sc->source_file) == 0;
+    if (hits > 0 || (reached == 0 && !own)) {
+        return false;
+    }
+    memset(f, 0, sizeof *f);
+    f->kind = PL_FINDING_ASSERTION;
+    if (reached == 0) {
+        snprintf(f->message, sizeof f->message,
+                 "pl_sometimes(\"%s\") at %s:%d was never even reached over the campaign", s->msg,
+                 s->file, s->line);
+    } else {
+        snprintf(f->message, sizeof f->message,
+                 "pl_sometimes(\"%s\") at %s:%d was evaluated %" PRIu64
+                 " times over the campaign and never true",
+                 s->msg, s->file, s->line, reached);
+    }
+    return true;
+}
+
+/* ---- Campaigns in this process ------------------------------------------ */
+
+void pl_campaign_options_default(pl_campaign_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->seed_hi = 999;
+    o->stop_at_first = true;
+}
+
+/* A finding of the range: counted, and kept when it is the first. */
+static void note_finding(pl_campaign_result *out, const pl_finding *f, bool has_seed,
+                         uint64_t seed)
+{
+    if (out->findings++ == 0) {
+        out->first = *f;
+        out->first_has_seed = has_seed;
+        out->first_seed = has_seed ? seed : 0;
+    }
+}
+
+/* The pl_sometimes verdict over the range, as the CLI gives it: only
+ * when the range ran to its end. */
+static void sometimes_verdict(const pl_scenario *sc, pl__campaign_tally *t,
+                              pl_campaign_result *out)
+{
+    size_t n = 0;
+    uint32_t *counts = pl__campaign_sites_snapshot(&n);
+    bool added = counts != NULL && pl__campaign_tally_sites(t, counts, n);
+    free(counts);
+    for (size_t i = 0; added && i < n; i++) {
+        pl_finding f;
+        if (pl__campaign_site_failed(t, sc, i, &f)) {
+            note_finding(out, &f, false, 0);
+        }
+    }
+}
+
+int pl_sim_campaign_run(const pl_scenario *sc, const pl_campaign_options *opts,
+                        pl_campaign_result *out)
+{
+    memset(out, 0, sizeof *out);
+    pl_sim_options o;
+    if (opts->sim != NULL) {
+        o = *opts->sim;
+    } else {
+        pl_sim_options_default(&o);
+    }
+    o.source = PL_SIM_SOURCE_SEED;
+    pl__campaign_tally t;
+    if (pl__campaign_tally_init(&t) != 0) {
+        pl__campaign_tally_free(&t);
+        return PL_ENOMEM;
+    }
+    pl__campaign_sites_reset();
+    int rc = 0;
+    pl__seed_slice range = pl__seed_slice_of(opts->seed_lo, opts->seed_hi, 1, 1, 0, 1);
+    for (uint64_t i = 0; opts->seed_lo <= opts->seed_hi && pl__seed_slice_has(&range, i); i++) {
+        uint64_t seed = pl__seed_slice_seed(&range, i);
+        o.seed = seed;
+        pl_sim_result r;
+        rc = pl__campaign_seed(sc, &o, opts->check_determinism, &r);
+        if (rc == 0) {
+            out->runs++;
+            pl__hashset_add(&t.hashes, r.hash);
+            if (r.finding.kind == PL_FINDING_NONE) {
+                out->clean++;
+            } else {
+                note_finding(out, &r.finding, true, seed);
+            }
+        }
+        pl_sim_result_free(&r);
+        if (rc != 0 || (opts->stop_at_first && out->findings > 0) || i == UINT64_MAX) {
+            break;
+        }
+    }
+    if (rc == 0 && out->runs > 0 && !(opts->stop_at_first && out->findings > 0)) {
+        sometimes_verdict(sc, &t, out);
+    }
+    out->distinct_hashes = t.hashes.count;
+    pl__campaign_tally_free(&t);
+    return rc;
+}
+
+int pl_sim_campaign(const pl_scenario *sc, uint64_t seed_lo, uint64_t seed_hi,
+                    const pl_sim_options *opts, bool stop_at_first, pl_campaign_result *out)
+{
+    pl_campaign_options co;
+    pl_campaign_options_default(&co);
+    co.seed_lo = seed_lo;
+    co.seed_hi = seed_hi;
+    co.sim = opts;
+    co.stop_at_first = stop_at_first;
+    return pl_sim_campaign_run(sc, &co, out);
+}

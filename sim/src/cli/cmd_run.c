@@ -1,0 +1,663 @@
+/* sim/src/cli/cmd_run.c: the `run` command: a campaign per scenario
+ * (workers, then the pl_sometimes verdict and the summary line), `run
+ * --real` and `--strategy bounded:K` in one child per scenario, PCT's
+ * guarantee line, the JSON summary and the exit status. */
+#include "cli_internal.h"
+
+static int campaign_start(campaign *cp)
+{
+    const run_opts *o = cp->o;
+    cp->shard = pl__seed_slice_of(o->seed_lo, o->seed_hi, o->shard_k, o->shard_n, 0, 1);
+    pl__seed_slice_count_text(&cp->shard, cp->total, sizeof cp->total);
+    for (uint32_t j = 0; j < o->jobs; j++) {
+        pl__seed_slice s =
+            pl__seed_slice_of(o->seed_lo, o->seed_hi, o->shard_k, o->shard_n, j, o->jobs);
+        if (!s.empty && pl__cli_spawn_seed_worker(cp, s) == NULL) {
+            /* The loop still collects the workers already started. */
+            cp->error = true;
+            return ST_INTERNAL;
+        }
+    }
+    return 0;
+}
+
+/* pl_sometimes sites reached in this campaign but never true. Only a
+ * complete campaign can tell; a shard only sees part of it, so there it
+ * is a note for the CI job that gathers all shards. */
+static void check_sometimes(campaign *cp)
+{
+    size_t n = 0;
+    const pl__sometimes_site *sites = pl__sometimes_sites(&n);
+    if (cp->stopped || cp->error || cp->sites_received != cp->sites_expected ||
+        (cp->first != NULL && !cp->o->keep_going) || n != cp->tally.nsites) {
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        pl_finding f;
+        if (!pl__campaign_site_failed(&cp->tally, cp->sc, i, &f)) {
+            continue;
+        }
+        if (cp->o->shard_n > 1) {
+            fprintf(cp->o->text,
+                    "note: %s: pl_sometimes(\"%s\") at %s:%d was never true in this shard (%" PRIu64
+                    " evaluations)\n",
+                    cp->sc->name, sites[i].msg, sites[i].file, sites[i].line,
+                    cp->tally.sites[2 * i + 1]);
+            continue;
+        }
+        report *rp = calloc(1, sizeof *rp);
+        if (rp == NULL) {
+            cp->error = true;
+            return;
+        }
+        rp->sc = cp->sc;
+        rp->f = f;
+        /* Printed at once: these come after the campaign's other output. */
+        pl__cli_make_reproduce(cp->c, cp->o, rp);
+        pl__cli_print_report(cp->o, rp);
+        cp->findings++;
+        if (cp->first == NULL) {
+            cp->first = rp;
+        } else {
+            free(rp);
+        }
+    }
+}
+
+/* What one scenario's campaign came to, for the summary and the exit. */
+typedef struct outcome {
+    const pl_scenario *sc;
+    bool ran;
+    char total[24];         /* seeds, in decimal; "" for none */
+    uint64_t runs, findings, distinct;
+    bool distinct_partial;
+    bool stopped;
+    uint64_t resume_seed;   /* stopped: every seed below it is done */
+    double seconds;
+    pl_finding_kind first;  /* NONE: clean */
+    bool first_has_seed;
+    uint64_t first_seed;
+} outcome;
+
+/* The outcome's seed count as text ("0" when it has none). */
+static const char *total_of(const outcome *out)
+{
+    return out->total[0] != '\0' ? out->total : "0";
+}
+
+static void outcome_of(const campaign *cp, outcome *out)
+{
+    out->sc = cp->sc;
+    out->ran = true;
+    snprintf(out->total, sizeof out->total, "%s", cp->total);
+    out->runs = cp->done;
+    out->findings = cp->findings;
+    out->distinct = cp->tally.hashes.count;
+    out->distinct_partial = cp->tally.hashes.full;
+    out->stopped = cp->stopped;
+    out->resume_seed = cp->resume_seed;
+    out->seconds = (double)(cp->end_ms - cp->start_ms) / 1000.0;
+    out->first = cp->first != NULL ? cp->first->f.kind : PL_FINDING_NONE;
+    out->first_has_seed = cp->first != NULL && cp->first->has_seed;
+    out->first_seed = cp->first != NULL ? cp->first->seed : 0;
+}
+
+static void print_summary_line(const run_opts *o, const outcome *out)
+{
+    FILE *f = o->text;
+    if (!out->ran) {
+        fprintf(f, "%s: not run (%s)\n", out->sc->name,
+                pl__cli_interrupted ? "interrupted" : "--time ran out");
+        return;
+    }
+    fprintf(f, "%s: %" PRIu64 " run%s%s, %" PRIu64 " finding%s, %s%" PRIu64
+               " distinct schedule%s, %.1f s",
+            out->sc->name, out->runs, out->runs == 1 ? "" : "s",
+            o->check_det ? " (each twice)" : "", out->findings, out->findings == 1 ? "" : "s",
+            out->distinct_partial ? "at least " : "", out->distinct,
+            out->distinct == 1 ? "" : "s", out->seconds);
+    if (out->stopped) {
+        fprintf(f, "; %s after %" PRIu64 " of %s seeds",
+                pl__cli_interrupted ? "interrupted" : "stopped by --time", out->runs,
+                total_of(out));
+        if (out->resume_seed != UINT64_MAX) {
+            fprintf(f, ", every seed%s below %" PRIu64 " done",
+                    o->shard_n > 1 ? " of this shard" : "", out->resume_seed);
+        }
+    }
+    if (out->sc->expect != NULL && out->first == PL_FINDING_NONE) {
+        fprintf(f, "; expected %s, not found", out->sc->expect);
+    }
+    fputc('\n', f);
+    pl__cli_flush_out(f);
+}
+
+static void campaign_free(campaign *cp)
+{
+    free(cp->first);
+    pl__campaign_tally_free(&cp->tally);
+    for (size_t i = 0; i < cp->nw; i++) {
+        free(cp->w[i].buf);
+    }
+    free(cp->w);
+}
+
+/* Runs one scenario's seeds. Returns 0 or ST_INTERNAL. */
+static int campaign_run(const cli *c, const run_opts *o, const pl_scenario *sc, outcome *out)
+{
+    campaign cp;
+    memset(&cp, 0, sizeof cp);
+    cp.c = c;
+    cp.o = o;
+    cp.sc = sc;
+    cp.limit = UINT64_MAX;
+    cp.resume_seed = UINT64_MAX;
+    cp.start_ms = cp.progress_ms = pl__cli_now_ms();
+    if (pl__campaign_tally_init(&cp.tally) != 0) {
+        cp.error = true;
+    } else {
+        campaign_start(&cp);
+    }
+    pl__cli_campaign_loop(&cp);
+    cp.end_ms = pl__cli_now_ms();
+    pl__cli_clear_progress(&cp);
+    if (pl__cli_stdout_errno != 0) {
+        /* Nobody reads any more: no shrink, no report. */
+        outcome_of(&cp, out);
+        campaign_free(&cp);
+        return 0;
+    }
+    if (cp.first != NULL && !o->keep_going) {
+        pl__cli_shrink_report(c, o, cp.first);
+        pl__cli_print_report(o, cp.first);
+    }
+    check_sometimes(&cp);
+    outcome_of(&cp, out);
+    if (!o->quiet) {
+        print_summary_line(o, out);
+    }
+    bool error = cp.error;
+    campaign_free(&cp);
+    return error ? ST_INTERNAL : 0;
+}
+
+typedef struct real_result {
+    pl_finding_kind kind;
+    char message[1024];
+} real_result;
+
+/* setup, pl_run, check, then the order of pl_sim_run (pollen/sim.h):
+ * cancel every task, so none still points into the state, run teardown
+ * while the executor is alive (releasing a task handle needs it), and
+ * destroy the executor last. */
+static void real_scenario(const void *ctx, void *result)
+{
+    const pl_scenario *sc = ctx;
+    real_result *res = result;
+    void *state = calloc(1, sc->state_size > 0 ? sc->state_size : 1);
+    pl_executor *ex = NULL;
+    int rc = state != NULL ? pl_executor_create(&ex, NULL) : PL_ENOMEM;
+    if (rc < 0) {
+        res->kind = PL_FINDING_ASSERTION;
+        snprintf(res->message, sizeof res->message, "cannot create the executor: %s",
+                 pl__cli_error_text(rc));
+    } else if ((rc = sc->setup(ex, state)) < 0) {
+        res->kind = PL_FINDING_ASSERTION;
+        snprintf(res->message, sizeof res->message, "setup failed: %s", pl__cli_error_text(rc));
+    } else if ((rc = pl_run(ex)) < 0) {
+        res->kind = rc == PL_EDEADLK ? PL_FINDING_DEADLOCK : PL_FINDING_ASSERTION;
+        snprintf(res->message, sizeof res->message, "pl_run failed: %s (%zu tasks left)",
+                 pl__cli_error_text(rc), pl_executor_live_tasks(ex));
+    } else if (sc->check != NULL && sc->check(ex, state, res->message, sizeof res->message)) {
+        res->kind = PL_FINDING_ASSERTION;
+    }
+    if (ex != NULL) {
+        pl_executor_cancel_all(ex);
+    }
+    if (state != NULL && sc->teardown != NULL) {
+        sc->teardown(state);
+    }
+    pl_executor_destroy(ex);
+    free(state);
+}
+
+static int real_one(const cli *c, const run_opts *o, const pl_scenario *sc, outcome *out)
+{
+    real_result res;
+    child_end end;
+    memset(&res, 0, sizeof res);
+    pl_time limit = o->time_ns > 0 ? o->time_ns : DEFAULT_REAL_LIMIT_NS;
+    int rc = pl__cli_run_in_child(real_scenario, sc, &res, sizeof res,
+                                  pl__cli_now_ms() + limit / PL_MS, OUT_CAPTURE_ALL, &end);
+    if (rc != 0) {
+        return pl__cli_internal_error(c, "run", "cannot start a process: %s", strerror(-rc));
+    }
+    if (!end.complete && !pl__cli_interrupted) {
+        res.kind =
+            pl__cli_child_lost(&end, "the scenario's process", res.message, sizeof res.message);
+    }
+    memset(out, 0, sizeof *out);
+    out->sc = sc;
+    out->ran = true;
+    snprintf(out->total, sizeof out->total, "1");
+    out->runs = 1;
+    out->first = pl__cli_interrupted ? PL_FINDING_NONE : res.kind;
+    out->findings = out->first != PL_FINDING_NONE;
+    out->seconds = end.seconds;
+    out->stopped = pl__cli_interrupted != 0;
+    if (pl__cli_interrupted) {
+        fprintf(o->text, "%s: real backend run interrupted\n", sc->name);
+    } else if (res.kind != PL_FINDING_NONE) {
+        report *rp = calloc(1, sizeof *rp);
+        if (rp == NULL) {
+            return pl__cli_internal_error(c, "run", "out of memory");
+        }
+        rp->sc = sc;
+        rp->real = true;
+        snprintf(rp->origin, sizeof rp->origin, "real backend");
+        rp->f.kind = res.kind;
+        snprintf(rp->f.message, sizeof rp->f.message, "%s", res.message);
+        rp->output = end.output;
+        return pl__cli_report_once(c, o, rp);
+    } else if (!o->quiet) {
+        fprintf(o->text, "%s: real backend ok, %.1f s\n", sc->name, out->seconds);
+    }
+    return 0;
+}
+
+typedef struct bounded_job {
+    const run_opts *o;
+    const pl_scenario *sc;
+} bounded_job;
+
+typedef struct bounded_msg {
+    int rc;                  /* pl_sim_explore_bounded's */
+    uint64_t runs, schedules;
+    uint32_t levels_done, deviations;
+    bool exhausted, budget_hit, truncated;
+    pl_finding finding;
+    char replay[PATH_MAX];   /* "" when not written */
+    char replay_error[256];
+} bounded_msg;
+
+/* In the child: the whole exploration, then the failing run's replay. */
+static void bounded_explore(const void *ctx, void *result)
+{
+    const bounded_job *bj = ctx;
+    bounded_msg *m = result;
+    pl_sim_options so;
+    pl_sim_bounded_result res;
+    pl__cli_sim_options(bj->o, 0, &so);
+    m->rc = pl_sim_explore_bounded(bj->sc, bj->o->bound_k, 0, &so, &res);
+    m->runs = res.runs;
+    m->schedules = res.schedules;
+    m->levels_done = res.levels_done;
+    m->deviations = res.deviations;
+    m->exhausted = res.exhausted;
+    m->budget_hit = res.budget_hit;
+    m->truncated = res.truncated;
+    m->finding = res.finding;
+    if (m->rc == 0 && res.finding.kind != PL_FINDING_NONE) {
+        int n = snprintf(m->replay, sizeof m->replay, "%s/%s-bounded%" PRIu32 ".replay",
+                         bj->o->out_dir, bj->sc->name, bj->o->bound_k);
+        int rc = n > 0 && (size_t)n < sizeof m->replay ? pl__cli_make_dirs(bj->o->out_dir)
+                                                       : -ENAMETOOLONG;
+        rc = rc == 0 ? pl_sim_write_replay(bj->sc, &so, &res.run, m->replay) : rc;
+        if (rc != 0) {
+            pl__cli_textf(m->replay_error, sizeof m->replay_error, "cannot write %s: %s", m->replay,
+                          pl__cli_error_text(rc));
+            m->replay[0] = '\0';
+        }
+    }
+    pl_sim_bounded_result_free(&res);
+}
+
+/* Which decision kinds a bounded claim covers: the enumeration deviates
+ * only at consulted decisions, and a kind whose knob is off is never
+ * consulted, so its faults were not explored at all. Appends
+ * " over decision kinds a, b; not explored: c (off)" to buf. */
+static void bounded_kinds(const run_opts *o, char *buf, size_t len)
+{
+    pl__dec_knobs k;
+    pl__cli_knobs_for(o, 0, &k);
+    static const char *const heads[2] = {" over decision kinds ", "; not explored: "};
+    size_t used = strlen(buf);
+    for (int pass = 0; pass < 2; pass++) {
+        bool first = true;
+        for (uint32_t i = 0; i < PL_DECIDE__COUNT; i++) {
+            if (k.kind[i].enabled != (pass == 0) || used >= len) {
+                continue;
+            }
+            int n = snprintf(buf + used, len - used, "%s%s%s", first ? heads[pass] : ", ",
+                             pl__dec_kind_name(i), pass == 0 ? "" : " (off)");
+            used += n > 0 ? (size_t)n : 0;
+            first = false;
+        }
+    }
+}
+
+static void bounded_summary(const run_opts *o, const outcome *out, const bounded_msg *m,
+                            const child_end *end)
+{
+    char kinds[512] = "";
+    bounded_kinds(o, kinds, sizeof kinds);
+    FILE *f = o->text;
+    if (!end->complete) {
+        const char *why = end->hung             ? "a poll never returned"
+                          : !out->stopped       ? "the process died"
+                          : pl__cli_interrupted ? "interrupted"
+                                                : "stopped by --time";
+        fprintf(f, "%s: %s, %.1f s; %s before the exploration finished\n", out->sc->name,
+                o->strategy, out->seconds, why);
+        return;
+    }
+    fprintf(f, "%s: %s, %" PRIu64 " runs, %" PRIu64 " schedules, %.1f s", out->sc->name,
+            o->strategy, m->runs, m->schedules, out->seconds);
+    if (m->exhausted) {
+        fprintf(f, "; verified: all %" PRIu64 " schedules with at most %" PRIu32 " deviation%s "
+                   "explored, no finding,%s",
+                m->schedules, o->bound_k, o->bound_k == 1 ? "" : "s", kinds);
+    } else if (m->finding.kind == PL_FINDING_NONE) {
+        fprintf(f, "; schedules with fewer than %" PRIu32 " deviations done%s,%s",
+                m->levels_done, m->truncated ? " (a run outgrew the decision recorder)" : "",
+                kinds);
+    }
+    fputc('\n', f);
+}
+
+static report *bounded_report(const pl_scenario *sc, const bounded_msg *m, const child_end *end)
+{
+    report *rp = calloc(1, sizeof *rp);
+    if (rp == NULL) {
+        return NULL;
+    }
+    rp->sc = sc;
+    rp->output = end->output;
+    if (end->complete) {
+        rp->positioned = true;
+        rp->f = m->finding;
+        snprintf(rp->replay, sizeof rp->replay, "%s", m->replay);
+        snprintf(rp->note, sizeof rp->note, "%s", m->replay_error);
+        snprintf(rp->origin, sizeof rp->origin, "schedule with %" PRIu32 " deviation%s",
+                 m->deviations, m->deviations == 1 ? "" : "s");
+    } else if (end->hung) {
+        rp->positioned = true;
+        rp->f = end->hang;
+        snprintf(rp->origin, sizeof rp->origin, "one of the schedules explored");
+    } else {
+        rp->f.kind =
+            pl__cli_child_lost(end, "the exploring process", rp->f.message, sizeof rp->f.message);
+        snprintf(rp->origin, sizeof rp->origin, "one of the schedules explored");
+    }
+    return rp;
+}
+
+/* --strategy bounded:K: every schedule with at most K deviations, in a
+ * child; no seeds, so no jobs, shards or per-seed watchdog. */
+static int bounded_one(const cli *c, const run_opts *o, const pl_scenario *sc, outcome *out)
+{
+    bounded_msg m;
+    child_end end;
+    bounded_job bj = {o, sc};
+    memset(&m, 0, sizeof m);
+    int rc =
+        pl__cli_run_in_child(bounded_explore, &bj, &m, sizeof m, o->deadline_ms, OUT_CAPTURE, &end);
+    if (rc != 0) {
+        return pl__cli_internal_error(c, "run", "cannot start a process: %s", strerror(-rc));
+    }
+    if (end.complete && m.rc < 0) {
+        return pl__cli_internal_error(c, "run", "%s: the exploration failed: %s", sc->name,
+                                      pl__cli_error_text(m.rc));
+    }
+    memset(out, 0, sizeof *out);
+    out->sc = sc;
+    out->ran = true;
+    out->runs = m.runs;
+    out->distinct = m.schedules;
+    out->seconds = end.seconds;
+    out->stopped = end.timed_out && (pl__cli_interrupted || pl__cli_now_ms() >= o->deadline_ms);
+    bool found = end.complete ? m.finding.kind != PL_FINDING_NONE : !out->stopped;
+    if (found) {
+        report *rp = bounded_report(sc, &m, &end);
+        if (rp == NULL) {
+            return pl__cli_internal_error(c, "run", "out of memory");
+        }
+        out->first = rp->f.kind;
+        out->findings = 1;
+        rc = rp->note[0] != '\0' ? ST_INTERNAL : 0;
+        pl__cli_shrink_report(c, o, rp);
+        pl__cli_report_once(c, o, rp);
+    }
+    if (!o->quiet) {
+        bounded_summary(o, out, &m, &end);
+    }
+    return rc;
+}
+
+/* ======================================================================
+ * `run`: the command
+ * ==================================================================== */
+
+static void summary_json_scenario(const outcome *out)
+{
+    FILE *f = stdout;
+    fputs("{\"scenario\":", f);
+    pl__cli_json_string(f, out->sc->name);
+    fprintf(f, ",\"ran\":%s,\"seeds\":%s,\"runs\":%" PRIu64 ",\"findings\":%" PRIu64
+               ",\"distinct_schedules\":%" PRIu64 ",\"distinct_exact\":%s,\"seconds\":%.3f",
+            out->ran ? "true" : "false", total_of(out), out->runs, out->findings, out->distinct,
+            out->distinct_partial ? "false" : "true", out->seconds);
+    fprintf(f, ",\"complete\":%s", out->ran && !out->stopped ? "true" : "false");
+    if (out->stopped && out->resume_seed != UINT64_MAX) {
+        fprintf(f, ",\"resume_seed\":%" PRIu64, out->resume_seed);
+    }
+    fputs(",\"first\":", f);
+    if (out->first != PL_FINDING_NONE) {
+        fputs("{\"kind\":", f);
+        pl__cli_json_string(f, pl_finding_name(out->first));
+        if (out->first_has_seed) {
+            fprintf(f, ",\"seed\":%" PRIu64 "}", out->first_seed);
+        } else {
+            fputs(",\"seed\":null}", f);
+        }
+    } else {
+        fputs("null", f);
+    }
+    fputs(",\"expect\":", f);
+    if (out->sc->expect != NULL) {
+        pl__cli_json_string(f, out->sc->expect);
+    } else {
+        fputs("null", f);
+    }
+    fputc('}', f);
+}
+
+static void summary_json(const run_opts *o, const outcome *outs, size_t n, int status)
+{
+    FILE *f = stdout;
+    fprintf(f, "{\"summary\":{\"exit\":%d,\"real\":%s", status, o->real ? "true" : "false");
+    if (!o->real) {
+        fprintf(f, ",\"seeds\":\"%" PRIu64 "..%" PRIu64 "\",\"shard\":\"%" PRIu32 "/%" PRIu32
+                   "\",\"strategy\":",
+                o->seed_lo, o->seed_hi, o->shard_k, o->shard_n);
+        pl__cli_json_string(f, o->strategy);
+    }
+    fprintf(f, ",\"interrupted\":%s,\"scenarios\":[", pl__cli_interrupted ? "true" : "false");
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0) {
+            fputc(',', f);
+        }
+        summary_json_scenario(&outs[i]);
+    }
+    fputs("]}}\n", f);
+    pl__cli_flush_out(f);
+}
+
+static int run_status(const outcome *outs, size_t n, bool error)
+{
+    if (error) {
+        return ST_INTERNAL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (outs[i].first != PL_FINDING_NONE) {
+            return ST_FINDING_BASE + (int)outs[i].first;
+        }
+    }
+    return pl__cli_interrupted ? ST_INTERRUPTED : ST_CLEAN;
+}
+
+/* ---- PCT's guarantee: n and k measured in a child (user code runs) --- */
+
+typedef struct pct_job {
+    const run_opts *o;
+    const pl_scenario *sc;
+} pct_job;
+
+typedef struct pct_msg {
+    int rc;
+    uint32_t tasks;
+    uint64_t steps;
+} pct_msg;
+
+static void pct_measure(const void *ctx, void *result)
+{
+    const pct_job *pj = ctx;
+    pct_msg *m = result;
+    pl_sim_options so;
+    pl__cli_sim_options(pj->o, 0, &so);
+    m->rc = pl_sim_pct_estimate(pj->sc, &so, &m->tasks, &m->steps);
+}
+
+/* x^n by squaring (no libm for one power). */
+static double power(double x, uint64_t n)
+{
+    double r = 1.0;
+    for (; n > 0; n >>= 1, x *= x) {
+        if (n & 1) {
+            r *= x;
+        }
+    }
+    return r;
+}
+
+/* After a pct:D campaign: the paper's bound 1/(n k^(D-1)) for one run and
+ * what it promises over the runs made. n and k come from the scenario's
+ * production run, as PCT's default horizon does (pct:D:K sets k). */
+static void pct_guarantee_line(const run_opts *o, const pl_scenario *sc, const outcome *out)
+{
+    pct_job pj = {o, sc};
+    pct_msg m;
+    child_end end;
+    pl__strategy_spec spec;
+    memset(&m, 0, sizeof m);
+    int rc = pl__cli_run_in_child(pct_measure, &pj, &m, sizeof m,
+                                  pl__cli_now_ms() + o->watchdog_ns / PL_MS, OUT_DISCARD, &end);
+    if (rc != 0 || !end.complete || m.rc != 0 ||
+        pl__strategy_parse(o->strategy, &spec, NULL, 0) != 0) {
+        fprintf(o->text, "%s: %s guarantee unknown (the production run could not be measured)\n",
+                sc->name, o->strategy);
+        return;
+    }
+    /* The bound holds for what the change points covered: the first k
+     * schedule steps (the horizon they were drawn over), and the schedule
+     * decisions only, which are all PCT orders. */
+    uint64_t k = spec.horizon > 0 ? spec.horizon : m.steps;
+    double p = pl_sim_pct_guarantee(o->pct_depth, m.tasks, k);
+    double miss = power(1.0 - p, out->runs);
+    char miss_text[32] = "< 1e-300"; /* (1-p)^runs underflows: say so, never "<= 0" */
+    if (miss >= 1e-300) {
+        snprintf(miss_text, sizeof miss_text, "<= %.3g", miss);
+    }
+    fprintf(o->text,
+            "%s: %s guarantee: each run finds a scheduling bug of depth %" PRIu32 " within the "
+            "first k schedule steps with probability >= 1/(n*k^%" PRIu32 ") = %.3g (n = %" PRIu32
+            " task%s, k = %" PRIu64 " schedule step%s, %s); all %" PRIu64
+            " runs miss such a bug with probability %s. PCT orders schedule decisions only: "
+            "every other decision kind was drawn at random, with no such bound\n",
+            sc->name, o->strategy, o->pct_depth, o->pct_depth - 1, p, m.tasks,
+            m.tasks == 1 ? "" : "s", k, k == 1 ? "" : "s",
+            spec.horizon > 0 ? "as given" : "the longest of the production run and 8 PCT runs",
+            out->runs, miss_text);
+    pl__cli_flush_out(o->text);
+}
+
+/* The exit status once stdout failed: a reader that went away (`| head`)
+ * is no error of the run, only the end of it; anything else (a full disk)
+ * is one. */
+static int stdout_status(const cli *c, int status)
+{
+    if (pl__cli_stdout_errno == EPIPE) {
+        return ST_OUTPUT_CLOSED;
+    }
+    if (pl__cli_stdout_errno != 0) {
+        return pl__cli_internal_error(c, "run", "cannot write to stdout: %s",
+                                      strerror(pl__cli_stdout_errno));
+    }
+    return status;
+}
+
+static int run_all(const cli *c, const run_opts *o, const pl_scenario **sel, size_t nsel)
+{
+    outcome *outs = calloc(nsel + 1, sizeof *outs);
+    if (outs == NULL) {
+        return pl__cli_internal_error(c, "run", "out of memory");
+    }
+    bool error = false;
+    for (size_t i = 0; i < nsel && pl__cli_stdout_errno == 0; i++) {
+        outs[i].sc = sel[i];
+        if (error || pl__cli_interrupted || pl__cli_now_ms() >= o->deadline_ms) {
+            if (!o->quiet && !error) {
+                print_summary_line(o, &outs[i]);
+            }
+            continue;
+        }
+        int rc = o->real      ? real_one(c, o, sel[i], &outs[i])
+                 : o->bounded ? bounded_one(c, o, sel[i], &outs[i])
+                              : campaign_run(c, o, sel[i], &outs[i]);
+        if (rc == 0 && o->pct_depth > 0 && !o->quiet && outs[i].ran) {
+            pct_guarantee_line(o, sel[i], &outs[i]);
+        }
+        error = error || rc != 0;
+        pl__cli_flush_out(o->text);
+    }
+    int status = run_status(outs, nsel, error);
+    if (o->json && pl__cli_stdout_errno == 0) {
+        summary_json(o, outs, nsel, status);
+    }
+    free(outs);
+    pl__cli_flush_out(stdout);
+    return stdout_status(c, status);
+}
+
+int pl__cli_cmd_run(cli *c, int argc, char **argv)
+{
+    run_opts o;
+    int rc = pl__cli_run_opts_parse(c, argc, argv, &o);
+    const pl_scenario **sel = NULL;
+    size_t nsel = 0;
+    if (rc == 0) {
+        sel = calloc(c->nall + 1, sizeof *sel);
+        rc = sel == NULL ? pl__cli_internal_error(c, "run", "out of memory")
+                         : pl__cli_select_scenarios(c, "run", o.patterns, o.npatterns, sel, &nsel);
+    }
+    if (rc == 0) {
+        struct sigaction sa, old, ign, old_pipe;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = pl__cli_on_interrupt;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, &old);
+        /* A closed stdout is an EPIPE the parent handles (stdout_errno),
+         * and workers inherit this: a worker dying of SIGPIPE would be
+         * taken for a crash of user code. */
+        memset(&ign, 0, sizeof ign);
+        ign.sa_handler = SIG_IGN;
+        sigemptyset(&ign.sa_mask);
+        sigaction(SIGPIPE, &ign, &old_pipe);
+        rc = run_all(c, &o, sel, nsel);
+        sigaction(SIGPIPE, &old_pipe, NULL);
+        sigaction(SIGINT, &old, NULL);
+    }
+    free(sel);
+    free(o.patterns);
+    return rc < 0 ? ST_CLEAN : rc;
+}

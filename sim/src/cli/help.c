@@ -1,0 +1,204 @@
+/* sim/src/cli/help.c: the help texts of the commands, and `help`. */
+#include "cli_internal.h"
+
+const char pl__cli_help_main[] =
+    "usage: {prog} <command> [options]\n"
+    "\n"
+    "Deterministic simulation testing of pollen scenarios: every run is a\n"
+    "function of its seed, and every finding comes with a replay file and a\n"
+    "command that reproduces it.\n"
+    "\n"
+    "commands:\n"
+    "  list      list the scenarios linked into this program\n"
+    "  run       run scenarios over many seeds and report findings\n"
+    "  replay    rerun replay files (or raw fuzzer inputs) and check them\n"
+    "  shrink    shrink a replay file to its smallest failing schedule\n"
+    "  help      show the help of a command ('{prog} help run')\n"
+    "  version   print the version\n"
+    "\n"
+    "Run '{prog} <command> --help' for the options of a command.\n";
+
+static const char help_list[] =
+    "usage: {prog} list [--json]\n"
+    "\n"
+    "Lists every scenario linked into this program: its name, the finding\n"
+    "a known-bug scenario must produce ('-' for scenarios that must stay\n"
+    "clean) and a one-line summary.\n"
+    "\n"
+    "options:\n"
+    "  --json        one JSON object per line:\n"
+    "                {\"name\":...,\"expect\":...|null,\"summary\":...}\n"
+    "  --help, -h    this text\n";
+
+static const char help_run[] =
+    "usage: {prog} run SCENARIO... [options]\n"
+    "\n"
+    "Runs each scenario once per seed under the simulator. SCENARIO is a\n"
+    "name, a glob such as 'bugs_*' (quote it) or 'all'. Seeds run in worker\n"
+    "processes, so a crash or a hang in user code becomes a finding with its\n"
+    "seed. A scenario stops at its first finding; with several jobs the\n"
+    "finding reported is still the one with the lowest seed.\n"
+    "\n"
+    "seeds and schedules:\n"
+    "  --seeds A..B         inclusive seed range (default 0..999)\n"
+    "  --seed N             one seed: decimal, 0x-hex, or a 40-hex commit hash\n"
+    "                       (its first 16 hex digits)\n"
+    "  --strategy S         random (default), swarm, pct:D[:K] (depth 1-64) or\n"
+    "                       bounded:K (0-64): every schedule with at most K\n"
+    "                       deviations from production's order, instead of\n"
+    "                       seeds (no --seeds, --jobs, --shard or watchdog)\n"
+    "  --knobs TEXT         decision knobs over the defaults, e.g.\n"
+    "                       'spurious_poll=on,io_fault=off,schedule=65536'\n"
+    "  --poll-cost DURATION virtual time each poll costs (default 0: the clock\n"
+    "                       moves only while no task is runnable), e.g. 100ns\n"
+    "  --check-determinism  run every seed twice and compare the trace hashes\n"
+    "  --real               instead of simulating, run each scenario once on\n"
+    "                       the real epoll backend (60 s limit, or --time)\n"
+    "\n"
+    "processes and limits:\n"
+    "  --jobs N, -j N       worker processes (default: online CPUs, at most 64)\n"
+    "  --shard K/N          only shard K of N: seed s when (s - A) mod N = K - 1\n"
+    "  --time DURATION      start no seed after this much wall time, and report\n"
+    "                       how far the run got (units ms, s, m, h); a seed still\n"
+    "                       running finishes or meets the watchdog\n"
+    "  --watchdog DURATION  a seed running longer than this (wall time) is\n"
+    "                       killed and reported as a livelock (default 10s)\n"
+    "  --recycle-seeds N    a worker hands its remaining seeds to a fresh process\n"
+    "                       after N seeds (default 10000)...\n"
+    "  --worker-rss SIZE    ...or once its peak RSS passes SIZE (default 1GiB;\n"
+    "                       units KiB, MiB, GiB, TiB); memory growing seed after\n"
+    "                       seed is reported as a leak in user code\n"
+    "  --poll-budget DURATION  CPU time one poll may take (default 1s): a poll\n"
+    "                       still running then is stopped and reported as a\n"
+    "                       livelock with its task, poll and step, in every\n"
+    "                       strategy and in the shrink of such a finding\n"
+    "\n"
+    "output:\n"
+    "  --out DIR            directory for replay files (default pollen-out/)\n"
+    "  --keep-going         report every finding instead of stopping at the first\n"
+    "  --no-shrink          keep the first finding as found (by default it is\n"
+    "                       shrunk to its fewest deviations, explained, and saved\n"
+    "                       next to it as ...-seed<seed>.shrunk.replay)\n"
+    "  --shrink-time DURATION  wall-time budget of that shrink (default 10s)\n"
+    "  --json               stdout holds only JSON objects, one per line: each\n"
+    "                       finding (user output in \"output\"), warnings, and\n"
+    "                       the summary last; the text goes to stderr\n"
+    "  --quiet, -q          no progress or summary lines, only findings\n"
+    "  --help, -h           this text\n"
+    "\n"
+    "Progress goes to stderr every second on a terminal, every 10 s otherwise.\n"
+    "What user code prints on stdout is captured per seed, never mixed into\n"
+    "pollen's output; a finding shows its run's last 4 KiB of it.\n"
+    "A finding writes DIR/<scenario>-seed<seed>.replay; reproduce it with\n"
+    "'{prog} replay FILE'.\n"
+    "\n"
+    "exit status: 0 no finding, 10 + kind of the first finding (see below),\n"
+    "2 bad usage, 3 internal error (such as an unwritable DIR or a full\n"
+    "stdout), 130 interrupted before any finding, 141 stdout closed early\n"
+    "(a reader such as 'head' went away: the run stops without a summary).\n"
+    "A known-bug scenario that produces its expected finding still exits\n"
+    "10 + kind: the report is the truth.\n";
+
+static const char help_replay[] =
+    "usage: {prog} replay FILE... [options]\n"
+    "\n"
+    "Reruns each replay file with its recorded decisions and checks that the\n"
+    "run produces the same finding and the same trace hash. When the code\n"
+    "changed and the run diverges, says where (step, expected, got). Each file\n"
+    "runs in a child process, so an expected crash reproduces as a crash.\n"
+    "A file that does not start with 'pollen-replay' is a raw libFuzzer input:\n"
+    "it needs --scenario and feeds its bytes to the decision stream. A file\n"
+    "recording nondeterminism reproduces when two runs of it disagree.\n"
+    "\n"
+    "options:\n"
+    "  --scenario NAME         the scenario of raw fuzzer inputs\n"
+    "  --trace                 print the run's event timeline\n"
+    "  --chrome-trace OUT.json write Chrome trace-event JSON (open it in\n"
+    "                          Perfetto); needs exactly one FILE\n"
+    "  --watchdog DURATION     kill a replay running longer (default 10s)\n"
+    "  --poll-cost DURATION    run with this poll cost instead of the file's\n"
+    "                          (a raw fuzzer input has none: 0)\n"
+    "  --poll-budget DURATION  stop a poll using more CPU time (default 1s): a\n"
+    "                          livelock\n"
+    "  --no-fork               run in this process (for a debugger)\n"
+    "  --quiet, -q             only the verdict line per file\n"
+    "  --help, -h              this text\n"
+    "\n"
+    "exit status: 0 every file reproduced (a raw input: produced a finding),\n"
+    "1 a run differed from its file, 2 bad usage, 3 unreadable or malformed\n"
+    "file or internal error.\n";
+
+static const char help_shrink[] =
+    "usage: {prog} shrink FILE [-o OUT] [--time DURATION] [--runs N]\n"
+    "                           [--poll-budget DURATION] [--watchdog DURATION]\n"
+    "\n"
+    "Shrinks the failing run of a replay file to the smallest decision list\n"
+    "that still produces the same finding (shortlex: drop the tail, delete\n"
+    "chunks, zero and lower values), explains the few decisions where it\n"
+    "leaves production's order, and writes it as a replay file. Candidate\n"
+    "runs execute in a child process.\n"
+    "\n"
+    "options:\n"
+    "  -o OUT, --output OUT   where to write (default: FILE with '.replay'\n"
+    "                         replaced by '.shrunk.replay')\n"
+    "  --time DURATION        wall-time budget (default 30s)\n"
+    "  --runs N               run budget (default 20000)\n"
+    "  --poll-budget DURATION CPU time one poll may take (default 1s); a\n"
+    "                         livelock's candidates each run in a child, and\n"
+    "                         one stopped there still fails with livelock\n"
+    "  --watchdog DURATION    wall time such a candidate may take (default\n"
+    "                         10s): one killed then still fails with livelock\n"
+    "  --help, -h             this text\n"
+    "\n"
+    "exit status: 0 shrunk, 2 bad usage, 3 unreadable file, a run that does\n"
+    "not fail, or a crash while shrinking.\n";
+
+/* Writes text with every "{prog}" replaced by the program's name. */
+void pl__cli_put_text(FILE *f, const char *text, const char *prog)
+{
+    static const char token[] = "{prog}";
+    for (const char *p = text; *p != '\0';) {
+        const char *t = strstr(p, token);
+        size_t n = t != NULL ? (size_t)(t - p) : strlen(p);
+        fwrite(p, 1, n, f);
+        p += n;
+        if (t != NULL) {
+            fputs(prog, f);
+            p += sizeof token - 1;
+        }
+    }
+}
+
+/* The finding kinds and their exit statuses, from the library's names. */
+static void put_exit_kinds(FILE *f)
+{
+    fputs("\nfinding kinds (exit status):", f);
+    for (int k = 1; k < PL_FINDING__COUNT; k++) {
+        fprintf(f, "%s%s (%d)", k % 4 == 1 ? "\n  " : ", ", pl_finding_name((pl_finding_kind)k),
+                ST_FINDING_BASE + k);
+    }
+    fputc('\n', f);
+}
+
+int pl__cli_show_help(const cli *c, const char *cmd)
+{
+    const char *text = pl__cli_help_main;
+    if (cmd != NULL && strcmp(cmd, "list") == 0) {
+        text = help_list;
+    } else if (cmd != NULL && strcmp(cmd, "run") == 0) {
+        text = help_run;
+    } else if (cmd != NULL && strcmp(cmd, "replay") == 0) {
+        text = help_replay;
+    } else if (cmd != NULL && strcmp(cmd, "shrink") == 0) {
+        text = help_shrink;
+    } else if (cmd != NULL && strcmp(cmd, "help") != 0 && strcmp(cmd, "version") != 0) {
+        char hint[96];
+        snprintf(hint, sizeof hint, "'%s --help' lists the commands", c->prog);
+        return pl__cli_usage_hint(c, "help", hint, "unknown command '%s'", cmd);
+    }
+    pl__cli_put_text(stdout, text, c->prog);
+    if (text == help_run || text == pl__cli_help_main) {
+        put_exit_kinds(stdout);
+    }
+    return fflush(stdout) == 0 ? ST_CLEAN : ST_INTERNAL;
+}

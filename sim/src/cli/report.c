@@ -1,0 +1,394 @@
+/* sim/src/cli/report.c: findings as the parent prints them (text, and
+ * JSON lines under --json), their reproduce commands, the replay file of
+ * a run that never finished, and the output helpers the other files
+ * share (escaped text, JSON strings, wait statuses, mkdir -p). */
+#include "cli_internal.h"
+
+void pl__cli_textf(char *buf, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+}
+
+safe_buf pl__cli_safe_text(const char *text)
+{
+    safe_buf b;
+    pl__cli_escape(text, false, b.s, sizeof b.s);
+    return b;
+}
+
+/* A JSON string. Bytes that are not UTF-8 (user output, names from
+ * files) become U+FFFD: JSON text must be valid UTF-8. */
+void pl__cli_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
+        size_t seq = pl__cli_utf8_len(p);
+        if (seq == 0) {
+            fputs("\\ufffd", f);
+        } else if (seq > 1) {
+            fwrite(p, 1, seq, f);
+            p += seq - 1;
+        } else if (*p == '"' || *p == '\\') {
+            fprintf(f, "\\%c", *p);
+        } else if (*p == '\n') {
+            fputs("\\n", f);
+        } else if (*p == '\t') {
+            fputs("\\t", f);
+        } else if (*p < 0x20 || *p == 0x7f) {
+            fprintf(f, "\\u%04x", *p);
+        } else {
+            fputc(*p, f);
+        }
+    }
+    fputc('"', f);
+}
+
+static const char *signal_name(int sig)
+{
+    static const struct {
+        int sig;
+        const char *name;
+    } names[] = {
+        {SIGSEGV, "SIGSEGV"}, {SIGBUS, "SIGBUS"},   {SIGABRT, "SIGABRT"}, {SIGFPE, "SIGFPE"},
+        {SIGILL, "SIGILL"},   {SIGKILL, "SIGKILL"}, {SIGTERM, "SIGTERM"}, {SIGTRAP, "SIGTRAP"},
+        {SIGSYS, "SIGSYS"},   {SIGPIPE, "SIGPIPE"}, {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"},
+        {SIGALRM, "SIGALRM"}, {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"}, {SIGHUP, "SIGHUP"},
+        {SIGUSR1, "SIGUSR1"}, {SIGUSR2, "SIGUSR2"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (names[i].sig == sig) {
+            return names[i].name;
+        }
+    }
+    return "an unknown signal";
+}
+
+/* Describes a wait status: "was killed by SIGSEGV (Segmentation fault)". */
+void pl__cli_describe_status(int status, char *buf, size_t len)
+{
+    if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        snprintf(buf, len, "was killed by %s (%s)", signal_name(sig), strsignal(sig));
+    } else if (WIFEXITED(status)) {
+        snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
+    } else {
+        snprintf(buf, len, "stopped with wait status %d", status);
+    }
+}
+
+/* mkdir -p: creates dir and its parents. Returns 0 or a negative errno. */
+int pl__cli_make_dirs(const char *dir)
+{
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) {
+        return -ENAMETOOLONG;
+    }
+    for (char *p = path + 1; ; p++) {
+        bool end = *p == '\0';
+        if (*p == '/' || end) {
+            *p = '\0';
+            struct stat st;
+            if (mkdir(path, 0777) != 0 && (errno != EEXIST || stat(path, &st) != 0 ||
+                                           !S_ISDIR(st.st_mode))) {
+                return errno == EEXIST ? -ENOTDIR : -errno;
+            }
+            if (end) {
+                return 0;
+            }
+            *p = '/';
+        }
+    }
+}
+
+/* Writes all of buf to fd, retrying short writes and EINTR. */
+int pl__cli_write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return -errno;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* "--strategy S --knobs K --poll-cost Nns" when they differ from the defaults. */
+static void schedule_args(const run_opts *o, char *buf, size_t len)
+{
+    char knobs[512] = "";
+    char cost[48] = "";
+    buf[0] = '\0';
+    if (o->knobs != NULL) {
+        pl__cli_shell_quote(o->knobs, knobs, sizeof knobs);
+    }
+    if (o->poll_cost_ns > 0) {
+        snprintf(cost, sizeof cost, " --poll-cost %lldns", (long long)o->poll_cost_ns);
+    }
+    snprintf(buf, len, "%s%s%s%s%s", strcmp(o->strategy, "random") != 0 ? " --strategy " : "",
+             strcmp(o->strategy, "random") != 0 ? o->strategy : "",
+             o->knobs != NULL ? " --knobs " : "", knobs, cost);
+}
+
+void pl__cli_make_reproduce(const cli *c, const run_opts *o, report *rp)
+{
+    char prog[PATH_MAX], arg[PATH_MAX + 8], sched[600];
+    pl__cli_shell_quote(c->argv0, prog, sizeof prog);
+    schedule_args(o, sched, sizeof sched);
+    if (rp->replay[0] != '\0') {
+        pl__cli_shell_quote(rp->replay, arg, sizeof arg);
+        pl__cli_textf(rp->reproduce, sizeof rp->reproduce, "%s replay %s", prog, arg);
+    } else if (rp->real) {
+        pl__cli_textf(rp->reproduce, sizeof rp->reproduce, "%s run %s --real", prog, rp->sc->name);
+    } else if (o->bounded) {
+        pl__cli_textf(rp->reproduce, sizeof rp->reproduce, "%s run %s%s", prog, rp->sc->name,
+                      sched);
+    } else if (rp->has_seed) {
+        pl__cli_textf(rp->reproduce, sizeof rp->reproduce, "%s run %s --seed %" PRIu64 "%s", prog,
+                      rp->sc->name, rp->seed, sched);
+    } else {
+        pl__cli_textf(rp->reproduce, sizeof rp->reproduce,
+                      "%s run %s --seeds %" PRIu64 "..%" PRIu64 "%s", prog, rp->sc->name,
+                      o->seed_lo, o->seed_hi, sched);
+    }
+}
+
+static void print_task_line(FILE *f, const report *rp)
+{
+    const pl_finding *fd = &rp->f;
+    pl_time t = fd->time_ns < 0 ? 0 : fd->time_ns;
+    char when[96];
+    snprintf(when, sizeof when, "virtual time %" PRId64 ".%03" PRId64 " ms, step %" PRIu64,
+             t / PL_MS, t % PL_MS / PL_US, fd->step);
+    if (fd->task_id != 0) {
+        fprintf(f, "  task: %s (#%" PRIu32 "), poll %" PRIu32 ", %s\n",
+                fd->task_name[0] != '\0' ? fd->task_name : "unnamed", fd->task_id,
+                fd->task_polls, when);
+    } else {
+        fprintf(f, "  task: none, %s\n", when);
+    }
+}
+
+/* Prints text indented by two spaces, line by line, control bytes
+ * other than newlines and tabs escaped. */
+static void print_indented(FILE *f, const char *text)
+{
+    char *safe = malloc(4 * strlen(text) + 1);
+    if (safe != NULL) {
+        pl__cli_escape(text, true, safe, 4 * strlen(text) + 1);
+        text = safe;
+    }
+    while (*text != '\0') {
+        size_t n = strcspn(text, "\n");
+        fprintf(f, "  %.*s\n", (int)n, text);
+        text += n + (text[n] == '\n');
+    }
+    free(safe);
+}
+
+/* The finding itself: headline, position, message, expectation. */
+void pl__cli_print_finding_head(FILE *f, const run_opts *o, const report *rp)
+{
+    const char *kind = pl_finding_name(rp->f.kind);
+    if (rp->has_seed) {
+        fprintf(f, "FINDING %s in %s (seed %" PRIu64 ")\n", kind, rp->sc->name, rp->seed);
+    } else if (rp->origin[0] != '\0') {
+        fprintf(f, "FINDING %s in %s (%s)\n", kind, rp->sc->name, rp->origin);
+    } else {
+        fprintf(f, "FINDING %s in %s (seeds %" PRIu64 "..%" PRIu64 ")\n", kind, rp->sc->name,
+                o->seed_lo, o->seed_hi);
+    }
+    if (rp->positioned) {
+        print_task_line(f, rp);
+    } else if (rp->has_seed) {
+        fprintf(f, "  task: unknown (the run did not finish)\n");
+    }
+    print_indented(f, rp->f.message);
+    if (rp->sc->expect != NULL) {
+        bool same = strcmp(rp->sc->expect, kind) == 0;
+        fprintf(f, "  expected: %s, this known-bug scenario must produce %s\n", same ? "yes" : "no",
+                rp->sc->expect);
+    }
+}
+
+/* Swarm draws its knobs per seed: show the ones this finding ran with. */
+static void print_swarm_knobs(FILE *f, const run_opts *o, const report *rp)
+{
+    pl_sim_options so;
+    char knobs[PL_SIM_KNOBS_TEXT_MAX];
+    if (strcmp(o->strategy, "swarm") != 0 || !rp->has_seed) {
+        return;
+    }
+    pl__cli_sim_options(o, rp->seed, &so);
+    if (pl_sim_knobs_text(&so, knobs, sizeof knobs) == 0) {
+        fprintf(f, "  swarm knobs: %s\n", knobs);
+    }
+}
+
+/* The tail of what the run wrote to stdout, "..." where it was cut. */
+static void print_output(FILE *f, const output_tail *t)
+{
+    size_t shown = strlen(t->text);
+    if (t->bytes == 0) {
+        return;
+    }
+    bool cut = t->bytes > shown;
+    if (cut) {
+        fprintf(f, "  stdout of the run (%" PRIu64 " bytes), the last %zu:\n", t->bytes, shown);
+    } else {
+        fprintf(f, "  stdout of the run (%" PRIu64 " bytes):\n", t->bytes);
+    }
+    char *safe = malloc(4 * shown + 1);
+    if (safe == NULL) {
+        return;
+    }
+    pl__cli_escape(t->text, true, safe, 4 * shown + 1);
+    for (const char *p = safe; *p != '\0'; cut = false) {
+        size_t n = strcspn(p, "\n");
+        fprintf(f, "    | %s%.*s\n", cut ? "..." : "", (int)n, p);
+        p += n + (p[n] == '\n');
+    }
+    free(safe);
+}
+
+static void print_report_text(FILE *f, const run_opts *o, const report *rp)
+{
+    pl__cli_print_finding_head(f, o, rp);
+    print_swarm_knobs(f, o, rp);
+    print_output(f, &rp->output);
+    /* Paths and commands hold the --out directory and argv[0]. */
+    if (rp->replay[0] != '\0') {
+        fprintf(f, "  replay: %s%s%s%s\n", pl__cli_safe_text(rp->replay).s,
+                rp->note[0] != '\0' ? " (" : "", pl__cli_safe_text(rp->note).s,
+                rp->note[0] != '\0' ? ")" : "");
+    } else if (!rp->real && rp->has_seed) {
+        fprintf(f, "  replay: none (%s)\n",
+                rp->note[0] != '\0' ? pl__cli_safe_text(rp->note).s : "not written");
+    }
+    fprintf(f, "  reproduce: %s\n", pl__cli_safe_text(rp->reproduce).s);
+    if (rp->shrunk[0] != '\0') {
+        fputs(rp->shrink_text, f);
+        fprintf(f, "  shrunk replay: %s\n  reproduce shrunk: %s\n", pl__cli_safe_text(rp->shrunk).s,
+                pl__cli_safe_text(rp->shrunk_reproduce).s);
+    } else if (rp->shrink_text[0] != '\0') {
+        fputs(rp->shrink_text, f);
+    }
+    pl__cli_flush_out(f);
+}
+
+static void print_report_json(const report *rp)
+{
+    FILE *f = stdout;
+    fputs("{\"kind\":", f);
+    pl__cli_json_string(f, pl_finding_name(rp->f.kind));
+    fputs(",\"scenario\":", f);
+    pl__cli_json_string(f, rp->sc->name);
+    if (rp->has_seed) {
+        fprintf(f, ",\"seed\":%" PRIu64, rp->seed);
+    } else {
+        fputs(",\"seed\":null", f);
+    }
+    fputs(",\"task\":", f);
+    if (rp->positioned && rp->f.task_id != 0) {
+        pl__cli_json_string(f, rp->f.task_name);
+    } else {
+        fputs("null", f);
+    }
+    fprintf(f, ",\"task_id\":%" PRIu32 ",\"poll\":%" PRIu32 ",\"time_ns\":%" PRId64
+               ",\"step\":%" PRIu64 ",\"message\":",
+            rp->f.task_id, rp->f.task_polls, rp->f.time_ns, rp->f.step);
+    pl__cli_json_string(f, rp->f.message);
+    fputs(",\"replay\":", f);
+    if (rp->replay[0] != '\0') {
+        pl__cli_json_string(f, rp->replay);
+    } else {
+        fputs("null", f);
+    }
+    fputs(",\"reproduce\":", f);
+    pl__cli_json_string(f, rp->reproduce);
+    fputs(",\"shrunk\":", f);
+    if (rp->shrunk[0] != '\0') {
+        pl__cli_json_string(f, rp->shrunk);
+    } else {
+        fputs("null", f);
+    }
+    fputs(",\"output\":", f);
+    if (rp->output.bytes > 0) {
+        pl__cli_json_string(f, rp->output.text);
+    } else {
+        fputs("null", f);
+    }
+    fprintf(f, ",\"output_bytes\":%" PRIu64, rp->output.bytes);
+    fprintf(f, ",\"expected\":%s,\"real\":%s}\n",
+            rp->sc->expect != NULL && strcmp(rp->sc->expect, pl_finding_name(rp->f.kind)) == 0
+                ? "true"
+                : "false",
+            rp->real ? "true" : "false");
+    pl__cli_flush_out(f);
+}
+
+void pl__cli_print_report(const run_opts *o, const report *rp)
+{
+    print_report_text(o->text, o, rp);
+    if (o->json) {
+        print_report_json(rp);
+    }
+}
+
+/* Knobs a run with these options used, for replay files written here
+ * (the library's options -> knobs function, as pl_sim_run itself). */
+void pl__cli_knobs_for(const run_opts *o, uint64_t seed, pl__dec_knobs *k)
+{
+    pl_sim_options so;
+    pl__cli_sim_options(o, seed, &so);
+    if (pl__sim_knobs_of(&so, k, NULL, 0) != 0) {
+        pl__dec_knobs_default(k); /* `run` checked strategy and knobs already */
+    }
+}
+
+/* Writes the replay file of a run that never finished (crash, hang):
+ * the decisions a rerun recorded in shared memory, or, without them, the
+ * seed only, marked by an empty list flagged truncated. */
+int pl__cli_write_lost_replay(const run_opts *o, report *rp, const shared_rec *rec,
+                              const char *seed_only_note)
+{
+    pl__replay r;
+    pl__replay_init(&r);
+    /* Borrowed pointers: r is never passed to pl__replay_free. */
+    r.pollen_version = (char *)PL_VERSION_STRING;
+    r.build = (char *)pl__run_build_id();
+    r.scenario = (char *)rp->sc->name;
+    r.seed = rp->seed;
+    r.strategy = (char *)o->strategy;
+    r.has_knobs = true;
+    pl__cli_knobs_for(o, rp->seed, &r.knobs);
+    r.poll_cost_ns = o->poll_cost_ns;
+    r.finding = (char *)pl_finding_name(rp->f.kind);
+    r.message = rp->f.message;
+    bool have = rec != NULL;
+    uint64_t n = have ? rec->len : 0;
+    r.decisions = have ? (pl__dec_record *)rec->recs : NULL;
+    r.decisions_len = (size_t)(n < (have ? rec->cap : 0) ? n : (have ? rec->cap : 0));
+    r.truncated = !have || n > rec->cap;
+    int rc = pl__cli_replay_path(o, rp->sc, rp->seed, rp->replay, sizeof rp->replay);
+    rc = rc == 0 ? pl__cli_make_dirs(o->out_dir) : rc;
+    if (rc == 0) {
+        rc = pl__replay_write_path(rp->replay, &r);
+    }
+    if (rc != 0) {
+        pl__cli_textf(rp->note, sizeof rp->note, "cannot write %s: %s", rp->replay,
+                      pl__cli_error_text(rc));
+        rp->replay[0] = '\0';
+    } else if (!have) {
+        snprintf(rp->note, sizeof rp->note, "seed only: %s", seed_only_note);
+    }
+    return rc;
+}

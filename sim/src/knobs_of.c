@@ -1,0 +1,41 @@
+/* sim/src/knobs_of.c: the one options -> knobs function (knobs_of.h)
+ * and pl_sim_knobs_text on it. A leaf beside strategy.c's parser, apart
+ * from run.c so that the simulator (sim.c) can call it without a call
+ * cycle: it calls nothing that runs a scenario. */
+#include "knobs_of.h"
+
+#include <string.h>
+
+#include "strategy.h"
+
+int pl__sim_knobs_of(const pl_sim_options *o, pl__dec_knobs *k, char *err, size_t err_len)
+{
+    pl__strategy_spec spec;
+    if (pl__strategy_parse(o->strategy, &spec, err, err_len) != 0) {
+        return PL_EINVAL;
+    }
+    pl__dec_knobs_default(k);
+    if (spec.kind == PL__STRATEGY_SWARM) {
+        pl__dec_knobs_swarm(k, o->seed);
+    }
+    if (o->knobs != NULL && o->knobs[0] != '\0' &&
+        pl__dec_knobs_parse(k, o->knobs, strlen(o->knobs), err, err_len) != 0) {
+        return PL_EINVAL;
+    }
+    return 0;
+}
+
+int pl_sim_knobs_text(const pl_sim_options *opts, char *buf, size_t len)
+{
+    pl_sim_options d;
+    if (opts == NULL) {
+        pl_sim_options_default(&d);
+        opts = &d;
+    }
+    pl__dec_knobs k;
+    if (pl__sim_knobs_of(opts, &k, NULL, 0) != 0) {
+        return PL_EINVAL;
+    }
+    pl__dec_knobs_format(&k, buf, len);
+    return 0;
+}

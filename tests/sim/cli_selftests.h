@@ -1,0 +1,14 @@
+/* tests/sim/cli_selftests.h: scenarios shared by the CLI harness
+ * (cli_harness.c) and test_campaign.c; defined in cli_selftests.c. */
+#ifndef POLLEN_TEST_CLI_SELFTESTS_H
+#define POLLEN_TEST_CLI_SELFTESTS_H
+
+#include <pollen/sim.h>
+
+/* Sleeps longer on every run of the process: nondeterministic. */
+extern const pl_scenario selftest_nondet;
+
+/* pl_sometimes("the impossible happens") is reached and never true. */
+extern const pl_scenario selftest_sometimes;
+
+#endif

@@ -1,0 +1,253 @@
+/* tests/sim/test_campaign.c: pl_sim_campaign_run and the CLI's `run`
+ * give the same findings for the same range: a pl_sometimes site never
+ * true, sites of the scenario's own file never reached, and the
+ * determinism check, on the CLI harness's scenarios. The CLI runs as
+ * pl_main in a child process, its JSON lines read back from a pipe. */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <pollen/sim.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli_selftests.h"
+#include "leakcheck.h"
+
+/* ---- Scenarios ------------------------------------------------------------ */
+/* selftest_sometimes and selftest_nondet are the CLI harness's
+ * (cli_selftests.c); selftest_unreached is registered in cli_unreached.c,
+ * alone in its file with a site no run reaches. */
+
+static pl_poll_result quick_poll(pl_future *f, pl_context *cx)
+{
+    (void)f;
+    (void)cx;
+    return PL_READY;
+}
+
+static const pl_future_vtable quick_vtable = {"quick", quick_poll, NULL};
+
+static int quick_setup(pl_executor *ex, void *state)
+{
+    (void)state;
+    pl_future q = PL_FUTURE_INIT(&quick_vtable);
+    return PL_SPAWN(ex, q, "quick", NULL);
+}
+
+/* Clean, with no site of its own: no finding either way. */
+static const pl_scenario camp_clean = {
+    .name = "camp_clean",
+    .setup = quick_setup,
+};
+
+static const pl_scenario *const extra[] = {&selftest_sometimes, &selftest_nondet, &camp_clean,
+                                           NULL};
+
+/* ---- The CLI's findings ---------------------------------------------------- */
+
+typedef struct cli_findings {
+    int status;
+    size_t n;
+    char kind[8][32];
+    long long seed[8]; /* -1: null */
+    char message[8][4096];
+} cli_findings;
+
+/* Copies the JSON string value after `"key":` in line, unescaping \" and
+ * \\ and \n; "" when absent or null. */
+static void json_field(const char *line, const char *key, char *buf, size_t len)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(line, pat);
+    size_t n = 0;
+    buf[0] = '\0';
+    if (p == NULL || p[strlen(pat)] != '"') {
+        return;
+    }
+    for (p += strlen(pat) + 1; *p != '\0' && *p != '"' && n + 1 < len; p++) {
+        if (*p == '\\' && p[1] != '\0') {
+            p++;
+            buf[n++] = *p == 'n' ? '\n' : *p;
+        } else {
+            buf[n++] = *p;
+        }
+    }
+    buf[n] = '\0';
+}
+
+static void parse_findings(const char *out, cli_findings *cf)
+{
+    for (const char *line = out; *line != '\0';) {
+        size_t len = strcspn(line, "\n");
+        char *l = strndup(line, len);
+        cr_assert_not_null(l);
+        if (strncmp(l, "{\"kind\":", 8) == 0 && cf->n < 8) {
+            json_field(l, "kind", cf->kind[cf->n], sizeof cf->kind[0]);
+            json_field(l, "message", cf->message[cf->n], sizeof cf->message[0]);
+            const char *s = strstr(l, "\"seed\":");
+            cf->seed[cf->n] = s != NULL && s[7] != 'n' ? atoll(s + 7) : -1;
+            cf->n++;
+        }
+        free(l);
+        line += len + (line[len] == '\n');
+    }
+}
+
+/* Runs `pollen run NAME --seeds LO..HI -j 1 --json` (plus flag) in a
+ * child and collects its findings. */
+static void cli_run(const char *name, const char *seeds, const char *flag, cli_findings *cf)
+{
+    memset(cf, 0, sizeof *cf);
+    char dir[] = "/tmp/pollen-campaign-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    int fds[2];
+    cr_assert_eq(pipe(fds), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        char *argv[] = {"pollen", "run", (char *)name, "--seeds", (char *)seeds, "-j", "1",
+                        "--json", "--quiet", "--no-shrink", "--out", dir, (char *)flag, NULL};
+        int null = open("/dev/null", O_WRONLY);
+        dup2(fds[1], STDOUT_FILENO);
+        dup2(null, STDERR_FILENO);
+        close(fds[0]);
+        close(fds[1]);
+        fflush(NULL);
+        _exit(pl_main(flag != NULL ? 13 : 12, argv, extra));
+    }
+    close(fds[1]);
+    char *out = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len + 4096 > cap) {
+            cap = cap * 2 + 8192;
+            out = realloc(out, cap);
+            cr_assert_not_null(out);
+        }
+        ssize_t got = read(fds[0], out + len, cap - len - 1);
+        if (got <= 0) {
+            break;
+        }
+        len += (size_t)got;
+    }
+    close(fds[0]);
+    out[len] = '\0';
+    int st = 0;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cf->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    parse_findings(out, cf);
+    free(out);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+static void lib_run(const pl_scenario *sc, uint64_t hi, bool check_det, pl_campaign_result *cr)
+{
+    pl_campaign_options co;
+    pl_campaign_options_default(&co);
+    co.seed_lo = 0;
+    co.seed_hi = hi;
+    co.check_determinism = check_det;
+    cr_assert_eq(pl_sim_campaign_run(sc, &co, cr), 0);
+}
+
+/* The library's first finding is the CLI's (reported first, the lowest
+ * seed), with the same count of findings. */
+static void assert_same(const pl_campaign_result *cr, const cli_findings *cf, bool same_message)
+{
+    cr_assert_eq(cr->findings, cf->n, "library %llu findings, CLI %zu",
+                 (unsigned long long)cr->findings, cf->n);
+    if (cf->n == 0) {
+        cr_assert_eq(cf->status, 0);
+        return;
+    }
+    cr_assert_str_eq(pl_finding_name(cr->first.kind), cf->kind[0]);
+    cr_assert_eq(cf->status, 10 + (int)cr->first.kind);
+    cr_assert_eq(cr->first_has_seed, cf->seed[0] >= 0);
+    if (cr->first_has_seed) {
+        cr_assert_eq((long long)cr->first_seed, cf->seed[0]);
+    }
+    if (same_message) {
+        cr_assert_str_eq(cr->first.message, cf->message[0]);
+    }
+}
+
+/* ---- Tests ------------------------------------------------------------------ */
+
+LEAK_TEST(campaign, a_sometimes_never_true_is_the_same_finding)
+{
+    pl_campaign_result cr;
+    lib_run(&selftest_sometimes, 19, false, &cr);
+    cr_assert_eq(cr.runs, 20);
+    cr_assert_eq(cr.first.kind, PL_FINDING_ASSERTION);
+    cr_assert_not_null(strstr(cr.first.message, "evaluated 20 times over the campaign and never"));
+    cli_findings cf;
+    cli_run("selftest_sometimes", "0..19", NULL, &cf);
+    assert_same(&cr, &cf, true);
+}
+
+LEAK_TEST(campaign, sites_of_its_own_file_never_reached_are_the_same_findings)
+{
+    const pl_scenario *unreached = pl_scenario_find("selftest_unreached");
+    cr_assert_not_null(unreached);
+    pl_campaign_result cr;
+    lib_run(unreached, 9, false, &cr);
+    cr_assert_eq(cr.clean, 10);
+    cr_assert_eq(cr.findings, 1);
+    cr_assert_not_null(strstr(cr.first.message, "was never even reached over the campaign"));
+    cli_findings cf;
+    cli_run("selftest_unreached", "0..9", NULL, &cf);
+    assert_same(&cr, &cf, true);
+}
+
+LEAK_TEST(campaign, a_clean_range_is_clean_in_both)
+{
+    pl_campaign_result cr;
+    lib_run(&camp_clean, 9, true, &cr);
+    cr_assert_eq(cr.findings, 0);
+    cli_findings cf;
+    cli_run("camp_clean", "0..9", "--check-determinism", &cf);
+    assert_same(&cr, &cf, true);
+}
+
+LEAK_TEST(campaign, the_determinism_check_finds_the_same_seed)
+{
+    pl_campaign_result cr;
+    lib_run(&selftest_nondet, 9, true, &cr);
+    cr_assert_eq(cr.first.kind, PL_FINDING_NONDETERMINISM);
+    cr_assert(cr.first_has_seed);
+    cr_assert_eq(cr.first_seed, 0);
+    cr_assert_not_null(strstr(cr.first.message, "first difference at event"));
+    cli_findings cf;
+    cli_run("selftest_nondet", "0..9", "--check-determinism", &cf);
+    /* The hashes in the message depend on the process's run count. */
+    assert_same(&cr, &cf, false);
+}
+
+LEAK_TEST(campaign, without_the_check_nondeterminism_goes_unseen_in_both)
+{
+    pl_campaign_result cr;
+    lib_run(&selftest_nondet, 9, false, &cr);
+    cr_assert_eq(cr.findings, 0);
+    cli_findings cf;
+    cli_run("selftest_nondet", "0..9", NULL, &cf);
+    assert_same(&cr, &cf, true);
+}
+
+LEAK_TEST(campaign, the_old_entry_point_judges_pl_sometimes_too)
+{
+    pl_campaign_result cr;
+    cr_assert_eq(pl_sim_campaign(&selftest_sometimes, 0, 4, NULL, true, &cr), 0);
+    cr_assert_eq(cr.findings, 1);
+    cr_assert_eq(cr.first.kind, PL_FINDING_ASSERTION);
+    cr_assert(!cr.first_has_seed);
+    /* An empty range runs nothing and judges nothing. */
+    cr_assert_eq(pl_sim_campaign(&camp_clean, 5, 4, NULL, true, &cr), 0);
+    cr_assert_eq(cr.runs, 0);
+    cr_assert_eq(cr.findings, 0);
+}
