@@ -186,48 +186,9 @@ void pl_sim_result_free(pl_sim_result *r)
     r->internal = NULL;
 }
 
-/* After pl_run: the oracles that need quiescence, then the scenario's
- * own check. */
-/* A deadlock says who is stuck; the scenario's check usually says what
- * it costs (an item stranded, a reply never sent), so it is appended. */
-static void annotate_deadlock(pl__sim *s, const pl_scenario *sc, void *state)
-{
-    char msg[512] = "";
-    if (sc->check == NULL || sc->check(s->ex, state, msg, sizeof msg) == 0 || msg[0] == '\0') {
-        return;
-    }
-    size_t used = strlen(s->finding.message);
-    snprintf(s->finding.message + used, sizeof s->finding.message - used,
-             "\n  and the scenario check fails: %s", msg);
-}
-
-static void judge(pl__sim *s, const pl_scenario *sc, void *state, int rc)
-{
-    if (rc == PL_EDEADLK) {
-        pl__oracle_quiescence(s);
-    } else if (rc < 0 && rc != PL_ECANCELED) {
-        pl__sim_finding(s, PL_FINDING_ASSERTION, NULL, "the executor failed: %s",
-                        pl_strerror(rc));
-    }
-    if (s->finding.kind == PL_FINDING_DEADLOCK || s->stuck_finding) {
-        annotate_deadlock(s, sc, state);
-    }
-    if (s->finding.kind != PL_FINDING_NONE) {
-        return;
-    }
-    pl__oracle_eventually(s);
-    if (s->finding.kind == PL_FINDING_NONE && sc->check != NULL) {
-        char msg[512] = "";
-        if (sc->check(s->ex, state, msg, sizeof msg) != 0) {
-            pl__sim_finding(s, PL_FINDING_ASSERTION, NULL, "scenario check failed: %s",
-                            msg[0] ? msg : "(no message)");
-        }
-    }
-}
-
 /* pl_run under the escape of check_budget.c: a poll that spins is left
  * with a longjmp back here and its task abandoned. The escape is not
- * armed for judge(): a probe that spins is reported but not escaped,
+ * armed for pl__run_judge(): a probe that spins is reported but not escaped,
  * since the probe holds memory of its own. Nothing this function
  * changes between setjmp and longjmp lives in a local. */
 static void run_escapable(pl__sim *s, const pl_scenario *sc, void *state)
@@ -247,7 +208,7 @@ static void run_escapable(pl__sim *s, const pl_scenario *sc, void *state)
     int rc = pl_run(s->ex);
     s->escape = NULL;
     s->run_over = true;
-    judge(s, sc, state, rc);
+    pl__run_judge(s, sc, state, rc);
 }
 
 static void fill_result(pl__sim *s, pl_sim_result *out)
@@ -353,15 +314,14 @@ int pl_sim_run(const pl_scenario *sc, const pl_sim_options *opts, pl_sim_result 
     }
     rc = sc->setup(s->ex, state);
     if (rc != 0) {
-        pl__sim_finding(s, PL_FINDING_ASSERTION, NULL, "scenario setup failed: %s",
-                        pl_strerror(rc));
+        pl__run_setup_failed(s, rc);
     } else {
         run_escapable(s, sc, state);
     }
     s->run_over = true;
     wind_down(s, sc, state);
     if (s->finding.kind == PL_FINDING_NONE) {
-        pl__oracle_leaks(s);
+        pl__leaks_verdict(s);
     }
     fill_result(s, out);
     out->internal = make_record(s, sc);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_contract.h"
 #include "reactor.h"
 #include "sim_internal.h"
 #include "strategy.h"
@@ -144,8 +145,6 @@ void pl__site_table_free(pl__site_table *t)
 
 /* ---- The system vtable ------------------------------------------------ */
 
-static const pl_task *running_task(pl__sim *s);
-
 static pl_time sim_now(void *self) { return ((pl__sim *)self)->now; }
 
 /* A buggify site is enabled or not once per run, then fires per call. */
@@ -156,9 +155,9 @@ static uint32_t decide_buggify(pl__sim *s, uint64_t key)
     if (site == NULL) {
         /* Answering 0 alone would turn the site off unnoticed: the run
          * would pass for one that tested it. Say so and stop the run. */
-        pl__sim_finding(s, PL_FINDING_ASSERTION, running_task(s),
-                        "simulator out of memory: no room for buggify site %016llx",
-                        (unsigned long long)key);
+        char what[64];
+        snprintf(what, sizeof what, "no room for buggify site %016llx", (unsigned long long)key);
+        pl__run_out_of_memory(s, pl__sim_polled(s), what);
         return 0;
     }
     if (created) {
@@ -185,9 +184,7 @@ static pl_task *parked_task(pl__sim *s, uint32_t id)
         return NULL;
     }
     pl__task_info *ti = &s->tasks[id];
-    bool parked = ti->task != NULL && !pl_task_is_finished(ti->task) &&
-                  !pl_task_is_scheduled(ti->task);
-    return parked ? ti->task : NULL;
+    return pl__oracle_is_parked(ti) ? ti->task : NULL;
 }
 
 /* Faults of the scheduler itself: a wake nobody asked for, or a poll
@@ -453,15 +450,13 @@ int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o, cha
     s->system.vtable = &sim_vtable;
     s->system.self = s;
     s->time_limit_ns = sc->time_limit_ns > 0 ? sc->time_limit_ns : 3600 * PL_S;
-    s->steps_max = o->steps_without_progress_max ? o->steps_without_progress_max : 1000000;
-    s->self_wakes_max = o->self_wakes_max ? o->self_wakes_max : 10000;
+    pl__contract_init(s, o);
     if (o->poll_cost_ns < 0 || o->poll_cost_ns > PL_SIM_POLL_COST_MAX) {
         snprintf(err, err_len, "poll cost %lld ns is outside 0..%lld ns",
                  (long long)o->poll_cost_ns, (long long)PL_SIM_POLL_COST_MAX);
         return PL_EINVAL;
     }
-    s->sub_polls_max = o->sub_polls_max ? o->sub_polls_max : 1000000;
-    s->wakes_in_poll_max = o->wakes_in_poll_max ? o->wakes_in_poll_max : 1000000;
+    pl__budget_init(s, o);
     int rc = init_decisions(s, o, err, err_len);
     if (rc != 0) {
         return rc;
@@ -518,66 +513,4 @@ void pl__sim_finish(pl__sim *s)
     s->late = NULL;
     pl__site_table_free(&s->buggify);
     pl__site_table_free(&s->eventually);
-}
-
-/* ---- Properties ------------------------------------------------------- */
-
-static const pl_task *running_task(pl__sim *s)
-{
-    return s->polling != 0 ? s->tasks[s->polling].task : NULL;
-}
-
-void pl__always(bool ok, const char *msg, const char *file, int line)
-{
-    if (ok) {
-        return;
-    }
-    pl__sim *s = current_sim;
-    if (s == NULL) {
-        fprintf(stderr, "pollen: pl_always failed: %s (%s:%d)\n", msg, file, line);
-        fflush(stderr);
-        abort();
-    }
-    pl__sim_finding(s, PL_FINDING_ASSERTION, running_task(s), "pl_always failed: %s (%s:%d)",
-                    msg, file, line);
-}
-
-void pl__eventually(bool ok, const char *msg, const char *file, int line)
-{
-    pl__sim *s = current_sim;
-    if (s == NULL) {
-        return;
-    }
-    bool created;
-    pl__site *site = pl__site_lookup(&s->eventually, pl_site_key(file, line), &created);
-    if (site == NULL) {
-        /* A property the end of the run would not check must not pass. */
-        pl__sim_finding(s, PL_FINDING_ASSERTION, running_task(s),
-                        "simulator out of memory: no room for pl_eventually site %s:%d", file,
-                        line);
-        return;
-    }
-    site->last_ok = ok;
-    site->msg = msg;
-    site->file = file;
-    site->line = line;
-}
-
-void pl__sometimes(pl__sometimes_site *site, bool ok)
-{
-    site->reached++;
-    site->hits += ok;
-}
-
-extern pl__sometimes_site __start_pl_sometimes[] __attribute__((weak));
-extern pl__sometimes_site __stop_pl_sometimes[] __attribute__((weak));
-
-pl__sometimes_site *pl__sometimes_sites(size_t *count)
-{
-    if (__start_pl_sometimes == NULL || __stop_pl_sometimes == NULL) {
-        *count = 0;
-        return NULL;
-    }
-    *count = (size_t)(__stop_pl_sometimes - __start_pl_sometimes);
-    return __start_pl_sometimes;
 }

@@ -270,34 +270,63 @@ _Noreturn void pl__assert_fail(const char *expr, const char *file, int line);
 /* The name of task `id` of this run, even once it was freed. */
 const char *pl__run_name_of(const pl__sim *s, uint32_t id);
 
-/* Oracle helpers shared by the checkers (oracle.c). */
+/* The observer's task table, for the checkers and strategies (oracle.c). */
 uint32_t pl__oracle_live_clones(const pl__task_info *ti);
 uint32_t pl__oracle_clone_holder(const pl__task_info *ti, uint32_t id);
 const char *pl__oracle_holder_name(pl__sim *s, uint32_t id);
 bool pl__oracle_is_parked(const pl__task_info *ti);
+/* Consecutive polls of task `id` that woke only itself (0: unknown id). */
+uint32_t pl__oracle_self_wakes(const pl__sim *s, uint32_t id);
 
-/* Oracles (oracle.c). */
+/* The task being polled (NULL: none). */
+static inline pl_task *pl__sim_polled(const pl__sim *s)
+{
+    return s->polling != 0 ? s->tasks[s->polling].task : NULL;
+}
+
+/* The observer (oracle.c): records events and the task table, raises
+ * nothing, and forwards to the checkers' event hooks. */
 extern const pl_observer pl__sim_observer;
 /* The poll watch's hooks (oracle.c), installed in s->watch by pl__sim_init. */
 void pl__oracle_watch_init(pl__sim *s);
-/* The wait-condition oracle (check_wait.c): a parked task with a declared
+
+/* ---- Checkers: one file per family, each with init, event hooks and a
+ * verdict where it has one. The waker contract's hooks are in
+ * check_contract.h (oracle.c alone calls them). Every finding of a run
+ * is raised by one of these files. */
+
+/* The wait-condition checker (check_wait.c): a parked task with a declared
  * wait condition (pl_wait_declare in its latest poll) that holds is a
  * lost_wakeup finding. pl__check_waits looks at every parked task,
  * pl__check_wait_of at task `id` only. Each returns true when it raised
  * a finding, and does nothing once one exists. Only at probe points. */
 bool pl__check_waits(pl__sim *s);
 bool pl__check_wait_of(pl__sim *s, uint32_t id);
-/* End of a clean run: eventually sites, waker and task leaks. */
-void pl__oracle_eventually(pl__sim *s);
-void pl__oracle_leaks(pl__sim *s);
 
-/* Budgets inside one poll and orphans at the drop (check_budget.c). The
- * first two record a livelock finding and leave the poll through
+/* Budgets inside one poll (check_budget.c): init reads the bounds; the
+ * two hooks record a livelock finding and leave the poll through
  * s->escape when it is armed; oracle.c calls them when a bound is
  * crossed. */
+void pl__budget_init(pl__sim *s, const pl_sim_options *o);
 void pl__budget_sub_polls(pl__sim *s);
 void pl__budget_wakes_in_poll(pl__sim *s);
-void pl__oracle_orphaned(void *ud, pl_task *t, pl_task *dropper);
+
+/* Leaks (check_leaks.c): the verdict at the end of a clean run, after the
+ * teardown: waker clones alive, tasks still allocated. */
+void pl__leaks_verdict(pl__sim *s);
+
+/* Properties (check_props.c): pl_always and pl_eventually are its event
+ * hooks (sim.h's macros); the verdict fails the pl_eventually sites whose
+ * latest evaluation was false. */
+void pl__props_verdict(pl__sim *s);
+
+/* The run's own verdicts (check_run.c). pl__run_judge consults the
+ * checkers' verdicts once pl_run returned `rc`: quiescence (PL_EDEADLK),
+ * an executor error, properties, then the scenario's check. */
+void pl__run_setup_failed(pl__sim *s, int rc);
+/* what: NULL, or a detail after "simulator out of memory: ". */
+void pl__run_out_of_memory(pl__sim *s, const pl_task *t, const char *what);
+void pl__run_judge(pl__sim *s, const pl_scenario *sc, void *state, int rc);
 
 /* What runs now, for an asynchronous reader: the CLI's CPU-time budget
  * reads it from a signal handler. Plain stores on the executor thread;

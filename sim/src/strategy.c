@@ -154,8 +154,7 @@ static uint64_t pct_priority(pl__strategy *st, uint32_t id)
 
 static uint64_t pct_rank(pl__strategy *st, uint32_t id)
 {
-    const pl__sim *s = st->sim;
-    bool spinning = id < s->tasks_cap && s->tasks[id].self_wakes >= PCT_SPIN_MIN;
+    bool spinning = pl__oracle_self_wakes(st->sim, id) >= PCT_SPIN_MIN;
     return pct_priority(st, id) | (spinning ? 0 : PCT_NOT_SPINNING);
 }
 
