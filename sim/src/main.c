@@ -1342,6 +1342,7 @@ typedef struct run_opts {
     bool bounded;           /* --strategy bounded:K: enumerate, no seeds */
     uint32_t bound_k;
     uint32_t pct_depth;     /* --strategy pct:D: D, for the guarantee; 0: not PCT */
+    uint64_t pct_horizon;   /* pct:D without K: measured once per scenario; 0: unknown */
     pl_time shrink_ns;      /* --shrink-time: the auto-shrink's budget */
     uint64_t recycle_seeds; /* a worker hands its seeds on after this many */
     uint64_t worker_rss;    /* ... or once its peak RSS passes this (bytes) */
@@ -1610,6 +1611,7 @@ static void sim_options(const run_opts *o, uint64_t seed, pl_sim_options *so)
     so->strategy = o->strategy;
     so->knobs = o->knobs;
     so->poll_cost_ns = o->poll_cost_ns;
+    so->pct_horizon = o->pct_horizon;
 }
 
 /* A message for a negative code, falling back to strerror for errno
@@ -3924,6 +3926,28 @@ static void pct_measure(const void *ctx, void *result)
     m->rc = pl_sim_pct_estimate(pj->sc, &so, &m->tasks, &m->steps);
 }
 
+/* PCT's horizon for every seed of the campaign of `sc`, measured once in
+ * a child; 0 when it is not PCT without K, or the measure failed (then
+ * each run measures it itself). */
+static uint64_t pct_horizon_of(const run_opts *o, const pl_scenario *sc)
+{
+    pl_sim_options so;
+    sim_options(o, 0, &so);
+    if (o->real || o->bounded || !pl__strategy_needs_horizon(&so)) {
+        return 0;
+    }
+    pct_job pj = {o, sc};
+    pct_msg m;
+    child_end end;
+    memset(&m, 0, sizeof m);
+    int rc = run_in_child(pct_measure, &pj, &m, sizeof m, now_ms() + o->watchdog_ns / PL_MS,
+                          OUT_DISCARD, &end);
+    if (rc != 0 || !end.complete || m.rc != 0) {
+        return 0;
+    }
+    return m.steps > 0 ? m.steps : 1;
+}
+
 /* x^n by squaring (no libm for one power). */
 static double power(double x, uint64_t n)
 {
@@ -4006,9 +4030,11 @@ static int run_all(const cli *c, const run_opts *o, const pl_scenario **sel, siz
             }
             continue;
         }
-        int rc = o->real      ? real_one(c, o, sel[i], &outs[i])
-                 : o->bounded ? bounded_one(c, o, sel[i], &outs[i])
-                              : campaign_run(c, o, sel[i], &outs[i]);
+        run_opts oi = *o;
+        oi.pct_horizon = pct_horizon_of(o, sel[i]);
+        int rc = o->real      ? real_one(c, &oi, sel[i], &outs[i])
+                 : o->bounded ? bounded_one(c, &oi, sel[i], &outs[i])
+                              : campaign_run(c, &oi, sel[i], &outs[i]);
         if (rc == 0 && o->pct_depth > 0 && !o->quiet && outs[i].ran) {
             pct_guarantee_line(o, sel[i], &outs[i]);
         }

@@ -681,9 +681,8 @@ static int final_run(shrinker *sh, pl_sim_shrink_result *out)
         pl_sim_result_free(&out->run);
     }
     pl__capture cap;
-    pl__capture_begin(&cap);
-    int rc = pl_sim_run(sh->sc, &o, &out->run);
-    pl__capture_end();
+    memset(&cap, 0, sizeof cap);
+    int rc = pl__sim_run_captured(sh->sc, &o, &cap, &out->run);
     sh->runs++;
     if (rc == 0 && !final_run_verified(sh, out)) {
         rc = PL_EINVAL;

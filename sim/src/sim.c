@@ -405,7 +405,8 @@ static const pl_system_vtable sim_vtable = {
 
 /* ---- Lifecycle -------------------------------------------------------- */
 
-static int init_decisions(pl__sim *s, const pl_sim_options *o, char *err, size_t err_len)
+static int init_decisions(pl__sim *s, const pl_sim_options *o, pl__capture *capture, char *err,
+                          size_t err_len)
 {
     pl__strategy_spec spec;
     if (pl__strategy_parse(o->strategy, &spec, err, err_len) != 0) {
@@ -438,11 +439,11 @@ static int init_decisions(pl__sim *s, const pl_sim_options *o, char *err, size_t
     if (!o->keep_decisions) {
         pl__dec_set_record_max(&s->dec, 0);
     }
-    return pl__strategy_install(s, &spec, o);
+    return pl__strategy_install(s, &spec, o, capture);
 }
 
-int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o, char *err,
-                 size_t err_len)
+int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o,
+                 pl__capture *capture, char *err, size_t err_len)
 {
     memset(s, 0, sizeof *s);
     s->scenario = sc;
@@ -457,7 +458,7 @@ int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o, cha
         return PL_EINVAL;
     }
     pl__budget_init(s, o);
-    int rc = init_decisions(s, o, err, err_len);
+    int rc = init_decisions(s, o, capture, err, err_len);
     if (rc != 0) {
         return rc;
     }

@@ -234,9 +234,17 @@ struct pl__sim {
 /* The simulator running on this thread (properties reach it this way). */
 pl__sim *pl__sim_current(void);
 
-/* Sim lifecycle (sim.c). */
-int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o, char *err,
-                 size_t err_len);
+/* Sim lifecycle (sim.c). `capture` (NULL: none) notes the decisions of a
+ * list source's run (strategy.h). Starts no run: PCT's horizon is already
+ * in the spec or in o->pct_horizon. */
+struct pl__capture;
+int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o,
+                 struct pl__capture *capture, char *err, size_t err_len);
+
+/* pl_sim_run with a capture, for the shrinker's explanation (run.c). The
+ * options must not need PCT's horizon measured. */
+int pl__sim_run_captured(const pl_scenario *sc, const pl_sim_options *o,
+                         struct pl__capture *capture, pl_sim_result *out);
 void pl__sim_finish(pl__sim *s);
 
 /* Quiescence probes (check_probe.c). A timer-quiescent point: nothing is
