@@ -73,21 +73,7 @@ const char *pl__run_name_of(const pl__sim *s, uint32_t id)
 
 static int reserve_task(pl__sim *s, uint32_t id)
 {
-    if (id < s->tasks_cap) {
-        return 0;
-    }
-    uint32_t cap = s->tasks_cap ? s->tasks_cap : 64;
-    while (cap <= id) {
-        cap *= 2;
-    }
-    pl__task_info *tasks = realloc(s->tasks, (size_t)cap * sizeof *tasks);
-    if (tasks == NULL) {
-        return PL_ENOMEM;
-    }
-    memset(tasks + s->tasks_cap, 0, (size_t)(cap - s->tasks_cap) * sizeof *tasks);
-    s->tasks = tasks;
-    s->tasks_cap = cap;
-    return 0;
+    return pl__grow((void **)&s->tasks, &s->tasks_cap, (size_t)id + 1, sizeof *s->tasks, 64, 0);
 }
 
 /* ---- Hooks ------------------------------------------------------------ */
@@ -209,35 +195,22 @@ static void on_waker_drop(void *ud, pl_task *t, uint32_t gen)
  * its author. Arming numbers are dense, so an array indexed by them. */
 static void note_armer(pl__sim *s, uint64_t seq)
 {
-    if (seq >= s->armers_cap) {
-        uint64_t cap = s->armers_cap ? s->armers_cap : 256;
-        while (cap <= seq) {
-            cap *= 2;
-        }
-        uint32_t *a = realloc(s->armers, (size_t)cap * sizeof *a);
-        if (a == NULL) {
-            return; /* the report then says "armed outside any poll" */
-        }
-        memset(a + s->armers_cap, 0, (size_t)(cap - s->armers_cap) * sizeof *a);
-        s->armers = a;
-        s->armers_cap = cap;
+    if (seq >= SIZE_MAX ||
+        pl__grow((void **)&s->armers, &s->armers_cap, (size_t)seq + 1, sizeof *s->armers, 256,
+                 0) != 0) {
+        return; /* the report then says "armed outside any poll" */
     }
     s->armers[seq] = s->polling;
 }
 
 static void note_late(pl__sim *s, uint32_t task, pl_time from, pl_time until)
 {
-    if (s->late_len == s->late_cap) {
-        uint32_t cap = s->late_cap ? s->late_cap * 2 : 16;
-        pl__late_timer *l = realloc(s->late, (size_t)cap * sizeof *l);
-        if (l == NULL) {
-            /* Without the record a probe in the window could report the
-             * simulated lateness as a lost wake: stop rather than guess. */
-            pl__run_out_of_memory(s, NULL, NULL);
-            return;
-        }
-        s->late = l;
-        s->late_cap = cap;
+    if (pl__grow((void **)&s->late, &s->late_cap, (size_t)s->late_len + 1, sizeof *s->late, 16,
+                 0) != 0) {
+        /* Without the record a probe in the window could report the
+         * simulated lateness as a lost wake: stop rather than guess. */
+        pl__run_out_of_memory(s, NULL, NULL);
+        return;
     }
     s->late[s->late_len++] = (pl__late_timer){task, from, until};
 }

@@ -9,7 +9,6 @@
  * everything else in the file was found valid. */
 #include "replay.h"
 
-#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -20,8 +19,10 @@
 #include <unistd.h>
 
 #include "digits.h"
+#include "grow.h"
 #include "pollen/error.h"
 #include "pollen/sim.h"
+#include "sim_assert.h"
 #include "trace.h"
 
 /* Writer columns before a 'd' or 'c' line wraps. */
@@ -615,7 +616,7 @@ static int push_decisions(parser *ps, pl__dec_record rec, uint64_t repeat)
         return 0;
     }
     pl__replay *r = ps->out;
-    assert(r->decisions_len + repeat <= ps->dec_cap);
+    PL__SIM_ASSERT(r->decisions_len + repeat <= ps->dec_cap);
     for (uint64_t i = 0; i < repeat; i++) {
         r->decisions[r->decisions_len++] = rec;
     }
@@ -667,16 +668,11 @@ static int parse_checkpoint_token(parser *ps, const char *t, size_t len)
                     ps->out->checkpoints_len, ps->blk_line);
     }
     pl__replay *r = ps->out;
-    if (r->checkpoints_len == ps->cp_cap) {
-        /* Grow with the content, not the declared count: a short hostile
-         * file must not allocate megabytes. */
-        size_t cap = ps->cp_cap == 0 ? 64 : ps->cp_cap * 2;
-        uint64_t *grown = realloc(r->checkpoints, cap * sizeof(*grown));
-        if (grown == NULL) {
-            return fail(ps, PL_ENOMEM, "out of memory");
-        }
-        r->checkpoints = grown;
-        ps->cp_cap = cap;
+    /* Grow with the content, not the declared count: a short hostile
+     * file must not allocate megabytes. */
+    if (pl__grow((void **)&r->checkpoints, &ps->cp_cap, r->checkpoints_len + 1,
+                 sizeof *r->checkpoints, 64, 0) != 0) {
+        return fail(ps, PL_ENOMEM, "out of memory");
     }
     r->checkpoints[r->checkpoints_len++] = h;
     ps->blk_left--;
@@ -882,13 +878,13 @@ static int fill_decisions(parser *ps)
         const char *v;
         size_t vl;
         split_word(s, len, &kl, &v, &vl);
-        assert(kl == 1 && s[0] == 'd'); /* the first pass saw only 'd' lines here */
+        PL__SIM_ASSERT(kl == 1 && s[0] == 'd'); /* the first pass saw only 'd' lines here */
         int rc = parse_block_line(ps, v, vl);
         if (rc < 0) {
             return rc;
         }
     }
-    assert(ps->blk_left == 0 && r->decisions_len == ps->dec_cap);
+    PL__SIM_ASSERT(ps->blk_left == 0 && r->decisions_len == ps->dec_cap);
     return 0;
 }
 

@@ -131,14 +131,9 @@ static bool adopt(shrinker *sh, const pl__dec_record *list, size_t n)
     free(sh->cur);
     sh->cur = copy;
     sh->len = n;
-    if (n > sh->cap) {
-        pl__dec_record *c = realloc(sh->cand, n * sizeof *c);
-        if (c == NULL) {
-            sh->rc = PL_ENOMEM;
-            return false;
-        }
-        sh->cand = c;
-        sh->cap = n;
+    if (pl__grow((void **)&sh->cand, &sh->cap, n, sizeof *sh->cand, n, 0) != 0) {
+        sh->rc = PL_ENOMEM;
+        return false;
     }
     return true;
 }
@@ -440,18 +435,9 @@ static void sb_printf(sbuf *b, const char *fmt, ...)
         return;
     }
     size_t need = b->len + (size_t)w + 1;
-    if (need > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < need) {
-            cap *= 2;
-        }
-        char *p = realloc(b->p, cap);
-        if (p == NULL) {
-            b->failed = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
+    if (pl__grow((void **)&b->p, &b->cap, need, 1, 256, 0) != 0) {
+        b->failed = true;
+        return;
     }
     va_start(ap, fmt);
     vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);

@@ -15,6 +15,8 @@
 #include "pollen/sim.h"
 #include "pollen/observer.h"
 #include "decide.h"
+#include "grow.h"
+#include "sim_assert.h"
 #include "trace.h"
 
 typedef struct pl__sim pl__sim;
@@ -178,7 +180,7 @@ struct pl__sim {
     uint32_t self_wakes_max;
 
     pl__task_info *tasks;   /* index = task id */
-    uint32_t tasks_cap;
+    size_t tasks_cap;
     uint32_t tasks_spawned;
     uint32_t stale_tasks;   /* tasks whose stale_wakes is not 0 */
 
@@ -207,12 +209,12 @@ struct pl__sim {
     uint64_t points;        /* timer-quiescent points so far */
     uint32_t probe_cursor;  /* where the next point's scan for parked tasks starts */
     uint32_t *armers;       /* task that armed timer #seq (index seq); 0: none */
-    uint64_t armers_cap;
+    size_t armers_cap;
     uint64_t firing_seq;    /* timer whose wake is being delivered; 0: none */
     pl__late_timer *late;   /* late timers whose firing time has not passed (a
                                disarmed one stays until then: it only costs probes) */
     uint32_t late_len;
-    uint32_t late_cap;
+    size_t late_cap;
     bool injecting;         /* a spurious wake is being delivered */
     uint64_t quiet_step;    /* step since which only background work could happen
                                (0: not now); the foreground is judged once every
@@ -265,15 +267,6 @@ void pl__follow_explain(const pl__follow *f, const char *by_name, pl_time progre
 /* Final quiescence: stale wakers, then probes, then deadlock. */
 void pl__oracle_quiescence(pl__sim *s);
 
-/* Always-on invariant checks, as core's PL_ASSERT (a broken invariant in
- * the simulator would silently turn into a wrong verdict). */
-_Noreturn void pl__assert_fail(const char *expr, const char *file, int line);
-#define PL__SIM_ASSERT(cond)                                                \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            pl__assert_fail(#cond, __FILE__, __LINE__);                     \
-        }                                                                   \
-    } while (0)
 
 /* The name of task `id` of this run, even once it was freed. */
 const char *pl__run_name_of(const pl__sim *s, uint32_t id);

@@ -78,9 +78,9 @@ struct pl__strategy {
     uint64_t horizon;         /* PCT's k */
     pl__prng prng;            /* priorities and change points */
     uint64_t *prio;           /* by task id; 0: not seen yet */
-    uint32_t prio_cap;
+    size_t prio_cap;
     uint32_t *ids;            /* candidate buffer */
-    uint32_t ids_cap;
+    size_t ids_cap;
     uint64_t step;            /* schedule decisions so far */
     uint64_t change[PL__STRATEGY_DEPTH_MAX]; /* change[j], j = 1..depth-1 */
     pl__capture *capture;     /* capture hook only */
@@ -99,16 +99,7 @@ void pl__strategy_free(pl__strategy *st)
 
 static bool reserve_ids(pl__strategy *st, uint32_t n)
 {
-    if (n <= st->ids_cap) {
-        return true;
-    }
-    uint32_t *ids = realloc(st->ids, (size_t)n * sizeof *ids);
-    if (ids == NULL) {
-        return false;
-    }
-    st->ids = ids;
-    st->ids_cap = n;
-    return true;
+    return pl__grow((void **)&st->ids, &st->ids_cap, n, sizeof *st->ids, n, 0) == 0;
 }
 
 /* Candidates of the schedule decision being made, in queue order; false
@@ -127,18 +118,9 @@ static bool candidates(pl__strategy *st, uint32_t n)
 
 static uint64_t pct_priority(pl__strategy *st, uint32_t id)
 {
-    if (id >= st->prio_cap) {
-        uint32_t cap = st->prio_cap ? st->prio_cap : 64;
-        while (cap <= id) {
-            cap *= 2;
-        }
-        uint64_t *p = realloc(st->prio, (size_t)cap * sizeof *p);
-        if (p == NULL) {
-            return PCT_PRIO_FLOOR; /* ties break by queue order */
-        }
-        memset(p + st->prio_cap, 0, (size_t)(cap - st->prio_cap) * sizeof *p);
-        st->prio = p;
-        st->prio_cap = cap;
+    if (pl__grow((void **)&st->prio, &st->prio_cap, (size_t)id + 1, sizeof *st->prio, 64, 0) !=
+        0) {
+        return PCT_PRIO_FLOOR; /* ties break by queue order */
     }
     if (st->prio[id] == 0) {
         /* A uniform draw per newcomer: the ranks of tasks seen so far form
@@ -222,15 +204,10 @@ static void pct_draw_change_points(pl__strategy *st)
 
 static void capture_note(pl__capture *c, pl__decision_note note)
 {
-    if (c->len == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 256;
-        pl__decision_note *p = c->truncated ? NULL : realloc(c->notes, cap * sizeof *p);
-        if (p == NULL) {
-            c->truncated = true;
-            return;
-        }
-        c->notes = p;
-        c->cap = cap;
+    if (c->truncated ||
+        pl__grow((void **)&c->notes, &c->cap, c->len + 1, sizeof *c->notes, 256, 0) != 0) {
+        c->truncated = true;
+        return;
     }
     c->notes[c->len++] = note;
 }

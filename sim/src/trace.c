@@ -9,6 +9,7 @@
 #include <xxhash.h>
 
 #include "decide.h"
+#include "grow.h"
 #include "pollen/error.h"
 
 /* 4 KiB of encoded events (PL__TRACE_BUF_BYTES): large enough that
@@ -117,24 +118,10 @@ static __attribute__((noinline)) void flush(pl__trace *t)
 
 void pl__trace_flush_(pl__trace *t) { flush(t); }
 
-/* Grows *arr (elements of `size` bytes) to hold one more than *cap, up to
- * `max` elements. Returns false when full or out of memory. */
+/* One more element in *arr, up to `max`; false when full or out of memory. */
 static bool grow(void **arr, size_t *cap, size_t size, size_t max)
 {
-    if (*cap >= max) {
-        return false;
-    }
-    size_t want = *cap == 0 ? 256 : *cap * 2;
-    if (want > max) {
-        want = max;
-    }
-    void *p = realloc(*arr, want * size);
-    if (p == NULL) {
-        return false;
-    }
-    *arr = p;
-    *cap = want;
-    return true;
+    return pl__grow(arr, cap, *cap + 1, size, 256, max) == 0;
 }
 
 static void log_append(pl__trace *t, const pl__trace_rec *r)
