@@ -53,9 +53,9 @@ void pl__eventually(bool ok, const char *msg, const char *file, int line)
 
 void pl__props_verdict(pl__sim *s)
 {
-    for (size_t i = 0; i < s->eventually.cap && s->finding.kind == PL_FINDING_NONE; i++) {
-        pl__site *site = &s->eventually.slots[i];
-        if (site->used && !site->last_ok) {
+    for (size_t i = 0; i < s->eventually.len && s->finding.kind == PL_FINDING_NONE; i++) {
+        const pl__site *site = &s->eventually.sites[i];
+        if (!site->last_ok) {
             pl__sim_finding(s, PL_FINDING_ASSERTION, NULL,
                             "pl_eventually never became true: %s (%s:%d)", site->msg, site->file,
                             site->line);

@@ -648,7 +648,10 @@ static char *explain_hung(const pl_sim_result *run)
 /* The shrunk list's run again, read positionally as `pollen replay` reads
  * the file written from it, with events and the capture of keys. A
  * livelock list whose run never returns is run where it can be stopped,
- * and explained without a timeline. */
+ * and explained without a timeline. This is the shrinker's postcondition
+ * and every result passes through it: the list it returns reproduces the
+ * finding it was asked to keep, or the shrink fails (PL_EINVAL, "internal
+ * error: ..."), never a result that does not replay. */
 static int final_run(shrinker *sh, pl_sim_shrink_result *out)
 {
     pl_sim_options o = sh->o;
@@ -661,6 +664,9 @@ static int final_run(shrinker *sh, pl_sim_shrink_result *out)
         int rc = run_once(sh, &o, &out->run, &hung);
         sh->runs++;
         if (rc != 0 || hung) {
+            /* The postcondition, for a list whose run never returns: that
+             * is the livelock reproduced (only livelocks are run so). */
+            PL__SIM_ASSERT(rc != 0 || sh->kind == PL_FINDING_LIVELOCK);
             out->explanation = rc == 0 ? explain_hung(&out->run) : NULL;
             return rc != 0 ? rc : out->explanation != NULL ? 0 : PL_ENOMEM;
         }

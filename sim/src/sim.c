@@ -95,51 +95,28 @@ void pl__sim_finding(pl__sim *s, pl_finding_kind kind, const pl_task *t, const c
 
 /* ---- Site tables ------------------------------------------------------ */
 
-static int site_grow(pl__site_table *t)
-{
-    size_t cap = t->cap ? t->cap * 2 : 32;
-    pl__site *slots = calloc(cap, sizeof *slots);
-    if (slots == NULL) {
-        return PL_ENOMEM;
-    }
-    for (size_t i = 0; i < t->cap; i++) {
-        if (t->slots[i].used) {
-            size_t j = (size_t)t->slots[i].key & (cap - 1);
-            while (slots[j].used) {
-                j = (j + 1) & (cap - 1);
-            }
-            slots[j] = t->slots[i];
-        }
-    }
-    free(t->slots);
-    t->slots = slots;
-    t->cap = cap;
-    return 0;
-}
-
 pl__site *pl__site_lookup(pl__site_table *t, uint64_t key, bool *created)
 {
     *created = false;
-    if ((t->len + 1) * 2 > t->cap && site_grow(t) != 0) {
+    uint32_t i;
+    if (pl__hashmap_get(&t->index, key, &i)) {
+        PL__SIM_ASSERT(i < t->len && t->sites[i].key == key);
+        return &t->sites[i];
+    }
+    if (t->len >= UINT32_MAX ||
+        pl__grow((void **)&t->sites, &t->cap, t->len + 1, sizeof *t->sites, 32, 0) != 0 ||
+        pl__hashmap_put(&t->index, key, (uint32_t)t->len) != 0) {
         return NULL;
     }
-    size_t j = (size_t)(key ^ (key >> 29)) & (t->cap - 1);
-    while (t->slots[j].used) {
-        if (t->slots[j].key == key) {
-            return &t->slots[j];
-        }
-        j = (j + 1) & (t->cap - 1);
-    }
-    t->slots[j].used = 1;
-    t->slots[j].key = key;
-    t->len++;
+    t->sites[t->len] = (pl__site){.key = key};
     *created = true;
-    return &t->slots[j];
+    return &t->sites[t->len++];
 }
 
 void pl__site_table_free(pl__site_table *t)
 {
-    free(t->slots);
+    free(t->sites);
+    pl__hashmap_free(&t->index);
     memset(t, 0, sizeof *t);
 }
 

@@ -16,6 +16,7 @@
 #include "pollen/observer.h"
 #include "decide.h"
 #include "grow.h"
+#include "hashset.h"
 #include "sim_assert.h"
 #include "trace.h"
 
@@ -147,7 +148,6 @@ typedef struct pl__follow {
 /* A PL_BUGGIFY site or a pl_eventually site seen in this run. */
 typedef struct pl__site {
     uint64_t key;
-    uint8_t used;
     uint8_t enabled;        /* buggify: enabled for this run */
     uint8_t last_ok;        /* eventually: the latest evaluation */
     const char *msg;
@@ -155,10 +155,12 @@ typedef struct pl__site {
     int line;
 } pl__site;
 
+/* Sites in the order the run first met them, indexed by key. */
 typedef struct pl__site_table {
-    pl__site *slots;        /* open addressing; power-of-two size */
-    size_t cap;
+    pl__site *sites;        /* grow.h */
     size_t len;
+    size_t cap;
+    pl__hashmap index;      /* key -> position in sites */
 } pl__site_table;
 
 struct pl__sim {
@@ -350,7 +352,9 @@ static inline void pl__progress_poll(const pl__sim *s, pl_task *t)
     pl__progress.task = t;
 }
 
-/* Site tables (sim.c). */
+/* Site tables (sim.c). The site of `key`, *created saying it is new
+ * (zeroed but for its key); NULL when out of memory. The pointer holds
+ * until the next lookup. */
 pl__site *pl__site_lookup(pl__site_table *t, uint64_t key, bool *created);
 void pl__site_table_free(pl__site_table *t);
 
