@@ -517,6 +517,30 @@ static const char *build_id(void)
         ;
 }
 
+/* The file just written must parse back to the record it was written
+ * from: a writer/parser mismatch would make every replay of it fail or,
+ * worse, replay another run. A truncated list cannot be replayed (the
+ * parser refuses it on purpose), so its file is not read back. Reading
+ * it can still fail on its own (the file gone, memory): that is the
+ * caller's error, not a broken invariant. */
+static int check_round_trip(const pl__replay *rp, const char *path)
+{
+    if (rp->truncated && rp->decisions_len > 0) {
+        return 0;
+    }
+    pl__replay back;
+    char err[256];
+    int rc = pl__replay_parse_file(path, &back, err, sizeof err);
+    if (rc == PL_EFORMAT || rc == PL_EVERSION) {
+        PL__SIM_ASSERT(!"a replay file as written does not parse");
+    }
+    if (rc == 0) {
+        PL__SIM_ASSERT(pl__replay_same(rp, &back));
+        pl__replay_free(&back);
+    }
+    return rc;
+}
+
 int pl_sim_write_replay(const pl_scenario *sc, const pl_sim_options *opts,
                         const pl_sim_result *r, const char *path)
 {
@@ -546,7 +570,8 @@ int pl_sim_write_replay(const pl_scenario *sc, const pl_sim_options *opts,
     rp.checkpoints_len = rec->checkpoints_len;
     rp.decisions = rec->decisions;
     rp.decisions_len = rec->decisions_len;
-    return pl__replay_write_path(path, &rp);
+    int rc = pl__replay_write_path(path, &rp);
+    return rc == 0 ? check_round_trip(&rp, path) : rc;
 }
 
 /* The log entry of the i-th hashed event (the log also holds log-only
