@@ -62,6 +62,20 @@ uint32_t pl__oracle_self_wakes(const pl__sim *s, uint32_t id)
     return id < s->tasks_cap ? s->tasks[id].self_wakes : 0;
 }
 
+void pl__oracle_check(const pl__sim *s)
+{
+    PL__SIM_ASSERT(s->tasks_spawned == 0 || s->tasks_spawned < s->tasks_cap);
+    PL__SIM_ASSERT(s->late_len <= s->late_cap);
+    uint32_t stale = 0;
+    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
+        const pl__task_info *ti = &s->tasks[id];
+        stale += ti->stale_wakes > 0;
+        PL__SIM_ASSERT(ti->task == NULL || pl_task_head_of(ti->task)->id == id);
+        PL__SIM_ASSERT(ti->busy_wakes <= ti->self_wakes);
+    }
+    PL__SIM_ASSERT(stale == s->stale_tasks);
+}
+
 const char *pl__run_name_of(const pl__sim *s, uint32_t id)
 {
     if (id == 0 || id > s->tasks_spawned || s->tasks[id].name == NULL) {

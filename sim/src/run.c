@@ -215,6 +215,8 @@ static void run_escapable(pl__sim *s, const pl_scenario *sc, void *state)
 static void fill_result(pl__sim *s, pl_sim_result *out)
 {
     pl__dec_check(&s->dec);
+    pl__trace_check(s->trace);
+    pl__oracle_check(s);
     out->finding = s->finding;
     out->hash = pl__trace_hash(s->trace);
     out->steps = s->step;

@@ -174,6 +174,7 @@ static uint32_t pct_choose(void *ud, pl_decision_kind kind, uint32_t n, uint64_t
             best = i;
         }
     }
+    PL__SIM_ASSERT(best < n);
     pct_change_point(st, st->ids[best]);
     return best;
 }
@@ -197,6 +198,8 @@ static void pct_draw_change_points(pl__strategy *st)
                 dup = dup || st->change[i] == st->change[j];
             }
         } while (dup);
+        PL__SIM_ASSERT(st->change[j] >= 1 &&
+                       (st->change[j] <= st->horizon || st->horizon < count));
     }
 }
 
@@ -252,6 +255,7 @@ static uint32_t fair_choose(void *ud, pl_decision_kind kind, uint32_t n, uint64_
         return 0;
     }
     st->fair_passes++;
+    PL__SIM_ASSERT(st->fair_passes <= FAIR_PASSES_MAX);
     return fallback;
 }
 

@@ -10,6 +10,7 @@
 
 #include "decide.h"
 #include "grow.h"
+#include "sim_assert.h"
 #include "pollen/error.h"
 
 /* 4 KiB of encoded events (PL__TRACE_BUF_BYTES): large enough that
@@ -488,4 +489,16 @@ int pl__trace_write_chrome(FILE *f, const pl__trace_rec *ev, size_t n,
     }
     fputs("\n]\n", f);
     return ferror(f) ? PL_EIO : 0;
+}
+
+void pl__trace_check(const pl__trace *t)
+{
+    PL__SIM_ASSERT(t->hot.used <= PL__TRACE_BUF_BYTES);
+    PL__SIM_ASSERT(t->hot.slow_at > t->hot.count);
+    PL__SIM_ASSERT(t->log_len <= t->log_cap || t->log_cap == 0);
+    PL__SIM_ASSERT(!t->opts.keep_log || t->log_len <= t->opts.log_max);
+    if (t->opts.checkpoints && !t->cps_stopped) {
+        /* One checkpoint per full window of hashed events, none missing. */
+        PL__SIM_ASSERT(t->cps_len == t->hot.count / PL__TRACE_CHECKPOINT_EVENTS);
+    }
 }
