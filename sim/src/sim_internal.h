@@ -235,8 +235,12 @@ struct pl__sim {
     pl_finding finding;
 };
 
-/* The simulator running on this thread (properties reach it this way). */
+/* The simulator running on this thread (properties reach it this way);
+ * pl__sim_init and pl__sim_finish set it (instance.c). */
 pl__sim *pl__sim_current(void);
+void pl__sim_set_current(pl__sim *s);
+/* The mirror of pl__sim_record_to starts over (a run begins). */
+void pl__sim_mirror_restart(void);
 
 /* Sim lifecycle (sim.c). `capture` (NULL: none) notes the decisions of a
  * list source's run (strategy.h). Starts no run: PCT's horizon is already

@@ -361,10 +361,10 @@ double pl_sim_pct_guarantee(uint32_t depth, uint32_t tasks, uint64_t steps)
 
 int pl_sim_knobs_text(const pl_sim_options *opts, char *buf, size_t len)
 {
-    pl_sim_options d;
+    /* What pl_sim_options_default gives for the fields read here. */
+    static const pl_sim_options defaults = {.strategy = "random"};
     if (opts == NULL) {
-        pl_sim_options_default(&d);
-        opts = &d;
+        opts = &defaults;
     }
     pl__strategy_spec spec;
     if (pl__strategy_parse(opts->strategy, &spec, NULL, 0) != 0) {
