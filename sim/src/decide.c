@@ -394,8 +394,8 @@ static void record_slow(pl__dec *d, pl__dec_record rec)
         d->truncated = true;
         return;
     }
-    if (pl__grow((void **)&d->records, &d->records_cap, d->records_len + 1, sizeof *d->records,
-                 1024, d->record_max) != 0) {
+    if (pl__grow_append((void **)&d->records, &d->records_cap, d->records_len + 1,
+                        sizeof *d->records, 1024, d->record_max) != 0) {
         d->truncated = true;
         return;
     }
@@ -457,8 +457,5 @@ void pl__dec_check(const pl__dec *d)
     PL__SIM_ASSERT(d->records_len <= d->records_cap || d->records_cap == 0);
     PL__SIM_ASSERT(d->records_len <= d->record_max);
     PL__SIM_ASSERT(d->records_len == d->consulted || d->truncated);
-    for (size_t i = 0; i < d->records_len; i++) {
-        const pl__dec_record *r = &d->records[i];
-        PL__SIM_ASSERT(r->kind < PL_DECIDE__COUNT && r->n > 1 && r->value < r->n);
-    }
+    /* Each record's value < n was asserted as it was made. */
 }

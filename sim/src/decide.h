@@ -228,9 +228,9 @@ void pl__dec_finish(pl__dec *d);
 
 /* Asserts the stream's invariants (PL__SIM_ASSERT, every build): the
  * per-kind counters add up to `consulted`, no kind has more non-zero
- * values than values, every record is a valid value of a valid kind, and
- * every consulted decision was recorded unless `truncated` says not.
- * O(records): once per run, at its end. */
+ * values than values, and every consulted decision was recorded unless
+ * `truncated` says not (each value < n is asserted as it is drawn).
+ * O(kinds): once per run, at its end. */
 void pl__dec_check(const pl__dec *d);
 
 /* Selects a source. Call before the first decision; each resets the

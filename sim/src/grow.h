@@ -7,6 +7,7 @@
 #ifndef POLLEN_SIM_GROW_H
 #define POLLEN_SIM_GROW_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,13 +15,8 @@
 
 #include "pollen/error.h"
 
-/* Makes *arr (elements of `size` bytes, *cap of them) hold at least
- * `need`: the capacity starts at `first` and doubles, clamped to `max`
- * elements (0: no bound but memory). Elements past the old capacity are
- * zeroed. Returns 0; PL_EMSGSIZE when need is above max; PL_ENOMEM when
- * memory ran out. On failure *arr and *cap are unchanged. */
-static inline int pl__grow(void **arr, size_t *cap, size_t need, size_t size, size_t first,
-                           size_t max)
+static inline int pl__grow_(void **arr, size_t *cap, size_t need, size_t size, size_t first,
+                            size_t max, bool zero)
 {
     if (need <= *cap) {
         return 0;
@@ -43,10 +39,31 @@ static inline int pl__grow(void **arr, size_t *cap, size_t need, size_t size, si
     if (p == NULL) {
         return PL_ENOMEM;
     }
-    memset(p + *cap * size, 0, (want - *cap) * size);
+    if (zero) {
+        memset(p + *cap * size, 0, (want - *cap) * size);
+    }
     *arr = p;
     *cap = want;
     return 0;
+}
+
+/* Makes *arr (elements of `size` bytes, *cap of them) hold at least
+ * `need`: the capacity starts at `first` and doubles, clamped to `max`
+ * elements (0: no bound but memory). Elements past the old capacity are
+ * zeroed. Returns 0; PL_EMSGSIZE when need is above max; PL_ENOMEM when
+ * memory ran out. On failure *arr and *cap are unchanged. */
+static inline int pl__grow(void **arr, size_t *cap, size_t need, size_t size, size_t first,
+                           size_t max)
+{
+    return pl__grow_(arr, cap, need, size, first, max, true);
+}
+
+/* pl__grow for arrays only ever appended to (the caller writes each
+ * element before it counts it): the new elements are left unwritten. */
+static inline int pl__grow_append(void **arr, size_t *cap, size_t need, size_t size,
+                                  size_t first, size_t max)
+{
+    return pl__grow_(arr, cap, need, size, first, max, false);
 }
 
 #endif

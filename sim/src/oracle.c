@@ -151,9 +151,9 @@ static void on_waker_drop(void *ud, pl_task *t, uint32_t gen)
  * its author. Arming numbers are dense, so an array indexed by them. */
 static void note_armer(pl__sim *s, uint64_t seq)
 {
-    if (seq >= SIZE_MAX ||
-        pl__grow((void **)&s->armers, &s->armers_cap, (size_t)seq + 1, sizeof *s->armers, 256,
-                 0) != 0) {
+    if (seq >= s->armers_cap &&
+        (seq >= SIZE_MAX || pl__grow((void **)&s->armers, &s->armers_cap, (size_t)seq + 1,
+                                     sizeof *s->armers, 256, 0) != 0)) {
         return; /* the report then says "armed outside any poll" */
     }
     s->armers[seq] = s->polling;
@@ -161,8 +161,8 @@ static void note_armer(pl__sim *s, uint64_t seq)
 
 static void note_late(pl__sim *s, uint32_t task, pl_time from, pl_time until)
 {
-    if (pl__grow((void **)&s->late, &s->late_cap, (size_t)s->late_len + 1, sizeof *s->late, 16,
-                 0) != 0) {
+    if (pl__grow_append((void **)&s->late, &s->late_cap, (size_t)s->late_len + 1,
+                        sizeof *s->late, 16, 0) != 0) {
         /* Without the record a probe in the window could report the
          * simulated lateness as a lost wake: stop rather than guess. */
         pl__run_out_of_memory(s, NULL, NULL);

@@ -433,7 +433,7 @@ static int parse_checkpoint_token(parser *ps, const char *t, size_t len)
     pl__replay *r = ps->out;
     /* Grow with the content, not the declared count: a short hostile
      * file must not allocate megabytes. */
-    if (pl__grow((void **)&r->checkpoints, &ps->cp_cap, r->checkpoints_len + 1,
+    if (pl__grow_append((void **)&r->checkpoints, &ps->cp_cap, r->checkpoints_len + 1,
                  sizeof *r->checkpoints, 64, 0) != 0) {
         return fail(ps, PL_ENOMEM, "out of memory");
     }

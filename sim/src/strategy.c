@@ -208,7 +208,8 @@ static void pct_draw_change_points(pl__strategy *st)
 static void capture_note(pl__capture *c, pl__decision_note note)
 {
     if (c->truncated ||
-        pl__grow((void **)&c->notes, &c->cap, c->len + 1, sizeof *c->notes, 256, 0) != 0) {
+        pl__grow_append((void **)&c->notes, &c->cap, c->len + 1, sizeof *c->notes, 256, 0) !=
+            0) {
         c->truncated = true;
         return;
     }

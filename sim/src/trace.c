@@ -122,7 +122,7 @@ void pl__trace_flush_(pl__trace *t) { flush(t); }
 /* One more element in *arr, up to `max`; false when full or out of memory. */
 static bool grow(void **arr, size_t *cap, size_t size, size_t max)
 {
-    return pl__grow(arr, cap, *cap + 1, size, 256, max) == 0;
+    return pl__grow_append(arr, cap, *cap + 1, size, 256, max) == 0;
 }
 
 static void log_append(pl__trace *t, const pl__trace_rec *r)
