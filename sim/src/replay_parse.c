@@ -74,6 +74,7 @@ typedef struct parser {
     uint64_t dec_declared; /* its count */
     size_t cp_cap;         /* allocated checkpoints */
     size_t notes_len;
+    size_t notes_cap;      /* allocated bytes of out->notes */
 } parser;
 
 /* Records an error for the current line and returns code. */
@@ -357,14 +358,13 @@ static int add_note(parser *ps, const char *key, size_t key_len)
     if (n >= sizeof(note)) {
         n = sizeof(note) - 1;
     }
-    char *grown = realloc(ps->out->notes, ps->notes_len + n + 1);
-    if (grown == NULL) {
+    if (pl__grow_append((void **)&ps->out->notes, &ps->notes_cap, ps->notes_len + n + 1, 1,
+                        sizeof(note), 0) != 0) {
         return fail(ps, PL_ENOMEM, "out of memory");
     }
-    memcpy(grown + ps->notes_len, note, n);
+    memcpy(ps->out->notes + ps->notes_len, note, n);
     ps->notes_len += n;
-    grown[ps->notes_len] = '\0';
-    ps->out->notes = grown;
+    ps->out->notes[ps->notes_len] = '\0';
     return 0;
 }
 

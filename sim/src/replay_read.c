@@ -77,15 +77,10 @@ static int read_regular(int fd, size_t size, char **data, size_t *len)
             free(buf);
             return PL_EFORMAT;
         }
-        if (used == cap) {
-            size_t want = cap * 2 < PL__REPLAY_FILE_MAX ? cap * 2 : PL__REPLAY_FILE_MAX;
-            char *grown = realloc(buf, want);
-            if (grown == NULL) {
-                free(buf);
-                return PL_ENOMEM;
-            }
-            buf = grown;
-            cap = want;
+        if (used == cap &&
+            pl__grow_append((void **)&buf, &cap, cap + 1, 1, cap, PL__REPLAY_FILE_MAX) != 0) {
+            free(buf);
+            return PL_ENOMEM;
         }
     }
     return PL_ENOMEM;
