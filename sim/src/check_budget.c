@@ -27,6 +27,7 @@ void pl__budget_init(pl__sim *s, const pl_sim_options *o)
  * is kept, and the run stops once the poll returns. */
 static void spin_found(pl__sim *s, const char *what, uint64_t count)
 {
+    PL__SIM_ASSERT(s->polling != 0); /* the watch counts inside task polls only */
     pl_task *t = pl__sim_polled(s);
     if (t == NULL) {
         return;

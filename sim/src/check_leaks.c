@@ -9,6 +9,7 @@
 
 void pl__leaks_verdict(pl__sim *s)
 {
+    PL__SIM_ASSERT(s->run_over); /* only once the tasks were cancelled */
     for (uint32_t id = 1; id <= s->tasks_spawned && s->finding.kind == PL_FINDING_NONE; id++) {
         pl__task_info *ti = &s->tasks[id];
         uint32_t clones = pl__oracle_live_clones(ti);

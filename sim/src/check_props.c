@@ -53,6 +53,8 @@ void pl__eventually(bool ok, const char *msg, const char *file, int line)
 
 void pl__props_verdict(pl__sim *s)
 {
+    PL__SIM_ASSERT(s->run_over);
+    PL__SIM_ASSERT(s->eventually.len == s->eventually.index.count);
     for (size_t i = 0; i < s->eventually.len && s->finding.kind == PL_FINDING_NONE; i++) {
         const pl__site *site = &s->eventually.sites[i];
         if (!site->last_ok) {

@@ -49,6 +49,7 @@ static void scenario_check(pl__sim *s, const pl_scenario *sc, void *state)
 
 void pl__run_judge(pl__sim *s, const pl_scenario *sc, void *state, int rc)
 {
+    PL__SIM_ASSERT(s->run_over); /* pl_run returned */
     if (rc == PL_EDEADLK) {
         pl__oracle_quiescence(s);
     } else if (rc < 0 && rc != PL_ECANCELED) {

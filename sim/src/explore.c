@@ -75,6 +75,7 @@ static bool run_list(explorer *e, const pl__dec_record *list, size_t len, pl_sim
 
 static void visit(explorer *e, const pl__dec_record *list, size_t len, uint32_t depth)
 {
+    PL__SIM_ASSERT(depth <= e->level);
     pl_sim_result r;
     if (!run_list(e, list, len, &r)) {
         return;

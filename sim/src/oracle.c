@@ -42,6 +42,7 @@ static void on_spawn(void *ud, pl_task *t)
         pl__run_out_of_memory(s, t, NULL);
         return;
     }
+    PL__SIM_ASSERT(id > s->tasks_spawned); /* ids are handed out in increasing order */
     s->tasks[id].task = t;
     s->tasks[id].name = pl_task_name(t);
     s->tasks_spawned = id;
@@ -247,6 +248,7 @@ static void on_leave(void *ud, pl_future *f, pl_poll_result r)
     pl__sim *s = ud;
     (void)f;
     (void)r;
+    PL__SIM_ASSERT(s->poll_depth > 0); /* every leave has its enter */
     s->poll_depth--;
 }
 

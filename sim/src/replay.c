@@ -159,6 +159,7 @@ static void write_decisions(FILE *f, const pl__dec_record *d, size_t n)
         while (i + run < n && record_same(&d[i], &d[i + run])) {
             run++;
         }
+        PL__SIM_ASSERT(record_valid(&d[i])); /* validate() refused the rest */
         char tok[64];
         char letter = pl__dec_kind_letter(d[i].kind);
         if (run >= 2) {

@@ -73,6 +73,7 @@ static int read_regular(int fd, size_t size, char **data, size_t *len)
             return 0;
         }
         used += (size_t)got;
+        PL__SIM_ASSERT(used <= cap);
         if (used > PL__REPLAY_FILE_MAX - 1) {
             free(buf);
             return PL_EFORMAT;

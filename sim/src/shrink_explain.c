@@ -153,6 +153,7 @@ static void explain_other(explainer *x, size_t i, uint32_t kind, uint64_t key, u
 
 static void explain_decision(explainer *x, size_t i, uint64_t index)
 {
+    PL__SIM_ASSERT(i < x->rec->events_len);
     const pl__trace_rec *e = &x->rec->events[i];
     uint32_t kind = (uint32_t)e->a;
     uint32_t n = (uint32_t)(e->b >> 32);

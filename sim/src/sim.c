@@ -125,6 +125,7 @@ static void advance_clock(pl__sim *s, pl_time to)
 static void charge_polls(pl__sim *s)
 {
     pl_time cost = s->opts.poll_cost_ns;
+    PL__SIM_ASSERT(s->steps_charged <= s->step);
     if (cost > 0 && s->step > s->steps_charged) {
         advance_clock(s, s->now + (pl_time)(s->step - s->steps_charged) * cost);
         s->steps_charged = s->step;
