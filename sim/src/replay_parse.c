@@ -226,7 +226,7 @@ static int parse_number_key(parser *ps, const char *key, const char *v, size_t l
 
 static int parse_decisions_header(parser *ps, const char *v, size_t len)
 {
-    uint64_t count;
+    uint64_t count = 0; /* set on success; gcc -O3 cannot see it */
     int rc = parse_number_key(ps, "decisions", v, len, &count);
     if (rc < 0) {
         return rc;
