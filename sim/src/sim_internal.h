@@ -283,9 +283,10 @@ uint32_t pl__oracle_clone_holder(const pl__task_info *ti, uint32_t id);
 const char *pl__oracle_holder_name(pl__sim *s, uint32_t id);
 bool pl__oracle_is_parked(const pl__task_info *ti);
 /* Asserts the task table's invariants (PL__SIM_ASSERT, every build): the
- * table covers every spawned id, a live entry is the task of its id, a
- * task's busy-loop count is within its self-wakes, and stale_tasks counts
- * the entries with stale wakes. O(tasks): once per run, at its end. */
+ * table covers every spawned id, no poll is in progress, a live entry is
+ * the task of its id, a task's busy-loop count is within its self-wakes,
+ * and stale_tasks counts the entries with stale wakes. O(tasks): once per
+ * run, at its end. */
 void pl__oracle_check(const pl__sim *s);
 /* Consecutive polls of task `id` that woke only itself (0: unknown id). */
 uint32_t pl__oracle_self_wakes(const pl__sim *s, uint32_t id);
