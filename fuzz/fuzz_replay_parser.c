@@ -60,37 +60,6 @@ static void check_valid(const pl__replay *r)
     }
 }
 
-static bool same_text(const char *a, const char *b)
-{
-    return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
-}
-
-static bool same_arrays(const void *a, const void *b, size_t n, size_t size)
-{
-    return n == 0 || memcmp(a, b, n * size) == 0;
-}
-
-static bool same_numbers(const pl__replay *a, const pl__replay *b)
-{
-    return a->seed == b->seed && a->steps == b->steps && a->events == b->events &&
-           a->has_hash == b->has_hash && (!a->has_hash || a->hash == b->hash) &&
-           a->truncated == b->truncated && a->has_knobs == b->has_knobs &&
-           (!a->has_knobs || pl__dec_knobs_equal(&a->knobs, &b->knobs));
-}
-
-static bool same_content(const pl__replay *a, const pl__replay *b)
-{
-    return same_numbers(a, b) && same_text(a->pollen_version, b->pollen_version) &&
-           same_text(a->build, b->build) && same_text(a->scenario, b->scenario) &&
-           same_text(a->strategy, b->strategy) && same_text(a->finding, b->finding) &&
-           same_text(a->message, b->message) && a->checkpoints_len == b->checkpoints_len &&
-           (a->checkpoints_len == 0 || a->checkpoint_events == b->checkpoint_events) &&
-           same_arrays(a->checkpoints, b->checkpoints, a->checkpoints_len,
-                       sizeof *a->checkpoints) &&
-           a->decisions_len == b->decisions_len &&
-           same_arrays(a->decisions, b->decisions, a->decisions_len, sizeof *a->decisions);
-}
-
 /* Writes r to memory and parses it back. */
 static void round_trip(const pl__replay *r)
 {
@@ -118,7 +87,7 @@ static void round_trip(const pl__replay *r)
         fprintf(stderr, "written text:\n%s\nparse error: %s\n", text, err);
         broken("the parser rejected what the writer wrote");
     }
-    if (!same_content(r, &again)) {
+    if (!pl__replay_same(r, &again)) {
         fprintf(stderr, "written text:\n%s\n", text);
         broken("writing then parsing changed the content");
     }

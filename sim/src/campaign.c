@@ -4,6 +4,7 @@
  * of distinct schedules and pl_sometimes counters, the pl_sometimes
  * verdict. */
 #include "campaign.h"
+#include "run.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -327,6 +328,10 @@ int pl_sim_campaign_run(const pl_scenario *sc, const pl_campaign_options *opts,
         pl_sim_options_default(&o);
     }
     o.source = PL_SIM_SOURCE_SEED;
+    int hrc = pl__resolve_pct_horizon(sc, &o); /* once for every seed */
+    if (hrc != 0) {
+        return hrc;
+    }
     pl__campaign_tally t;
     if (pl__campaign_tally_init(&t) != 0) {
         pl__campaign_tally_free(&t);

@@ -1,5 +1,4 @@
-/* sim/src/check_budget.c: oracles for what happens inside one poll, and
- * for orphans at the drop that makes them.
+/* sim/src/check_budget.c: the checker for what happens inside one poll.
  *
  * A poll that spins (calls pl_poll on a child that stays PENDING, or
  * wakes itself, over and over) never returns, so no oracle that waits
@@ -7,12 +6,9 @@
  * poll; past a bound this file records a livelock finding and leaves the
  * poll with a longjmp to pl_sim_run, which abandons the task. Both
  * bounds count events, never time, so the finding is as deterministic as
- * the rest of the run.
- *
- * A parked task whose last waker clone is dropped by someone else (a
- * reaper, a cancelled branch, code outside any poll) is reported at that
- * drop, naming who dropped it, instead of surfacing much later as a lost
- * wakeup or a deadlock.
+ * the rest of the run. Init reads the bounds; the event hooks are the
+ * two raisers below (oracle.c counts, and calls them past a bound); no
+ * verdict at the end.
  */
 #include <stdio.h>
 
@@ -20,9 +16,10 @@
 
 pl__sim_progress pl__progress;
 
-static pl_task *polled_task(const pl__sim *s)
+void pl__budget_init(pl__sim *s, const pl_sim_options *o)
 {
-    return s->polling != 0 ? s->tasks[s->polling].task : NULL;
+    s->sub_polls_max = o->sub_polls_max ? o->sub_polls_max : 1000000;
+    s->wakes_in_poll_max = o->wakes_in_poll_max ? o->wakes_in_poll_max : 1000000;
 }
 
 /* Records the finding, then leaves the poll when pl_sim_run armed the
@@ -30,7 +27,8 @@ static pl_task *polled_task(const pl__sim *s)
  * is kept, and the run stops once the poll returns. */
 static void spin_found(pl__sim *s, const char *what, uint64_t count)
 {
-    pl_task *t = polled_task(s);
+    PL__SIM_ASSERT(s->polling != 0); /* the watch counts inside task polls only */
+    pl_task *t = pl__sim_polled(s);
     if (t == NULL) {
         return;
     }
@@ -47,28 +45,3 @@ static void spin_found(pl__sim *s, const char *what, uint64_t count)
 void pl__budget_sub_polls(pl__sim *s) { spin_found(s, "called pl_poll", s->sub_polls_max); }
 
 void pl__budget_wakes_in_poll(pl__sim *s) { spin_found(s, "woke itself", s->wakes_in_poll_max); }
-
-/* Once pl_run has returned, drops are the runner's teardown (and the
- * probes of quiescence, which report what they find themselves). A task
- * woken only through superseded wakers since its poll was woken, just
- * not delivered: the stale_waker oracle says why at quiescence. */
-void pl__oracle_orphaned(void *ud, pl_task *t, pl_task *dropper)
-{
-    pl__sim *s = ud;
-    const pl__task_info *ti = &s->tasks[pl_task_id(t)];
-    if (s->run_over || ti->stale_wakes > 0) {
-        return;
-    }
-    char by[128];
-    if (dropper != NULL) {
-        snprintf(by, sizeof by, "by '%s' (#%u) while polling", pl_task_name(dropper),
-                 pl_task_id(dropper));
-    } else {
-        snprintf(by, sizeof by, "outside any poll");
-    }
-    pl__sim_finding(s, PL_FINDING_ORPHAN, t,
-                    "'%s' (#%u) parked at step %llu after poll #%u; the last clone of its "
-                    "waker was dropped %s, without a wake: nothing can ever wake it",
-                    pl_task_name(t), pl_task_id(t), (unsigned long long)ti->parked_step,
-                    pl_task_polls(t), by);
-}

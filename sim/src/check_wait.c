@@ -28,6 +28,7 @@ static const char *base_name(const char *path)
 static void report(pl__sim *s, const pl__task_info *ti, uint32_t id, const pl_wait *w,
                    const char *why)
 {
+    PL__SIM_ASSERT(pl__oracle_is_parked(ti) && ti->waits_len > 0);
     const char *object = w->object != NULL ? w->object : "a future";
     const char *condition = w->condition != NULL ? w->condition : "its wait condition";
     /* "while 1 permit is free" when holds() said how, else the condition. */

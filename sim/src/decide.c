@@ -1,13 +1,14 @@
 /* sim/src/decide.c: the decision stream (sources, recorder, knobs). */
 #include "decide.h"
 
-#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "pollen/error.h"
+#include "sim_assert.h"
 
 /* Names and letters, indexed by pl_decision_kind. The letters are part of
  * the replay format: append only. */
@@ -116,7 +117,7 @@ int pl__dec_knobs_format(const pl__dec_knobs *k, char *buf, size_t len)
         } else {
             w = snprintf(tmp + used, sizeof(tmp) - used, "%s%s=off", sep, kind_names[i]);
         }
-        assert(w > 0 && (size_t)w < sizeof(tmp) - used);
+        PL__SIM_ASSERT(w > 0 && (size_t)w < sizeof(tmp) - used);
         used += (size_t)w;
     }
     if (len > 0) {
@@ -265,7 +266,7 @@ void pl__dec_use_prng(pl__dec *d, uint64_t seed)
 
 void pl__dec_use_bytes(pl__dec *d, const uint8_t *data, size_t len)
 {
-    assert(data != NULL || len == 0);
+    PL__SIM_ASSERT(data != NULL || len == 0);
     d->source = PL__DEC_SOURCE_BYTES;
     d->bytes = data;
     d->bytes_len = len;
@@ -274,7 +275,7 @@ void pl__dec_use_bytes(pl__dec *d, const uint8_t *data, size_t len)
 
 void pl__dec_use_list(pl__dec *d, const pl__dec_record *records, size_t len)
 {
-    assert(records != NULL || len == 0);
+    PL__SIM_ASSERT(records != NULL || len == 0);
     d->source = PL__DEC_SOURCE_LIST;
     d->list = records;
     d->list_len = len;
@@ -393,17 +394,11 @@ static void record_slow(pl__dec *d, pl__dec_record rec)
         d->truncated = true;
         return;
     }
-    size_t cap = d->records_cap == 0 ? 1024 : d->records_cap * 2;
-    if (cap > d->record_max) {
-        cap = d->record_max;
-    }
-    pl__dec_record *grown = realloc(d->records, cap * sizeof(*grown));
-    if (grown == NULL) {
+    if (pl__grow_append((void **)&d->records, &d->records_cap, d->records_len + 1,
+                        sizeof *d->records, 1024, d->record_max) != 0) {
         d->truncated = true;
         return;
     }
-    d->records = grown;
-    d->records_cap = cap;
     d->records[d->records_len++] = rec;
 }
 
@@ -422,7 +417,7 @@ static inline void record(pl__dec *d, pl_decision_kind kind, uint32_t n, uint32_
 
 uint32_t pl__dec_choose(pl__dec *d, pl_decision_kind kind, uint32_t n, uint64_t key)
 {
-    assert((uint32_t)kind < PL_DECIDE__COUNT);
+    PL__SIM_ASSERT((uint32_t)kind < PL_DECIDE__COUNT);
     if (n <= 1 || !d->knobs.kind[kind].enabled) {
         return 0;
     }
@@ -444,11 +439,23 @@ uint32_t pl__dec_choose(pl__dec *d, pl_decision_kind kind, uint32_t n, uint64_t 
     }
     if (d->strategy != NULL) {
         v = d->strategy(d->strategy_ud, kind, n, key, v);
-        assert(v < n);
-        if (v >= n) {
-            v = n - 1; /* NDEBUG builds: keep the [0, n) promise anyway */
-        }
     }
+    /* Every source and strategy keeps the [0, n) promise. */
+    PL__SIM_ASSERT(v < n);
     record(d, kind, n, v);
     return v;
+}
+
+void pl__dec_check(const pl__dec *d)
+{
+    uint64_t sum = 0;
+    for (int k = 0; k < PL_DECIDE__COUNT; k++) {
+        PL__SIM_ASSERT(d->nonzero[k] <= d->count[k]);
+        sum += d->count[k];
+    }
+    PL__SIM_ASSERT(sum == d->consulted);
+    PL__SIM_ASSERT(d->records_len <= d->records_cap || d->records_cap == 0);
+    PL__SIM_ASSERT(d->records_len <= d->record_max);
+    PL__SIM_ASSERT(d->records_len == d->consulted || d->truncated);
+    /* Each record's value < n was asserted as it was made. */
 }

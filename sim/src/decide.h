@@ -241,6 +241,13 @@ void pl__dec_init(pl__dec *d, const pl__dec_knobs *knobs);
 /* Frees the record array. *d must be re-initialized before reuse. */
 void pl__dec_finish(pl__dec *d);
 
+/* Asserts the stream's invariants (PL__SIM_ASSERT, every build): the
+ * per-kind counters add up to `consulted`, no kind has more non-zero
+ * values than values, and every consulted decision was recorded unless
+ * `truncated` says not (each value < n is asserted as it is drawn).
+ * O(kinds): once per run, at its end. */
+void pl__dec_check(const pl__dec *d);
+
 /* Selects a source. Call before the first decision; each resets the
  * source position but not the record or the counters (use_list also
  * clears divergence and past_end, which describe the list). `seed` is the

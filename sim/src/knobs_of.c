@@ -27,10 +27,11 @@ int pl__sim_knobs_of(const pl_sim_options *o, pl__dec_knobs *k, char *err, size_
 
 int pl_sim_knobs_text(const pl_sim_options *opts, char *buf, size_t len)
 {
-    pl_sim_options d;
+    /* What pl_sim_options_default gives for the fields read here (run.c's
+     * function would make a cycle: run.c -> sim.c -> knobs_of.c). */
+    static const pl_sim_options defaults = {.strategy = "random"};
     if (opts == NULL) {
-        pl_sim_options_default(&d);
-        opts = &d;
+        opts = &defaults;
     }
     pl__dec_knobs k;
     if (pl__sim_knobs_of(opts, &k, NULL, 0) != 0) {

@@ -1,18 +1,17 @@
-/* sim/src/oracle.c: the waker-contract oracles.
+/* sim/src/oracle.c: the observer.
  *
  * The executor reports every spawn, poll and wake through its observer
  * hooks and counts waker clones in the task header (pl_task_head); this
- * file turns the hooks into trace events and checks the contract at the
- * moment it breaks (orphan, misuse, livelock) or at
- * quiescence (stale wakers, lost wakeups, deadlock) and at the end of a
- * run (leaks, pl_eventually). Only task ids and counters enter the
- * trace: never a pointer.
+ * file turns the hooks into trace events, keeps the task table the
+ * checkers read (pl__task_info), and forwards each hook to the checkers'
+ * event hooks (check_contract.h, check_budget.c, check_probe.c). It
+ * raises no finding itself. Only task ids and counters enter the trace:
+ * never a pointer.
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim_internal.h"
+#include "check_contract.h"
 
 /* pl__sim_event, inline: the hooks append an event or two per poll and
  * per wake (pl__sim_event stays a function for the reactor, whose unit
@@ -28,62 +27,9 @@ static uint32_t tpolls(const pl_task *t) { return pl_task_head_of(t)->polls; }
 
 static pl__task_info *info(pl__sim *s, const pl_task *t) { return &s->tasks[tid(t)]; }
 
-/* The executor counts waker clones in the task; a freed task has none. */
-uint32_t pl__oracle_live_clones(const pl__task_info *ti)
-{
-    return ti->task != NULL ? pl_task_head_of(ti->task)->waker_clones : 0;
-}
-
-/* The task polling when the latest clone was made (0: outside polls). */
-uint32_t pl__oracle_clone_holder(const pl__task_info *ti, uint32_t id)
-{
-    if (ti->task != NULL && !pl_task_cloned_elsewhere(ti->task)) {
-        return id;
-    }
-    return ti->clone_holder;
-}
-
-bool pl__oracle_is_parked(const pl__task_info *ti)
-{
-    return ti->task != NULL && !pl_task_is_finished(ti->task) &&
-           !pl_task_is_scheduled(ti->task);
-}
-
-const char *pl__oracle_holder_name(pl__sim *s, uint32_t id)
-{
-    if (id == 0) {
-        return "outside any poll";
-    }
-    pl_task *h = s->tasks[id].task;
-    return h != NULL ? pl_task_name(h) : "a finished task";
-}
-
-const char *pl__run_name_of(const pl__sim *s, uint32_t id)
-{
-    if (id == 0 || id > s->tasks_spawned || s->tasks[id].name == NULL) {
-        return "?";
-    }
-    return s->tasks[id].name;
-}
-
-
 static int reserve_task(pl__sim *s, uint32_t id)
 {
-    if (id < s->tasks_cap) {
-        return 0;
-    }
-    uint32_t cap = s->tasks_cap ? s->tasks_cap : 64;
-    while (cap <= id) {
-        cap *= 2;
-    }
-    pl__task_info *tasks = realloc(s->tasks, (size_t)cap * sizeof *tasks);
-    if (tasks == NULL) {
-        return PL_ENOMEM;
-    }
-    memset(tasks + s->tasks_cap, 0, (size_t)(cap - s->tasks_cap) * sizeof *tasks);
-    s->tasks = tasks;
-    s->tasks_cap = cap;
-    return 0;
+    return pl__grow((void **)&s->tasks, &s->tasks_cap, (size_t)id + 1, sizeof *s->tasks, 64, 0);
 }
 
 /* ---- Hooks ------------------------------------------------------------ */
@@ -93,9 +39,10 @@ static void on_spawn(void *ud, pl_task *t)
     pl__sim *s = ud;
     uint32_t id = tid(t);
     if (reserve_task(s, id) != 0) {
-        pl__sim_finding(s, PL_FINDING_ASSERTION, t, "simulator out of memory");
+        pl__run_out_of_memory(s, t, NULL);
         return;
     }
+    PL__SIM_ASSERT(id > s->tasks_spawned); /* ids are handed out in increasing order */
     s->tasks[id].task = t;
     s->tasks[id].name = pl_task_name(t);
     s->tasks_spawned = id;
@@ -131,48 +78,8 @@ static void on_poll_begin(void *ud, pl_task *t, uint32_t gen, bool probe)
         ti->stale_wakes = 0;
     }
     event(s, probe ? PL__EV_PROBE : PL__EV_POLL, s->polling, tpolls(t), gen);
-    /* Polls the schedule chose over production's order do not count: a
-     * strategy starving the task that would make progress is no livelock
-     * of the program (the strategies bound that starvation). */
-    if (!probe && !s->poll_deviated && ++s->steps_since_progress > s->steps_max) {
-        pl__sim_finding(s, PL_FINDING_LIVELOCK, t,
-                        "%llu polls without virtual time passing and without a task completing",
-                        (unsigned long long)s->steps_max);
-    }
-}
-
-/* PENDING is a promise that someone will wake the task: either it was
- * woken during this very poll, or a clone of its waker is alive. */
-static void check_orphan(pl__sim *s, pl_task *t)
-{
-    if (!s->woken_in_poll && pl_task_head_of(t)->waker_clones == 0) {
-        pl__sim_finding(s, PL_FINDING_ORPHAN, t,
-                        "'%s' returned PENDING without storing a clone of its waker anywhere: "
-                        "nothing can ever wake it",
-                        pl_task_name(t));
-    }
-}
-
-/* A busy loop is the program's only if production would spin too: a
- * self-woken poll counts toward the limit when FIFO order would have
- * polled this task as well (it was the head, or alone). A task the
- * schedule keeps picking right after it yields, over the task it waits
- * for, is starved by the strategy, not spinning; its deviated polls
- * neither count nor break the streak. self_wakes counts them all, for
- * PCT's spinner rule. */
-static void check_busy_loop(pl__sim *s, pl_task *t, pl__task_info *ti)
-{
-    if (s->woken_in_poll && !s->woke_other) {
-        ti->self_wakes++;
-        if (!s->poll_deviated && ++ti->busy_wakes > s->self_wakes_max) {
-            pl__sim_finding(s, PL_FINDING_LIVELOCK, t,
-                            "'%s' woke itself %u polls in a row without waking anyone else "
-                            "or completing: a busy loop",
-                            pl_task_name(t), ti->busy_wakes - 1);
-        }
-    } else {
-        ti->self_wakes = 0;
-        ti->busy_wakes = 0;
+    if (!probe) {
+        pl__contract_on_poll(s, t);
     }
 }
 
@@ -185,8 +92,7 @@ static void on_poll_end(void *ud, pl_task *t, pl_poll_result r, bool probe)
     if (r == PL_PENDING && !probe) {
         ti->parked_step = s->step;
         ti->parked_ns = s->now;
-        check_orphan(s, t);
-        check_busy_loop(s, t, ti);
+        pl__contract_on_pending(s, t, ti);
     }
     s->polling = 0;
     pl__progress.task = NULL;
@@ -239,27 +145,17 @@ static void on_waker_drop(void *ud, pl_task *t, uint32_t gen)
 {
     pl__sim *s = ud;
     (void)gen;
-    pl__sim_finding(s, PL_FINDING_DOUBLE_DROP, t,
-                    "a waker of '%s' was dropped more times than it was cloned",
-                    pl_task_name(t));
+    pl__contract_on_waker_drop(s, t);
 }
 
 /* Who armed timer #seq: a report names the timer that rescued a task and
  * its author. Arming numbers are dense, so an array indexed by them. */
 static void note_armer(pl__sim *s, uint64_t seq)
 {
-    if (seq >= s->armers_cap) {
-        uint64_t cap = s->armers_cap ? s->armers_cap : 256;
-        while (cap <= seq) {
-            cap *= 2;
-        }
-        uint32_t *a = realloc(s->armers, (size_t)cap * sizeof *a);
-        if (a == NULL) {
-            return; /* the report then says "armed outside any poll" */
-        }
-        memset(a + s->armers_cap, 0, (size_t)(cap - s->armers_cap) * sizeof *a);
-        s->armers = a;
-        s->armers_cap = cap;
+    if (seq >= s->armers_cap &&
+        (seq >= SIZE_MAX || pl__grow((void **)&s->armers, &s->armers_cap, (size_t)seq + 1,
+                                     sizeof *s->armers, 256, 0) != 0)) {
+        return; /* the report then says "armed outside any poll" */
     }
     s->armers[seq] = s->polling;
 }
@@ -274,17 +170,12 @@ static void note_late(pl__sim *s, uint32_t task, pl_time from, pl_time until)
         ti->late_head = i + 1;
         return;
     }
-    if (s->late_len == s->late_cap) {
-        uint32_t cap = s->late_cap ? s->late_cap * 2 : 16;
-        pl__late_timer *l = realloc(s->late, (size_t)cap * sizeof *l);
-        if (l == NULL) {
-            /* Without the record a probe in the window could report the
-             * simulated lateness as a lost wake: stop rather than guess. */
-            pl__sim_finding(s, PL_FINDING_ASSERTION, NULL, "simulator out of memory");
-            return;
-        }
-        s->late = l;
-        s->late_cap = cap;
+    if (pl__grow_append((void **)&s->late, &s->late_cap, (size_t)s->late_len + 1,
+                        sizeof *s->late, 16, 0) != 0) {
+        /* Without the record a probe in the window could report the
+         * simulated lateness as a lost wake: stop rather than guess. */
+        pl__run_out_of_memory(s, NULL, NULL);
+        return;
     }
     s->late[s->late_len] = (pl__late_timer){from, until, ti->late_head};
     ti->late_head = ++s->late_len;
@@ -341,15 +232,12 @@ static void on_free(void *ud, pl_task *t)
 
 static void on_misuse(void *ud, pl_task *running, const char *name, pl_misuse what)
 {
-    pl__sim *s = ud;
-    if (what == PL_MISUSE_DOUBLE_DROP) {
-        pl__sim_finding(s, PL_FINDING_DOUBLE_DROP, running, "future '%s' was dropped twice",
-                        name);
-    } else {
-        pl__sim_finding(s, PL_FINDING_POLL_AFTER_READY, running,
-                        "future '%s' was polled after it returned READY (or after its drop)",
-                        name);
-    }
+    pl__contract_on_misuse(ud, running, name, what);
+}
+
+static void on_orphaned(void *ud, pl_task *t, pl_task *dropper)
+{
+    pl__contract_on_orphaned(ud, t, dropper);
 }
 
 /* ---- The poll watch --------------------------------------------------- */
@@ -414,37 +302,5 @@ const pl_observer pl__sim_observer = {
     .drop = on_drop,
     .free = on_free,
     .misuse = on_misuse,
-    .orphaned = pl__oracle_orphaned,
+    .orphaned = on_orphaned,
 };
-
-/* ---- End of run ------------------------------------------------------- */
-
-void pl__oracle_eventually(pl__sim *s)
-{
-    for (size_t i = 0; i < s->eventually.cap && s->finding.kind == PL_FINDING_NONE; i++) {
-        pl__site *site = &s->eventually.slots[i];
-        if (site->used && !site->last_ok) {
-            pl__sim_finding(s, PL_FINDING_ASSERTION, NULL,
-                            "pl_eventually never became true: %s (%s:%d)", site->msg, site->file,
-                            site->line);
-        }
-    }
-}
-
-void pl__oracle_leaks(pl__sim *s)
-{
-    for (uint32_t id = 1; id <= s->tasks_spawned && s->finding.kind == PL_FINDING_NONE; id++) {
-        pl__task_info *ti = &s->tasks[id];
-        if (pl__oracle_live_clones(ti) > 0) {
-            pl__sim_finding(s, PL_FINDING_WAKER_LEAK, ti->task,
-                            "%u clone(s) of the waker of task #%u were never dropped (latest "
-                            "made while polling %s)",
-                            pl__oracle_live_clones(ti), id, pl__oracle_holder_name(s, pl__oracle_clone_holder(ti, id)));
-        } else if (ti->task != NULL) {
-            pl__sim_finding(s, PL_FINDING_TASK_LEAK, ti->task,
-                            "task '%s' (#%u) is still allocated at the end of the run: a handle "
-                            "was never released (pl_task_release)",
-                            pl_task_name(ti->task), id);
-        }
-    }
-}

@@ -145,6 +145,10 @@ int pl__replay_set(char **field, const char *value);
  * checkpoints) and writes nothing if invalid. Returns 0, PL_EINVAL or PL_EIO. */
 int pl__replay_write(FILE *f, const pl__replay *r);
 
+/* True when b holds what a holds (the parse-only fields format, notes and
+ * error_line aside): a file written from a parses back to such a b. */
+bool pl__replay_same(const pl__replay *a, const pl__replay *b);
+
 /* Writes *r to `path` through "<path>.tmp" and a rename, so a crash never
  * leaves a half-written file. Returns 0, PL_EINVAL or a negative errno
  * (PL_EIO, PL_ENOENT, ...). */

@@ -13,6 +13,7 @@
 
 #include "run.h"
 #include "sim_internal.h"
+#include "strategy.h"
 
 /* ---- Registry --------------------------------------------------------- */
 
@@ -185,48 +186,9 @@ void pl_sim_result_free(pl_sim_result *r)
     r->internal = NULL;
 }
 
-/* After pl_run: the oracles that need quiescence, then the scenario's
- * own check. */
-/* A deadlock says who is stuck; the scenario's check usually says what
- * it costs (an item stranded, a reply never sent), so it is appended. */
-static void annotate_deadlock(pl__sim *s, const pl_scenario *sc, void *state)
-{
-    char msg[512] = "";
-    if (sc->check == NULL || sc->check(s->ex, state, msg, sizeof msg) == 0 || msg[0] == '\0') {
-        return;
-    }
-    size_t used = strlen(s->finding.message);
-    snprintf(s->finding.message + used, sizeof s->finding.message - used,
-             "\n  and the scenario check fails: %s", msg);
-}
-
-static void judge(pl__sim *s, const pl_scenario *sc, void *state, int rc)
-{
-    if (rc == PL_EDEADLK) {
-        pl__oracle_quiescence(s);
-    } else if (rc < 0 && rc != PL_ECANCELED) {
-        pl__sim_finding(s, PL_FINDING_ASSERTION, NULL, "the executor failed: %s",
-                        pl_strerror(rc));
-    }
-    if (s->finding.kind == PL_FINDING_DEADLOCK || s->stuck_finding) {
-        annotate_deadlock(s, sc, state);
-    }
-    if (s->finding.kind != PL_FINDING_NONE) {
-        return;
-    }
-    pl__oracle_eventually(s);
-    if (s->finding.kind == PL_FINDING_NONE && sc->check != NULL) {
-        char msg[512] = "";
-        if (sc->check(s->ex, state, msg, sizeof msg) != 0) {
-            pl__sim_finding(s, PL_FINDING_ASSERTION, NULL, "scenario check failed: %s",
-                            msg[0] ? msg : "(no message)");
-        }
-    }
-}
-
 /* pl_run under the escape of check_budget.c: a poll that spins is left
  * with a longjmp back here and its task abandoned. The escape is not
- * armed for judge(): a probe that spins is reported but not escaped,
+ * armed for pl__run_judge(): a probe that spins is reported but not escaped,
  * since the probe holds memory of its own. Nothing this function
  * changes between setjmp and longjmp lives in a local. */
 static void run_escapable(pl__sim *s, const pl_scenario *sc, void *state)
@@ -246,11 +208,14 @@ static void run_escapable(pl__sim *s, const pl_scenario *sc, void *state)
     int rc = pl_run(s->ex);
     s->escape = NULL;
     s->run_over = true;
-    judge(s, sc, state, rc);
+    pl__run_judge(s, sc, state, rc);
 }
 
 static void fill_result(pl__sim *s, pl_sim_result *out)
 {
+    pl__dec_check(&s->dec);
+    pl__trace_check(s->trace);
+    pl__oracle_check(s);
     out->finding = s->finding;
     out->hash = pl__trace_hash(s->trace);
     out->steps = s->step;
@@ -306,7 +271,7 @@ static void follow_up(const pl_scenario *sc, const pl__sim *first, pl_sim_result
     pl__sim *s = calloc(1, sizeof *s);
     void *state = calloc(1, sc->state_size ? sc->state_size : 1);
     char err[128];
-    if (s == NULL || state == NULL || pl__sim_init(s, sc, &o, err, sizeof err) != 0) {
+    if (s == NULL || state == NULL || pl__sim_init(s, sc, &o, NULL, err, sizeof err) != 0) {
         free(s);
         free(state);
         return;
@@ -329,14 +294,10 @@ static void follow_up(const pl_scenario *sc, const pl__sim *first, pl_sim_result
     pl__follow_explain(&f, by != 0 ? by_name : NULL, out->finding.time_ns, &out->finding);
 }
 
-int pl_sim_run(const pl_scenario *sc, const pl_sim_options *opts, pl_sim_result *out)
+int pl__sim_run_captured(const pl_scenario *sc, const pl_sim_options *opts,
+                         pl__capture *capture, pl_sim_result *out)
 {
     memset(out, 0, sizeof *out);
-    pl_sim_options defaults;
-    if (opts == NULL) {
-        pl_sim_options_default(&defaults);
-        opts = &defaults;
-    }
     pl__sim *s = calloc(1, sizeof *s);
     void *state = calloc(1, sc->state_size ? sc->state_size : 1);
     if (s == NULL || state == NULL) {
@@ -344,7 +305,8 @@ int pl_sim_run(const pl_scenario *sc, const pl_sim_options *opts, pl_sim_result 
         free(state);
         return PL_ENOMEM;
     }
-    int rc = pl__sim_init(s, sc, opts, out->finding.message, sizeof out->finding.message);
+    int rc = pl__sim_init(s, sc, opts, capture, out->finding.message,
+                          sizeof out->finding.message);
     if (rc != 0) {
         free(s);
         free(state);
@@ -352,15 +314,14 @@ int pl_sim_run(const pl_scenario *sc, const pl_sim_options *opts, pl_sim_result 
     }
     rc = sc->setup(s->ex, state);
     if (rc != 0) {
-        pl__sim_finding(s, PL_FINDING_ASSERTION, NULL, "scenario setup failed: %s",
-                        pl_strerror(rc));
+        pl__run_setup_failed(s, rc);
     } else {
         run_escapable(s, sc, state);
     }
     s->run_over = true;
     wind_down(s, sc, state);
     if (s->finding.kind == PL_FINDING_NONE) {
-        pl__oracle_leaks(s);
+        pl__leaks_verdict(s);
     }
     fill_result(s, out);
     out->internal = make_record(s, sc);
@@ -371,6 +332,169 @@ int pl_sim_run(const pl_scenario *sc, const pl_sim_options *opts, pl_sim_result 
     free(s);
     free(state);
     return 0;
+}
+
+/* ---- PCT's horizon --------------------------------------------------
+ * Measured here, before a run, by whoever starts runs: pl_sim_run for a
+ * caller that passed none, pl_sim_campaign once per campaign. The
+ * measuring runs are runs like any other (pl__sim_run_captured), with a
+ * horizon given, so none of them measures again. */
+
+/* The measuring runs must not count as coverage of pl_sometimes sites. */
+static uint32_t *save_sometimes(size_t *count)
+{
+    pl__sometimes_site *sites = pl__sometimes_sites(count);
+    uint32_t *saved = *count ? malloc(*count * 2 * sizeof *saved) : NULL;
+    for (size_t i = 0; saved != NULL && i < *count; i++) {
+        saved[2 * i] = sites[i].hits;
+        saved[2 * i + 1] = sites[i].reached;
+    }
+    return saved;
+}
+
+static void restore_sometimes(uint32_t *saved, size_t count)
+{
+    size_t n;
+    pl__sometimes_site *sites = pl__sometimes_sites(&n);
+    for (size_t i = 0; saved != NULL && i < count && i < n; i++) {
+        sites[i].hits = saved[2 * i];
+        sites[i].reached = saved[2 * i + 1];
+    }
+    free(saved);
+}
+
+/* The production run: an empty list (every value 0) with only schedule
+ * decisions consulted, so result.decisions counts exactly those. Values
+ * are all 0 either way, so the knobs change what is counted, not what
+ * the run does. */
+static int measure_production(const pl_scenario *sc, const pl_sim_options *o, uint32_t *tasks,
+                              uint64_t *steps)
+{
+    pl_sim_options m = *o;
+    m.source = PL_SIM_SOURCE_LIST;
+    m.decisions = NULL;
+    m.decisions_len = 0;
+    m.strategy = "random";
+    m.knobs = "schedule=on,io_order=off,timer_order=off,timer_late=off,spurious_wake=off,"
+              "spurious_poll=off,wake_delay=off,cancel=off,io_fault=off,io_latency=off,"
+              "buggify_site=off,buggify_fire=off";
+    m.keep_events = false;
+    m.keep_decisions = false;
+    pl_sim_result r;
+    int rc = pl__sim_run_captured(sc, &m, NULL, &r);
+    if (rc == 0) {
+        *tasks = r.tasks;
+        *steps = r.decisions;
+    }
+    pl_sim_result_free(&r);
+    return rc;
+}
+
+/* Schedule decisions of a finished run, from its record (a lower bound
+ * when the recorder hit its cap). */
+static uint64_t schedule_steps(const pl_sim_result *r)
+{
+    const pl__run_record *rec = pl__sim_result_record(r);
+    uint64_t n = 0;
+    for (size_t i = 0; rec != NULL && i < rec->decisions_len; i++) {
+        n += rec->decisions[i].kind == PL_DECIDE_SCHEDULE;
+    }
+    return n;
+}
+
+/* PCT runs are often much longer than production's (a task of high rank
+ * runs until it blocks, a spinner spins until it is demoted), and change
+ * points drawn over the production run never reach their later steps.
+ * So the horizon is also measured on PCT_CALIBRATION_RUNS runs of PCT
+ * itself (seeds 0.., change points over the production horizon, the
+ * caller's knobs): the longest of them all. A function of the scenario,
+ * depth and knobs alone, so every seed of a campaign, and a rerun of one,
+ * uses the same horizon. */
+#define PCT_CALIBRATION_RUNS 8u
+
+static int measure_pct_runs(const pl_scenario *sc, const pl_sim_options *o, uint32_t depth,
+                            uint32_t *tasks, uint64_t *steps)
+{
+    pl_sim_options m = *o;
+    char spec[64];
+    snprintf(spec, sizeof spec, "pct:%u:%llu", depth,
+             (unsigned long long)(*steps > 0 ? *steps : 1));
+    m.source = PL_SIM_SOURCE_SEED;
+    m.strategy = spec;
+    m.keep_events = false;
+    m.keep_decisions = true;
+    int rc = 0;
+    for (uint64_t seed = 0; seed < PCT_CALIBRATION_RUNS && rc == 0; seed++) {
+        m.seed = seed;
+        pl_sim_result r;
+        rc = pl__sim_run_captured(sc, &m, NULL, &r);
+        if (rc == 0) {
+            uint64_t k = schedule_steps(&r);
+            *steps = k > *steps ? k : *steps;
+            *tasks = r.tasks > *tasks ? r.tasks : *tasks;
+        }
+        pl_sim_result_free(&r);
+    }
+    return rc;
+}
+
+/* PCT's depth in the caller's options; 3, a common choice, otherwise. */
+static uint32_t pct_depth_of(const pl_sim_options *o)
+{
+    pl__strategy_spec spec;
+    if (pl__strategy_parse(o->strategy, &spec, NULL, 0) == 0 && spec.kind == PL__STRATEGY_PCT) {
+        return spec.depth;
+    }
+    return 3;
+}
+
+int pl_sim_pct_estimate(const pl_scenario *sc, const pl_sim_options *opts, uint32_t *tasks,
+                        uint64_t *steps)
+{
+    pl_sim_options o;
+    if (opts != NULL) {
+        o = *opts;
+    } else {
+        pl_sim_options_default(&o);
+    }
+    size_t nsites;
+    uint32_t *saved = save_sometimes(&nsites);
+    int rc = measure_production(sc, &o, tasks, steps);
+    if (rc == 0) {
+        rc = measure_pct_runs(sc, &o, pct_depth_of(&o), tasks, steps);
+    }
+    restore_sometimes(saved, nsites);
+    return rc;
+}
+
+int pl__resolve_pct_horizon(const pl_scenario *sc, pl_sim_options *o)
+{
+    if (!pl__strategy_needs_horizon(o)) {
+        return 0;
+    }
+    uint32_t tasks;
+    uint64_t steps;
+    int rc = pl_sim_pct_estimate(sc, o, &tasks, &steps);
+    if (rc == 0) {
+        o->pct_horizon = steps > 0 ? steps : 1;
+    }
+    return rc;
+}
+
+int pl_sim_run(const pl_scenario *sc, const pl_sim_options *opts, pl_sim_result *out)
+{
+    pl_sim_options o;
+    if (opts != NULL) {
+        o = *opts;
+    } else {
+        pl_sim_options_default(&o);
+    }
+    int rc = pl__resolve_pct_horizon(sc, &o);
+    if (rc != 0) {
+        memset(out, 0, sizeof *out);
+        return rc;
+    }
+    return pl__sim_run_captured(sc, &o, NULL, out);
 }
 
 /* ---- Replay files ----------------------------------------------------- */
@@ -391,6 +515,30 @@ const char *pl__run_build_id(void)
            " asan"
 #endif
         ;
+}
+
+/* The file just written must parse back to the record it was written
+ * from: a writer/parser mismatch would make every replay of it fail or,
+ * worse, replay another run. A truncated list cannot be replayed (the
+ * parser refuses it on purpose), so its file is not read back. Reading
+ * it can still fail on its own (the file gone, memory): that is the
+ * caller's error, not a broken invariant. */
+static int check_round_trip(const pl__replay *rp, const char *path)
+{
+    if (rp->truncated && rp->decisions_len > 0) {
+        return 0;
+    }
+    pl__replay back;
+    char err[256];
+    int rc = pl__replay_parse_file(path, &back, err, sizeof err);
+    if (rc == PL_EFORMAT || rc == PL_EVERSION) {
+        PL__SIM_ASSERT(!"a replay file as written does not parse");
+    }
+    if (rc == 0) {
+        PL__SIM_ASSERT(pl__replay_same(rp, &back));
+        pl__replay_free(&back);
+    }
+    return rc;
 }
 
 int pl_sim_write_replay(const pl_scenario *sc, const pl_sim_options *opts,
@@ -422,7 +570,8 @@ int pl_sim_write_replay(const pl_scenario *sc, const pl_sim_options *opts,
     rp.checkpoints_len = rec->checkpoints_len;
     rp.decisions = rec->decisions;
     rp.decisions_len = rec->decisions_len;
-    return pl__replay_write_path(path, &rp);
+    int rc = pl__replay_write_path(path, &rp);
+    return rc == 0 ? check_round_trip(&rp, path) : rc;
 }
 
 /* The log entry of the i-th hashed event (the log also holds log-only

@@ -14,6 +14,11 @@
 #include "decide.h"
 #include "replay.h"
 
+/* Sets o->pct_horizon when a run of `o` needs it (pct:D without K and no
+ * horizon given): measures it with pl_sim_pct_estimate. A campaign calls
+ * it once for all its seeds. Returns 0 or the estimate's error. */
+int pl__resolve_pct_horizon(const pl_scenario *sc, pl_sim_options *o);
+
 /* The "build" line of replay files: compiler, optimisation, sanitizer.
  * Static storage. */
 const char *pl__run_build_id(void);

@@ -1,4 +1,4 @@
-/* sim/src/shrink.c: the shrinker and the explanation of a shrunk run.
+/* sim/src/shrink.c: the shrinker (its explanation is shrink_explain.c).
  *
  * The shrinker works on the decision list only, shortlex like Hypothesis:
  * a list is smaller when it is shorter, or as long and smaller value by
@@ -132,14 +132,9 @@ static bool adopt(shrinker *sh, const pl__dec_record *list, size_t n)
     free(sh->cur);
     sh->cur = copy;
     sh->len = n;
-    if (n > sh->cap) {
-        pl__dec_record *c = realloc(sh->cand, n * sizeof *c);
-        if (c == NULL) {
-            sh->rc = PL_ENOMEM;
-            return false;
-        }
-        sh->cand = c;
-        sh->cap = n;
+    if (pl__grow((void **)&sh->cand, &sh->cap, n, sizeof *sh->cand, n, 0) != 0) {
+        sh->rc = PL_ENOMEM;
+        return false;
     }
     return true;
 }
@@ -416,203 +411,6 @@ static void shrink_rounds(shrinker *sh)
     }
 }
 
-/* ---- Explanation --------------------------------------------------------- */
-
-typedef struct sbuf {
-    char *p;
-    size_t len;
-    size_t cap;
-    bool failed;
-} sbuf;
-
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void sb_printf(sbuf *b, const char *fmt, ...)
-{
-    if (b->failed) {
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    int w = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (w < 0) {
-        b->failed = true;
-        return;
-    }
-    size_t need = b->len + (size_t)w + 1;
-    if (need > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < need) {
-            cap *= 2;
-        }
-        char *p = realloc(b->p, cap);
-        if (p == NULL) {
-            b->failed = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    va_start(ap, fmt);
-    vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)w;
-}
-
-typedef struct explainer {
-    const pl__run_record *rec;
-    const pl__capture *cap;
-    sbuf out;
-    char names[2][80]; /* two task names may be in use at once */
-} explainer;
-
-static const char *task_name(explainer *x, int slot, uint32_t id)
-{
-    const char *n = pl__run_task_name(x->rec, id);
-    if (n != NULL) {
-        snprintf(x->names[slot], sizeof x->names[slot], "'%s'", n);
-    } else if (id == 0) {
-        snprintf(x->names[slot], sizeof x->names[slot], "(no task)");
-    } else {
-        snprintf(x->names[slot], sizeof x->names[slot], "task-%u", id);
-    }
-    return x->names[slot];
-}
-
-/* The task of the first event of `kind` after event i, or 0. */
-static uint32_t next_task(const explainer *x, size_t i, uint32_t kind)
-{
-    for (size_t j = i + 1; j < x->rec->events_len; j++) {
-        if (x->rec->events[j].kind == kind) {
-            return x->rec->events[j].task;
-        }
-    }
-    return 0;
-}
-
-static void explain_schedule(explainer *x, size_t i, const pl__decision_note *note, uint32_t v,
-                             uint32_t n)
-{
-    uint32_t chosen = note != NULL && note->chosen != 0 ? note->chosen
-                                                        : next_task(x, i, PL__EV_POLL);
-    uint32_t head = note != NULL ? (uint32_t)note->key : 0;
-    if (head != 0) {
-        sb_printf(&x->out, "schedule: polled %s before %s, choice %u of %u",
-                  task_name(x, 0, chosen), task_name(x, 1, head), v, n);
-    } else {
-        sb_printf(&x->out, "schedule: polled %s out of FIFO order, choice %u of %u",
-                  task_name(x, 0, chosen), v, n);
-    }
-}
-
-/* Kinds other than schedule: what production would have done instead. */
-static void explain_other(explainer *x, size_t i, uint32_t kind, uint64_t key, uint32_t v,
-                          uint32_t n)
-{
-    const pl__trace_rec *e = &x->rec->events[i];
-    unsigned long long k = (unsigned long long)key;
-    switch (kind) {
-    case PL_DECIDE_IO_ORDER:
-        sb_printf(&x->out, "I/O order: delivered ready source %u of %u first (then woke %s)", v,
-                  n, task_name(x, 0, next_task(x, i, PL__EV_WAKE)));
-        break;
-    case PL_DECIDE_TIMER_ORDER:
-        sb_printf(&x->out,
-                  "timer order: fired equal-deadline timer %u of %u first (then woke %s)", v, n,
-                  task_name(x, 0, next_task(x, i, PL__EV_WAKE)));
-        break;
-    case PL_DECIDE_TIMER_LATE:
-        /* sim.c arms the executor with a 1 ms lateness quantum. */
-        sb_printf(&x->out, "timer lateness: timer #%llu armed by %s fires %u ms late", k,
-                  task_name(x, 0, e->task), v);
-        break;
-    /* The value of a spurious wake or poll is the task id itself (sim.c).
-     * One naming a task that is not parked does nothing, so a finished
-     * shrink has zeroed it: what is left names a parked task. */
-    case PL_DECIDE_SPURIOUS_WAKE:
-        sb_printf(&x->out, "spurious wake: woke parked %s though nothing it waits for happened",
-                  task_name(x, 0, v));
-        break;
-    case PL_DECIDE_SPURIOUS_POLL:
-        sb_printf(&x->out, "spurious poll: polled parked %s without a wake", task_name(x, 0, v));
-        break;
-    case PL_DECIDE_WAKE_DELAY:
-        sb_printf(&x->out, "wake delay: held a remote wake back for one more wait");
-        break;
-    case PL_DECIDE_CANCEL:
-        sb_printf(&x->out, "cancel: aborted %s after its wake, before it ran",
-                  task_name(x, 0, (uint32_t)key));
-        break;
-    case PL_DECIDE_IO_FAULT:
-        sb_printf(&x->out, "I/O fault: endpoint #%llu got fault choice %u of %u "
-                           "instead of a clean transfer", k, v, n);
-        break;
-    case PL_DECIDE_IO_LATENCY:
-        sb_printf(&x->out, "I/O latency: delivery on endpoint #%llu delayed by %u steps", k, v);
-        break;
-    case PL_DECIDE_BUGGIFY_SITE:
-        sb_printf(&x->out, "buggify: site %016llx enabled for this run", k);
-        break;
-    case PL_DECIDE_BUGGIFY_FIRE:
-        sb_printf(&x->out, "buggify: site %016llx fired in %s", k, task_name(x, 0, e->task));
-        break;
-    case PL_DECIDE_PROBE:
-        sb_printf(&x->out, "probe: polled the parked tasks where only a timer could fire "
-                           "next (timer-quiescent point #%llu)", k);
-        break;
-    default:
-        sb_printf(&x->out, "%s: choice %u of %u", pl__dec_kind_name(kind), v, n);
-        break;
-    }
-}
-
-static void explain_decision(explainer *x, size_t i, uint64_t index)
-{
-    const pl__trace_rec *e = &x->rec->events[i];
-    uint32_t kind = (uint32_t)e->a;
-    uint32_t n = (uint32_t)(e->b >> 32);
-    uint32_t v = (uint32_t)e->b;
-    const pl__decision_note *note =
-        x->cap != NULL && index < x->cap->len ? &x->cap->notes[index] : NULL;
-    sb_printf(&x->out, "step %llu (%.3f ms): ", (unsigned long long)e->step,
-              (double)e->time_ns / 1e6);
-    if (kind == PL_DECIDE_SCHEDULE) {
-        explain_schedule(x, i, note, v, n);
-    } else {
-        explain_other(x, i, kind, note != NULL ? note->key : 0, v, n);
-    }
-    sb_printf(&x->out, "\n");
-}
-
-static char *explain(const pl_sim_result *run, const pl__capture *cap)
-{
-    explainer x = {.rec = pl__sim_result_record(run), .cap = cap};
-    if (x.rec == NULL) {
-        return NULL;
-    }
-    uint64_t index = 0;
-    for (size_t i = 0; i < x.rec->events_len; i++) {
-        const pl__trace_rec *e = &x.rec->events[i];
-        if (e->kind != PL__EV_DECISION) {
-            continue;
-        }
-        if ((uint32_t)e->b != 0) {
-            explain_decision(&x, i, index);
-        }
-        index++;
-    }
-    if (x.out.len == 0) {
-        sb_printf(&x.out, "no decision leaves production's order: the production schedule "
-                          "itself fails\n");
-    }
-    if (x.out.failed) {
-        free(x.out.p);
-        return NULL;
-    }
-    return x.out.p;
-}
-
 /* Whether the final run reproduces the finding from exactly the shrunk
  * list, as a replay file of it will. Says why not in out->message. */
 static bool final_run_verified(const shrinker *sh, pl_sim_shrink_result *out)
@@ -639,35 +437,13 @@ static bool final_run_verified(const shrinker *sh, pl_sim_shrink_result *out)
 }
 
 
-/* A run that never returned has no timeline: its non-default decisions
- * are listed by their index in the list. */
-static char *explain_hung(const pl_sim_result *run)
-{
-    const pl__run_record *rec = pl__sim_result_record(run);
-    sbuf out = {0};
-    for (size_t i = 0; rec != NULL && i < rec->decisions_len; i++) {
-        const pl__dec_record *d = &rec->decisions[i];
-        if (d->value != 0) {
-            sb_printf(&out, "decision %zu: %s, choice %u of %u\n", i,
-                      pl__dec_kind_name(d->kind), d->value, d->n);
-        }
-    }
-    if (out.len == 0) {
-        sb_printf(&out, "no decision leaves production's order: the production schedule "
-                        "itself fails\n");
-    }
-    sb_printf(&out, "(the run never returns from a poll, so it has no timeline)\n");
-    if (out.failed) {
-        free(out.p);
-        return NULL;
-    }
-    return out.p;
-}
-
 /* The shrunk list's run again, read positionally as `pollen replay` reads
  * the file written from it, with events and the capture of keys. A
  * livelock list whose run never returns is run where it can be stopped,
- * and explained without a timeline. */
+ * and explained without a timeline. This is the shrinker's postcondition
+ * and every result passes through it: the list it returns reproduces the
+ * finding it was asked to keep, or the shrink fails (PL_EINVAL, "internal
+ * error: ..."), never a result that does not replay. */
 static int final_run(shrinker *sh, pl_sim_shrink_result *out)
 {
     pl_sim_options o = sh->o;
@@ -680,21 +456,23 @@ static int final_run(shrinker *sh, pl_sim_shrink_result *out)
         int rc = run_once(sh, &o, &out->run, &hung);
         sh->runs++;
         if (rc != 0 || hung) {
-            out->explanation = rc == 0 ? explain_hung(&out->run) : NULL;
+            /* The postcondition, for a list whose run never returns: that
+             * is the livelock reproduced (only livelocks are run so). */
+            PL__SIM_ASSERT(rc != 0 || sh->kind == PL_FINDING_LIVELOCK);
+            out->explanation = rc == 0 ? pl__shrink_explain_hung(&out->run) : NULL;
             return rc != 0 ? rc : out->explanation != NULL ? 0 : PL_ENOMEM;
         }
         pl_sim_result_free(&out->run);
     }
     pl__capture cap;
-    pl__capture_begin(&cap);
-    int rc = pl_sim_run(sh->sc, &o, &out->run);
-    pl__capture_end();
+    memset(&cap, 0, sizeof cap);
+    int rc = pl__sim_run_captured(sh->sc, &o, &cap, &out->run);
     sh->runs++;
     if (rc == 0 && !final_run_verified(sh, out)) {
         rc = PL_EINVAL;
     }
     if (rc == 0) {
-        out->explanation = explain(&out->run, &cap);
+        out->explanation = pl__shrink_explain(&out->run, &cap);
         rc = out->explanation != NULL ? 0 : PL_ENOMEM;
     }
     free(cap.notes);

@@ -46,4 +46,12 @@ void pl__shrink_set_runner(pl__shrink_runner_fn fn);
 void pl__shrink_print(FILE *f, const pl_sim_shrink_result *res, const char *out,
                       const char *indent);
 
+/* The shrunk run's explanation (shrink_explain.c): a malloc'd text, or
+ * NULL when out of memory. pl__shrink_explain needs the run's event log
+ * and the capture of its decisions; pl__shrink_explain_hung is for a run
+ * that never returned (no timeline). */
+struct pl__capture;
+char *pl__shrink_explain(const pl_sim_result *run, const struct pl__capture *cap);
+char *pl__shrink_explain_hung(const pl_sim_result *run);
+
 #endif

@@ -1,152 +1,26 @@
-/* sim/src/sim.c: the simulated system: virtual clock, wait, decisions.
+/* sim/src/sim.c: the simulated system: virtual clock, wait, decisions,
+ * and the run's life cycle (pl__sim_init wires decisions, strategy,
+ * trace, reactor, executor, observer and checkers).
  *
  * Everything nondeterministic the executor asks for comes from here, and
  * here only from the decision stream: the clock moves only when wait()
  * jumps it to the next deadline or delivery, and choice 0 of every
- * decision is what production would do.
+ * decision is what production would do. The services every module calls
+ * (decisions, events, findings) are instance.c's, below this file.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_contract.h"
 #include "knobs_of.h"
 #include "net/net.h"
 #include "pollen/testing.h"
 #include "sim_internal.h"
 #include "strategy.h"
 
-static _Thread_local pl__sim *current_sim;
-
-pl__sim *pl__sim_current(void) { return current_sim; }
-
-pl_time pl__sim_now(const pl__sim *s) { return s->now; }
-
-void pl__sim_event(pl__sim *s, uint32_t kind, uint32_t task, uint64_t a, uint64_t b)
-{
-    pl__trace_event(s->trace, s->step, s->now, (pl__trace_kind)kind, task, a, b);
-}
-
-/* A crash-proof copy of the decisions, in memory the CLI shares with a
- * child process: written before the count is bumped, so a run killed by
- * a signal leaves a consistent prefix behind. */
-static pl__dec_record *mirror_buf;
-static size_t mirror_cap;
-static volatile uint64_t *mirror_len;
-
-void pl__sim_record_to(pl__dec_record *buf, size_t cap, volatile uint64_t *len)
-{
-    mirror_buf = buf;
-    mirror_cap = cap;
-    mirror_len = len;
-}
-
-static void mirror(pl_decision_kind kind, uint32_t n, uint32_t v)
-{
-    uint64_t i = *mirror_len;
-    if (i < mirror_cap) {
-        mirror_buf[i] = (pl__dec_record){(uint32_t)kind, n, v};
-    }
-    /* Counted past the cap too: a length above it marks the copy as
-     * truncated for the replay file written from it. */
-    *mirror_len = i + 1;
-}
-
-uint32_t pl__sim_choose(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t key)
-{
-    uint64_t before = s->dec.consulted;
-    uint32_t v = pl__dec_choose(&s->dec, kind, n, key);
-    if (kind == PL_DECIDE_SCHEDULE) {
-        /* The oracles count only polls production would make too. */
-        s->passed_head = v != 0 ? (uint32_t)key : 0;
-    }
-    if (s->dec.consulted != before) {
-        pl__trace_decision(s->trace, s->step, s->now, s->polling, (uint32_t)kind, n, v);
-        if (mirror_len != NULL) {
-            mirror(kind, n, v);
-        }
-    }
-    return v;
-}
-
-void pl__sim_finding(pl__sim *s, pl_finding_kind kind, const pl_task *t, const char *fmt, ...)
-{
-    if (s->finding.kind != PL_FINDING_NONE) {
-        return;
-    }
-    pl_finding *f = &s->finding;
-    f->kind = kind;
-    f->time_ns = s->now;
-    f->step = s->step;
-    if (t != NULL) {
-        f->task_id = pl_task_id(t);
-        f->task_polls = pl_task_polls(t);
-        snprintf(f->task_name, sizeof f->task_name, "%s", pl_task_name(t));
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(f->message, sizeof f->message, fmt, ap);
-    va_end(ap);
-    pl__sim_event(s, PL__EV_FINDING, f->task_id, (uint64_t)kind, 0);
-    s->stopped = true;
-    if (s->ex != NULL) {
-        pl_executor_stop(s->ex);
-    }
-}
-
-/* ---- Site tables ------------------------------------------------------ */
-
-static int site_grow(pl__site_table *t)
-{
-    size_t cap = t->cap ? t->cap * 2 : 32;
-    pl__site *slots = calloc(cap, sizeof *slots);
-    if (slots == NULL) {
-        return PL_ENOMEM;
-    }
-    for (size_t i = 0; i < t->cap; i++) {
-        if (t->slots[i].used) {
-            size_t j = (size_t)t->slots[i].key & (cap - 1);
-            while (slots[j].used) {
-                j = (j + 1) & (cap - 1);
-            }
-            slots[j] = t->slots[i];
-        }
-    }
-    free(t->slots);
-    t->slots = slots;
-    t->cap = cap;
-    return 0;
-}
-
-pl__site *pl__site_lookup(pl__site_table *t, uint64_t key, bool *created)
-{
-    *created = false;
-    if ((t->len + 1) * 2 > t->cap && site_grow(t) != 0) {
-        return NULL;
-    }
-    size_t j = (size_t)(key ^ (key >> 29)) & (t->cap - 1);
-    while (t->slots[j].used) {
-        if (t->slots[j].key == key) {
-            return &t->slots[j];
-        }
-        j = (j + 1) & (t->cap - 1);
-    }
-    t->slots[j].used = 1;
-    t->slots[j].key = key;
-    t->len++;
-    *created = true;
-    return &t->slots[j];
-}
-
-void pl__site_table_free(pl__site_table *t)
-{
-    free(t->slots);
-    memset(t, 0, sizeof *t);
-}
-
 /* ---- The system vtable ------------------------------------------------ */
-
-static const pl_task *running_task(pl__sim *s);
 
 static pl_time sim_now(void *self) { return ((pl__sim *)self)->now; }
 
@@ -158,9 +32,9 @@ static uint32_t decide_buggify(pl__sim *s, uint64_t key)
     if (site == NULL) {
         /* Answering 0 alone would turn the site off unnoticed: the run
          * would pass for one that tested it. Say so and stop the run. */
-        pl__sim_finding(s, PL_FINDING_ASSERTION, running_task(s),
-                        "simulator out of memory: no room for buggify site %016llx",
-                        (unsigned long long)key);
+        char what[64];
+        snprintf(what, sizeof what, "no room for buggify site %016llx", (unsigned long long)key);
+        pl__run_out_of_memory(s, pl__sim_polled(s), what);
         return 0;
     }
     if (created) {
@@ -187,9 +61,7 @@ static pl_task *parked_task(pl__sim *s, uint32_t id)
         return NULL;
     }
     pl__task_info *ti = &s->tasks[id];
-    bool parked = ti->task != NULL && !pl_task_is_finished(ti->task) &&
-                  !pl_task_is_scheduled(ti->task);
-    return parked ? ti->task : NULL;
+    return pl__oracle_is_parked(ti) ? ti->task : NULL;
 }
 
 /* Faults of the scheduler itself: a wake nobody asked for, or a poll
@@ -255,6 +127,7 @@ static void advance_clock(pl__sim *s, pl_time to)
 static void charge_polls(pl__sim *s)
 {
     pl_time cost = s->opts.poll_cost_ns;
+    PL__SIM_ASSERT(s->steps_charged <= s->step);
     if (cost > 0 && s->step > s->steps_charged) {
         advance_clock(s, s->now + (pl_time)(s->step - s->steps_charged) * cost);
         s->steps_charged = s->step;
@@ -346,7 +219,8 @@ static const pl_system_vtable sim_vtable = {
 
 /* ---- Lifecycle -------------------------------------------------------- */
 
-static int init_decisions(pl__sim *s, const pl_sim_options *o, char *err, size_t err_len)
+static int init_decisions(pl__sim *s, const pl_sim_options *o, pl__capture *capture, char *err,
+                          size_t err_len)
 {
     pl__strategy_spec spec;
     if (pl__strategy_parse(o->strategy, &spec, err, err_len) != 0) {
@@ -374,11 +248,11 @@ static int init_decisions(pl__sim *s, const pl_sim_options *o, char *err, size_t
     if (!o->keep_decisions) {
         pl__dec_set_record_max(&s->dec, 0);
     }
-    return pl__strategy_install(s, &spec, o);
+    return pl__strategy_install(s, &spec, o, capture);
 }
 
-int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o, char *err,
-                 size_t err_len)
+int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o,
+                 pl__capture *capture, char *err, size_t err_len)
 {
     memset(s, 0, sizeof *s);
     s->scenario = sc;
@@ -386,8 +260,7 @@ int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o, cha
     s->system.vtable = &sim_vtable;
     s->system.self = s;
     s->time_limit_ns = sc->time_limit_ns > 0 ? sc->time_limit_ns : 3600 * PL_S;
-    s->steps_max = o->steps_without_progress_max ? o->steps_without_progress_max : 1000000;
-    s->self_wakes_max = o->self_wakes_max ? o->self_wakes_max : 10000;
+    pl__contract_init(s, o);
     if (o->poll_cost_ns < 0 || o->poll_cost_ns > PL_SIM_POLL_COST_MAX) {
         snprintf(err, err_len, "poll cost %lld ns is outside 0..%lld ns",
                  (long long)o->poll_cost_ns, (long long)PL_SIM_POLL_COST_MAX);
@@ -396,9 +269,8 @@ int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o, cha
     if (o->faults != NULL && pl_sim_fault_options_validate(o->faults, err, err_len) != 0) {
         return PL_EINVAL;
     }
-    s->sub_polls_max = o->sub_polls_max ? o->sub_polls_max : 1000000;
-    s->wakes_in_poll_max = o->wakes_in_poll_max ? o->wakes_in_poll_max : 1000000;
-    int rc = init_decisions(s, o, err, err_len);
+    pl__budget_init(s, o);
+    int rc = init_decisions(s, o, capture, err, err_len);
     if (rc != 0) {
         return rc;
     }
@@ -427,19 +299,17 @@ int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o, cha
         pl__sim_finish(s);
         return rc;
     }
-    if (mirror_len != NULL) {
-        *mirror_len = 0;
-    }
+    pl__sim_mirror_restart();
     pl__progress.task = NULL;
     pl__progress.run++;
-    current_sim = s;
+    pl__sim_set_current(s);
     return 0;
 }
 
 void pl__sim_finish(pl__sim *s)
 {
-    if (current_sim == s) {
-        current_sim = NULL;
+    if (pl__sim_current() == s) {
+        pl__sim_set_current(NULL);
     }
     pl_executor_destroy(s->ex);
     s->ex = NULL;
@@ -459,66 +329,4 @@ void pl__sim_finish(pl__sim *s)
     s->late = NULL;
     pl__site_table_free(&s->buggify);
     pl__site_table_free(&s->eventually);
-}
-
-/* ---- Properties ------------------------------------------------------- */
-
-static const pl_task *running_task(pl__sim *s)
-{
-    return s->polling != 0 ? s->tasks[s->polling].task : NULL;
-}
-
-void pl__always(bool ok, const char *msg, const char *file, int line)
-{
-    if (ok) {
-        return;
-    }
-    pl__sim *s = current_sim;
-    if (s == NULL) {
-        fprintf(stderr, "pollen: pl_always failed: %s (%s:%d)\n", msg, file, line);
-        fflush(stderr);
-        abort();
-    }
-    pl__sim_finding(s, PL_FINDING_ASSERTION, running_task(s), "pl_always failed: %s (%s:%d)",
-                    msg, file, line);
-}
-
-void pl__eventually(bool ok, const char *msg, const char *file, int line)
-{
-    pl__sim *s = current_sim;
-    if (s == NULL) {
-        return;
-    }
-    bool created;
-    pl__site *site = pl__site_lookup(&s->eventually, pl_site_key(file, line), &created);
-    if (site == NULL) {
-        /* A property the end of the run would not check must not pass. */
-        pl__sim_finding(s, PL_FINDING_ASSERTION, running_task(s),
-                        "simulator out of memory: no room for pl_eventually site %s:%d", file,
-                        line);
-        return;
-    }
-    site->last_ok = ok;
-    site->msg = msg;
-    site->file = file;
-    site->line = line;
-}
-
-void pl__sometimes(pl__sometimes_site *site, bool ok)
-{
-    site->reached++;
-    site->hits += ok;
-}
-
-extern pl__sometimes_site __start_pl_sometimes[] __attribute__((weak));
-extern pl__sometimes_site __stop_pl_sometimes[] __attribute__((weak));
-
-pl__sometimes_site *pl__sometimes_sites(size_t *count)
-{
-    if (__start_pl_sometimes == NULL || __stop_pl_sometimes == NULL) {
-        *count = 0;
-        return NULL;
-    }
-    *count = (size_t)(__stop_pl_sometimes - __start_pl_sometimes);
-    return __start_pl_sometimes;
 }

@@ -15,6 +15,9 @@
 #include "pollen/sim.h"
 #include "pollen/observer.h"
 #include "decide.h"
+#include "grow.h"
+#include "hashset.h"
+#include "sim_assert.h"
 #include "trace.h"
 
 typedef struct pl__sim pl__sim;
@@ -114,7 +117,6 @@ typedef struct pl__follow {
 /* A PL_BUGGIFY site or a pl_eventually site seen in this run. */
 typedef struct pl__site {
     uint64_t key;
-    uint8_t used;
     uint8_t enabled;        /* buggify: enabled for this run */
     uint8_t last_ok;        /* eventually: the latest evaluation */
     const char *msg;
@@ -122,10 +124,12 @@ typedef struct pl__site {
     int line;
 } pl__site;
 
+/* Sites in the order the run first met them, indexed by key. */
 typedef struct pl__site_table {
-    pl__site *slots;        /* open addressing; power-of-two size */
-    size_t cap;
+    pl__site *sites;        /* grow.h */
     size_t len;
+    size_t cap;
+    pl__hashmap index;      /* key -> position in sites */
 } pl__site_table;
 
 struct pl__sim {
@@ -147,7 +151,7 @@ struct pl__sim {
     uint32_t self_wakes_max;
 
     pl__task_info *tasks;   /* index = task id */
-    uint32_t tasks_cap;
+    size_t tasks_cap;
     uint32_t tasks_spawned;
     uint32_t stale_tasks;   /* tasks whose stale_wakes is not 0 */
 
@@ -176,12 +180,12 @@ struct pl__sim {
     uint64_t points;        /* timer-quiescent points so far */
     uint32_t probe_cursor;  /* where the next point's scan for parked tasks starts */
     uint32_t *armers;       /* task that armed timer #seq (index seq); 0: none */
-    uint64_t armers_cap;
+    size_t armers_cap;
     uint64_t firing_seq;    /* timer whose wake is being delivered; 0: none */
     pl__late_timer *late;   /* late timers whose firing time has not passed (a
                                disarmed one stays until then: it only costs probes) */
     uint32_t late_len;
-    uint32_t late_cap;
+    size_t late_cap;
     uint32_t late_free;     /* entries to reuse, index + 1; 0: none */
     bool injecting;         /* a spurious wake is being delivered */
     uint64_t quiet_step;    /* step since which only background work could happen
@@ -201,12 +205,24 @@ struct pl__sim {
     pl_finding finding;
 };
 
-/* The simulator running on this thread (properties reach it this way). */
+/* The simulator running on this thread (properties reach it this way);
+ * pl__sim_init and pl__sim_finish set it (instance.c). */
 pl__sim *pl__sim_current(void);
+void pl__sim_set_current(pl__sim *s);
+/* The mirror of pl__sim_record_to starts over (a run begins). */
+void pl__sim_mirror_restart(void);
 
-/* Sim lifecycle (sim.c). */
-int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o, char *err,
-                 size_t err_len);
+/* Sim lifecycle (sim.c). `capture` (NULL: none) notes the decisions of a
+ * list source's run (strategy.h). Starts no run: PCT's horizon is already
+ * in the spec or in o->pct_horizon. */
+struct pl__capture;
+int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o,
+                 struct pl__capture *capture, char *err, size_t err_len);
+
+/* pl_sim_run with a capture, for the shrinker's explanation (run.c). The
+ * options must not need PCT's horizon measured. */
+int pl__sim_run_captured(const pl_scenario *sc, const pl_sim_options *o,
+                         struct pl__capture *capture, pl_sim_result *out);
 void pl__sim_finish(pl__sim *s);
 
 /* Quiescence probes (check_probe.c). A timer-quiescent point: nothing is
@@ -227,47 +243,73 @@ void pl__follow_explain(const pl__follow *f, const char *by_name, pl_time progre
 /* Final quiescence: stale wakers, then probes, then deadlock. */
 void pl__oracle_quiescence(pl__sim *s);
 
-/* Always-on invariant checks, as core's PL_ASSERT (a broken invariant in
- * the simulator would silently turn into a wrong verdict). */
-_Noreturn void pl__assert_fail(const char *expr, const char *file, int line);
-#define PL__SIM_ASSERT(cond)                                                \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            pl__assert_fail(#cond, __FILE__, __LINE__);                     \
-        }                                                                   \
-    } while (0)
 
 /* The name of task `id` of this run, even once it was freed. */
 const char *pl__run_name_of(const pl__sim *s, uint32_t id);
 
-/* Oracle helpers shared by the checkers (oracle.c). */
+/* The observer's task table, for the checkers and strategies (oracle.c). */
 uint32_t pl__oracle_live_clones(const pl__task_info *ti);
 uint32_t pl__oracle_clone_holder(const pl__task_info *ti, uint32_t id);
 const char *pl__oracle_holder_name(pl__sim *s, uint32_t id);
 bool pl__oracle_is_parked(const pl__task_info *ti);
+/* Asserts the task table's invariants (PL__SIM_ASSERT, every build): the
+ * table covers every spawned id, no poll is in progress, a live entry is
+ * the task of its id, a task's busy-loop count is within its self-wakes,
+ * and stale_tasks counts the entries with stale wakes. O(tasks): once per
+ * run, at its end. */
+void pl__oracle_check(const pl__sim *s);
+/* Consecutive polls of task `id` that woke only itself (0: unknown id). */
+uint32_t pl__oracle_self_wakes(const pl__sim *s, uint32_t id);
 
-/* Oracles (oracle.c). */
+/* The task being polled (NULL: none). */
+static inline pl_task *pl__sim_polled(const pl__sim *s)
+{
+    return s->polling != 0 ? s->tasks[s->polling].task : NULL;
+}
+
+/* The observer (oracle.c): records events and the task table, raises
+ * nothing, and forwards to the checkers' event hooks. */
 extern const pl_observer pl__sim_observer;
 /* The poll watch's hooks (oracle.c), installed in s->watch by pl__sim_init. */
 void pl__oracle_watch_init(pl__sim *s);
-/* The wait-condition oracle (check_wait.c): a parked task with a declared
+
+/* ---- Checkers: one file per family, each with init, event hooks and a
+ * verdict where it has one. The waker contract's hooks are in
+ * check_contract.h (oracle.c alone calls them). Every finding of a run
+ * is raised by one of these files. */
+
+/* The wait-condition checker (check_wait.c): a parked task with a declared
  * wait condition (pl_wait_declare in its latest poll) that holds is a
  * lost_wakeup finding. pl__check_waits looks at every parked task,
  * pl__check_wait_of at task `id` only. Each returns true when it raised
  * a finding, and does nothing once one exists. Only at probe points. */
 bool pl__check_waits(pl__sim *s);
 bool pl__check_wait_of(pl__sim *s, uint32_t id);
-/* End of a clean run: eventually sites, waker and task leaks. */
-void pl__oracle_eventually(pl__sim *s);
-void pl__oracle_leaks(pl__sim *s);
 
-/* Budgets inside one poll and orphans at the drop (check_budget.c). The
- * first two record a livelock finding and leave the poll through
+/* Budgets inside one poll (check_budget.c): init reads the bounds; the
+ * two hooks record a livelock finding and leave the poll through
  * s->escape when it is armed; oracle.c calls them when a bound is
  * crossed. */
+void pl__budget_init(pl__sim *s, const pl_sim_options *o);
 void pl__budget_sub_polls(pl__sim *s);
 void pl__budget_wakes_in_poll(pl__sim *s);
-void pl__oracle_orphaned(void *ud, pl_task *t, pl_task *dropper);
+
+/* Leaks (check_leaks.c): the verdict at the end of a clean run, after the
+ * teardown: waker clones alive, tasks still allocated. */
+void pl__leaks_verdict(pl__sim *s);
+
+/* Properties (check_props.c): pl_always and pl_eventually are its event
+ * hooks (sim.h's macros); the verdict fails the pl_eventually sites whose
+ * latest evaluation was false. */
+void pl__props_verdict(pl__sim *s);
+
+/* The run's own verdicts (check_run.c). pl__run_judge consults the
+ * checkers' verdicts once pl_run returned `rc`: quiescence (PL_EDEADLK),
+ * an executor error, properties, then the scenario's check. */
+void pl__run_setup_failed(pl__sim *s, int rc);
+/* what: NULL, or a detail after "simulator out of memory: ". */
+void pl__run_out_of_memory(pl__sim *s, const pl_task *t, const char *what);
+void pl__run_judge(pl__sim *s, const pl_scenario *sc, void *state, int rc);
 
 /* What runs now, for an asynchronous reader: the CLI's CPU-time budget
  * reads it from a signal handler. Plain stores on the executor thread;
@@ -290,7 +332,9 @@ static inline void pl__progress_poll(const pl__sim *s, pl_task *t)
     pl__progress.task = t;
 }
 
-/* Site tables (sim.c). */
+/* Site tables (sim.c). The site of `key`, *created saying it is new
+ * (zeroed but for its key); NULL when out of memory. The pointer holds
+ * until the next lookup. */
 pl__site *pl__site_lookup(pl__site_table *t, uint64_t key, bool *created);
 void pl__site_table_free(pl__site_table *t);
 

@@ -8,13 +8,14 @@
  *   swarm        random, with knobs drawn per seed (pl__dec_knobs_swarm).
  *   pct:D[:K]    PCT with depth D (1..64), Burckhardt et al., ASPLOS 2010.
  *                K (1..2^32) is the horizon for the change points; without
- *                it, K is the most schedule decisions made by the
- *                scenario's production run (every decision 0) and by 8
- *                PCT runs over that first horizon, measured once per
- *                scenario, depth and thread (pl__strategy_pct_estimate):
+ *                it, K is pl_sim_options.pct_horizon, which the caller
+ *                measures once (pl_sim_pct_estimate: the most schedule
+ *                decisions made by the scenario's production run, every
+ *                decision 0, and by 8 PCT runs over that first horizon;
  *                PCT's runs are often much longer than production's, and
  *                change points drawn over production's steps alone never
- *                reach their later steps.
+ *                reach their later steps). pl_sim_run measures it before
+ *                the run when the caller passed 0.
  *   bounded:K    systematic exploration of every schedule with at most K
  *                (0..64) non-zero decisions: pl_sim_explore_bounded. A
  *                single run with this spec is the production schedule
@@ -89,46 +90,45 @@ int pl__strategy_parse(const char *text, pl__strategy_spec *out, char *err, size
 struct pl__sim;
 typedef struct pl__strategy pl__strategy;
 
+typedef struct pl__capture pl__capture;
+
+/* True for the list sources, on which no strategy but the capture is
+ * installed. */
+bool pl__strategy_list_source(const pl_sim_options *o);
+
+/* True when a run with `o` is PCT without a horizon: neither K in the
+ * spec nor o->pct_horizon. pl_sim_run then measures it first. */
+bool pl__strategy_needs_horizon(const pl_sim_options *o);
+
 /* Installs the strategy of `spec` on s->dec and stores its per-run state
  * in s->strategy (NULL when the strategy needs none: bounded, a byte
- * source, or a list source without a capture). Call after the source is selected. May run
- * the scenario once in production order to estimate PCT's horizon (see
- * above). Returns 0 or PL_ENOMEM. */
+ * source, or a list source without a capture). Call after the source is
+ * selected. PCT needs its horizon (the spec's K or o->pct_horizon; it is
+ * an invariant that one is set). `capture` (NULL: none) gets the notes of
+ * a list source's run (see below). Starts no run. Returns 0 or
+ * PL_ENOMEM. */
 int pl__strategy_install(struct pl__sim *s, const pl__strategy_spec *spec,
-                         const pl_sim_options *o);
+                         const pl_sim_options *o, pl__capture *capture);
 
 /* Frees per-run strategy state; NULL is a no-op. */
 void pl__strategy_free(pl__strategy *st);
 
-/* PCT's inputs measured with the knobs of `o` (NULL: defaults): the most
- * tasks spawned and schedule decisions consulted by the production run of
- * `sc` and by 8 PCT runs (see pct:D above). Cached per thread by scenario
- * and depth. pl_sometimes counters are restored afterwards, so measuring
- * runs never count as coverage. Returns 0 or a negative code. */
-int pl__strategy_pct_estimate(const pl_scenario *sc, const pl_sim_options *o, uint32_t *tasks,
-                              uint64_t *steps);
-
 /* ---- Explaining decisions --------------------------------------------
- * While a capture is active on this thread, runs with a list source get
- * a pass-through hook that notes, per consulted decision, its key and,
- * for schedule decisions, the id of the task chosen. The shrinker uses
- * it to name the FIFO head and the task polled instead. */
+ * A run with a list source and a capture (pl__sim_run_captured) gets a
+ * pass-through hook that notes, per consulted decision, its key and, for
+ * schedule decisions, the id of the task chosen. The shrinker uses it to
+ * name the FIFO head and the task polled instead. */
 typedef struct pl__decision_note {
     uint64_t key;    /* the decision's subject (head task id, timer seq, ...) */
     uint32_t chosen; /* schedule: id of the task polled; otherwise 0 */
     uint32_t kind;
 } pl__decision_note;
 
-typedef struct pl__capture {
+struct pl__capture {
     pl__decision_note *notes; /* owned; free() it */
     size_t len;
     size_t cap;
     bool truncated;           /* out of memory: notes is a prefix */
-} pl__capture;
-
-/* Starts capturing into *c (zeroed first); the next runs on this thread
- * append to it. pl__capture_end stops; the caller frees c->notes. */
-void pl__capture_begin(pl__capture *c);
-void pl__capture_end(void);
+};
 
 #endif

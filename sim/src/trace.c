@@ -9,6 +9,8 @@
 #include <xxhash.h>
 
 #include "decide.h"
+#include "grow.h"
+#include "sim_assert.h"
 #include "pollen/error.h"
 
 /* 4 KiB of encoded events (PL__TRACE_BUF_BYTES): large enough that
@@ -117,24 +119,10 @@ static __attribute__((noinline)) void flush(pl__trace *t)
 
 void pl__trace_flush_(pl__trace *t) { flush(t); }
 
-/* Grows *arr (elements of `size` bytes) to hold one more than *cap, up to
- * `max` elements. Returns false when full or out of memory. */
+/* One more element in *arr, up to `max`; false when full or out of memory. */
 static bool grow(void **arr, size_t *cap, size_t size, size_t max)
 {
-    if (*cap >= max) {
-        return false;
-    }
-    size_t want = *cap == 0 ? 256 : *cap * 2;
-    if (want > max) {
-        want = max;
-    }
-    void *p = realloc(*arr, want * size);
-    if (p == NULL) {
-        return false;
-    }
-    *arr = p;
-    *cap = want;
-    return true;
+    return pl__grow_append(arr, cap, *cap + 1, size, 256, max) == 0;
 }
 
 static void log_append(pl__trace *t, const pl__trace_rec *r)
@@ -501,4 +489,16 @@ int pl__trace_write_chrome(FILE *f, const pl__trace_rec *ev, size_t n,
     }
     fputs("\n]\n", f);
     return ferror(f) ? PL_EIO : 0;
+}
+
+void pl__trace_check(const pl__trace *t)
+{
+    PL__SIM_ASSERT(t->hot.used <= PL__TRACE_BUF_BYTES);
+    PL__SIM_ASSERT(t->hot.slow_at > t->hot.count);
+    PL__SIM_ASSERT(t->log_len <= t->log_cap || t->log_cap == 0);
+    PL__SIM_ASSERT(!t->opts.keep_log || t->log_len <= t->opts.log_max);
+    if (t->opts.checkpoints && !t->cps_stopped) {
+        /* One checkpoint per full window of hashed events, none missing. */
+        PL__SIM_ASSERT(t->cps_len == t->hot.count / PL__TRACE_CHECKPOINT_EVENTS);
+    }
 }

@@ -159,6 +159,11 @@ uint64_t pl__trace_hash(pl__trace *t);
 /* Hashed events appended so far (log-only kinds are not counted). */
 uint64_t pl__trace_count(const pl__trace *t);
 
+/* Asserts the trace's invariants (PL__SIM_ASSERT, every build): pending
+ * bytes within the buffer, the log within its bounds, and one checkpoint
+ * per full window of hashed events unless growth stopped. O(1). */
+void pl__trace_check(const pl__trace *t);
+
 /* The kept events (*len of them; NULL, 0 without keep_log). *truncated,
  * when not NULL, tells whether events were dropped past log_max. */
 const pl__trace_rec *pl__trace_log(const pl__trace *t, size_t *len, bool *truncated);

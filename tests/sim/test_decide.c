@@ -1,5 +1,6 @@
 /* tests/sim/test_decide.c: the PRNG and the decision stream. */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -612,5 +613,49 @@ LEAK_TEST(recorder, flip_is_a_binary_choice)
     cr_assert_eq(len, 1);
     cr_assert_eq(r[0].n, 2);
     cr_assert_eq(r[0].value, 1);
+    pl__dec_finish(&d);
+}
+
+/* Invariants hold in every build ------------------------------------------ */
+
+static uint32_t out_of_range(void *ud, pl_decision_kind kind, uint32_t n, uint64_t key,
+                             uint32_t fallback)
+{
+    (void)ud, (void)kind, (void)key, (void)fallback;
+    return n;
+}
+
+/* A strategy answering outside [0, n) is a simulator bug: the stream
+ * stops there, NDEBUG or not (it used to clamp the value in release). */
+Test(stream, value_out_of_range_aborts_in_every_build, .signal = SIGABRT)
+{
+    pl__dec_knobs k = all_on(PL__PROB_ONE);
+    pl__dec d;
+    pl__dec_init(&d, &k);
+    pl__dec_use_prng(&d, 5);
+    pl__dec_set_strategy(&d, out_of_range, NULL);
+    (void)pl__dec_choose(&d, PL_DECIDE_SCHEDULE, 4, 0);
+}
+
+LEAK_TEST(stream, counters_are_consistent_after_every_source)
+{
+    pl__dec_knobs k = all_on(PL__PROB_ONE / 2);
+    pl__dec d;
+    pl__dec_init(&d, &k);
+    pl__dec_use_prng(&d, 9);
+    for (uint32_t i = 0; i < 3000; i++) {
+        (void)pl__dec_choose(&d, (pl_decision_kind)(i % PL_DECIDE__COUNT), 2 + i % 5, i);
+    }
+    pl__dec_check(&d);
+    cr_assert_eq(d.records_len, d.consulted);
+    pl__dec e;
+    pl__dec_init(&e, &k);
+    pl__dec_use_list(&e, d.records, d.records_len);
+    for (uint32_t i = 0; i < 3000; i++) {
+        (void)pl__dec_choose(&e, (pl_decision_kind)(i % PL_DECIDE__COUNT), 2 + i % 5, i);
+    }
+    pl__dec_check(&e);
+    cr_assert_eq(memcmp(e.records, d.records, d.records_len * sizeof *d.records), 0);
+    pl__dec_finish(&e);
     pl__dec_finish(&d);
 }

@@ -453,6 +453,59 @@ LEAK_TEST(pct, explicit_horizon_is_accepted)
     cr_assert(first_failing_seed(&window_scenario, "pct:2:9", 100) != 0);
 }
 
+/* The horizon the caller measured and passed in is the one the run uses:
+ * pct:D with pct_horizon K runs as pct:D:K, and pct:D with none runs as
+ * pct:D over pl_sim_pct_estimate's steps. */
+static uint64_t run_hash(const char *strategy, uint64_t seed, uint64_t horizon)
+{
+    pl_sim_options o = options(strategy, seed);
+    o.pct_horizon = horizon;
+    pl_sim_result r;
+    cr_assert_eq(pl_sim_run(&late_scenario, &o, &r), 0);
+    uint64_t h = r.hash;
+    pl_sim_result_free(&r);
+    return h;
+}
+
+LEAK_TEST(pct, horizon_passed_in_is_the_one_used)
+{
+    uint32_t tasks = 0;
+    uint64_t steps = 0;
+    pl_sim_options o = options("pct:2", 0);
+    cr_assert_eq(pl_sim_pct_estimate(&late_scenario, &o, &tasks, &steps), 0);
+    char spec[64];
+    snprintf(spec, sizeof spec, "pct:2:%llu", (unsigned long long)steps);
+    bool differs = false;
+    for (uint64_t seed = 0; seed < 20; seed++) {
+        cr_assert_eq(run_hash("pct:2", seed, 0), run_hash(spec, seed, 0));
+        cr_assert_eq(run_hash("pct:2", seed, 3), run_hash("pct:2:3", seed, 0));
+        differs = differs || run_hash("pct:2", seed, 3) != run_hash("pct:2", seed, 0);
+    }
+    cr_assert(differs, "a horizon of 3 changed no run: the option is not read");
+}
+
+/* Measuring the horizon leaves the pl_sometimes counters alone. */
+LEAK_TEST(pct, estimate_counts_no_coverage)
+{
+    size_t n;
+    pl__sometimes_site *sites = pl__sometimes_sites(&n);
+    uint32_t *before = calloc(n + 1, 2 * sizeof *before);
+    cr_assert_not_null(before);
+    for (size_t i = 0; i < n; i++) {
+        before[2 * i] = sites[i].hits;
+        before[2 * i + 1] = sites[i].reached;
+    }
+    uint32_t tasks = 0;
+    uint64_t steps = 0;
+    pl_sim_options o = options("pct:2", 0);
+    cr_assert_eq(pl_sim_pct_estimate(&late_scenario, &o, &tasks, &steps), 0);
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_eq(sites[i].hits, before[2 * i]);
+        cr_assert_eq(sites[i].reached, before[2 * i + 1]);
+    }
+    free(before);
+}
+
 /* ---- Swarm ------------------------------------------------------------ */
 
 LEAK_TEST(swarm, knobs_vary_across_seeds)

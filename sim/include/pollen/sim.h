@@ -197,6 +197,9 @@ typedef struct pl_sim_options {
     bool keep_decisions;           /* record decisions (replay files); default true */
     const pl_sim_fault_options *faults; /* borrowed for the call; NULL (default):
                                            pl_sim_fault_options_default */
+    uint64_t pct_horizon;          /* pct:D without K: the change-point horizon, as
+                                      pl_sim_pct_estimate's steps (measure once, pass it
+                                      to every seed); 0: pl_sim_run measures it first */
 } pl_sim_options;
 
 void pl_sim_options_default(pl_sim_options *o);
@@ -299,9 +302,10 @@ double pl_sim_pct_guarantee(uint32_t depth, uint32_t tasks, uint64_t steps);
  * schedule decisions made by its production run (every decision 0) and
  * by 8 PCT runs (seeds 0..7, depth from opts->strategy when it is pct:D,
  * else 3, change points over the production run's steps, opts' knobs).
- * k is also PCT's default change-point horizon. Runs the scenario 9 times
- * per thread and depth and caches the answer. opts may be NULL. Returns 0
- * or a negative code. */
+ * k is also PCT's default change-point horizon (pl_sim_options.pct_horizon).
+ * Runs the scenario 9 times, every call: a caller running many seeds
+ * measures once and passes k on. pl_sometimes counters are left as they
+ * were. opts may be NULL. Returns 0 or a negative code. */
 int pl_sim_pct_estimate(const pl_scenario *sc, const pl_sim_options *opts, uint32_t *tasks,
                         uint64_t *steps);
 

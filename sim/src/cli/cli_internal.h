@@ -153,6 +153,7 @@ typedef struct run_opts {
     bool bounded;           /* --strategy bounded:K: enumerate, no seeds */
     uint32_t bound_k;
     uint32_t pct_depth;     /* --strategy pct:D: D, for the guarantee; 0: not PCT */
+    uint64_t pct_horizon;   /* pct:D without K: measured once per scenario; 0: unknown */
     pl_time shrink_ns;      /* --shrink-time: the auto-shrink's budget */
     uint64_t recycle_seeds; /* a worker hands its seeds on after this many */
     uint64_t worker_rss;    /* ... or once its peak RSS passes this (bytes) */

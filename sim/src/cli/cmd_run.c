@@ -528,6 +528,28 @@ static void pct_measure(const void *ctx, void *result)
     m->rc = pl_sim_pct_estimate(pj->sc, &so, &m->tasks, &m->steps);
 }
 
+/* PCT's horizon for every seed of the campaign of `sc`, measured once in
+ * a child; 0 when it is not PCT without K, or the measure failed (then
+ * each run measures it itself). */
+static uint64_t pct_horizon_of(const run_opts *o, const pl_scenario *sc)
+{
+    pl_sim_options so;
+    pl__cli_sim_options(o, 0, &so);
+    if (o->real || o->bounded || !pl__strategy_needs_horizon(&so)) {
+        return 0;
+    }
+    pct_job pj = {o, sc};
+    pct_msg m;
+    child_end end;
+    memset(&m, 0, sizeof m);
+    int rc = pl__cli_run_in_child(pct_measure, &pj, &m, sizeof m,
+                                  pl__cli_now_ms() + o->watchdog_ns / PL_MS, OUT_DISCARD, &end);
+    if (rc != 0 || !end.complete || m.rc != 0) {
+        return 0;
+    }
+    return m.steps > 0 ? m.steps : 1;
+}
+
 /* x^n by squaring (no libm for one power). */
 static double power(double x, uint64_t n)
 {
@@ -611,9 +633,11 @@ static int run_all(const cli *c, const run_opts *o, const pl_scenario **sel, siz
             }
             continue;
         }
-        int rc = o->real      ? real_one(c, o, sel[i], &outs[i])
-                 : o->bounded ? bounded_one(c, o, sel[i], &outs[i])
-                              : campaign_run(c, o, sel[i], &outs[i]);
+        run_opts oi = *o;
+        oi.pct_horizon = pct_horizon_of(o, sel[i]);
+        int rc = o->real      ? real_one(c, &oi, sel[i], &outs[i])
+                 : o->bounded ? bounded_one(c, &oi, sel[i], &outs[i])
+                              : campaign_run(c, &oi, sel[i], &outs[i]);
         if (rc == 0 && o->pct_depth > 0 && !o->quiet && outs[i].ran) {
             pct_guarantee_line(o, sel[i], &outs[i]);
         }

@@ -1,79 +1,7 @@
 /* sim/src/cli/options.c: what the commands share to read their
- * arguments and to complain: messages (usage and internal errors), the
- * option iterator and its value parsers, and `run`'s options. */
+ * arguments: the option iterator and its value parsers, and `run`'s
+ * options (messages are messages.c's). */
 #include "cli_internal.h"
-
-/* Set by SIGINT in the parent of `run`: stop cleanly, keep the summary. */
-volatile sig_atomic_t pl__cli_interrupted;
-
-/* The errno of a failed write to stdout in `run` (EPIPE: the reader went
- * away, as `| head` does; ENOSPC: a full disk); 0 while it works. Nothing
- * more can be reported then, so the run stops. */
-int pl__cli_stdout_errno;
-
-/* Flushes what `run` printed on f, noting a failure of stdout. */
-void pl__cli_flush_out(FILE *f)
-{
-    if ((fflush(f) != 0 || ferror(f)) && f == stdout && pl__cli_stdout_errno == 0) {
-        pl__cli_stdout_errno = errno != 0 ? errno : EIO;
-    }
-}
-
-void pl__cli_on_interrupt(int sig)
-{
-    (void)sig;
-    pl__cli_interrupted = 1;
-}
-
-int64_t pl__cli_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Prints a message with its control bytes escaped: messages quote file
- * names, file contents and arguments, and none of them may drive the
- * terminal. */
-void pl__cli_put_message(FILE *f, const char *fmt, va_list ap)
-{
-    char text[4096], safe[4096];
-    vsnprintf(text, sizeof text, fmt, ap);
-    pl__cli_escape(text, false, safe, sizeof safe);
-    fputs(safe, f);
-}
-
-static void vsay(const cli *c, const char *cmd, const char *fmt, va_list ap)
-{
-    fprintf(stderr, "%s%s%s: ", c->prog, cmd != NULL ? " " : "", cmd != NULL ? cmd : "");
-    pl__cli_put_message(stderr, fmt, ap);
-}
-
-int pl__cli_usage_hint(const cli *c, const char *cmd, const char *hint, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsay(c, cmd, fmt, ap);
-    va_end(ap);
-    if (hint != NULL) {
-        fprintf(stderr, "; %s\n", hint);
-    } else {
-        fprintf(stderr, "; see '%s%s%s --help'\n", c->prog, cmd != NULL ? " " : "",
-                cmd != NULL ? cmd : "");
-    }
-    return ST_USAGE;
-}
-
-int pl__cli_internal_error(const cli *c, const char *cmd, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "%s%s%s: error: ", c->prog, cmd != NULL ? " " : "", cmd != NULL ? cmd : "");
-    pl__cli_put_message(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    return ST_INTERNAL;
-}
 
 static int find_long(const opt_spec *specs, const char *name, size_t len)
 {
@@ -498,6 +426,7 @@ void pl__cli_sim_options(const run_opts *o, uint64_t seed, pl_sim_options *so)
     so->strategy = o->strategy;
     so->knobs = o->knobs;
     so->poll_cost_ns = o->poll_cost_ns;
+    so->pct_horizon = o->pct_horizon;
 }
 
 /* A message for a negative code, falling back to strerror for errno

@@ -4,6 +4,14 @@
  * share (escaped text, JSON strings, wait statuses, mkdir -p). */
 #include "cli_internal.h"
 
+/* OUT/<scenario>-seed<seed>.replay. Returns 0 or -ENAMETOOLONG. */
+int pl__cli_replay_path(const run_opts *o, const pl_scenario *sc, uint64_t seed, char *buf,
+                        size_t len)
+{
+    int n = snprintf(buf, len, "%s/%s-seed%" PRIu64 ".replay", o->out_dir, sc->name, seed);
+    return n >= 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
+}
+
 void pl__cli_textf(char *buf, size_t len, const char *fmt, ...)
 {
     va_list ap;

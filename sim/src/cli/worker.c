@@ -59,14 +59,6 @@ static void send_error(int fd, uint64_t seed, const char *fmt, ...)
     send_msg(fd, MSG_ERROR, seed, text, strlen(text) + 1);
 }
 
-/* OUT/<scenario>-seed<seed>.replay. Returns 0 or -ENAMETOOLONG. */
-int pl__cli_replay_path(const run_opts *o, const pl_scenario *sc, uint64_t seed, char *buf,
-                        size_t len)
-{
-    int n = snprintf(buf, len, "%s/%s-seed%" PRIu64 ".replay", o->out_dir, sc->name, seed);
-    return n >= 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
-}
-
 static void worker_finding(const job *jb, int fd, uint64_t seed, const pl_sim_options *so,
                            const pl_sim_result *r)
 {

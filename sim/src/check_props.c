@@ -1,0 +1,85 @@
+/* sim/src/check_props.c: the property checker (pl_always, pl_eventually,
+ * pl_sometimes).
+ *
+ * Event hooks: the property macros of sim.h call in here, and reach the
+ * run through pl__sim_current(). pl_always fails at once; pl_eventually
+ * keeps each site's latest evaluation in a site table, and the verdict
+ * at the end of a clean run fails the sites whose latest evaluation was
+ * false. pl_sometimes only counts, in the sites' own static storage: a
+ * site never true over a whole campaign is the campaign's verdict, not
+ * a run's, and the campaign reads the counters through
+ * pl__sometimes_sites.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "sim_internal.h"
+
+void pl__always(bool ok, const char *msg, const char *file, int line)
+{
+    if (ok) {
+        return;
+    }
+    pl__sim *s = pl__sim_current();
+    if (s == NULL) {
+        fprintf(stderr, "pollen: pl_always failed: %s (%s:%d)\n", msg, file, line);
+        fflush(stderr);
+        abort();
+    }
+    pl__sim_finding(s, PL_FINDING_ASSERTION, pl__sim_polled(s), "pl_always failed: %s (%s:%d)",
+                    msg, file, line);
+}
+
+void pl__eventually(bool ok, const char *msg, const char *file, int line)
+{
+    pl__sim *s = pl__sim_current();
+    if (s == NULL) {
+        return;
+    }
+    bool created;
+    pl__site *site = pl__site_lookup(&s->eventually, pl_site_key(file, line), &created);
+    if (site == NULL) {
+        /* A property the end of the run would not check must not pass. */
+        pl__sim_finding(s, PL_FINDING_ASSERTION, pl__sim_polled(s),
+                        "simulator out of memory: no room for pl_eventually site %s:%d", file,
+                        line);
+        return;
+    }
+    site->last_ok = ok;
+    site->msg = msg;
+    site->file = file;
+    site->line = line;
+}
+
+void pl__props_verdict(pl__sim *s)
+{
+    PL__SIM_ASSERT(s->run_over);
+    PL__SIM_ASSERT(s->eventually.len == s->eventually.index.count);
+    for (size_t i = 0; i < s->eventually.len && s->finding.kind == PL_FINDING_NONE; i++) {
+        const pl__site *site = &s->eventually.sites[i];
+        if (!site->last_ok) {
+            pl__sim_finding(s, PL_FINDING_ASSERTION, NULL,
+                            "pl_eventually never became true: %s (%s:%d)", site->msg, site->file,
+                            site->line);
+        }
+    }
+}
+
+void pl__sometimes(pl__sometimes_site *site, bool ok)
+{
+    site->reached++;
+    site->hits += ok;
+}
+
+extern pl__sometimes_site __start_pl_sometimes[] __attribute__((weak));
+extern pl__sometimes_site __stop_pl_sometimes[] __attribute__((weak));
+
+pl__sometimes_site *pl__sometimes_sites(size_t *count)
+{
+    if (__start_pl_sometimes == NULL || __stop_pl_sometimes == NULL) {
+        *count = 0;
+        return NULL;
+    }
+    *count = (size_t)(__stop_pl_sometimes - __start_pl_sometimes);
+    return __start_pl_sometimes;
+}

@@ -1,0 +1,69 @@
+/* sim/src/check_run.c: the run's own verdicts.
+ *
+ * What no oracle family owns: the scenario's setup failing, the executor
+ * failing, the simulator running out of memory where going on would
+ * make a run pass untested, and the scenario's own check at the end of
+ * a clean run. pl__run_judge is the order in which run.c consults the
+ * checkers' verdicts once pl_run has returned.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "sim_internal.h"
+
+void pl__run_setup_failed(pl__sim *s, int rc)
+{
+    pl__sim_finding(s, PL_FINDING_ASSERTION, NULL, "scenario setup failed: %s", pl_strerror(rc));
+}
+
+void pl__run_out_of_memory(pl__sim *s, const pl_task *t, const char *what)
+{
+    if (what == NULL) {
+        pl__sim_finding(s, PL_FINDING_ASSERTION, t, "simulator out of memory");
+    } else {
+        pl__sim_finding(s, PL_FINDING_ASSERTION, t, "simulator out of memory: %s", what);
+    }
+}
+
+/* A deadlock says who is stuck; the scenario's check usually says what
+ * it costs (an item stranded, a reply never sent), so it is appended. */
+static void annotate_deadlock(pl__sim *s, const pl_scenario *sc, void *state)
+{
+    char msg[512] = "";
+    if (sc->check == NULL || sc->check(s->ex, state, msg, sizeof msg) == 0 || msg[0] == '\0') {
+        return;
+    }
+    size_t used = strlen(s->finding.message);
+    snprintf(s->finding.message + used, sizeof s->finding.message - used,
+             "\n  and the scenario check fails: %s", msg);
+}
+
+static void scenario_check(pl__sim *s, const pl_scenario *sc, void *state)
+{
+    char msg[512] = "";
+    if (sc->check != NULL && sc->check(s->ex, state, msg, sizeof msg) != 0) {
+        pl__sim_finding(s, PL_FINDING_ASSERTION, NULL, "scenario check failed: %s",
+                        msg[0] ? msg : "(no message)");
+    }
+}
+
+void pl__run_judge(pl__sim *s, const pl_scenario *sc, void *state, int rc)
+{
+    PL__SIM_ASSERT(s->run_over); /* pl_run returned */
+    if (rc == PL_EDEADLK) {
+        pl__oracle_quiescence(s);
+    } else if (rc < 0 && rc != PL_ECANCELED) {
+        pl__sim_finding(s, PL_FINDING_ASSERTION, NULL, "the executor failed: %s",
+                        pl_strerror(rc));
+    }
+    if (s->finding.kind == PL_FINDING_DEADLOCK || s->stuck_finding) {
+        annotate_deadlock(s, sc, state);
+    }
+    if (s->finding.kind != PL_FINDING_NONE) {
+        return;
+    }
+    pl__props_verdict(s);
+    if (s->finding.kind == PL_FINDING_NONE) {
+        scenario_check(s, sc, state);
+    }
+}

@@ -1,0 +1,125 @@
+/* sim/src/instance.c: the services of the run's pl__sim that every
+ * module calls: the current simulator, virtual now, decisions (with the
+ * crash mirror), trace events, findings, and the site tables. It sits
+ * below the checkers, the reactor and sim.c, and calls none of them.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_internal.h"
+
+static _Thread_local pl__sim *current_sim;
+
+pl__sim *pl__sim_current(void) { return current_sim; }
+
+void pl__sim_set_current(pl__sim *s) { current_sim = s; }
+
+pl_time pl__sim_now(const pl__sim *s) { return s->now; }
+
+void pl__sim_event(pl__sim *s, uint32_t kind, uint32_t task, uint64_t a, uint64_t b)
+{
+    pl__trace_event(s->trace, s->step, s->now, (pl__trace_kind)kind, task, a, b);
+}
+
+/* A crash-proof copy of the decisions, in memory the CLI shares with a
+ * child process: written before the count is bumped, so a run killed by
+ * a signal leaves a consistent prefix behind. */
+static pl__dec_record *mirror_buf;
+static size_t mirror_cap;
+static volatile uint64_t *mirror_len;
+
+void pl__sim_record_to(pl__dec_record *buf, size_t cap, volatile uint64_t *len)
+{
+    mirror_buf = buf;
+    mirror_cap = cap;
+    mirror_len = len;
+}
+
+void pl__sim_mirror_restart(void)
+{
+    if (mirror_len != NULL) {
+        *mirror_len = 0;
+    }
+}
+
+static void mirror(pl_decision_kind kind, uint32_t n, uint32_t v)
+{
+    uint64_t i = *mirror_len;
+    if (i < mirror_cap) {
+        mirror_buf[i] = (pl__dec_record){(uint32_t)kind, n, v};
+    }
+    /* Counted past the cap too: a length above it marks the copy as
+     * truncated for the replay file written from it. */
+    *mirror_len = i + 1;
+}
+
+uint32_t pl__sim_choose(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t key)
+{
+    uint64_t before = s->dec.consulted;
+    uint32_t v = pl__dec_choose(&s->dec, kind, n, key);
+    if (kind == PL_DECIDE_SCHEDULE) {
+        /* The oracles count only polls production would make too. */
+        s->passed_head = v != 0 ? (uint32_t)key : 0;
+    }
+    if (s->dec.consulted != before) {
+        pl__trace_decision(s->trace, s->step, s->now, s->polling, (uint32_t)kind, n, v);
+        if (mirror_len != NULL) {
+            mirror(kind, n, v);
+        }
+    }
+    return v;
+}
+
+void pl__sim_finding(pl__sim *s, pl_finding_kind kind, const pl_task *t, const char *fmt, ...)
+{
+    if (s->finding.kind != PL_FINDING_NONE) {
+        return;
+    }
+    pl_finding *f = &s->finding;
+    f->kind = kind;
+    f->time_ns = s->now;
+    f->step = s->step;
+    if (t != NULL) {
+        f->task_id = pl_task_id(t);
+        f->task_polls = pl_task_polls(t);
+        snprintf(f->task_name, sizeof f->task_name, "%s", pl_task_name(t));
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->message, sizeof f->message, fmt, ap);
+    va_end(ap);
+    pl__sim_event(s, PL__EV_FINDING, f->task_id, (uint64_t)kind, 0);
+    s->stopped = true;
+    if (s->ex != NULL) {
+        pl_executor_stop(s->ex);
+    }
+}
+
+/* ---- Site tables ------------------------------------------------------ */
+
+pl__site *pl__site_lookup(pl__site_table *t, uint64_t key, bool *created)
+{
+    *created = false;
+    uint32_t i;
+    if (pl__hashmap_get(&t->index, key, &i)) {
+        PL__SIM_ASSERT(i < t->len && t->sites[i].key == key);
+        return &t->sites[i];
+    }
+    if (t->len >= UINT32_MAX ||
+        pl__grow((void **)&t->sites, &t->cap, t->len + 1, sizeof *t->sites, 32, 0) != 0 ||
+        pl__hashmap_put(&t->index, key, (uint32_t)t->len) != 0) {
+        return NULL;
+    }
+    t->sites[t->len] = (pl__site){.key = key};
+    *created = true;
+    return &t->sites[t->len++];
+}
+
+void pl__site_table_free(pl__site_table *t)
+{
+    free(t->sites);
+    pl__hashmap_free(&t->index);
+    memset(t, 0, sizeof *t);
+}

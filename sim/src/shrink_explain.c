@@ -1,0 +1,228 @@
+/* sim/src/shrink_explain.c: the explanation of a shrunk run.
+ *
+ * Reads the final run's record, its event log and the capture of keys
+ * (strategy.h), and says in words what each non-default decision did.
+ * Starts no run.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shrink.h"
+#include "sim_internal.h"
+#include "strategy.h"
+
+/* ---- Explanation --------------------------------------------------------- */
+
+typedef struct sbuf {
+    char *p;
+    size_t len;
+    size_t cap;
+    bool failed;
+} sbuf;
+
+static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void sb_printf(sbuf *b, const char *fmt, ...)
+{
+    if (b->failed) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (w < 0) {
+        b->failed = true;
+        return;
+    }
+    size_t need = b->len + (size_t)w + 1;
+    if (pl__grow((void **)&b->p, &b->cap, need, 1, 256, 0) != 0) {
+        b->failed = true;
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)w;
+}
+
+typedef struct explainer {
+    const pl__run_record *rec;
+    const pl__capture *cap;
+    sbuf out;
+    char names[2][80]; /* two task names may be in use at once */
+} explainer;
+
+static const char *task_name(explainer *x, int slot, uint32_t id)
+{
+    const char *n = pl__run_task_name(x->rec, id);
+    if (n != NULL) {
+        snprintf(x->names[slot], sizeof x->names[slot], "'%s'", n);
+    } else if (id == 0) {
+        snprintf(x->names[slot], sizeof x->names[slot], "(no task)");
+    } else {
+        snprintf(x->names[slot], sizeof x->names[slot], "task-%u", id);
+    }
+    return x->names[slot];
+}
+
+/* The task of the first event of `kind` after event i, or 0. */
+static uint32_t next_task(const explainer *x, size_t i, uint32_t kind)
+{
+    for (size_t j = i + 1; j < x->rec->events_len; j++) {
+        if (x->rec->events[j].kind == kind) {
+            return x->rec->events[j].task;
+        }
+    }
+    return 0;
+}
+
+static void explain_schedule(explainer *x, size_t i, const pl__decision_note *note, uint32_t v,
+                             uint32_t n)
+{
+    uint32_t chosen = note != NULL && note->chosen != 0 ? note->chosen
+                                                        : next_task(x, i, PL__EV_POLL);
+    uint32_t head = note != NULL ? (uint32_t)note->key : 0;
+    if (head != 0) {
+        sb_printf(&x->out, "schedule: polled %s before %s, choice %u of %u",
+                  task_name(x, 0, chosen), task_name(x, 1, head), v, n);
+    } else {
+        sb_printf(&x->out, "schedule: polled %s out of FIFO order, choice %u of %u",
+                  task_name(x, 0, chosen), v, n);
+    }
+}
+
+/* Kinds other than schedule: what production would have done instead. */
+static void explain_other(explainer *x, size_t i, uint32_t kind, uint64_t key, uint32_t v,
+                          uint32_t n)
+{
+    const pl__trace_rec *e = &x->rec->events[i];
+    unsigned long long k = (unsigned long long)key;
+    switch (kind) {
+    case PL_DECIDE_IO_ORDER:
+        sb_printf(&x->out, "I/O order: delivered ready source %u of %u first (then woke %s)", v,
+                  n, task_name(x, 0, next_task(x, i, PL__EV_WAKE)));
+        break;
+    case PL_DECIDE_TIMER_ORDER:
+        sb_printf(&x->out,
+                  "timer order: fired equal-deadline timer %u of %u first (then woke %s)", v, n,
+                  task_name(x, 0, next_task(x, i, PL__EV_WAKE)));
+        break;
+    case PL_DECIDE_TIMER_LATE:
+        /* sim.c arms the executor with a 1 ms lateness quantum. */
+        sb_printf(&x->out, "timer lateness: timer #%llu armed by %s fires %u ms late", k,
+                  task_name(x, 0, e->task), v);
+        break;
+    /* The value of a spurious wake or poll is the task id itself (sim.c).
+     * One naming a task that is not parked does nothing, so a finished
+     * shrink has zeroed it: what is left names a parked task. */
+    case PL_DECIDE_SPURIOUS_WAKE:
+        sb_printf(&x->out, "spurious wake: woke parked %s though nothing it waits for happened",
+                  task_name(x, 0, v));
+        break;
+    case PL_DECIDE_SPURIOUS_POLL:
+        sb_printf(&x->out, "spurious poll: polled parked %s without a wake", task_name(x, 0, v));
+        break;
+    case PL_DECIDE_WAKE_DELAY:
+        sb_printf(&x->out, "wake delay: held a remote wake back for one more wait");
+        break;
+    case PL_DECIDE_CANCEL:
+        sb_printf(&x->out, "cancel: aborted %s after its wake, before it ran",
+                  task_name(x, 0, (uint32_t)key));
+        break;
+    case PL_DECIDE_IO_FAULT:
+        sb_printf(&x->out, "I/O fault: endpoint #%llu got fault choice %u of %u "
+                           "instead of a clean transfer", k, v, n);
+        break;
+    case PL_DECIDE_IO_LATENCY:
+        sb_printf(&x->out, "I/O latency: delivery on endpoint #%llu delayed by %u steps", k, v);
+        break;
+    case PL_DECIDE_BUGGIFY_SITE:
+        sb_printf(&x->out, "buggify: site %016llx enabled for this run", k);
+        break;
+    case PL_DECIDE_BUGGIFY_FIRE:
+        sb_printf(&x->out, "buggify: site %016llx fired in %s", k, task_name(x, 0, e->task));
+        break;
+    case PL_DECIDE_PROBE:
+        sb_printf(&x->out, "probe: polled the parked tasks where only a timer could fire "
+                           "next (timer-quiescent point #%llu)", k);
+        break;
+    default:
+        sb_printf(&x->out, "%s: choice %u of %u", pl__dec_kind_name(kind), v, n);
+        break;
+    }
+}
+
+static void explain_decision(explainer *x, size_t i, uint64_t index)
+{
+    PL__SIM_ASSERT(i < x->rec->events_len);
+    const pl__trace_rec *e = &x->rec->events[i];
+    uint32_t kind = (uint32_t)e->a;
+    uint32_t n = (uint32_t)(e->b >> 32);
+    uint32_t v = (uint32_t)e->b;
+    const pl__decision_note *note =
+        x->cap != NULL && index < x->cap->len ? &x->cap->notes[index] : NULL;
+    sb_printf(&x->out, "step %llu (%.3f ms): ", (unsigned long long)e->step,
+              (double)e->time_ns / 1e6);
+    if (kind == PL_DECIDE_SCHEDULE) {
+        explain_schedule(x, i, note, v, n);
+    } else {
+        explain_other(x, i, kind, note != NULL ? note->key : 0, v, n);
+    }
+    sb_printf(&x->out, "\n");
+}
+
+char *pl__shrink_explain(const pl_sim_result *run, const pl__capture *cap)
+{
+    explainer x = {.rec = pl__sim_result_record(run), .cap = cap};
+    if (x.rec == NULL) {
+        return NULL;
+    }
+    uint64_t index = 0;
+    for (size_t i = 0; i < x.rec->events_len; i++) {
+        const pl__trace_rec *e = &x.rec->events[i];
+        if (e->kind != PL__EV_DECISION) {
+            continue;
+        }
+        if ((uint32_t)e->b != 0) {
+            explain_decision(&x, i, index);
+        }
+        index++;
+    }
+    if (x.out.len == 0) {
+        sb_printf(&x.out, "no decision leaves production's order: the production schedule "
+                          "itself fails\n");
+    }
+    if (x.out.failed) {
+        free(x.out.p);
+        return NULL;
+    }
+    return x.out.p;
+}
+
+/* A run that never returned has no timeline: its non-default decisions
+ * are listed by their index in the list. */
+char *pl__shrink_explain_hung(const pl_sim_result *run)
+{
+    const pl__run_record *rec = pl__sim_result_record(run);
+    sbuf out = {0};
+    for (size_t i = 0; rec != NULL && i < rec->decisions_len; i++) {
+        const pl__dec_record *d = &rec->decisions[i];
+        if (d->value != 0) {
+            sb_printf(&out, "decision %zu: %s, choice %u of %u\n", i,
+                      pl__dec_kind_name(d->kind), d->value, d->n);
+        }
+    }
+    if (out.len == 0) {
+        sb_printf(&out, "no decision leaves production's order: the production schedule "
+                        "itself fails\n");
+    }
+    sb_printf(&out, "(the run never returns from a poll, so it has no timeline)\n");
+    if (out.failed) {
+        free(out.p);
+        return NULL;
+    }
+    return out.p;
+}
