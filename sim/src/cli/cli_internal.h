@@ -426,6 +426,7 @@ worker *pl__cli_spawn_seed_worker(campaign *cp, pl__seed_slice slice);
 void pl__cli_spawn_rerun(campaign *cp, uint64_t seed, pl_finding_kind cause, const char *text);
 void pl__cli_format_duration(pl_time ns, char *buf, size_t len);
 void pl__cli_lost_text(const campaign *cp, const worker *w, int status, char *buf, size_t len);
+report *pl__cli_new_report(campaign *cp, uint64_t seed);
 void pl__cli_lost_report(campaign *cp, const worker *w, pl_finding_kind kind, const char *text,
                          lost_how how);
 void pl__cli_worker_recycled(campaign *cp, const worker *w);

@@ -46,15 +46,10 @@ static bool hang_reported(campaign *cp, const worker *w, int status)
     if (!cp->o->keep_going && w->seed > cp->limit) {
         return true;
     }
-    report *rp = calloc(1, sizeof *rp);
+    report *rp = pl__cli_new_report(cp, w->seed);
     if (rp == NULL) {
-        cp->error = true;
-        pl__cli_internal_error(cp->c, "run", "out of memory");
         return true;
     }
-    rp->sc = cp->sc;
-    rp->has_seed = true;
-    rp->seed = w->seed;
     rp->positioned = true;
     pl__hang_finding(&w->rec->hang, &rp->f);
     if (pl__cli_write_lost_replay(cp->o, rp, w->rec, NULL) != 0) {

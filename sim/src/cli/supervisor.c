@@ -249,20 +249,31 @@ void pl__cli_lost_text(const campaign *cp, const worker *w, int status, char *bu
     }
 }
 
-/* Reports a seed whose run never finished, with the rerun's decisions
- * when it reproduced. */
-void pl__cli_lost_report(campaign *cp, const worker *w, pl_finding_kind kind, const char *text,
-                         lost_how how)
+/* A report of scenario cp->sc at `seed`, or NULL (out of memory: the
+ * campaign is marked failed and says so). */
+report *pl__cli_new_report(campaign *cp, uint64_t seed)
 {
     report *rp = calloc(1, sizeof *rp);
     if (rp == NULL) {
         cp->error = true;
         pl__cli_internal_error(cp->c, "run", "out of memory");
-        return;
+        return NULL;
     }
     rp->sc = cp->sc;
     rp->has_seed = true;
-    rp->seed = w->seed;
+    rp->seed = seed;
+    return rp;
+}
+
+/* Reports a seed whose run never finished, with the rerun's decisions
+ * when it reproduced. */
+void pl__cli_lost_report(campaign *cp, const worker *w, pl_finding_kind kind, const char *text,
+                         lost_how how)
+{
+    report *rp = pl__cli_new_report(cp, w->seed);
+    if (rp == NULL) {
+        return;
+    }
     rp->f.kind = kind;
     /* pollen's own kills are the watchdog's: a SIGKILL otherwise came
      * from outside, most often the OOM killer. */
@@ -294,15 +305,10 @@ void pl__cli_lost_report(campaign *cp, const worker *w, pl_finding_kind kind, co
 
 static void on_finding(campaign *cp, worker *w, uint64_t seed, const msg_finding *m)
 {
-    report *rp = calloc(1, sizeof *rp);
+    report *rp = pl__cli_new_report(cp, seed);
     if (rp == NULL) {
-        cp->error = true;
-        pl__cli_internal_error(cp->c, "run", "out of memory");
         return;
     }
-    rp->sc = cp->sc;
-    rp->has_seed = true;
-    rp->seed = seed;
     rp->positioned = true;
     rp->f = m->finding;
     snprintf(rp->replay, sizeof rp->replay, "%s", m->replay);
