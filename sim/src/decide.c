@@ -302,6 +302,16 @@ void pl__dec_set_record_max(pl__dec *d, size_t max)
     d->record_max = max;
 }
 
+pl__dec_record *pl__dec_take_records(pl__dec *d, size_t *len)
+{
+    pl__dec_record *r = d->records;
+    *len = d->records_len;
+    d->records = NULL;
+    d->records_cap = 0;
+    d->record_max = 0; /* what it records from now on would be lost */
+    return r;
+}
+
 const pl__dec_record *pl__dec_records(const pl__dec *d, size_t *len)
 {
     *len = d->records_len;

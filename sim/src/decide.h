@@ -285,6 +285,11 @@ static inline bool pl__dec_flip(pl__dec *d, pl_decision_kind kind, uint64_t key)
  * next pl__dec_choose or pl__dec_finish. */
 const pl__dec_record *pl__dec_records(const pl__dec *d, size_t *len);
 
+/* Hands the record over (the caller frees it with free()): a finished
+ * run keeps its decisions without a copy. *d then records nothing more
+ * until pl__dec_finish. NULL when nothing was recorded. */
+pl__dec_record *pl__dec_take_records(pl__dec *d, size_t *len);
+
 /* True once the byte source has no bytes left (false for other
  * sources). */
 bool pl__dec_bytes_exhausted(const pl__dec *d);

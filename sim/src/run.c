@@ -154,14 +154,14 @@ static pl__run_record *make_record(pl__sim *s, const pl_scenario *sc)
         return NULL;
     }
     size_t nd, nc, ne;
-    const pl__dec_record *d = pl__dec_records(&s->dec, &nd);
+    /* The decisions move over (the run is finished): a run's longest
+     * array is not copied once more. */
+    rec->decisions = pl__dec_take_records(&s->dec, &nd);
     const uint64_t *cp = pl__trace_checkpoints(s->trace, &nc);
     const pl__trace_rec *ev = pl__trace_log(s->trace, &ne, NULL);
-    rec->decisions = dup_array(d, nd, sizeof *d);
     rec->checkpoints = dup_array(cp, nc, sizeof *cp);
     rec->events = dup_array(ev, ne, sizeof *ev);
-    if (dup_failed(rec->decisions, d, nd) || dup_failed(rec->checkpoints, cp, nc) ||
-        dup_failed(rec->events, ev, ne)) {
+    if (dup_failed(rec->checkpoints, cp, nc) || dup_failed(rec->events, ev, ne)) {
         /* A record missing its decisions would replay and shrink as a
          * run that decided nothing; no record is what readers expect
          * when memory ran out. */
