@@ -52,8 +52,10 @@ void pl__sim_finding(pl__sim *s, pl_finding_kind kind, const pl_task *t, const c
 
 /* ---- The simulator instance ------------------------------------------ */
 
-/* Wait conditions a parked task declared in its latest poll (pl_wait_declare). */
-#define PL__WAITS_MAX 4
+/* Wait conditions a parked task declared in its latest poll (pl_wait_declare).
+ * Two: a select of two branches, a timeout around one; every task carries
+ * them (48 bytes each), and a million parked tasks pay for each one. */
+#define PL__WAITS_MAX 2
 
 /* What the oracles know of one task, indexed by task id. */
 typedef struct pl__task_info {
