@@ -44,7 +44,8 @@
  *          otherwise, if n == 2 the value is 1 with no further draw, else
  *          1 + pl__prng_below(n - 1): uniform in [1, n).
  *   BYTES  probabilities are ignored, bytes decide directly (enabled
- *          flags still apply). n <= 256: one byte, value = byte % n.
+ *          flags still apply). n <= 256: one byte, value = byte % n;
+ *          except the probe decision: one byte, 1 when it is 240 or more.
  *          n > 256: four bytes little-endian, value = u32 % n; when fewer
  *          than four remain they are all taken, missing high bytes are
  *          zero. An exhausted buffer yields 0 (still consulted).
