@@ -49,11 +49,13 @@ static void report(pl__sim *s, const pl__task_info *ti, uint32_t id, const pl_wa
 
 /* The first declared condition of the task that holds, or NULL; its
  * holds() says how in why. */
-static const pl_wait *holding_wait(const pl__task_info *ti, char *why, size_t why_len)
+static const pl_wait *holding_wait(const pl__sim *s, uint32_t id, char *why, size_t why_len)
 {
+    const pl__task_info *ti = &s->tasks[id];
     uint32_t n = ti->waits_len < PL__WAITS_MAX ? ti->waits_len : PL__WAITS_MAX;
+    PL__SIM_ASSERT(n == 0 || id < s->waits_cap);
     for (uint32_t i = 0; i < n; i++) {
-        const pl_wait *w = &ti->waits[i];
+        const pl_wait *w = &s->waits[id].w[i];
         why[0] = '\0';
         if (w->holds != NULL && w->holds(w->subject, why, why_len)) {
             return w;
@@ -69,7 +71,7 @@ bool pl__check_wait_of(pl__sim *s, uint32_t id)
         return false;
     }
     char why[160];
-    const pl_wait *w = holding_wait(ti, why, sizeof why);
+    const pl_wait *w = holding_wait(s, id, why, sizeof why);
     if (w == NULL) {
         return false;
     }

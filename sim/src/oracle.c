@@ -270,7 +270,14 @@ static void on_wait(void *ud, const pl_wait *w)
     }
     pl__task_info *ti = &s->tasks[s->polling];
     if (ti->waits_len < PL__WAITS_MAX) {
-        ti->waits[ti->waits_len] = *w;
+        if (pl__grow((void **)&s->waits, &s->waits_cap, (size_t)s->polling + 1,
+                     sizeof *s->waits, 64, 0) != 0) {
+            /* Without the record the task's condition goes unchecked:
+             * stop rather than judge it without. */
+            pl__run_out_of_memory(s, NULL, NULL);
+            return;
+        }
+        s->waits[s->polling].w[ti->waits_len] = *w;
     }
     ti->waits_len++;
 }

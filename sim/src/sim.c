@@ -326,6 +326,8 @@ void pl__sim_finish(pl__sim *s)
     s->armers = NULL;
     s->armers_cap = 0;
     free(s->late);
+    free(s->waits);
+    s->waits = NULL;
     s->late = NULL;
     pl__site_table_free(&s->buggify);
     pl__site_table_free(&s->eventually);

@@ -53,9 +53,14 @@ void pl__sim_finding(pl__sim *s, pl_finding_kind kind, const pl_task *t, const c
 /* ---- The simulator instance ------------------------------------------ */
 
 /* Wait conditions a parked task declared in its latest poll (pl_wait_declare).
- * Two: a select of two branches, a timeout around one; every task carries
- * them (48 bytes each), and a million parked tasks pay for each one. */
+ * Two: a select of two branches, a timeout around one. They live apart
+ * from the task table (s->waits), allocated once a task declares one: a
+ * run whose tasks declare nothing (a million sleeps) pays nothing. */
 #define PL__WAITS_MAX 2
+
+typedef struct pl__task_waits {
+    pl_wait w[PL__WAITS_MAX];
+} pl__task_waits;
 
 /* What the oracles know of one task, indexed by task id. */
 typedef struct pl__task_info {
@@ -70,9 +75,8 @@ typedef struct pl__task_info {
     uint32_t last_stale_gen;
     uint64_t parked_step;   /* step of its latest PENDING */
     pl_time parked_ns;
-    uint32_t waits_len;     /* declared in the latest poll; more than PL__WAITS_MAX
-                               keeps the first ones */
-    pl_wait waits[PL__WAITS_MAX];
+    uint32_t waits_len;     /* declared in the latest poll (in s->waits[id]); more
+                               than PL__WAITS_MAX keeps the first ones */
     uint64_t probed_step;   /* s->step after its latest probe: nothing changed since */
     uint64_t stale_step;    /* its latest wake through a superseded waker */
     pl_time stale_ns;
@@ -184,6 +188,8 @@ struct pl__sim {
     uint32_t *armers;       /* task that armed timer #seq (index seq); 0: none */
     size_t armers_cap;
     uint64_t firing_seq;    /* timer whose wake is being delivered; 0: none */
+    pl__task_waits *waits;  /* index = task id; NULL until a task declares */
+    size_t waits_cap;
     pl__late_timer *late;   /* late timers whose firing time has not passed (a
                                disarmed one stays until then: it only costs probes) */
     uint32_t late_len;
