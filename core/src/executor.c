@@ -496,7 +496,9 @@ pl_poll_result pl__poll_watched(pl_future *f, pl_context *cx)
     if (r == PL_READY) {
         f->flags |= PL_FUTURE_DONE;
     }
-    w->leave(w->ud, f, r);
+    if (w->leave != NULL) {
+        w->leave(w->ud, f, r);
+    }
     return r;
 }
 

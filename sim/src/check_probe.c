@@ -40,6 +40,9 @@
  * and probes at most this many of them: O(1) per point with a million
  * tasks, every task of a small scenario at every probing point. */
 #define SCAN_MAX 64u
+
+/* Futures up to this size are compared with a copy, bigger ones by hash. */
+#define PROBE_COPY_MAX 512u
 #define PROBES_PER_POINT_MAX 8u
 
 static double ms(pl_time ns) { return (double)ns / 1e6; }
@@ -138,10 +141,9 @@ static void report_progress(pl__sim *s, const pl_task *t, const probe_out *p, co
 
 /* One probe poll of task `id`. Progress: it completed, woke a task (itself
  * included), or its future's bytes changed; then it is reported (`where`
- * the probe ran, `rescue` what woke the task instead when known). The
- * bytes are compared by a 128-bit hash, not a copy: a probe never
- * allocates, so running out of memory cannot turn a lost wakeup into a
- * deadlock. */
+ * the probe ran, `rescue` what woke the task instead when known). A probe
+ * never allocates, so running out of memory cannot turn a lost wakeup
+ * into a deadlock. */
 static bool probe_task(pl__sim *s, uint32_t id, const char *where, const char *rescue,
                        probe_out *out)
 {
@@ -159,13 +161,23 @@ static bool probe_task(pl__sim *s, uint32_t id, const char *where, const char *r
         .at_ns = s->now,
     };
     size_t size = pl_task_future_size(t);
-    XXH128_hash_t before = XXH3_128bits(pl_task_future(t), size);
+    /* A copy on the stack compares cheapest; a future too big for it is
+     * compared by a 128-bit hash. Neither allocates. */
+    unsigned char copy[PROBE_COPY_MAX];
+    bool small = size <= sizeof copy;
+    XXH128_hash_t before = {0, 0};
+    if (small) {
+        memcpy(copy, pl_task_future(t), size);
+    } else {
+        before = XXH3_128bits(pl_task_future(t), size);
+    }
     s->polling_probe = true;
     pl_poll_result r = pl_executor_probe(s->ex, t);
     s->polling_probe = false;
     bool woke = s->woken_in_poll || s->woke_other;
-    bool changed =
-        r == PL_READY || !XXH128_isEqual(before, XXH3_128bits(pl_task_future(t), size));
+    bool changed = r == PL_READY ||
+                   (small ? memcmp(copy, pl_task_future(t), size) != 0
+                          : !XXH128_isEqual(before, XXH3_128bits(pl_task_future(t), size)));
     /* A spawn during the probe may have moved s->tasks: index again. */
     s->tasks[id].probed_step = s->step;
     out->progress = changed || woke;

@@ -246,18 +246,9 @@ static void on_enter(void *ud, pl_future *f)
 {
     pl__sim *s = ud;
     (void)f;
-    s->poll_depth++;
     if (++s->sub_polls > s->sub_polls_max) {
         pl__budget_sub_polls(s);
     }
-}
-
-static void on_leave(void *ud, pl_future *f, pl_poll_result r)
-{
-    pl__sim *s = ud;
-    (void)f;
-    (void)r;
-    s->poll_depth--;
 }
 
 /* A declaration outlives the poll that made it: the task stays parked on
@@ -292,7 +283,7 @@ static void on_purpose(void *ud)
 
 void pl__oracle_watch_init(pl__sim *s)
 {
-    s->watch = (pl_poll_watch){s, on_enter, on_leave, on_wait, on_purpose};
+    s->watch = (pl_poll_watch){s, on_enter, NULL, on_wait, on_purpose};
 }
 
 const pl_observer pl__sim_observer = {

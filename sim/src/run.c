@@ -199,7 +199,6 @@ static void run_escapable(pl__sim *s, const pl_scenario *sc, void *state)
         s->escape = NULL;
         s->run_over = true;
         s->polling = 0;
-        s->poll_depth = 0;
         s->polling_probe = false;
         pl__progress.task = NULL;
         pl_executor_abandon_poll(s->ex);

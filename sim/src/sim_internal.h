@@ -162,7 +162,6 @@ struct pl__sim {
     uint32_t stale_tasks;   /* tasks whose stale_wakes is not 0 */
 
     pl_poll_watch watch;    /* handed to every poll (pl_context.watch) */
-    uint32_t poll_depth;    /* pl_poll nesting inside the current task poll */
     uint64_t sub_polls;     /* pl_poll calls inside the current task poll */
     uint64_t sub_polls_max;
     uint64_t wakes_in_poll; /* self-wakes inside the current task poll */

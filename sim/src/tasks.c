@@ -44,7 +44,7 @@ void pl__oracle_check(const pl__sim *s)
 {
     PL__SIM_ASSERT(s->tasks_spawned == 0 || s->tasks_spawned < s->tasks_cap);
     PL__SIM_ASSERT(s->late_len <= s->late_cap);
-    PL__SIM_ASSERT(s->poll_depth == 0 && s->polling == 0); /* every poll left (or escaped) */
+    PL__SIM_ASSERT(s->polling == 0); /* every poll left (or escaped) */
     uint32_t stale = 0;
     for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
         const pl__task_info *ti = &s->tasks[id];

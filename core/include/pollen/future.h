@@ -75,7 +75,7 @@ struct pl_poll_watch {
      * chain of futures a task is parked in; the task's own future is
      * bracketed by the observer's poll_begin / poll_end instead). */
     void (*enter)(void *ud, pl_future *f);
-    void (*leave)(void *ud, pl_future *f, pl_poll_result r);
+    void (*leave)(void *ud, pl_future *f, pl_poll_result r); /* may be NULL */
     /* pl_wait_declare: the future being polled waits for *w. */
     void (*wait)(void *ud, const pl_wait *w);
     /* pl_poll_interval_declare: the task polls on purpose until its next
