@@ -315,7 +315,7 @@ static void on_finding(campaign *cp, worker *w, uint64_t seed, const msg_finding
     snprintf(rp->note, sizeof rp->note, "%s", m->replay_error);
     rp->output = m->output;
     rp->output.text[sizeof rp->output.text - 1] = '\0';
-    cp->error = cp->error || m->replay_error[0] != '\0';
+    cp->error = cp->error || (m->replay_error[0] != '\0' && m->replay[0] == '\0');
     if (w->rerun) {
         /* The rerun was for a crash or hang; say so next to what it found. */
         char msg[sizeof rp->f.message];

@@ -59,6 +59,13 @@ static void send_error(int fd, uint64_t seed, const char *fmt, ...)
     send_msg(fd, MSG_ERROR, seed, text, strlen(text) + 1);
 }
 
+/* Whether the run's decisions outgrew the recorder (its replay refuses). */
+static bool truncated(const pl_sim_result *r)
+{
+    const pl__run_record *rec = pl__sim_result_record(r);
+    return rec != NULL && rec->decisions_truncated;
+}
+
 static void worker_finding(const job *jb, int fd, uint64_t seed, const pl_sim_options *so,
                            const pl_sim_result *r)
 {
@@ -76,6 +83,12 @@ static void worker_finding(const job *jb, int fd, uint64_t seed, const pl_sim_op
         pl__cli_textf(m.replay_error, sizeof m.replay_error, "cannot write %s: %s", m.replay,
                       pl__cli_error_text(rc));
         m.replay[0] = '\0';
+    } else if (truncated(r)) {
+        /* The file refuses to replay: the finding says so, and why. */
+        pl__cli_textf(m.replay_error, sizeof m.replay_error,
+                      "it cannot reproduce this run: the run made more decisions than the "
+                      "recorder keeps (%zu); rerun the seed instead",
+                      (size_t)PL__DEC_RECORD_MAX_DEFAULT);
     }
     send_msg(fd, MSG_FINDING, seed, &m, sizeof m);
 }
