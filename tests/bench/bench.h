@@ -75,5 +75,6 @@ int bench_spawn(uint64_t n, bool sim);
 int bench_timers(uint64_t n, bool sim);
 int bench_outbox(uint64_t n, bool sim);
 int bench_fuzz(uint64_t n, bool sim);
+int bench_campaign(uint64_t n, bool sim); /* n: seeds; always under the simulator */
 
 #endif

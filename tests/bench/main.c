@@ -42,6 +42,9 @@ static const workload workloads[] = {
     {"outbox", MODE_SIM, MODE_SIM, bench_outbox,
      "4 workers relaying N items, 1 per virtual ms, 20 runs (N = 10000)"},
     {"fuzz", MODE_SIM, MODE_SIM, bench_fuzz, "libFuzzer exec/s of the outbox target (not yet)"},
+    /* Always the simulator (a campaign is one), so --sim is optional. */
+    {"campaign", MODE_REAL | MODE_SIM, MODE_SIM, bench_campaign,
+     "seeds/s of the outbox and handle lessons' campaigns, always simulated (SEEDS = 20000)"},
 };
 
 #define WORKLOADS_LEN (sizeof workloads / sizeof workloads[0])
