@@ -829,6 +829,13 @@ static const usage_case usage_cases[] = {
     {{"run", "selftest_clen"}, "no scenario matches 'selftest_clen' (did you mean "
                                "'selftest_clean'?)"},
     {{"run", "nothing_*"}, "no scenario matches 'nothing_*'"},
+    {{"run", "selftest_clean", "--trace"}, "'--trace' traces one run: give one seed"},
+    {{"run", "selftest_clean", "--seeds", "0..9", "--chrome-trace", "t.json"},
+     "'--chrome-trace' traces one run: give one seed"},
+    {{"run", "selftest_clean", "selftest_assert", "--seed", "1", "--trace"},
+     "name exactly one scenario"},
+    {{"run", "selftest_*", "--seed", "1", "--trace"}, "the patterns select"},
+    {{"run", "selftest_clean", "--real", "--trace"}, "not with '--real'"},
     {{"replay"}, "which file?"},
     {{"replay", "--chrome-trace", "t.json", "a", "b"}, "exactly one FILE"},
     {{"replay", "--scenario", "nope", "f"}, "no scenario matches 'nope'"},
@@ -1553,6 +1560,69 @@ Test(cli, replay_traces)
     cr_assert_eq(fread(head, 1, 1, f), 1);
     fclose(f);
     cr_assert_eq(head[0], '[');
+}
+
+/* The timeline of `text` from its first " spawn " line on. */
+static const char *timeline_of(const char *text)
+{
+    const char *p = strstr(text, " spawn ");
+    cr_assert_not_null(p, "no timeline in: %s", text);
+    while (p > text && p[-1] != '\n') {
+        p--;
+    }
+    return p;
+}
+
+Test(cli, run_traces_one_seed_as_replay_does)
+{
+    char path[4096];
+    proc a = HARNESS("run", "selftest_assert", "--seeds", "0..199", "--no-shrink");
+    uint64_t seed = finding_seed(a.out);
+    snprintf(path, sizeof path, "%s", replay_of(a.out));
+    proc_free(&a);
+    char seed_text[32];
+    snprintf(seed_text, sizeof seed_text, "%" PRIu64, seed);
+    proc r = HARNESS("replay", path, "--trace");
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    proc p = HARNESS("run", "selftest_assert", "--seed", seed_text, "--trace", "--no-shrink",
+                     "--chrome-trace", "run.json");
+    cr_assert_eq(p.status, 10 + PL_FINDING_ASSERTION, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "FINDING assertion"), "%s", p.out);
+    /* The same function prints both: the same lines, to the end. */
+    const char *want = timeline_of(r.out);
+    const char *got = timeline_of(p.out);
+    cr_assert_eq(strncmp(got, want, strlen(want)), 0, "run:\n%s\nreplay:\n%s", got, want);
+    cr_assert_not_null(strstr(p.out, "chrome trace: run.json"), "%s", p.out);
+    FILE *f = fopen("run.json", "r");
+    cr_assert_not_null(f);
+    char head[2] = "";
+    cr_assert_eq(fread(head, 1, 1, f), 1);
+    fclose(f);
+    cr_assert_eq(head[0], '[');
+    proc_free(&p);
+    proc_free(&r);
+
+    /* A clean seed has a timeline too. */
+    p = HARNESS("run", "selftest_clean", "--seed", "5", "--trace");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(timeline_of(p.out), " complete "), "%s", p.out);
+    proc_free(&p);
+}
+
+Test(cli, run_trace_of_a_crashing_seed_reports_the_crash)
+{
+    proc p = HARNESS("run", "selftest_crash", "--seeds", "0..50", "--no-shrink", "-q");
+    uint64_t seed = finding_seed(p.out);
+    proc_free(&p);
+    char seed_text[32];
+    snprintf(seed_text, sizeof seed_text, "%" PRIu64, seed);
+    p = HARNESS("run", "selftest_crash", "--seed", seed_text, "--trace", "--no-shrink");
+    cr_assert_eq(p.status, 10 + PL_FINDING_CRASH, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "FINDING crash"), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "no timeline: the traced run's process was killed by "
+                                     "SIGSEGV"),
+                       "%s", p.out);
+    proc_free(&p);
 }
 
 Test(cli, replay_says_where_a_changed_file_differs)

@@ -212,28 +212,33 @@ static void print_verdict(const replay_opts *ro, const replay_input *in, bool sa
     fflush(stdout);
 }
 
-/* --trace, --chrome-trace: the run's event log (replays keep it). */
-static int replay_trace(const cli *c, const replay_opts *ro, const replay_input *in,
-                        const pl_sim_result *r)
+/* --trace, --chrome-trace: the run's event log (replays keep it), the
+ * text timeline on `text` and the Chrome trace in the file `chrome`
+ * (either may be off). `what` names the run in an error. `run --seed N
+ * --trace` prints its run with this too. Returns ST_CLEAN or ST_INTERNAL
+ * (message printed). */
+int pl__cli_write_trace(const cli *c, const char *cmd, FILE *text, const char *chrome,
+                        bool quiet, const char *what, const pl_sim_result *r)
 {
     size_t n = 0;
     const pl__trace_rec *ev = pl__result_events(r, &n);
     const pl__run_record *rec = pl__sim_result_record(r);
     int rc = 0;
-    if (ro->trace) {
-        rc = pl__trace_write_text(stdout, ev, n, pl__result_task_name, (void *)rec);
+    if (text != NULL) {
+        rc = pl__trace_write_text(text, ev, n, pl__result_task_name, (void *)rec);
     }
-    if (rc == 0 && ro->chrome != NULL) {
-        FILE *f = fopen(ro->chrome, "w");
+    if (rc == 0 && chrome != NULL) {
+        FILE *f = fopen(chrome, "w");
         rc = f == NULL ? -errno
                        : pl__trace_write_chrome(f, ev, n, pl__result_task_name, (void *)rec);
         rc = f != NULL && fclose(f) != 0 && rc == 0 ? -errno : rc;
-        if (rc == 0 && !ro->quiet) {
-            printf("  chrome trace: %s (%zu events)\n", pl__cli_safe_text(ro->chrome).s, n);
+        if (rc == 0 && !quiet) {
+            fprintf(text != NULL ? text : stdout, "  chrome trace: %s (%zu events)\n",
+                    pl__cli_safe_text(chrome).s, n);
         }
     }
     if (rc != 0) {
-        return pl__cli_internal_error(c, "replay", "cannot write the trace of %s: %s", in->path,
+        return pl__cli_internal_error(c, cmd, "cannot write the trace of %s: %s", what,
                                       pl__cli_error_text(rc));
     }
     return ST_CLEAN;
@@ -326,7 +331,8 @@ static int replay_exec(const cli *c, const replay_opts *ro, const replay_input *
     }
     int status = rc == 0 ? ST_CLEAN : ST_DIFFERS;
     if (ro->trace || ro->chrome != NULL) {
-        int trc = replay_trace(c, ro, in, &r);
+        int trc = pl__cli_write_trace(c, "replay", ro->trace ? stdout : NULL, ro->chrome,
+                                      ro->quiet, in->path, &r);
         status = trc != ST_CLEAN ? trc : status;
     }
     pl_sim_result_free(&r);

@@ -603,6 +603,76 @@ static void pct_guarantee_line(const run_opts *o, const pl_scenario *sc, const o
     pl__cli_flush_out(o->text);
 }
 
+/* ---- --seed N --trace: the one seed's timeline ------------------------ */
+
+typedef struct trace_job {
+    const cli *c;
+    const run_opts *o;
+    const pl_scenario *sc;
+    int fd; /* a copy of the text stream's fd: the child's own stdout is discarded */
+} trace_job;
+
+typedef struct trace_msg {
+    int rc;     /* pl_sim_run's */
+    int status; /* pl__cli_write_trace's */
+} trace_msg;
+
+/* In a child (user code runs again): the seed once more, keeping its
+ * events, then the timeline the replay command prints. The campaign
+ * already showed the run's own output. */
+static void trace_child(const void *ctx, void *result)
+{
+    const trace_job *tj = ctx;
+    trace_msg *m = result;
+    pl_sim_options so;
+    pl_sim_result r;
+    pl__cli_sim_options(tj->o, tj->o->seed_lo, &so);
+    so.keep_events = true;
+    m->rc = pl_sim_run(tj->sc, &so, &r);
+    fflush(stdout);
+    dup2(tj->fd, STDOUT_FILENO);
+    if (m->rc == 0) {
+        char what[64];
+        snprintf(what, sizeof what, "seed %" PRIu64, tj->o->seed_lo);
+        m->status = pl__cli_write_trace(tj->c, "run", tj->o->trace ? stdout : NULL,
+                                        tj->o->chrome, tj->o->quiet, what, &r);
+    }
+    fflush(stdout);
+    pl_sim_result_free(&r);
+}
+
+/* Returns 0 or ST_INTERNAL. A run that dies here was reported by the
+ * campaign already: this only says why there is no timeline. */
+static int trace_seed(const cli *c, const run_opts *o, const pl_scenario *sc)
+{
+    pl__cli_flush_out(o->text);
+    trace_job tj = {c, o, sc, dup(fileno(o->text))};
+    trace_msg m;
+    child_end end;
+    memset(&m, 0, sizeof m);
+    int rc = tj.fd < 0 ? -errno
+                       : pl__cli_run_in_child(trace_child, &tj, &m, sizeof m,
+                                              pl__cli_now_ms() + o->watchdog_ns / PL_MS,
+                                              OUT_DISCARD, &end);
+    if (tj.fd >= 0) {
+        close(tj.fd);
+    }
+    if (rc != 0) {
+        return pl__cli_internal_error(c, "run", "cannot start a process: %s", strerror(-rc));
+    }
+    if (!end.complete) {
+        char why[1200];
+        pl__cli_child_lost(&end, "the traced run's process", why, sizeof why);
+        fprintf(o->text, "%s: seed %" PRIu64 ": no timeline: %s\n", sc->name, o->seed_lo, why);
+        return 0;
+    }
+    if (m.rc < 0) {
+        return pl__cli_internal_error(c, "run", "the traced run could not start: %s",
+                                      pl__cli_error_text(m.rc));
+    }
+    return m.status;
+}
+
 /* The exit status once stdout failed: a reader that went away (`| head`)
  * is no error of the run, only the end of it; anything else (a full disk)
  * is one. */
@@ -638,6 +708,9 @@ static int run_all(const cli *c, const run_opts *o, const pl_scenario **sel, siz
         int rc = o->real      ? real_one(c, &oi, sel[i], &outs[i])
                  : o->bounded ? bounded_one(c, &oi, sel[i], &outs[i])
                               : campaign_run(c, &oi, sel[i], &outs[i]);
+        if (rc == 0 && (o->trace || o->chrome != NULL) && pl__cli_stdout_errno == 0) {
+            rc = trace_seed(c, &oi, sel[i]);
+        }
         if (rc == 0 && o->pct_depth > 0 && !o->quiet && outs[i].ran) {
             pct_guarantee_line(o, sel[i], &outs[i]);
         }
@@ -663,6 +736,10 @@ int pl__cli_cmd_run(cli *c, int argc, char **argv)
         sel = calloc(c->nall + 1, sizeof *sel);
         rc = sel == NULL ? pl__cli_internal_error(c, "run", "out of memory")
                          : pl__cli_select_scenarios(c, "run", o.patterns, o.npatterns, sel, &nsel);
+    }
+    if (rc == 0 && (o.trace || o.chrome != NULL) && nsel != 1) {
+        rc = usage_error(c, "run", "'%s' traces one run: the patterns select %zu scenarios, "
+                         "name exactly one", o.trace ? "--trace" : "--chrome-trace", nsel);
     }
     if (rc == 0) {
         struct sigaction sa, old, ign, old_pipe;
