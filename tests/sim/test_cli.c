@@ -837,6 +837,7 @@ static const usage_case usage_cases[] = {
     {{"run", "selftest_*", "--seed", "1", "--trace"}, "the patterns select"},
     {{"run", "selftest_clean", "--real", "--trace"}, "not with '--real'"},
     {{"replay"}, "which file?"},
+    {{"replay", "f", "--break-at", "0"}, "bad value for '--break-at': '0'"},
     {{"replay", "--chrome-trace", "t.json", "a", "b"}, "exactly one FILE"},
     {{"replay", "--scenario", "nope", "f"}, "no scenario matches 'nope'"},
     {{"shrink"}, "which file?"},
@@ -1623,6 +1624,45 @@ Test(cli, run_trace_of_a_crashing_seed_reports_the_crash)
                                      "SIGSEGV"),
                        "%s", p.out);
     proc_free(&p);
+}
+
+Test(cli, replay_breaks_at_a_step_with_sigtrap)
+{
+    char path[4096];
+    assert_finding(path, sizeof path);
+    struct rlimit no_core = {0, 0};
+    cr_assert_eq(setrlimit(RLIMIT_CORE, &no_core), 0);
+    proc t = HARNESS("replay", path, "--trace");
+    cr_assert_eq(t.status, 0, "%s%s", t.out, t.err);
+    /* The task the timeline polls at step 4 (its line "       4 ... poll  NAME"). */
+    const char *line = strstr(t.out, "\n       4 ");
+    cr_assert_not_null(line, "%s", t.out);
+    line = strstr(line, " poll ");
+    cr_assert_not_null(line);
+    char task[64];
+    cr_assert_eq(sscanf(line, " poll %63s", task), 1);
+
+    proc p = HARNESS("replay", path, "--break-at", "4");
+    cr_assert_eq(p.status, 128 + SIGTRAP, "%s%s", p.out, p.err);
+    char want[128];
+    snprintf(want, sizeof want, "pollen: break at step 4: task %s is polled next", task);
+    cr_assert_not_null(strstr(p.err, want), "%s", p.err);
+    /* Stopped there: no verdict. */
+    cr_assert_null(strstr(p.out, "reproduced"), "%s", p.out);
+    proc_free(&p);
+
+    /* Past the run's end: the replay finishes and says so. */
+    uint64_t steps = number_before(strstr(t.out, ", step ") + 7, "\n");
+    char past[32];
+    snprintf(past, sizeof past, "%" PRIu64, steps + 1);
+    p = HARNESS("replay", path, "--break-at", past);
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    snprintf(want, sizeof want, "--break-at %" PRIu64 ": never reached: the run ended at step "
+             "%" PRIu64, steps + 1, steps);
+    cr_assert_not_null(strstr(p.out, want), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "reproduced: assertion"), "%s", p.out);
+    proc_free(&p);
+    proc_free(&t);
 }
 
 Test(cli, replay_says_where_a_changed_file_differs)

@@ -200,6 +200,10 @@ typedef struct pl_sim_options {
     uint64_t pct_horizon;          /* pct:D without K: the change-point horizon, as
                                       pl_sim_pct_estimate's steps (measure once, pass it
                                       to every seed); 0: pl_sim_run measures it first */
+    uint64_t break_at_step;        /* as step N begins (the step numbers of findings and
+                                      timelines), say so on stderr and raise(SIGTRAP): a
+                                      debugger stops there; without one the process dies
+                                      of it. 0 (default): never */
 } pl_sim_options;
 
 void pl_sim_options_default(pl_sim_options *o);

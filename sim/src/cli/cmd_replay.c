@@ -12,11 +12,12 @@ typedef struct replay_opts {
     pl_time watchdog_ns;
     pl_time poll_cost_ns;   /* --poll-cost, when poll_cost_set */
     bool poll_cost_set;
+    uint64_t break_at;      /* --break-at STEP; 0: none */
 } replay_opts;
 
 enum replay_opt {
     P_SCENARIO, P_TRACE, P_CHROME, P_WATCHDOG, P_NO_FORK, P_QUIET, P_HELP, P_POLL_COST,
-    P_POLL_BUDGET
+    P_POLL_BUDGET, P_BREAK_AT
 };
 
 static const opt_spec replay_specs[] = {
@@ -29,6 +30,7 @@ static const opt_spec replay_specs[] = {
     [P_HELP] = {"help", 'h', NULL},
     [P_POLL_COST] = {"poll-cost", 0, "DURATION"},
     [P_POLL_BUDGET] = {"poll-budget", 0, "DURATION"},
+    [P_BREAK_AT] = {"break-at", 0, "STEP"},
     {NULL, 0, NULL},
 };
 
@@ -65,12 +67,16 @@ static int replay_opts_parse(const cli *c, int argc, char **argv, replay_opts *r
         } else if (id == P_POLL_COST && pl__cli_opt_poll_cost(&it, id, v, &ro->poll_cost_ns) != 0) {
         } else if (id == P_POLL_BUDGET && pl__cli_opt_poll_budget(&it, id, v) != 0) {
             return ST_USAGE;
+        } else if (id == P_BREAK_AT &&
+                   pl__cli_opt_number(&it, id, v, 1, UINT64_MAX, &ro->break_at) != 0) {
+            return ST_USAGE;
         }
         ro->poll_cost_set = ro->poll_cost_set || id == P_POLL_COST;
         ro->scenario = id == P_SCENARIO ? v : ro->scenario;
         ro->chrome = id == P_CHROME ? v : ro->chrome;
         ro->trace = ro->trace || id == P_TRACE;
-        ro->no_fork = ro->no_fork || id == P_NO_FORK;
+        /* The trap must stop the process a debugger runs: this one. */
+        ro->no_fork = ro->no_fork || id == P_NO_FORK || id == P_BREAK_AT;
         ro->quiet = ro->quiet || id == P_QUIET;
     }
     if (ro->nfiles == 0) {
@@ -272,6 +278,7 @@ static int replay_nondeterminism(const cli *c, const replay_opts *ro, const repl
     pl_sim_result a, b;
     char knobs[PL__DEC_KNOBS_TEXT_MAX];
     replay_sim_options(in, &so, knobs, sizeof knobs);
+    so.break_at_step = ro->break_at;
     int ra = pl_sim_run(in->sc, &so, &a), rb = pl_sim_run(in->sc, &so, &b);
     uint64_t ha = a.hash, hb = b.hash;
     pl_sim_result_free(&a);
@@ -305,7 +312,8 @@ static int replay_exec(const cli *c, const replay_opts *ro, const replay_input *
     int rc;
     bool canonical = !in->raw && !seed_only(in) && in->file.scenario != NULL &&
                      strcmp(in->file.scenario, in->sc->name) == 0 &&
-                     pl_scenario_find(in->sc->name) == in->sc && !ro->poll_cost_set;
+                     pl_scenario_find(in->sc->name) == in->sc && !ro->poll_cost_set &&
+                     ro->break_at == 0;
     if (canonical) {
         rc = pl_sim_replay_file(in->path, &r, err, sizeof err);
     } else {
@@ -313,6 +321,7 @@ static int replay_exec(const cli *c, const replay_opts *ro, const replay_input *
         char knobs[PL__DEC_KNOBS_TEXT_MAX];
         replay_sim_options(in, &so, knobs, sizeof knobs);
         so.keep_events = ro->trace || ro->chrome != NULL;
+        so.break_at_step = ro->break_at;
         rc = pl_sim_run(in->sc, &so, &r);
         rc = rc == 0 ? compare_run(in, &r, err, sizeof err) : rc;
     }
@@ -330,6 +339,10 @@ static int replay_exec(const cli *c, const replay_opts *ro, const replay_input *
         print_verdict(ro, in, false, "%s", err);
     }
     int status = rc == 0 ? ST_CLEAN : ST_DIFFERS;
+    if (ro->break_at > r.steps) {
+        printf("  --break-at %" PRIu64 ": never reached: the run ended at step %" PRIu64 "\n",
+               ro->break_at, r.steps);
+    }
     if (ro->trace || ro->chrome != NULL) {
         int trc = pl__cli_write_trace(c, "replay", ro->trace ? stdout : NULL, ro->chrome,
                                       ro->quiet, in->path, &r);
