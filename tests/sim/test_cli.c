@@ -1135,7 +1135,8 @@ Test(cli, time_running_out_still_judges_a_hanging_seed)
     /* ...and resuming there does not stall. */
     p = HARNESS("run", "selftest_hang_late", "--seeds", "14..20", "-j", "1", "--watchdog", "1s",
                 "--time", "500ms", "--json");
-    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    /* Complete, and its known bug (seed 13) is not in it: exit 4. */
+    cr_assert_eq(p.status, 4, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "\"runs\":7,"), "%s", p.out);
     cr_assert_not_null(strstr(p.out, "\"complete\":true,"), "%s", p.out);
     proc_free(&p);
@@ -1665,6 +1666,63 @@ Test(cli, replay_breaks_at_a_step_with_sigtrap)
     proc_free(&t);
 }
 
+Test(cli, a_scenario_expecting_no_such_kind_or_badly_named_is_refused)
+{
+    cr_assert_eq(setenv("POLLEN_HARNESS_CASE", "bad_expect", 1), 0);
+    proc p = HARNESS("list");
+    cr_assert_eq(p.status, 2, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.err, "scenario 'selftest_bad_expect' expects 'lost_wakeups', "
+                                     "which is no finding kind; did you mean 'lost_wakeup'?"),
+                       "%s", p.err);
+    proc_free(&p);
+    cr_assert_eq(setenv("POLLEN_HARNESS_CASE", "bad_name", 1), 0);
+    p = HARNESS("run", "selftest_clean", "--seed", "1");
+    cr_assert_eq(p.status, 2, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.err, "scenario name 'Selftest-Bad' is not [a-z0-9_]+"), "%s",
+                       p.err);
+    cr_assert_eq(p.out[0], '\0', "nothing ran: %s", p.out);
+    proc_free(&p);
+}
+
+Test(cli, a_known_bug_not_found_exits_4)
+{
+    cr_assert_eq(setenv("POLLEN_HARNESS_CASE", "missed", 1), 0);
+    proc p = HARNESS("run", "selftest_missed", "--seeds", "0..19");
+    cr_assert_eq(p.status, 4, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "expected deadlock, not found"), "%s", p.out);
+    proc_free(&p);
+    p = HARNESS("run", "selftest_missed", "--strategy", "bounded:1");
+    cr_assert_eq(p.status, 4, "%s%s", p.out, p.err);
+    proc_free(&p);
+    /* One shard sees part of the range only: no verdict there. */
+    p = HARNESS("run", "selftest_missed", "--seeds", "0..19", "--shard", "1/2");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    proc_free(&p);
+    /* A clean scenario without .expect stays 0. */
+    p = HARNESS("run", "selftest_clean", "--seeds", "0..19");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    proc_free(&p);
+}
+
+Test(cli, a_setup_error_has_its_own_status_and_no_replay_or_shrink)
+{
+    cr_assert_eq(setenv("POLLEN_HARNESS_CASE", "setup_error", 1), 0);
+    proc p = HARNESS("run", "selftest_setup_error", "--seeds", "0..9");
+    cr_assert_eq(p.status, 5, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "SETUP ERROR in selftest_setup_error (seed 0)"), "%s",
+                       p.out);
+    cr_assert_not_null(strstr(p.out, "scenario setup failed: "), "%s", p.out);
+    cr_assert_null(strstr(p.out, "FINDING"), "%s", p.out);
+    cr_assert_null(strstr(p.out, "shrunk"), "%s", p.out);
+    cr_assert_null(strstr(p.out, ".replay"), "%s", p.out);
+    struct stat st;
+    cr_assert_neq(stat("pollen-out/selftest_setup_error-seed0.replay", &st), 0);
+    proc_free(&p);
+    p = HARNESS("run", "selftest_setup_error", "--strategy", "bounded:1");
+    cr_assert_eq(p.status, 5, "%s%s", p.out, p.err);
+    proc_free(&p);
+}
+
 Test(cli, replay_says_where_a_changed_file_differs)
 {
     char path[4096];
@@ -1780,7 +1838,8 @@ Test(cli, bounded_strategy_enumerates_schedules)
     proc_free(&p);
     p = POLLEN("run", "bug_abort_permit", "--strategy", "bounded:1", "--knobs",
                "schedule=off,timer_order=off,cancel=off", "--no-shrink");
-    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    /* Exhausted without its expected bug: the known-bug status. */
+    cr_assert_eq(p.status, 4, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "not explored: schedule (off), timer_order (off), "
                                      "spurious_poll (off), cancel (off)\n"),
                        "%s", p.out);

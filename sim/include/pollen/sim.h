@@ -121,6 +121,12 @@ typedef struct pl_finding {
     char message[1024];      /* what happened, in words */
 } pl_finding;
 
+/* A scenario whose setup returns an error never runs: the run records an
+ * assertion finding whose message starts with PL_SIM_SETUP_FAILED, and
+ * pl_finding_is_setup_error tells it from the scenario's own failures. */
+#define PL_SIM_SETUP_FAILED "scenario setup failed"
+bool pl_finding_is_setup_error(const pl_finding *f);
+
 /* ---- Running one seed ------------------------------------------------- */
 
 typedef enum pl_sim_source {

@@ -61,6 +61,8 @@ enum {
     ST_DIFFERS = 1,
     ST_USAGE = 2,
     ST_INTERNAL = 3,
+    ST_EXPECT_MISSED = 4, /* a known-bug scenario's expected finding not found */
+    ST_SETUP_ERROR = 5,   /* a scenario's setup returned an error: it never ran */
     ST_FINDING_BASE = 10,
     ST_INTERRUPTED = 130,
     ST_OUTPUT_CLOSED = 141, /* 128 + SIGPIPE, what a shell reports for `| head` */

@@ -75,6 +75,8 @@ typedef struct outcome {
     uint64_t resume_seed;   /* stopped: every seed below it is done */
     double seconds;
     pl_finding_kind first;  /* NONE: clean */
+    bool first_setup;       /* first is a setup error (pl_finding_is_setup_error) */
+    bool complete;          /* every seed of the range judged (no --time, no shard) */
     bool first_has_seed;
     uint64_t first_seed;
 } outcome;
@@ -98,6 +100,8 @@ static void outcome_of(const campaign *cp, outcome *out)
     out->resume_seed = cp->resume_seed;
     out->seconds = (double)(cp->end_ms - cp->start_ms) / 1000.0;
     out->first = cp->first != NULL ? cp->first->f.kind : PL_FINDING_NONE;
+    out->first_setup = cp->first != NULL && pl_finding_is_setup_error(&cp->first->f);
+    out->complete = !cp->stopped && !cp->error && cp->o->shard_n == 1;
     out->first_has_seed = cp->first != NULL && cp->first->has_seed;
     out->first_seed = cp->first != NULL ? cp->first->seed : 0;
 }
@@ -417,12 +421,14 @@ static int bounded_one(const cli *c, const run_opts *o, const pl_scenario *sc, o
     out->seconds = end.seconds;
     out->stopped = end.timed_out && (pl__cli_interrupted || pl__cli_now_ms() >= o->deadline_ms);
     bool found = end.complete ? m.finding.kind != PL_FINDING_NONE : !out->stopped;
+    out->complete = end.complete && m.exhausted;
     if (found) {
         report *rp = bounded_report(sc, &m, &end);
         if (rp == NULL) {
             return pl__cli_internal_error(c, "run", "out of memory");
         }
         out->first = rp->f.kind;
+        out->first_setup = pl_finding_is_setup_error(&rp->f);
         out->findings = 1;
         rc = rp->note[0] != '\0' ? ST_INTERNAL : 0;
         pl__cli_shrink_report(c, o, rp);
@@ -493,17 +499,31 @@ static void summary_json(const run_opts *o, const outcome *outs, size_t n, int s
     pl__cli_flush_out(f);
 }
 
+/* A setup error is no finding of the code under test, and a known-bug
+ * scenario whose bug a complete range missed fails too: the bug, or the
+ * simulator's power to find it, is gone. */
 static int run_status(const outcome *outs, size_t n, bool error)
 {
     if (error) {
         return ST_INTERNAL;
     }
+    bool setup = false, missed = false;
     for (size_t i = 0; i < n; i++) {
-        if (outs[i].first != PL_FINDING_NONE) {
+        if (outs[i].first_setup) {
+            setup = true;
+        } else if (outs[i].first != PL_FINDING_NONE) {
             return ST_FINDING_BASE + (int)outs[i].first;
         }
+        missed = missed || (outs[i].sc->expect != NULL && outs[i].first == PL_FINDING_NONE &&
+                            outs[i].complete);
     }
-    return pl__cli_interrupted ? ST_INTERRUPTED : ST_CLEAN;
+    if (setup) {
+        return ST_SETUP_ERROR;
+    }
+    if (pl__cli_interrupted) {
+        return ST_INTERRUPTED;
+    }
+    return missed ? ST_EXPECT_MISSED : ST_CLEAN;
 }
 
 /* ---- PCT's guarantee: n and k measured in a child (user code runs) --- */

@@ -100,9 +100,14 @@ static const char help_run[] =
 static const char help_run_exit[] =
     "\n"
     "exit status: 0 no finding, 10 + kind of the first finding (see below),\n"
-    "2 bad usage, 3 internal error (such as an unwritable DIR or a full\n"
-    "stdout), 130 interrupted before any finding, 141 stdout closed early\n"
-    "(a reader such as 'head' went away: the run stops without a summary).\n"
+    "2 bad usage (also: a linked scenario whose name is not [a-z0-9_]+ or\n"
+    "whose expected kind does not exist), 3 internal error (such as an\n"
+    "unwritable DIR or a full stdout), 4 expected finding not found (a\n"
+    "known-bug scenario clean over a whole unsharded range, or an exhausted\n"
+    "bounded:K), 5 setup error (a scenario's setup returned an error: SETUP\n"
+    "ERROR, no replay, no shrink), 130 interrupted before any finding, 141\n"
+    "stdout closed early (a reader such as 'head' went away: the run stops\n"
+    "without a summary).\n"
     "A known-bug scenario that produces its expected finding still exits\n"
     "10 + kind: the report is the truth.\n";
 
