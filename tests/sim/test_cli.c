@@ -838,6 +838,7 @@ static const usage_case usage_cases[] = {
     {{"run", "selftest_clean", "--real", "--trace"}, "not with '--real'"},
     {{"replay"}, "which file?"},
     {{"replay", "f", "--break-at", "0"}, "bad value for '--break-at': '0'"},
+    {{"replay", "f", "--poll-cost", "5"}, "bad value for '--poll-cost': '5'"},
     {{"replay", "--chrome-trace", "t.json", "a", "b"}, "exactly one FILE"},
     {{"replay", "--scenario", "nope", "f"}, "no scenario matches 'nope'"},
     {{"shrink"}, "which file?"},

@@ -65,6 +65,7 @@ static int replay_opts_parse(const cli *c, int argc, char **argv, replay_opts *r
         } else if (id == P_WATCHDOG && pl__cli_opt_duration(&it, id, v, &ro->watchdog_ns) != 0) {
             return ST_USAGE;
         } else if (id == P_POLL_COST && pl__cli_opt_poll_cost(&it, id, v, &ro->poll_cost_ns) != 0) {
+            return ST_USAGE;
         } else if (id == P_POLL_BUDGET && pl__cli_opt_poll_budget(&it, id, v) != 0) {
             return ST_USAGE;
         } else if (id == P_BREAK_AT &&
