@@ -13,7 +13,14 @@
 
 void pl__run_setup_failed(pl__sim *s, int rc)
 {
-    pl__sim_finding(s, PL_FINDING_ASSERTION, NULL, "scenario setup failed: %s", pl_strerror(rc));
+    pl__sim_finding(s, PL_FINDING_ASSERTION, NULL, PL_SIM_SETUP_FAILED ": %s", pl_strerror(rc));
+}
+
+bool pl_finding_is_setup_error(const pl_finding *f)
+{
+    static const char prefix[] = PL_SIM_SETUP_FAILED ": ";
+    return f->kind == PL_FINDING_ASSERTION && f->task_id == 0 && f->step == 0 &&
+           strncmp(f->message, prefix, sizeof prefix - 1) == 0;
 }
 
 void pl__run_out_of_memory(pl__sim *s, const pl_task *t, const char *what)

@@ -3,6 +3,8 @@
  * crash mirror), trace events, findings, and the site tables. It sits
  * below the checkers, the reactor and sim.c, and calls none of them.
  */
+#include <inttypes.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +72,17 @@ uint32_t pl__sim_choose(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t 
         }
     }
     return v;
+}
+
+void pl__sim_break(const pl__sim *s, const pl_task *t)
+{
+    /* The run's own state, before the poll: where a debugger's user is. */
+    fprintf(stderr,
+            "pollen: break at step %" PRIu64 ": task %s#%" PRIu32 " is polled next, virtual "
+            "time %" PRId64 " ns\n",
+            s->step, pl_task_name(t), pl_task_id(t), (int64_t)s->now);
+    fflush(NULL); /* what was printed so far, before a debugger holds the process */
+    raise(SIGTRAP);
 }
 
 void pl__sim_finding(pl__sim *s, pl_finding_kind kind, const pl_task *t, const char *fmt, ...)

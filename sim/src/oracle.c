@@ -54,6 +54,9 @@ static void on_poll_begin(void *ud, pl_task *t, uint32_t gen, bool probe)
     pl__sim *s = ud;
     s->step++;
     s->polling = tid(t);
+    if (s->step == s->opts.break_at_step) {
+        pl__sim_break(s, t); /* --break-at: one compare when unset */
+    }
     s->woken_in_poll = false;
     s->woke_other = false;
     s->sub_polls = 0;

@@ -46,6 +46,10 @@ void pl__sim_record_to(pl__dec_record *buf, size_t cap, volatile uint64_t *len);
 void pl__sim_finding(pl__sim *s, pl_finding_kind kind, const pl_task *t, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* pl_sim_options.break_at_step was reached as task t's poll begins: says
+ * where on stderr, then raises SIGTRAP (a debugger stops here). */
+void pl__sim_break(const pl__sim *s, const pl_task *t);
+
 /* ---- The network: in-memory I/O ---------------------------------------
  * Simulated pipes, stream sockets and datagram sockets (pl__reactor):
  * its API, the system's I/O entries included, is net/net.h. */

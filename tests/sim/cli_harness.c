@@ -285,12 +285,71 @@ static const pl_scenario selftest_runs = {
     .check = runs_check,
 };
 
+/* ---- Only under POLLEN_HARNESS_CASE: scenarios a normal run must not
+ * meet, since two of them stop pl_main before any command runs. -------- */
+
+static int failing_setup(pl_executor *ex, void *state)
+{
+    (void)ex;
+    (void)state;
+    return PL_EINVAL;
+}
+
+static int quick_setup(pl_executor *ex, void *state)
+{
+    (void)state;
+    pl_future q = PL_FUTURE_INIT(&quick_vtable);
+    return PL_SPAWN(ex, q, "quick", NULL);
+}
+
+static const pl_scenario case_bad_expect = {
+    .name = "selftest_bad_expect",
+    .summary = "CLI self-test: expects a finding kind that does not exist",
+    .expect = "lost_wakeups",
+    .setup = quick_setup,
+};
+
+static const pl_scenario case_bad_name = {
+    .name = "Selftest-Bad",
+    .summary = "CLI self-test: a name that is not [a-z0-9_]+",
+    .setup = quick_setup,
+};
+
+static const pl_scenario case_setup_error = {
+    .name = "selftest_setup_error",
+    .summary = "CLI self-test: setup returns PL_EINVAL",
+    .setup = failing_setup,
+};
+
+static const pl_scenario case_missed = {
+    .name = "selftest_missed",
+    .summary = "CLI self-test: a known-bug scenario whose bug is gone (always clean)",
+    .expect = "deadlock",
+    .setup = quick_setup,
+};
+
+/* The scenario POLLEN_HARNESS_CASE names, or NULL. */
+static const pl_scenario *harness_case(void)
+{
+    static const pl_scenario *const cases[] = {&case_bad_expect, &case_bad_name,
+                                               &case_setup_error, &case_missed};
+    static const char *const names[] = {"bad_expect", "bad_name", "setup_error", "missed"};
+    const char *want = getenv("POLLEN_HARNESS_CASE");
+    for (size_t i = 0; want != NULL && i < sizeof cases / sizeof cases[0]; i++) {
+        if (strcmp(want, names[i]) == 0) {
+            return cases[i];
+        }
+    }
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
-    static const pl_scenario *const extra[] = {&selftest_hang,      &selftest_hang_late,
-                                               &selftest_nondet,    &selftest_sometimes,
-                                               &selftest_teardown,  &selftest_chatter,
-                                               &selftest_leak,      &selftest_runs,
-                                               &selftest_oom,       NULL};
+    static const pl_scenario *extra[] = {&selftest_hang,      &selftest_hang_late,
+                                         &selftest_nondet,    &selftest_sometimes,
+                                         &selftest_teardown,  &selftest_chatter,
+                                         &selftest_leak,      &selftest_runs,
+                                         &selftest_oom,       NULL, NULL};
+    extra[sizeof extra / sizeof extra[0] - 2] = harness_case();
     return pl_main(argc, argv, extra);
 }

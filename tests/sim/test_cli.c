@@ -829,7 +829,16 @@ static const usage_case usage_cases[] = {
     {{"run", "selftest_clen"}, "no scenario matches 'selftest_clen' (did you mean "
                                "'selftest_clean'?)"},
     {{"run", "nothing_*"}, "no scenario matches 'nothing_*'"},
+    {{"run", "selftest_clean", "--trace"}, "'--trace' traces one run: give one seed"},
+    {{"run", "selftest_clean", "--seeds", "0..9", "--chrome-trace", "t.json"},
+     "'--chrome-trace' traces one run: give one seed"},
+    {{"run", "selftest_clean", "selftest_assert", "--seed", "1", "--trace"},
+     "name exactly one scenario"},
+    {{"run", "selftest_*", "--seed", "1", "--trace"}, "the patterns select"},
+    {{"run", "selftest_clean", "--real", "--trace"}, "not with '--real'"},
     {{"replay"}, "which file?"},
+    {{"replay", "f", "--break-at", "0"}, "bad value for '--break-at': '0'"},
+    {{"replay", "f", "--poll-cost", "5"}, "bad value for '--poll-cost': '5'"},
     {{"replay", "--chrome-trace", "t.json", "a", "b"}, "exactly one FILE"},
     {{"replay", "--scenario", "nope", "f"}, "no scenario matches 'nope'"},
     {{"shrink"}, "which file?"},
@@ -1127,7 +1136,8 @@ Test(cli, time_running_out_still_judges_a_hanging_seed)
     /* ...and resuming there does not stall. */
     p = HARNESS("run", "selftest_hang_late", "--seeds", "14..20", "-j", "1", "--watchdog", "1s",
                 "--time", "500ms", "--json");
-    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    /* Complete, and its known bug (seed 13) is not in it: exit 4. */
+    cr_assert_eq(p.status, 4, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "\"runs\":7,"), "%s", p.out);
     cr_assert_not_null(strstr(p.out, "\"complete\":true,"), "%s", p.out);
     proc_free(&p);
@@ -1555,6 +1565,165 @@ Test(cli, replay_traces)
     cr_assert_eq(head[0], '[');
 }
 
+/* The timeline of `text` from its first " spawn " line on. */
+static const char *timeline_of(const char *text)
+{
+    const char *p = strstr(text, " spawn ");
+    cr_assert_not_null(p, "no timeline in: %s", text);
+    while (p > text && p[-1] != '\n') {
+        p--;
+    }
+    return p;
+}
+
+Test(cli, run_traces_one_seed_as_replay_does)
+{
+    char path[4096];
+    proc a = HARNESS("run", "selftest_assert", "--seeds", "0..199", "--no-shrink");
+    uint64_t seed = finding_seed(a.out);
+    snprintf(path, sizeof path, "%s", replay_of(a.out));
+    proc_free(&a);
+    char seed_text[32];
+    snprintf(seed_text, sizeof seed_text, "%" PRIu64, seed);
+    proc r = HARNESS("replay", path, "--trace");
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    proc p = HARNESS("run", "selftest_assert", "--seed", seed_text, "--trace", "--no-shrink",
+                     "--chrome-trace", "run.json");
+    cr_assert_eq(p.status, 10 + PL_FINDING_ASSERTION, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "FINDING assertion"), "%s", p.out);
+    /* The same function prints both: the same lines, to the end. */
+    const char *want = timeline_of(r.out);
+    const char *got = timeline_of(p.out);
+    cr_assert_eq(strncmp(got, want, strlen(want)), 0, "run:\n%s\nreplay:\n%s", got, want);
+    cr_assert_not_null(strstr(p.out, "chrome trace: run.json"), "%s", p.out);
+    FILE *f = fopen("run.json", "r");
+    cr_assert_not_null(f);
+    char head[2] = "";
+    cr_assert_eq(fread(head, 1, 1, f), 1);
+    fclose(f);
+    cr_assert_eq(head[0], '[');
+    proc_free(&p);
+    proc_free(&r);
+
+    /* A clean seed has a timeline too. */
+    p = HARNESS("run", "selftest_clean", "--seed", "5", "--trace");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(timeline_of(p.out), " complete "), "%s", p.out);
+    proc_free(&p);
+}
+
+Test(cli, run_trace_of_a_crashing_seed_reports_the_crash)
+{
+    proc p = HARNESS("run", "selftest_crash", "--seeds", "0..50", "--no-shrink", "-q");
+    uint64_t seed = finding_seed(p.out);
+    proc_free(&p);
+    char seed_text[32];
+    snprintf(seed_text, sizeof seed_text, "%" PRIu64, seed);
+    p = HARNESS("run", "selftest_crash", "--seed", seed_text, "--trace", "--no-shrink");
+    cr_assert_eq(p.status, 10 + PL_FINDING_CRASH, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "FINDING crash"), "%s", p.out);
+    /* Killed by SIGSEGV, or exited 1 when a sanitizer caught it. */
+    cr_assert_not_null(strstr(p.out, ": no timeline: the traced run's process "), "%s",
+                       p.out);
+    proc_free(&p);
+}
+
+Test(cli, replay_breaks_at_a_step_with_sigtrap)
+{
+    char path[4096];
+    assert_finding(path, sizeof path);
+    struct rlimit no_core = {0, 0};
+    cr_assert_eq(setrlimit(RLIMIT_CORE, &no_core), 0);
+    proc t = HARNESS("replay", path, "--trace");
+    cr_assert_eq(t.status, 0, "%s%s", t.out, t.err);
+    /* The task the timeline polls at step 4 (its line "       4 ... poll  NAME"). */
+    const char *line = strstr(t.out, "\n       4 ");
+    cr_assert_not_null(line, "%s", t.out);
+    line = strstr(line, " poll ");
+    cr_assert_not_null(line);
+    char task[64];
+    cr_assert_eq(sscanf(line, " poll %63s", task), 1);
+
+    proc p = HARNESS("replay", path, "--break-at", "4");
+    cr_assert_eq(p.status, 128 + SIGTRAP, "%s%s", p.out, p.err);
+    char want[128];
+    snprintf(want, sizeof want, "pollen: break at step 4: task %s is polled next", task);
+    cr_assert_not_null(strstr(p.err, want), "%s", p.err);
+    /* Stopped there: no verdict. */
+    cr_assert_null(strstr(p.out, "reproduced"), "%s", p.out);
+    proc_free(&p);
+
+    /* Past the run's end: the replay finishes and says so. */
+    uint64_t steps = number_before(strstr(t.out, ", step ") + 7, "\n");
+    char past[32];
+    snprintf(past, sizeof past, "%" PRIu64, steps + 1);
+    p = HARNESS("replay", path, "--break-at", past);
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    snprintf(want, sizeof want, "--break-at %" PRIu64 ": never reached: the run ended at step "
+             "%" PRIu64, steps + 1, steps);
+    cr_assert_not_null(strstr(p.out, want), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "reproduced: assertion"), "%s", p.out);
+    proc_free(&p);
+    proc_free(&t);
+}
+
+Test(cli, a_scenario_expecting_no_such_kind_or_badly_named_is_refused)
+{
+    cr_assert_eq(setenv("POLLEN_HARNESS_CASE", "bad_expect", 1), 0);
+    proc p = HARNESS("list");
+    cr_assert_eq(p.status, 2, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.err, "scenario 'selftest_bad_expect' expects 'lost_wakeups', "
+                                     "which is no finding kind; did you mean 'lost_wakeup'?"),
+                       "%s", p.err);
+    proc_free(&p);
+    cr_assert_eq(setenv("POLLEN_HARNESS_CASE", "bad_name", 1), 0);
+    p = HARNESS("run", "selftest_clean", "--seed", "1");
+    cr_assert_eq(p.status, 2, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.err, "scenario name 'Selftest-Bad' is not [a-z0-9_]+"), "%s",
+                       p.err);
+    cr_assert_eq(p.out[0], '\0', "nothing ran: %s", p.out);
+    proc_free(&p);
+}
+
+Test(cli, a_known_bug_not_found_exits_4)
+{
+    cr_assert_eq(setenv("POLLEN_HARNESS_CASE", "missed", 1), 0);
+    proc p = HARNESS("run", "selftest_missed", "--seeds", "0..19");
+    cr_assert_eq(p.status, 4, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "expected deadlock, not found"), "%s", p.out);
+    proc_free(&p);
+    p = HARNESS("run", "selftest_missed", "--strategy", "bounded:1");
+    cr_assert_eq(p.status, 4, "%s%s", p.out, p.err);
+    proc_free(&p);
+    /* One shard sees part of the range only: no verdict there. */
+    p = HARNESS("run", "selftest_missed", "--seeds", "0..19", "--shard", "1/2");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    proc_free(&p);
+    /* A clean scenario without .expect stays 0. */
+    p = HARNESS("run", "selftest_clean", "--seeds", "0..19");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    proc_free(&p);
+}
+
+Test(cli, a_setup_error_has_its_own_status_and_no_replay_or_shrink)
+{
+    cr_assert_eq(setenv("POLLEN_HARNESS_CASE", "setup_error", 1), 0);
+    proc p = HARNESS("run", "selftest_setup_error", "--seeds", "0..9");
+    cr_assert_eq(p.status, 5, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "SETUP ERROR in selftest_setup_error (seed 0)"), "%s",
+                       p.out);
+    cr_assert_not_null(strstr(p.out, "scenario setup failed: "), "%s", p.out);
+    cr_assert_null(strstr(p.out, "FINDING"), "%s", p.out);
+    cr_assert_null(strstr(p.out, "shrunk"), "%s", p.out);
+    cr_assert_null(strstr(p.out, ".replay"), "%s", p.out);
+    struct stat st;
+    cr_assert_neq(stat("pollen-out/selftest_setup_error-seed0.replay", &st), 0);
+    proc_free(&p);
+    p = HARNESS("run", "selftest_setup_error", "--strategy", "bounded:1");
+    cr_assert_eq(p.status, 5, "%s%s", p.out, p.err);
+    proc_free(&p);
+}
+
 Test(cli, replay_says_where_a_changed_file_differs)
 {
     char path[4096];
@@ -1670,7 +1839,8 @@ Test(cli, bounded_strategy_enumerates_schedules)
     proc_free(&p);
     p = POLLEN("run", "bug_abort_permit", "--strategy", "bounded:1", "--knobs",
                "schedule=off,timer_order=off,cancel=off", "--no-shrink");
-    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    /* Exhausted without its expected bug: the known-bug status. */
+    cr_assert_eq(p.status, 4, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "not explored: schedule (off), timer_order (off), "
                                      "spurious_poll (off), cancel (off)\n"),
                        "%s", p.out);

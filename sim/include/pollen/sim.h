@@ -121,6 +121,12 @@ typedef struct pl_finding {
     char message[1024];      /* what happened, in words */
 } pl_finding;
 
+/* A scenario whose setup returns an error never runs: the run records an
+ * assertion finding whose message starts with PL_SIM_SETUP_FAILED, and
+ * pl_finding_is_setup_error tells it from the scenario's own failures. */
+#define PL_SIM_SETUP_FAILED "scenario setup failed"
+bool pl_finding_is_setup_error(const pl_finding *f);
+
 /* ---- Running one seed ------------------------------------------------- */
 
 typedef enum pl_sim_source {
@@ -200,6 +206,10 @@ typedef struct pl_sim_options {
     uint64_t pct_horizon;          /* pct:D without K: the change-point horizon, as
                                       pl_sim_pct_estimate's steps (measure once, pass it
                                       to every seed); 0: pl_sim_run measures it first */
+    uint64_t break_at_step;        /* as step N begins (the step numbers of findings and
+                                      timelines), say so on stderr and raise(SIGTRAP): a
+                                      debugger stops there; without one the process dies
+                                      of it. 0 (default): never */
 } pl_sim_options;
 
 void pl_sim_options_default(pl_sim_options *o);

@@ -61,6 +61,8 @@ enum {
     ST_DIFFERS = 1,
     ST_USAGE = 2,
     ST_INTERNAL = 3,
+    ST_EXPECT_MISSED = 4, /* a known-bug scenario's expected finding not found */
+    ST_SETUP_ERROR = 5,   /* a scenario's setup returned an error: it never ran */
     ST_FINDING_BASE = 10,
     ST_INTERRUPTED = 130,
     ST_OUTPUT_CLOSED = 141, /* 128 + SIGPIPE, what a shell reports for `| head` */
@@ -150,6 +152,8 @@ typedef struct run_opts {
     uint32_t shard_k, shard_n;
     char out_dir[PATH_MAX]; /* no trailing slash */
     bool json, check_det, real, keep_going, quiet, no_shrink;
+    bool trace;             /* --trace: print the one seed's timeline */
+    const char *chrome;     /* --chrome-trace OUT.json; NULL: none */
     bool bounded;           /* --strategy bounded:K: enumerate, no seeds */
     uint32_t bound_k;
     uint32_t pct_depth;     /* --strategy pct:D: D, for the guarantee; 0: not PCT */
@@ -165,7 +169,8 @@ typedef struct run_opts {
 enum run_opt {
     R_SEEDS, R_SEED, R_TIME, R_STRATEGY, R_KNOBS, R_JOBS, R_SHARD, R_OUT, R_JSON,
     R_CHECK_DET, R_REAL, R_KEEP_GOING, R_QUIET, R_WATCHDOG, R_NO_SHRINK, R_SHRINK_TIME,
-    R_RECYCLE_SEEDS, R_WORKER_RSS, R_HELP, R_POLL_COST, R_POLL_BUDGET, R__COUNT
+    R_RECYCLE_SEEDS, R_WORKER_RSS, R_HELP, R_POLL_COST, R_POLL_BUDGET, R_TRACE,
+    R_CHROME_TRACE, R__COUNT
 };
 
 _Static_assert(R__COUNT <= OPTS_MAX, "opts_iter remembers at most OPTS_MAX options");
@@ -449,6 +454,8 @@ int pl__cli_cmd_run(cli *c, int argc, char **argv);
 
 /* cmd_replay.c */
 int pl__cli_cmd_replay(cli *c, int argc, char **argv);
+int pl__cli_write_trace(const cli *c, const char *cmd, FILE *text, const char *chrome,
+                        bool quiet, const char *what, const pl_sim_result *r);
 
 /* cmd_shrink.c */
 int pl__cli_cmd_shrink(cli *c, int argc, char **argv);

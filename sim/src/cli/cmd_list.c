@@ -2,8 +2,60 @@
  * scenarios), selection by name, glob or 'all', and the `list` command. */
 #include "cli_internal.h"
 
+/* A name the CLI can take on its command line and in file names. */
+static bool valid_name(const char *name)
+{
+    static const char allowed[] = "abcdefghijklmnopqrstuvwxyz0123456789_";
+    return name != NULL && name[0] != '\0' && strspn(name, allowed) == strlen(name);
+}
+
+static bool known_kind(const char *name)
+{
+    for (int k = 1; k < PL_FINDING__COUNT; k++) {
+        if (strcmp(name, pl_finding_name((pl_finding_kind)k)) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A scenario the CLI could only misjudge: a name no command line can
+ * select, or an .expect no run can meet (a typo such as "lost_wakeups"
+ * would pass every campaign unnoticed). Returns 0 or ST_USAGE. */
+static int catalogue_check(const cli *c, const pl_scenario *sc)
+{
+    if (!valid_name(sc->name)) {
+        return pl__cli_usage_hint(c, NULL, "use lowercase letters, digits and '_'",
+                                  "scenario name '%s' is not [a-z0-9_]+",
+                                  pl__cli_safe_text(sc->name != NULL ? sc->name : "").s);
+    }
+    if (sc->expect == NULL || known_kind(sc->expect)) {
+        return 0;
+    }
+    const char *best = NULL;
+    size_t best_d = 4;
+    for (int k = 1; k < PL_FINDING__COUNT; k++) {
+        const char *name = pl_finding_name((pl_finding_kind)k);
+        size_t d = pl__cli_distance(sc->expect, name, 4);
+        if (d < best_d) {
+            best_d = d;
+            best = name;
+        }
+    }
+    char hint[96] = "'--help' lists the finding kinds";
+    if (best != NULL) {
+        snprintf(hint, sizeof hint, "did you mean '%s'? '--help' lists the finding kinds", best);
+    }
+    return pl__cli_usage_hint(c, NULL, hint, "scenario '%s' expects '%s', which is no finding kind",
+                              sc->name, pl__cli_safe_text(sc->expect).s);
+}
+
 static int catalogue_add(cli *c, const pl_scenario *sc)
 {
+    int rc = catalogue_check(c, sc);
+    if (rc != 0) {
+        return rc;
+    }
     for (size_t i = 0; i < c->nall; i++) {
         if (c->all[i] == sc) {
             return 0;
@@ -30,8 +82,9 @@ int pl__cli_catalogue_init(cli *c, const pl_scenario *const *extra)
     }
     for (size_t i = 0; i < nreg + nextra; i++) {
         const pl_scenario *sc = i < nreg ? reg[i] : extra[i - nreg];
-        if (sc != NULL && catalogue_add(c, sc) != 0) {
-            return ST_INTERNAL;
+        int rc = sc != NULL ? catalogue_add(c, sc) : 0;
+        if (rc != 0) {
+            return rc;
         }
     }
     return 0;

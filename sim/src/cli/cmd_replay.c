@@ -12,11 +12,12 @@ typedef struct replay_opts {
     pl_time watchdog_ns;
     pl_time poll_cost_ns;   /* --poll-cost, when poll_cost_set */
     bool poll_cost_set;
+    uint64_t break_at;      /* --break-at STEP; 0: none */
 } replay_opts;
 
 enum replay_opt {
     P_SCENARIO, P_TRACE, P_CHROME, P_WATCHDOG, P_NO_FORK, P_QUIET, P_HELP, P_POLL_COST,
-    P_POLL_BUDGET
+    P_POLL_BUDGET, P_BREAK_AT
 };
 
 static const opt_spec replay_specs[] = {
@@ -29,6 +30,7 @@ static const opt_spec replay_specs[] = {
     [P_HELP] = {"help", 'h', NULL},
     [P_POLL_COST] = {"poll-cost", 0, "DURATION"},
     [P_POLL_BUDGET] = {"poll-budget", 0, "DURATION"},
+    [P_BREAK_AT] = {"break-at", 0, "STEP"},
     {NULL, 0, NULL},
 };
 
@@ -63,14 +65,19 @@ static int replay_opts_parse(const cli *c, int argc, char **argv, replay_opts *r
         } else if (id == P_WATCHDOG && pl__cli_opt_duration(&it, id, v, &ro->watchdog_ns) != 0) {
             return ST_USAGE;
         } else if (id == P_POLL_COST && pl__cli_opt_poll_cost(&it, id, v, &ro->poll_cost_ns) != 0) {
+            return ST_USAGE;
         } else if (id == P_POLL_BUDGET && pl__cli_opt_poll_budget(&it, id, v) != 0) {
+            return ST_USAGE;
+        } else if (id == P_BREAK_AT &&
+                   pl__cli_opt_number(&it, id, v, 1, UINT64_MAX, &ro->break_at) != 0) {
             return ST_USAGE;
         }
         ro->poll_cost_set = ro->poll_cost_set || id == P_POLL_COST;
         ro->scenario = id == P_SCENARIO ? v : ro->scenario;
         ro->chrome = id == P_CHROME ? v : ro->chrome;
         ro->trace = ro->trace || id == P_TRACE;
-        ro->no_fork = ro->no_fork || id == P_NO_FORK;
+        /* The trap must stop the process a debugger runs: this one. */
+        ro->no_fork = ro->no_fork || id == P_NO_FORK || id == P_BREAK_AT;
         ro->quiet = ro->quiet || id == P_QUIET;
     }
     if (ro->nfiles == 0) {
@@ -212,28 +219,33 @@ static void print_verdict(const replay_opts *ro, const replay_input *in, bool sa
     fflush(stdout);
 }
 
-/* --trace, --chrome-trace: the run's event log (replays keep it). */
-static int replay_trace(const cli *c, const replay_opts *ro, const replay_input *in,
-                        const pl_sim_result *r)
+/* --trace, --chrome-trace: the run's event log (replays keep it), the
+ * text timeline on `text` and the Chrome trace in the file `chrome`
+ * (either may be off). `what` names the run in an error. `run --seed N
+ * --trace` prints its run with this too. Returns ST_CLEAN or ST_INTERNAL
+ * (message printed). */
+int pl__cli_write_trace(const cli *c, const char *cmd, FILE *text, const char *chrome,
+                        bool quiet, const char *what, const pl_sim_result *r)
 {
     size_t n = 0;
     const pl__trace_rec *ev = pl__result_events(r, &n);
     const pl__run_record *rec = pl__sim_result_record(r);
     int rc = 0;
-    if (ro->trace) {
-        rc = pl__trace_write_text(stdout, ev, n, pl__result_task_name, (void *)rec);
+    if (text != NULL) {
+        rc = pl__trace_write_text(text, ev, n, pl__result_task_name, (void *)rec);
     }
-    if (rc == 0 && ro->chrome != NULL) {
-        FILE *f = fopen(ro->chrome, "w");
+    if (rc == 0 && chrome != NULL) {
+        FILE *f = fopen(chrome, "w");
         rc = f == NULL ? -errno
                        : pl__trace_write_chrome(f, ev, n, pl__result_task_name, (void *)rec);
         rc = f != NULL && fclose(f) != 0 && rc == 0 ? -errno : rc;
-        if (rc == 0 && !ro->quiet) {
-            printf("  chrome trace: %s (%zu events)\n", pl__cli_safe_text(ro->chrome).s, n);
+        if (rc == 0 && !quiet) {
+            fprintf(text != NULL ? text : stdout, "  chrome trace: %s (%zu events)\n",
+                    pl__cli_safe_text(chrome).s, n);
         }
     }
     if (rc != 0) {
-        return pl__cli_internal_error(c, "replay", "cannot write the trace of %s: %s", in->path,
+        return pl__cli_internal_error(c, cmd, "cannot write the trace of %s: %s", what,
                                       pl__cli_error_text(rc));
     }
     return ST_CLEAN;
@@ -267,6 +279,7 @@ static int replay_nondeterminism(const cli *c, const replay_opts *ro, const repl
     pl_sim_result a, b;
     char knobs[PL__DEC_KNOBS_TEXT_MAX];
     replay_sim_options(in, &so, knobs, sizeof knobs);
+    so.break_at_step = ro->break_at;
     int ra = pl_sim_run(in->sc, &so, &a), rb = pl_sim_run(in->sc, &so, &b);
     uint64_t ha = a.hash, hb = b.hash;
     pl_sim_result_free(&a);
@@ -300,7 +313,8 @@ static int replay_exec(const cli *c, const replay_opts *ro, const replay_input *
     int rc;
     bool canonical = !in->raw && !seed_only(in) && in->file.scenario != NULL &&
                      strcmp(in->file.scenario, in->sc->name) == 0 &&
-                     pl_scenario_find(in->sc->name) == in->sc && !ro->poll_cost_set;
+                     pl_scenario_find(in->sc->name) == in->sc && !ro->poll_cost_set &&
+                     ro->break_at == 0;
     if (canonical) {
         rc = pl_sim_replay_file(in->path, &r, err, sizeof err);
     } else {
@@ -308,6 +322,7 @@ static int replay_exec(const cli *c, const replay_opts *ro, const replay_input *
         char knobs[PL__DEC_KNOBS_TEXT_MAX];
         replay_sim_options(in, &so, knobs, sizeof knobs);
         so.keep_events = ro->trace || ro->chrome != NULL;
+        so.break_at_step = ro->break_at;
         rc = pl_sim_run(in->sc, &so, &r);
         rc = rc == 0 ? compare_run(in, &r, err, sizeof err) : rc;
     }
@@ -325,8 +340,13 @@ static int replay_exec(const cli *c, const replay_opts *ro, const replay_input *
         print_verdict(ro, in, false, "%s", err);
     }
     int status = rc == 0 ? ST_CLEAN : ST_DIFFERS;
+    if (ro->break_at > r.steps) {
+        printf("  --break-at %" PRIu64 ": never reached: the run ended at step %" PRIu64 "\n",
+               ro->break_at, r.steps);
+    }
     if (ro->trace || ro->chrome != NULL) {
-        int trc = replay_trace(c, ro, in, &r);
+        int trc = pl__cli_write_trace(c, "replay", ro->trace ? stdout : NULL, ro->chrome,
+                                      ro->quiet, in->path, &r);
         status = trc != ST_CLEAN ? trc : status;
     }
     pl_sim_result_free(&r);

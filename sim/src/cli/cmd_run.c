@@ -75,6 +75,8 @@ typedef struct outcome {
     uint64_t resume_seed;   /* stopped: every seed below it is done */
     double seconds;
     pl_finding_kind first;  /* NONE: clean */
+    bool first_setup;       /* first is a setup error (pl_finding_is_setup_error) */
+    bool complete;          /* every seed of the range judged (no --time, no shard) */
     bool first_has_seed;
     uint64_t first_seed;
 } outcome;
@@ -98,6 +100,8 @@ static void outcome_of(const campaign *cp, outcome *out)
     out->resume_seed = cp->resume_seed;
     out->seconds = (double)(cp->end_ms - cp->start_ms) / 1000.0;
     out->first = cp->first != NULL ? cp->first->f.kind : PL_FINDING_NONE;
+    out->first_setup = cp->first != NULL && pl_finding_is_setup_error(&cp->first->f);
+    out->complete = !cp->stopped && !cp->error && cp->o->shard_n == 1;
     out->first_has_seed = cp->first != NULL && cp->first->has_seed;
     out->first_seed = cp->first != NULL ? cp->first->seed : 0;
 }
@@ -417,12 +421,14 @@ static int bounded_one(const cli *c, const run_opts *o, const pl_scenario *sc, o
     out->seconds = end.seconds;
     out->stopped = end.timed_out && (pl__cli_interrupted || pl__cli_now_ms() >= o->deadline_ms);
     bool found = end.complete ? m.finding.kind != PL_FINDING_NONE : !out->stopped;
+    out->complete = end.complete && m.exhausted;
     if (found) {
         report *rp = bounded_report(sc, &m, &end);
         if (rp == NULL) {
             return pl__cli_internal_error(c, "run", "out of memory");
         }
         out->first = rp->f.kind;
+        out->first_setup = pl_finding_is_setup_error(&rp->f);
         out->findings = 1;
         rc = rp->note[0] != '\0' ? ST_INTERNAL : 0;
         pl__cli_shrink_report(c, o, rp);
@@ -493,17 +499,31 @@ static void summary_json(const run_opts *o, const outcome *outs, size_t n, int s
     pl__cli_flush_out(f);
 }
 
+/* A setup error is no finding of the code under test, and a known-bug
+ * scenario whose bug a complete range missed fails too: the bug, or the
+ * simulator's power to find it, is gone. */
 static int run_status(const outcome *outs, size_t n, bool error)
 {
     if (error) {
         return ST_INTERNAL;
     }
+    bool setup = false, missed = false;
     for (size_t i = 0; i < n; i++) {
-        if (outs[i].first != PL_FINDING_NONE) {
+        if (outs[i].first_setup) {
+            setup = true;
+        } else if (outs[i].first != PL_FINDING_NONE) {
             return ST_FINDING_BASE + (int)outs[i].first;
         }
+        missed = missed || (outs[i].sc->expect != NULL && outs[i].first == PL_FINDING_NONE &&
+                            outs[i].complete);
     }
-    return pl__cli_interrupted ? ST_INTERRUPTED : ST_CLEAN;
+    if (setup) {
+        return ST_SETUP_ERROR;
+    }
+    if (pl__cli_interrupted) {
+        return ST_INTERRUPTED;
+    }
+    return missed ? ST_EXPECT_MISSED : ST_CLEAN;
 }
 
 /* ---- PCT's guarantee: n and k measured in a child (user code runs) --- */
@@ -603,6 +623,76 @@ static void pct_guarantee_line(const run_opts *o, const pl_scenario *sc, const o
     pl__cli_flush_out(o->text);
 }
 
+/* ---- --seed N --trace: the one seed's timeline ------------------------ */
+
+typedef struct trace_job {
+    const cli *c;
+    const run_opts *o;
+    const pl_scenario *sc;
+    int fd; /* a copy of the text stream's fd: the child's own stdout is discarded */
+} trace_job;
+
+typedef struct trace_msg {
+    int rc;     /* pl_sim_run's */
+    int status; /* pl__cli_write_trace's */
+} trace_msg;
+
+/* In a child (user code runs again): the seed once more, keeping its
+ * events, then the timeline the replay command prints. The campaign
+ * already showed the run's own output. */
+static void trace_child(const void *ctx, void *result)
+{
+    const trace_job *tj = ctx;
+    trace_msg *m = result;
+    pl_sim_options so;
+    pl_sim_result r;
+    pl__cli_sim_options(tj->o, tj->o->seed_lo, &so);
+    so.keep_events = true;
+    m->rc = pl_sim_run(tj->sc, &so, &r);
+    fflush(stdout);
+    dup2(tj->fd, STDOUT_FILENO);
+    if (m->rc == 0) {
+        char what[64];
+        snprintf(what, sizeof what, "seed %" PRIu64, tj->o->seed_lo);
+        m->status = pl__cli_write_trace(tj->c, "run", tj->o->trace ? stdout : NULL,
+                                        tj->o->chrome, tj->o->quiet, what, &r);
+    }
+    fflush(stdout);
+    pl_sim_result_free(&r);
+}
+
+/* Returns 0 or ST_INTERNAL. A run that dies here was reported by the
+ * campaign already: this only says why there is no timeline. */
+static int trace_seed(const cli *c, const run_opts *o, const pl_scenario *sc)
+{
+    pl__cli_flush_out(o->text);
+    trace_job tj = {c, o, sc, dup(fileno(o->text))};
+    trace_msg m;
+    child_end end;
+    memset(&m, 0, sizeof m);
+    int rc = tj.fd < 0 ? -errno
+                       : pl__cli_run_in_child(trace_child, &tj, &m, sizeof m,
+                                              pl__cli_now_ms() + o->watchdog_ns / PL_MS,
+                                              OUT_DISCARD, &end);
+    if (tj.fd >= 0) {
+        close(tj.fd);
+    }
+    if (rc != 0) {
+        return pl__cli_internal_error(c, "run", "cannot start a process: %s", strerror(-rc));
+    }
+    if (!end.complete) {
+        char why[1200];
+        pl__cli_child_lost(&end, "the traced run's process", why, sizeof why);
+        fprintf(o->text, "%s: seed %" PRIu64 ": no timeline: %s\n", sc->name, o->seed_lo, why);
+        return 0;
+    }
+    if (m.rc < 0) {
+        return pl__cli_internal_error(c, "run", "the traced run could not start: %s",
+                                      pl__cli_error_text(m.rc));
+    }
+    return m.status;
+}
+
 /* The exit status once stdout failed: a reader that went away (`| head`)
  * is no error of the run, only the end of it; anything else (a full disk)
  * is one. */
@@ -638,6 +728,9 @@ static int run_all(const cli *c, const run_opts *o, const pl_scenario **sel, siz
         int rc = o->real      ? real_one(c, &oi, sel[i], &outs[i])
                  : o->bounded ? bounded_one(c, &oi, sel[i], &outs[i])
                               : campaign_run(c, &oi, sel[i], &outs[i]);
+        if (rc == 0 && (o->trace || o->chrome != NULL) && pl__cli_stdout_errno == 0) {
+            rc = trace_seed(c, &oi, sel[i]);
+        }
         if (rc == 0 && o->pct_depth > 0 && !o->quiet && outs[i].ran) {
             pct_guarantee_line(o, sel[i], &outs[i]);
         }
@@ -663,6 +756,10 @@ int pl__cli_cmd_run(cli *c, int argc, char **argv)
         sel = calloc(c->nall + 1, sizeof *sel);
         rc = sel == NULL ? pl__cli_internal_error(c, "run", "out of memory")
                          : pl__cli_select_scenarios(c, "run", o.patterns, o.npatterns, sel, &nsel);
+    }
+    if (rc == 0 && (o.trace || o.chrome != NULL) && nsel != 1) {
+        rc = usage_error(c, "run", "'%s' traces one run: the patterns select %zu scenarios, "
+                         "name exactly one", o.trace ? "--trace" : "--chrome-trace", nsel);
     }
     if (rc == 0) {
         struct sigaction sa, old, ign, old_pipe;

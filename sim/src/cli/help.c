@@ -84,18 +84,30 @@ static const char help_run[] =
     "                       finding (user output in \"output\"), warnings, and\n"
     "                       the summary last; the text goes to stderr\n"
     "  --quiet, -q          no progress or summary lines, only findings\n"
+    "  --trace              with --seed N and one scenario: print that run's\n"
+    "                       event timeline (as 'replay --trace'), clean or not\n"
+    "  --chrome-trace OUT.json  with --seed N and one scenario: write its\n"
+    "                       Chrome trace-event JSON (open it in Perfetto)\n"
     "  --help, -h           this text\n"
     "\n"
     "Progress goes to stderr every second on a terminal, every 10 s otherwise.\n"
     "What user code prints on stdout is captured per seed, never mixed into\n"
     "pollen's output; a finding shows its run's last 4 KiB of it.\n"
     "A finding writes DIR/<scenario>-seed<seed>.replay; reproduce it with\n"
-    "'{prog} replay FILE'.\n"
+    "'{prog} replay FILE'.\n";
+
+/* Apart from help_run: one string literal of C11 holds 4095 bytes. */
+static const char help_run_exit[] =
     "\n"
     "exit status: 0 no finding, 10 + kind of the first finding (see below),\n"
-    "2 bad usage, 3 internal error (such as an unwritable DIR or a full\n"
-    "stdout), 130 interrupted before any finding, 141 stdout closed early\n"
-    "(a reader such as 'head' went away: the run stops without a summary).\n"
+    "2 bad usage (also: a linked scenario whose name is not [a-z0-9_]+ or\n"
+    "whose expected kind does not exist), 3 internal error (such as an\n"
+    "unwritable DIR or a full stdout), 4 expected finding not found (a\n"
+    "known-bug scenario clean over a whole unsharded range, or an exhausted\n"
+    "bounded:K), 5 setup error (a scenario's setup returned an error: SETUP\n"
+    "ERROR, no replay, no shrink), 130 interrupted before any finding, 141\n"
+    "stdout closed early (a reader such as 'head' went away: the run stops\n"
+    "without a summary).\n"
     "A known-bug scenario that produces its expected finding still exits\n"
     "10 + kind: the report is the truth.\n";
 
@@ -121,6 +133,10 @@ static const char help_replay[] =
     "  --poll-budget DURATION  stop a poll using more CPU time (default 1s): a\n"
     "                          livelock\n"
     "  --no-fork               run in this process (for a debugger)\n"
+    "  --break-at STEP         raise SIGTRAP as step STEP (as findings and\n"
+    "                          timelines number them) begins, in this process\n"
+    "                          (implies --no-fork): 'gdb --args {prog} replay\n"
+    "                          FILE --break-at STEP' stops there\n"
     "  --quiet, -q             only the verdict line per file\n"
     "  --help, -h              this text\n"
     "\n"
@@ -197,6 +213,9 @@ int pl__cli_show_help(const cli *c, const char *cmd)
         return pl__cli_usage_hint(c, "help", hint, "unknown command '%s'", cmd);
     }
     pl__cli_put_text(stdout, text, c->prog);
+    if (text == help_run) {
+        pl__cli_put_text(stdout, help_run_exit, c->prog);
+    }
     if (text == help_run || text == pl__cli_help_main) {
         put_exit_kinds(stdout);
     }

@@ -194,6 +194,8 @@ static const opt_spec run_specs[] = {
     [R_HELP] = {"help", 'h', NULL},
     [R_POLL_COST] = {"poll-cost", 0, "DURATION"},
     [R_POLL_BUDGET] = {"poll-budget", 0, "DURATION"},
+    [R_TRACE] = {"trace", 0, NULL},
+    [R_CHROME_TRACE] = {"chrome-trace", 0, "OUT.json"},
     [R__COUNT] = {NULL, 0, NULL},
 };
 
@@ -289,6 +291,7 @@ static int run_opt_flag(int id, run_opts *o)
     o->keep_going = o->keep_going || id == R_KEEP_GOING;
     o->quiet = o->quiet || id == R_QUIET;
     o->no_shrink = o->no_shrink || id == R_NO_SHRINK;
+    o->trace = o->trace || id == R_TRACE;
     return 0;
 }
 
@@ -329,6 +332,9 @@ static int run_opt_apply(const opts_iter *it, int id, const char *v, run_opts *o
         return 0;
     case R_OUT:
         return run_opt_out(it, v, o);
+    case R_CHROME_TRACE:
+        o->chrome = v;
+        return 0;
     case R_RECYCLE_SEEDS:
         return pl__cli_opt_number(it, id, v, 1, UINT64_MAX, &o->recycle_seeds);
     case R_WORKER_RSS:
@@ -342,6 +348,26 @@ static int run_opt_apply(const opts_iter *it, int id, const char *v, run_opts *o
     default:
         return run_opt_flag(id, o);
     }
+}
+
+/* --trace and --chrome-trace show one run: one scenario, one seed. */
+static int run_opts_check_trace(const opts_iter *it, const bool *seen, const run_opts *o)
+{
+    const char *name = o->trace ? "--trace" : "--chrome-trace";
+    if (o->real || o->bounded) {
+        return usage_error(it->c, it->cmd, "'%s' traces one simulated seed: not with '%s'", name,
+                           o->real ? "--real" : "--strategy bounded:K");
+    }
+    if (!seen[R_SEED] && (!seen[R_SEEDS] || o->seed_lo != o->seed_hi)) {
+        return usage_error(it->c, it->cmd,
+                           "'%s' traces one run: give one seed with '--seed N', not a range",
+                           name);
+    }
+    if (o->npatterns > 1) {
+        return usage_error(it->c, it->cmd, "'%s' traces one run: name exactly one scenario",
+                           name);
+    }
+    return 0;
 }
 
 /* Options that make no sense together. */
@@ -369,6 +395,12 @@ static int run_opts_check(const opts_iter *it, const bool *seen, const run_opts 
                                "'--%s' has no effect with '--strategy %s', which enumerates "
                                "schedules instead of seeds",
                                run_specs[seed_only_opts[i]].name, o->strategy);
+        }
+    }
+    if (o->trace || o->chrome != NULL) {
+        int rc = run_opts_check_trace(it, seen, o);
+        if (rc != 0) {
+            return rc;
         }
     }
     if (o->npatterns == 0) {

@@ -206,7 +206,11 @@ static void print_indented(FILE *f, const char *text)
 void pl__cli_print_finding_head(FILE *f, const run_opts *o, const report *rp)
 {
     const char *kind = pl_finding_name(rp->f.kind);
-    if (rp->has_seed) {
+    bool setup = pl_finding_is_setup_error(&rp->f);
+    if (setup && rp->has_seed) {
+        fprintf(f, "SETUP ERROR in %s (seed %" PRIu64 "): not a finding, the scenario never ran\n",
+                rp->sc->name, rp->seed);
+    } else if (rp->has_seed) {
         fprintf(f, "FINDING %s in %s (seed %" PRIu64 ")\n", kind, rp->sc->name, rp->seed);
     } else if (rp->origin[0] != '\0') {
         fprintf(f, "FINDING %s in %s (%s)\n", kind, rp->sc->name, rp->origin);
@@ -220,7 +224,7 @@ void pl__cli_print_finding_head(FILE *f, const run_opts *o, const report *rp)
         fprintf(f, "  task: unknown (the run did not finish)\n");
     }
     print_indented(f, rp->f.message);
-    if (rp->sc->expect != NULL) {
+    if (rp->sc->expect != NULL && !setup) {
         bool same = strcmp(rp->sc->expect, kind) == 0;
         fprintf(f, "  expected: %s, this known-bug scenario must produce %s\n", same ? "yes" : "no",
                 rp->sc->expect);

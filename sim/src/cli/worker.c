@@ -74,6 +74,11 @@ static void worker_finding(const job *jb, int fd, uint64_t seed, const pl_sim_op
     pl__cli_end_seed_output(&m.output);
     m.hash = r->hash;
     m.finding = r->finding;
+    if (pl_finding_is_setup_error(&r->finding)) {
+        /* Nothing ran: a replay or a shrink would only repeat the error. */
+        send_msg(fd, MSG_FINDING, seed, &m, sizeof m);
+        return;
+    }
     int rc = pl__cli_replay_path(jb->o, jb->sc, seed, m.replay, sizeof m.replay);
     rc = rc == 0 ? pl__cli_make_dirs(jb->o->out_dir) : rc;
     if (rc == 0) {
