@@ -27,7 +27,7 @@ status=$?
 case "$status" in
 13) echo "campaign.sh: found the known bug (exit status 13: deadlock); the replay command is above" >&2
     exit 0 ;;
-0)  echo "campaign.sh: no finding in these seeds, which is unexpected for this scenario" >&2
+0|4) echo "campaign.sh: no finding in these seeds, which is unexpected for this scenario" >&2
     exit 1 ;;
 *)  exit "$status" ;;
 esac
