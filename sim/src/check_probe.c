@@ -189,6 +189,15 @@ static bool probe_task(pl__sim *s, uint32_t id, const char *where, const char *r
     return out->progress;
 }
 
+/* "<lead> it is woken only at 103.000 ms, by timer #8 armed by 'r' (#1)
+ * (96.000 ms late)": what rescued a task that could have run earlier. */
+static void woken_text(char *buf, size_t len, const char *lead, pl_time woken_ns,
+                       const char *by, pl_time late_ns)
+{
+    snprintf(buf, len, "%s it is woken only at %.3f ms, %s (%.3f ms late)", lead, ms(woken_ns),
+             by, ms(late_ns));
+}
+
 /* ---- Timer-quiescent points ------------------------------------------- */
 
 /* The next timer is about to wake a parked task that someone else also
@@ -207,14 +216,14 @@ static bool rescue_probe(pl__sim *s)
     }
     pl_time fire_ns = pl_executor_next_timer(s->ex);
     uint32_t armer = seq < s->armers_cap ? s->armers[seq] : 0;
-    char by[96] = "code outside any poll";
+    char armed_by[96] = "code outside any poll";
     if (armer != 0) {
-        snprintf(by, sizeof by, "'%s' (#%u)", pl__run_name_of(s, armer), armer);
+        snprintf(armed_by, sizeof armed_by, "'%s' (#%u)", pl__run_name_of(s, armer), armer);
     }
-    char rescue[200];
-    snprintf(rescue, sizeof rescue,
-             ";\n  it is woken only at %.3f ms, by timer #%llu armed by %s (%.3f ms late)",
-             ms(fire_ns), (unsigned long long)seq, by, ms(fire_ns - s->now));
+    char by[160];
+    snprintf(by, sizeof by, "by timer #%llu armed by %s", (unsigned long long)seq, armed_by);
+    char rescue[300];
+    woken_text(rescue, sizeof rescue, ";\n ", fire_ns, by, fire_ns - s->now);
     probe_out p;
     return probe_task(s, id, "at a timer-quiescent point", rescue, &p);
 }
@@ -463,16 +472,22 @@ bool pl__probe_point(pl__sim *s)
     return rescue_probe(s) || decision_probe(s);
 }
 
-bool pl__probe_before_injection(pl__sim *s, pl_task *t)
+bool pl__probe_before_injection(pl__sim *s, pl_task *t, bool is_poll, bool *probed)
 {
     uint32_t id = pl_task_id(t);
+    *probed = false;
     if (!s->dec.knobs.kind[PL_DECIDE_PROBE].enabled || !suspect(s, id) ||
         (s->follow.active && s->points >= s->follow.point)) {
         return false;
     }
+    *probed = true;
     probe_out p;
-    return probe_task(s, id, "made just before pollen's injected spurious wake",
-                      ";\n  only that injected wake would have reached it", &p);
+    return probe_task(s, id,
+                      is_poll ? "made as pollen's injected spurious poll"
+                              : "made just before pollen's injected spurious wake",
+                      is_poll ? ";\n  only that injected poll reached it"
+                              : ";\n  only that injected wake would have reached it",
+                      &p);
 }
 
 /* ---- The time limit ---------------------------------------------------- */
@@ -566,38 +581,32 @@ void pl__follow_wake(pl__sim *s, uint32_t id, uint32_t running)
 void pl__follow_explain(const pl__follow *f, const char *by_name, pl_time progress_ns,
                         pl_finding *finding)
 {
-    char text[300];
-    double late = ms(f->woken_ns - progress_ns);
+    char by[160];
     switch (f->how) {
     case PL__WOKEN_BY_TIMER:
-        snprintf(text, sizeof text,
-                 "\n  without that probe it is woken only at %.3f ms, by timer #%llu armed by "
-                 "%s (%.3f ms late)",
-                 ms(f->woken_ns), (unsigned long long)f->by_timer,
-                 by_name != NULL ? by_name : "code outside any poll", late);
+        snprintf(by, sizeof by, "by timer #%llu armed by %s", (unsigned long long)f->by_timer,
+                 by_name != NULL ? by_name : "code outside any poll");
         break;
     case PL__WOKEN_BY_TASK:
-        snprintf(text, sizeof text,
-                 "\n  without that probe it is woken only at %.3f ms, by %s (%.3f ms late)",
-                 ms(f->woken_ns), by_name != NULL ? by_name : "?", late);
+        snprintf(by, sizeof by, "by %s", by_name != NULL ? by_name : "?");
         break;
     case PL__WOKEN_BY_SPURIOUS:
-        snprintf(text, sizeof text,
-                 "\n  without that probe only pollen's injected spurious wake reaches it, at "
-                 "%.3f ms (%.3f ms late)",
-                 ms(f->woken_ns), late);
+        snprintf(by, sizeof by, "by nothing but pollen's injected spurious wake");
         break;
     case PL__WOKEN_OUTSIDE:
-        snprintf(text, sizeof text,
-                 "\n  without that probe it is woken only at %.3f ms, from outside any poll "
-                 "(I/O readiness or a remote wake; %.3f ms late)",
-                 ms(f->woken_ns), late);
+        snprintf(by, sizeof by, "from outside any poll (I/O readiness or a remote wake)");
         break;
     case PL__WOKEN_NOT:
     default:
-        snprintf(text, sizeof text,
-                 "\n  without that probe nothing wakes it before the run ends");
+        by[0] = '\0';
         break;
+    }
+    char text[300];
+    if (by[0] == '\0') {
+        snprintf(text, sizeof text, "\n  without that probe nothing wakes it before the run ends");
+    } else {
+        woken_text(text, sizeof text, "\n  without that probe", f->woken_ns, by,
+                   f->woken_ns - progress_ns);
     }
     size_t used = strlen(finding->message);
     snprintf(finding->message + used, sizeof finding->message - used, "%s", text);

@@ -79,9 +79,10 @@ static void inject_spurious(pl__sim *s, bool at_point)
     /* At a timer-quiescent point an injected wake or poll that lets a
      * long-parked task progress is evidence that its real wake was lost:
      * the task is probed first, and reported if it progresses. */
+    bool probed = false;
     pl_task *t = parked_task(s, pl__sim_choose(s, PL_DECIDE_SPURIOUS_WAKE, n, 0));
     if (t != NULL) {
-        if (at_point && pl__probe_before_injection(s, t)) {
+        if (at_point && pl__probe_before_injection(s, t, false, &probed)) {
             return;
         }
         s->injecting = true;
@@ -90,8 +91,8 @@ static void inject_spurious(pl__sim *s, bool at_point)
         return;
     }
     t = parked_task(s, pl__sim_choose(s, PL_DECIDE_SPURIOUS_POLL, n, 0));
-    if (t == NULL || (at_point && pl__probe_before_injection(s, t))) {
-        return;
+    if (t == NULL || (at_point && pl__probe_before_injection(s, t, true, &probed)) || probed) {
+        return; /* a probe that changed nothing was the spurious poll */
     }
     s->polling_probe = true;
     pl_executor_probe(s->ex, t);

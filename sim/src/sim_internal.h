@@ -240,9 +240,11 @@ void pl__sim_finish(pl__sim *s);
  * runnable, no I/O delivery or remote wake is in flight, and a timer is
  * armed. Each returns true when it raised a finding. */
 bool pl__probe_point(pl__sim *s);
-/* A spurious wake of `t` is about to be injected at a timer-quiescent
- * point: probes it first (an injected wake must not hide a lost one). */
-bool pl__probe_before_injection(pl__sim *s, pl_task *t);
+/* A spurious wake (is_poll: a spurious poll) of `t` is about to be
+ * injected at a timer-quiescent point: probes it first (an injected wake
+ * must not hide a lost one). *probed says whether it polled the task:
+ * then that probe was the spurious poll. */
+bool pl__probe_before_injection(pl__sim *s, pl_task *t, bool is_poll, bool *probed);
 /* The virtual time limit is reached: judges every parked task. */
 void pl__probe_time_limit(pl__sim *s);
 /* Following a task (s->follow): notes the task's wake. */
