@@ -8,6 +8,12 @@
  *
  * Built once per scenario: -DPL_FUZZ_SCENARIO="name" picks it.
  *
+ * The target is also the pollen command line over the scenarios linked
+ * into it: `fuzz_relay replay CRASH --scenario relay` is pl_main. A user's
+ * target is the one binary known to hold the user's scenarios, so the
+ * replay command a finding prints names it (argv[0]), not `pollen`, whose
+ * binary holds only pollen's own scenarios.
+ *
  * No extra feedback beyond code coverage: libFuzzer extra counters fed
  * with schedule features (task-after-task pairs mod 16, decision kinds
  * and values, wake outcomes) were tried on outbox_broadcast and made
@@ -19,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "fuzz.h"
 #include "pollen/sim.h"
@@ -32,6 +39,7 @@
 #define INPUT_MAX 4096
 
 static const pl_scenario *scenario;
+static const char *self = "./fuzz_" PL_FUZZ_SCENARIO; /* argv[0] once known */
 
 static void list_scenarios(void)
 {
@@ -42,6 +50,47 @@ static void list_scenarios(void)
         fprintf(stderr, " %s", all[i]->name);
     }
     fprintf(stderr, "%s\n", n == 0 ? " none" : "");
+    if (n == 0) {
+        fprintf(stderr, "a static library's scenarios are dropped by the linker: link it with\n"
+                        "link_whole: (meson) or -Wl,--whole-archive, or see PL_SCENARIO_USE\n");
+    }
+}
+
+/* Writes s to f quoted for a POSIX shell when it needs it, so the
+ * printed command can be pasted whatever the path holds. */
+static void put_shell_word(FILE *f, const char *s)
+{
+    static const char plain[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                "0123456789_-+=.,/:@%";
+    if (s[0] != '\0' && strspn(s, plain) == strlen(s)) {
+        fputs(s, f);
+        return;
+    }
+    fputc('\'', f);
+    for (; *s != '\0'; s++) {
+        if (*s == '\'') {
+            fputs("'\\''", f);
+        } else {
+            fputc(*s, f);
+        }
+    }
+    fputc('\'', f);
+}
+
+/* True when the first argument is a pollen command rather than an input:
+ * one of pl_main's command names that is not an existing file or
+ * directory (a corpus directory called `run` stays a corpus). */
+static bool is_cli_command(const char *arg)
+{
+    static const char *const commands[] = {"list", "run",     "replay", "shrink",
+                                           "help", "version", "--help", "--version"};
+    struct stat st;
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (strcmp(arg, commands[i]) == 0) {
+            return stat(arg, &st) != 0;
+        }
+    }
+    return false;
 }
 
 /* libFuzzer starts with tiny inputs and lengthens them slowly
@@ -72,6 +121,13 @@ static void default_len_control(int *argc, char ***argv)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
+    if (*argc > 0 && (*argv)[0] != NULL) {
+        self = (*argv)[0];
+    }
+    /* Before libFuzzer parses its flags, which it does after this returns. */
+    if (*argc > 1 && is_cli_command((*argv)[1])) {
+        exit(pl_main(*argc, *argv, NULL));
+    }
     pl__fuzz_parse_flags(*argc, *argv);
     default_len_control(argc, argv);
     scenario = pl_scenario_find(PL_FUZZ_SCENARIO);
@@ -116,7 +172,11 @@ static void write_replay(const uint8_t *data, size_t size, const char *artifact)
     pl_sim_result res;
     run(data, size, true, &res);
     if (pl_sim_write_replay(scenario, &o, &res, path) == 0) {
-        fprintf(stderr, "  replay file: %s (pollen shrink reads it)\n", path);
+        fprintf(stderr, "  replay file: %s\n  shrink: ", path);
+        put_shell_word(stderr, self);
+        fputs(" shrink ", stderr);
+        put_shell_word(stderr, path);
+        fputc('\n', stderr);
     }
     pl_sim_result_free(&res);
 }
@@ -131,10 +191,14 @@ static void report(const pl_finding *f, const uint8_t *data, size_t size)
             "\n==pollen== finding in scenario %s: %s\n"
             "  task: %u (%s), poll %u; step %llu, virtual time %.3f ms\n"
             "  message: %s\n"
-            "  replay: pollen replay %s --scenario %s\n",
+            "  replay: ",
             scenario->name, pl_finding_name(f->kind), f->task_id,
             f->task_id != 0 ? f->task_name : "-", f->task_polls, (unsigned long long)f->step,
-            (double)f->time_ns / 1e6, f->message, path, scenario->name);
+            (double)f->time_ns / 1e6, f->message);
+    put_shell_word(stderr, self);
+    fputs(" replay ", stderr);
+    put_shell_word(stderr, path);
+    fprintf(stderr, " --scenario %s\n", scenario->name);
     write_replay(data, size, path);
     fputc('\n', stderr);
     fflush(stderr);

@@ -10,6 +10,9 @@
  * every one of them crashes (aborts, or exits nonzero). Regression tests
  * use it to prove known bugs are still found.
  */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L /* strdup, and fork under -std=c11 */
+#endif
 #include <dirent.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -164,6 +167,14 @@ int main(int argc, char **argv)
         } else {
             run_file(&d, argv[i]);
         }
+    }
+    /* Run as a fuzzer by mistake (this build has no libFuzzer): say what
+     * the binary does instead of quietly running nothing. */
+    if (d.ran == 0 && d.failed == 0) {
+        fprintf(stderr,
+                "fuzz: no input given; this target links pollen's replay driver, not\n"
+                "  libFuzzer, and only replays inputs: %s FILE|DIR...\n",
+                argc > 0 ? argv[0] : "fuzz_target");
     }
     /* Expecting crashes from no input at all is a broken test setup. */
     if (d.expect_crash && d.ran == 0) {

@@ -76,6 +76,26 @@ typedef struct pl_scenario {
     __attribute__((used, section("pl_scenarios"))) static const pl_scenario \
         *const ident##__registration = &ident
 
+/* Scenarios in a static library. A linker takes an object out of a
+ * static library only when something refers to one of its symbols, and
+ * nothing refers to a PL_SCENARIO: a library's scenarios are dropped, and
+ * pl_main then refuses to run with none. Either link the library whole
+ * (meson: `link_whole: lib`; ld: -Wl,--whole-archive lib.a
+ * -Wl,--no-whole-archive), or mark each scenario file with
+ * PL_SCENARIO_FILE(tag) and name it next to main() with
+ * PL_SCENARIO_USE(tag), which refers to the file's symbol so the linker
+ * keeps it (a tag is a C identifier, unique in the program):
+ *   relay.c:  PL_SCENARIO_FILE(relay);   PL_SCENARIO(relay, ...);
+ *   main.c:   PL_SCENARIO_USE(relay);    int main(...) { return pl_main(...); }
+ */
+#define PL_SCENARIO_FILE(tag)                  \
+    extern const char pl__scenario_file_##tag; \
+    const char pl__scenario_file_##tag = 0
+#define PL_SCENARIO_USE(tag)                                                \
+    extern const char pl__scenario_file_##tag;                              \
+    __attribute__((used)) static const char *const pl__scenario_use_##tag = \
+        &pl__scenario_file_##tag
+
 /* Every registered scenario, in link order; *count receives how many. */
 const pl_scenario *const *pl_scenarios(size_t *count);
 const pl_scenario *pl_scenario_find(const char *name);
@@ -441,7 +461,10 @@ pl__sometimes_site *pl__sometimes_sites(size_t *count);
 
 /* The `pollen` command over every registered scenario plus `extra` (a
  * NULL-terminated array, may be NULL). Users link their scenarios with
- * libpollen-sim and call this from main(). Returns the exit status. */
+ * libpollen-sim and call this from main(). Returns the exit status. With
+ * no scenario at all (registered or extra), every command but help and
+ * version fails with status 2 and says how to link a static library's
+ * scenarios (see PL_SCENARIO_USE). */
 int pl_main(int argc, char **argv, const pl_scenario *const *extra);
 
 #ifdef __cplusplus

@@ -57,6 +57,36 @@ static int unknown_command(const cli *c, const char *name)
     return usage_error(c, NULL, "unknown command '%s'", name);
 }
 
+/* Nothing to run is almost always a link problem, not a choice: the
+ * scenarios were compiled into a static library whose objects the linker
+ * dropped, since nothing refers to a PL_SCENARIO. An empty table with
+ * status 0 would let a CI job pass without testing anything. */
+static int no_scenarios(const cli *c)
+{
+    fprintf(stderr,
+            "%s: error: no scenarios are linked into this program\n"
+            "  PL_SCENARIO registers a scenario in a linker section that nothing refers to,\n"
+            "  so the linker drops the objects of a static library that hold them.\n"
+            "  Link the library whole:\n"
+            "    meson:  executable(..., link_whole: my_scenarios)\n"
+            "    cc/ld:  -Wl,--whole-archive libmy_scenarios.a -Wl,--no-whole-archive\n"
+            "  or put PL_SCENARIO_FILE(tag) in each scenario file and PL_SCENARIO_USE(tag)\n"
+            "  next to main() (pollen/sim.h).\n",
+            c->prog);
+    return ST_USAGE;
+}
+
+static bool needs_scenarios(const char *arg)
+{
+    static const char *const without[] = {"help", "--help", "-h", "version", "--version"};
+    for (size_t i = 0; i < sizeof without / sizeof without[0]; i++) {
+        if (strcmp(arg, without[i]) == 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
 int pl_main(int argc, char **argv, const pl_scenario *const *extra)
 {
     cli c;
@@ -70,7 +100,9 @@ int pl_main(int argc, char **argv, const pl_scenario *const *extra)
         free(c.all);
         return rc;
     }
-    if (argc < 2) {
+    if (c.nall == 0 && argc >= 2 && needs_scenarios(argv[1])) {
+        rc = no_scenarios(&c);
+    } else if (argc < 2) {
         pl__cli_put_text(stderr, pl__cli_help_main, c.prog);
         rc = ST_USAGE;
     } else if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
