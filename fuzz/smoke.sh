@@ -9,7 +9,8 @@
 #   - fuzz_replay_parser survives its corpus and a short run;
 #   - fuzz_outbox survives its corpus and a short run (a clean scenario);
 #   - fuzz_outbox_broadcast finds its known deadlock within its budget,
-#     and `pollen replay CRASH --scenario outbox_broadcast` reproduces it;
+#     and `pollen replay CRASH --scenario outbox_broadcast` reproduces it,
+#     as does the replay command the finding prints (the target itself);
 #   - every checked-in crasher (fuzz/regressions/) still produces its
 #     finding, and the fixed twin (fix_X for bug_X) survives it.
 # Fuzzers work on copies of the seed corpora: nothing is written to the
@@ -46,7 +47,8 @@ fuzz() {
         -print_final_stats=1 "$@" >"$work/$tag.log" 2>&1)
 }
 
-crash_of() { find "$work/$1" -maxdepth 1 -name 'crash-*' | head -1; }
+# The raw crash file, not the .replay file a scenario target writes beside it.
+crash_of() { find "$work/$1" -maxdepth 1 -name 'crash-*' ! -name '*.replay' | head -1; }
 
 passed=0
 failed=0
@@ -114,6 +116,18 @@ if [ -n "$crash" ] && [ -x "$pollen" ]; then
     verdict $? "pollen replay reproduces the crash file" "$work/replay.log"
 elif [ -n "$crash" ]; then
     echo "skip   pollen replay (no $pollen)"
+fi
+
+# The finding's own replay line names the target (which is also the
+# command line over its scenarios), and works as printed, from the
+# directory the fuzzer ran in.
+line=$(grep -m1 '^  replay: ' "$work/broadcast.log")
+if [ -n "$crash" ]; then
+    want="  replay: $bin/fuzz_outbox_broadcast replay ./$(basename "$crash")"
+    [ "$line" = "$want --scenario outbox_broadcast" ] &&
+        (cd "$work/broadcast" && eval "${line#  replay: }") >"$work/self-replay.log" 2>&1
+    verdict $? "the finding's replay command (the target itself) reproduces it" \
+        "$work/self-replay.log"
 fi
 
 # Checked-in crashers, named <finding kind>-<sha1 prefix>: each must

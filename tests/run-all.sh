@@ -8,7 +8,10 @@
 #      same seed must give the same hash under gcc -O2 and clang -O0 with
 #      sanitizers);
 #   3. clang + libFuzzer: build the fuzz targets and run the fuzz smoke
-#      test (skip with POLLEN_SKIP_FUZZ=1).
+#      test, then the OSS-Fuzz / ClusterFuzzLite build under the builders'
+#      environment (fuzz/oss_fuzz_check.sh) (skip both with POLLEN_SKIP_FUZZ=1);
+#   4. packaging: pollen as a meson subproject of a user's project
+#      (tests/packaging/subproject.sh, gcc).
 # Ends with one line "N passed, N failed" counting every test case.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -55,6 +58,26 @@ if [ "${POLLEN_SKIP_FUZZ:-0}" != 1 ] && [ -x fuzz/smoke.sh ]; then
     fi
 fi
 
-python3 tests/count.py "${logs[@]}" ${fuzz_result:+--extra fuzz_smoke=$fuzz_result} ||
+oss_fuzz_result=""
+if [ "${POLLEN_SKIP_FUZZ:-0}" != 1 ]; then
+    echo "== OSS-Fuzz build" >&2
+    if fuzz/oss_fuzz_check.sh; then
+        oss_fuzz_result=pass
+    else
+        oss_fuzz_result=fail
+        status=1
+    fi
+fi
+
+echo "== packaging" >&2
+if CC=gcc tests/packaging/subproject.sh; then
+    packaging_result=pass
+else
+    packaging_result=fail
     status=1
+fi
+
+python3 tests/count.py "${logs[@]}" ${fuzz_result:+--extra fuzz_smoke=$fuzz_result} \
+    ${oss_fuzz_result:+--extra oss_fuzz_build=$oss_fuzz_result} \
+    --extra packaging_subproject=$packaging_result || status=1
 exit $status
