@@ -103,12 +103,15 @@ static bool is_cli_command(const char *arg)
 static void default_len_control(int *argc, char ***argv)
 {
     static char flag[] = "-len_control=0";
+    /* Held here too: the driver may drop its last reference to the new
+     * argv before exit, and LeakSanitizer would report it then. */
+    static char **args;
     for (int i = 1; i < *argc; i++) {
         if (strncmp((*argv)[i], "-len_control=", 13) == 0) {
             return;
         }
     }
-    char **args = malloc(((size_t)*argc + 2) * sizeof *args);
+    args = malloc(((size_t)*argc + 2) * sizeof *args);
     if (args == NULL) {
         return;
     }
