@@ -21,6 +21,7 @@
 
 #include "shrink.h"
 #include "sim_internal.h"
+#include "trace_ring.h"
 
 /* The handler needs TICKS periods without a new step before it stops the
  * poll: a budget of B is enforced within B and B + B / TICKS. */
@@ -173,6 +174,10 @@ typedef struct candidate_page {
 
 static candidate_page *page;
 
+/* The final run of a crash shrink keeps its events here (the run keeps
+ * its events: o->keep_events), for the explanation of a run that died. */
+static pl__trace_ring *ring;
+
 static size_t page_size(void)
 {
     return sizeof(candidate_page) + PL__DEC_RECORD_MAX_DEFAULT * sizeof(pl__dec_record);
@@ -197,6 +202,7 @@ static int page_get(void)
 static _Noreturn void candidate_child(const pl_scenario *sc, const pl_sim_options *o)
 {
     pl__sim_record_to(page->recs, (size_t)page->cap, &page->len);
+    pl__sim_ring_to(o->keep_events ? ring : NULL);
     pl__budget_arm(&page->hang);
     pl_sim_result r;
     page->rc = pl_sim_run(sc, o, &r);
@@ -221,6 +227,12 @@ static int candidate_result(const pl_scenario *sc, const pl_sim_options *o, pl_s
     }
     rec->decisions_len = n;
     rec->decisions_truncated = page->len > page->cap;
+    if (r->finding.kind == PL_FINDING_CRASH && o->keep_events && ring != NULL &&
+        pl__ring_to_record(ring, rec) != 0) {
+        free(rec->decisions);
+        free(rec);
+        return PL_ENOMEM;
+    }
     pl_sim_knobs_text(o, rec->knobs, sizeof rec->knobs);
     snprintf(rec->scenario, sizeof rec->scenario, "%s", sc->name);
     r->internal = rec;
@@ -270,6 +282,9 @@ static int candidate_run(const pl_scenario *sc, const pl_sim_options *o, pl_sim_
     if (rc != 0) {
         return rc;
     }
+    if (o->keep_events && ring == NULL) {
+        ring = pl__ring_map(); /* NULL: explained without a timeline */
+    }
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
@@ -294,10 +309,20 @@ static int candidate_run(const pl_scenario *sc, const pl_sim_options *o, pl_sim_
         }
         *r = page->result;
     } else {
-        /* Crashed: a failure, but not the one being shrunk. */
+        /* Crashed: a crash shrink keeps it, the others do not. */
         r->finding.kind = PL_FINDING_CRASH;
-        snprintf(r->finding.message, sizeof r->finding.message,
-                 "a candidate's process died (status %d)", status);
+        if (WIFSIGNALED(status)) {
+            snprintf(r->finding.message, sizeof r->finding.message,
+                     "the run's process was killed by signal %d (%s): user code crashed",
+                     WTERMSIG(status),
+                     strsignal(WTERMSIG(status)));
+        } else {
+            snprintf(r->finding.message, sizeof r->finding.message,
+                     "the run's process died (wait status %d)", status);
+        }
+        if (o->keep_events && ring != NULL) {
+            pl__ring_position(ring, &r->finding);
+        }
     }
     return candidate_result(sc, o, r);
 }

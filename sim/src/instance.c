@@ -85,6 +85,9 @@ uint32_t pl__sim_choose(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t 
         if (mirror_len != NULL) {
             mirror(kind, n, v);
         }
+        if (ring_to != NULL) {
+            pl__ring_key(ring_to, key);
+        }
     }
     return v;
 }

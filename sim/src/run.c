@@ -138,6 +138,7 @@ static void free_record(pl__run_record *rec)
         free(rec->events);
         free(rec->names_blob);
         free(rec->texts);
+        free(rec->notes);
         free(rec);
     }
 }

@@ -373,6 +373,9 @@ typedef struct pl__run_record {
     char *names_blob;       /* "\0"-separated task names, by id (1-based) */
     char *texts;            /* the texts USER events point into (pl__trace_texts) */
     size_t texts_len;
+    struct pl__decision_note *notes; /* a crashed run's decision subjects (its crash
+                                        ring's), for the shrinker; NULL otherwise */
+    size_t notes_len;
     size_t names_len;
     uint32_t names_count;
 } pl__run_record;

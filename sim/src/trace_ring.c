@@ -9,6 +9,8 @@
 #include <sys/mman.h>
 
 #include "pollen/error.h"
+#include "sim_internal.h"
+#include "strategy.h"
 
 pl__trace_ring *pl__ring_map(void)
 {
@@ -162,4 +164,87 @@ int pl__ring_write_text(FILE *f, const pl__trace_ring *r, size_t max, const char
     int rc = n > 0 ? write_indented(f, ev + from, n - from, &nm, indent) : 0;
     free(ev);
     return rc;
+}
+
+/* Names by id 1..count, "\0"-separated as run.c keeps them ("?" for a
+ * name the ring no longer holds). */
+static char *names_blob(const pl__trace_ring *r, uint32_t count, size_t *len)
+{
+    *len = 0;
+    for (uint32_t id = 1; id <= count; id++) {
+        const char *n = ring_task((void *)r, id);
+        *len += strlen(n != NULL ? n : "?") + 1;
+    }
+    char *blob = malloc(*len > 0 ? *len : 1);
+    char *p = blob;
+    for (uint32_t id = 1; blob != NULL && id <= count; id++) {
+        const char *n = ring_task((void *)r, id);
+        size_t l = strlen(n != NULL ? n : "?") + 1;
+        memcpy(p, n != NULL ? n : "?", l);
+        p += l;
+    }
+    return blob;
+}
+
+/* The texts of the USER events of ev, in one store; each event's a/b
+ * rewritten to point into it. */
+static char *texts_store(const pl__trace_ring *r, pl__trace_rec *ev, size_t n, size_t *len)
+{
+    *len = 0;
+    char *store = malloc((size_t)PL__RING_TEXTS * PL_TRACE_EVENT_MAX);
+    for (size_t i = 0; store != NULL && i < n; i++) {
+        size_t l = 0;
+        const char *t = ev[i].kind == PL__EV_USER ? ring_text((void *)r, &ev[i], &l) : NULL;
+        if (ev[i].kind == PL__EV_USER) {
+            /* A text the ring overwrote reads as not kept. */
+            ev[i].a = t != NULL ? *len : UINT64_MAX;
+            ev[i].b = l;
+        }
+        if (t != NULL) {
+            memcpy(store + *len, t, l);
+            store[*len + l] = '\0';
+            *len += l + 1;
+        }
+    }
+    return store;
+}
+
+int pl__ring_to_record(const pl__trace_ring *r, pl__run_record *rec)
+{
+    size_t n = 0, names_len = 0, texts_len = 0;
+    uint64_t lost = 0;
+    pl__trace_rec *ev = pl__ring_events(r, &n, &lost);
+    uint32_t count = 0;
+    for (size_t i = 0; i < n; i++) {
+        count = ev[i].task > count ? ev[i].task : count;
+    }
+    char *blob = names_blob(r, count, &names_len);
+    char *texts = texts_store(r, ev, n, &texts_len);
+    if ((ev == NULL && r->len > 0) || blob == NULL || texts == NULL) {
+        free(ev);
+        free(blob);
+        free(texts);
+        return PL_ENOMEM;
+    }
+    if (lost > 0) {
+        free(ev);
+        ev = NULL;
+        n = 0;
+    }
+    uint64_t nk = r->decisions;
+    pl__decision_note *notes = nk > 0 && nk <= PL__RING_KEYS ? malloc(nk * sizeof *notes) : NULL;
+    for (uint64_t i = 0; notes != NULL && i < nk; i++) {
+        /* The kind is not needed: the explainer reads it from the event. */
+        notes[i] = (pl__decision_note){r->keys[i], 0, 0};
+    }
+    rec->notes = notes;
+    rec->notes_len = notes != NULL ? (size_t)nk : 0;
+    rec->events = ev;
+    rec->events_len = n;
+    rec->names_blob = blob;
+    rec->names_len = names_len;
+    rec->names_count = count;
+    rec->texts = texts;
+    rec->texts_len = texts_len;
+    return 0;
 }

@@ -45,9 +45,14 @@ typedef struct pl__ring_name {
     char name[PL__RING_NAME_MAX];
 } pl__ring_name;
 
+#define PL__RING_KEYS 4096u /* the subjects of the first decisions */
+
 typedef struct pl__trace_ring {
     volatile uint64_t len;   /* events written in all; the last PL__RING_EVENTS are kept */
     volatile uint64_t texts; /* user texts written in all */
+    volatile uint64_t decisions; /* decisions consulted in all */
+    uint64_t keys[PL__RING_KEYS]; /* decision i's subject (head task, site, timer...),
+                                     for the shrinker's explanation of a crash */
     pl__trace_rec ev[PL__RING_EVENTS]; /* a USER event's a: its text number */
     pl__ring_text text[PL__RING_TEXTS];
     pl__ring_name names[PL__RING_NAMES];
@@ -58,6 +63,7 @@ static inline void pl__ring_reset(pl__trace_ring *r)
 {
     r->len = 0;
     r->texts = 0;
+    r->decisions = 0;
     memset(r->names, 0, sizeof r->names);
 }
 
@@ -83,6 +89,16 @@ static inline void pl__ring_user(pl__trace_ring *r, const pl__trace_rec *e, cons
     u.a = k;
     u.b = len;
     pl__ring_event(r, &u);
+}
+
+/* The subject of the next decision consulted (pl__sim_choose's key). */
+static inline void pl__ring_key(pl__trace_ring *r, uint64_t key)
+{
+    uint64_t i = r->decisions;
+    if (i < PL__RING_KEYS) {
+        r->keys[i] = key;
+    }
+    r->decisions = i + 1;
 }
 
 static inline void pl__ring_name_task(pl__trace_ring *r, uint32_t id, const char *name)
@@ -121,6 +137,16 @@ bool pl__ring_position(const pl__trace_ring *r, pl_finding *f);
 /* "in 'crasher' (#1), poll 4, step 5, virtual time 0.000 ms" or
  * "outside any poll, after step 5, virtual time 0.000 ms". */
 void pl__ring_where(const pl_finding *f, char *buf, size_t len);
+
+/* Gives a crashed run's record (sim_internal.h) the ring's events, task
+ * names and user texts, as a finished run's record has them, so the
+ * shrinker explains it and the timeline prints alike. Leaves the events
+ * out when the ring lost the run's start (an explanation counts the
+ * decisions from the first), and the decisions' subjects as capture
+ * notes (rec->notes) when it kept them all. Returns 0 or PL_ENOMEM
+ * (record unchanged). */
+struct pl__run_record;
+int pl__ring_to_record(const pl__trace_ring *r, struct pl__run_record *rec);
 
 /* Writes the last `max` kept events as timeline lines (max 0: all
  * kept), each line prefixed by `indent`, after a line saying how many

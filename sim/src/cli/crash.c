@@ -1,0 +1,77 @@
+/* sim/src/cli/crash.c: a crashed run told from its crash ring (the
+ * rerun of a crashed seed, a forked replay): the poll it died in, and
+ * its last events as timeline lines. Also the line a shrunk finding
+ * gives its original run. */
+#include "cli_internal.h"
+
+/* Writes the ring's last events into buf (indented, NUL-terminated). */
+static void ring_lines(const pl__trace_ring *ring, size_t max, const char *head, char *buf,
+                       size_t len)
+{
+    buf[0] = '\0';
+    /* One byte short: the text stays NUL-terminated when it is cut. */
+    FILE *f = fmemopen(buf, len - 1, "w");
+    if (f == NULL) {
+        return;
+    }
+    fputs(head, f);
+    pl__ring_write_text(f, ring, max, "    ");
+    fclose(f);
+}
+
+void pl__cli_crash_timeline(report *rp, const pl__trace_ring *ring)
+{
+    if (!pl__ring_position(ring, &rp->f)) {
+        return;
+    }
+    rp->positioned = true;
+    char where[256];
+    pl__ring_where(&rp->f, where, sizeof where);
+    pl__cli_textf(rp->f.message + strlen(rp->f.message),
+                  sizeof rp->f.message - strlen(rp->f.message), "\nit died %s", where);
+    ring_lines(ring, CRASH_TIMELINE_EVENTS, "  the run's last events, the latest last:\n",
+               rp->timeline, sizeof rp->timeline);
+}
+
+void pl__cli_print_crash_replay(const cli *c, const char *path, bool trace, const char *chrome,
+                                bool quiet, const pl__trace_ring *ring, const pl_finding *f)
+{
+    if (ring == NULL || ring->len == 0) {
+        return;
+    }
+    char where[256];
+    pl__ring_where(f, where, sizeof where);
+    printf("  the replay process died %s\n", where);
+    if (!trace && chrome == NULL) {
+        char lines[8192];
+        ring_lines(ring, CRASH_TIMELINE_EVENTS, "  its last events, the latest last:\n", lines,
+                   sizeof lines);
+        fputs(lines, stdout);
+        return;
+    }
+    size_t n = 0;
+    uint64_t lost = 0;
+    pl__trace_rec *ev = pl__ring_events(ring, &n, &lost);
+    if (lost > 0 && trace) {
+        printf("(the first %" PRIu64 " events are not kept: a crash keeps the last %u)\n", lost,
+               PL__RING_EVENTS);
+    }
+    pl__trace_namer nm = pl__ring_namer(ring);
+    pl__cli_write_events(c, "replay", trace ? stdout : NULL, chrome, quiet, path, ev, n, &nm);
+    free(ev);
+}
+
+void pl__cli_original_line(char *buf, size_t len, const report *rp, const pl_finding *orig,
+                           size_t decisions)
+{
+    pl_time t = orig->time_ns < 0 ? 0 : orig->time_ns;
+    char seed[48] = "";
+    if (rp->has_seed) {
+        snprintf(seed, sizeof seed, "seed %" PRIu64 ", ", rp->seed);
+    }
+    pl__cli_textf(buf, len,
+                  "  shrunk: this finding is the shrunk run's; the original run (%sstep %" PRIu64
+                  ", virtual time %" PRId64 ".%03" PRId64 " ms, %zu decisions) is the 'replay' "
+                  "below\n",
+                  seed, orig->step, t / PL_MS, t % PL_MS / PL_US, decisions);
+}
