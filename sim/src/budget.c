@@ -157,6 +157,40 @@ void pl__hang_finding(const pl__hang *h, pl_finding *f)
              h->task_name, h->task_id, budget, h->task_polls, (unsigned long long)h->step);
 }
 
+/* ---- How a child ended ------------------------------------------------- */
+
+static const char *signal_name(int sig)
+{
+    static const struct {
+        int sig;
+        const char *name;
+    } names[] = {
+        {SIGSEGV, "SIGSEGV"}, {SIGBUS, "SIGBUS"},   {SIGABRT, "SIGABRT"}, {SIGFPE, "SIGFPE"},
+        {SIGILL, "SIGILL"},   {SIGKILL, "SIGKILL"}, {SIGTERM, "SIGTERM"}, {SIGTRAP, "SIGTRAP"},
+        {SIGSYS, "SIGSYS"},   {SIGPIPE, "SIGPIPE"}, {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"},
+        {SIGALRM, "SIGALRM"}, {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"}, {SIGHUP, "SIGHUP"},
+        {SIGUSR1, "SIGUSR1"}, {SIGUSR2, "SIGUSR2"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (names[i].sig == sig) {
+            return names[i].name;
+        }
+    }
+    return "an unknown signal";
+}
+
+void pl__wait_status_text(int status, char *buf, size_t len)
+{
+    if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        snprintf(buf, len, "was killed by %s (%s)", signal_name(sig), strsignal(sig));
+    } else if (WIFEXITED(status)) {
+        snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
+    } else {
+        snprintf(buf, len, "stopped with wait status %d", status);
+    }
+}
+
 /* ---- Shrink candidates, one child each ---------------------------------- */
 
 /* What a candidate's child leaves behind: its hang report or its result,
@@ -310,16 +344,11 @@ static int candidate_run(const pl_scenario *sc, const pl_sim_options *o, pl_sim_
         *r = page->result;
     } else {
         /* Crashed: a crash shrink keeps it, the others do not. */
+        char how[160];
+        pl__wait_status_text(status, how, sizeof how);
         r->finding.kind = PL_FINDING_CRASH;
-        if (WIFSIGNALED(status)) {
-            snprintf(r->finding.message, sizeof r->finding.message,
-                     "the run's process was killed by signal %d (%s): user code crashed",
-                     WTERMSIG(status),
-                     strsignal(WTERMSIG(status)));
-        } else {
-            snprintf(r->finding.message, sizeof r->finding.message,
-                     "the run's process died (wait status %d)", status);
-        }
+        snprintf(r->finding.message, sizeof r->finding.message,
+                 "the run's process %s: user code crashed", how);
         if (o->keep_events && ring != NULL) {
             pl__ring_position(ring, &r->finding);
         }

@@ -236,30 +236,6 @@ int pl__cli_write_trace(const cli *c, const char *cmd, FILE *text, const char *c
     return pl__cli_write_events(c, cmd, text, chrome, quiet, what, ev, n, &nm);
 }
 
-int pl__cli_write_events(const cli *c, const char *cmd, FILE *text, const char *chrome,
-                         bool quiet, const char *what, const pl__trace_rec *ev, size_t n,
-                         const pl__trace_namer *nm)
-{
-    int rc = 0;
-    if (text != NULL) {
-        rc = pl__trace_write_text_ex(text, ev, n, nm);
-    }
-    if (rc == 0 && chrome != NULL) {
-        FILE *f = fopen(chrome, "w");
-        rc = f == NULL ? -errno : pl__trace_write_chrome_ex(f, ev, n, nm);
-        rc = f != NULL && fclose(f) != 0 && rc == 0 ? -errno : rc;
-        if (rc == 0 && !quiet) {
-            fprintf(text != NULL ? text : stdout, "  chrome trace: %s (%zu events)\n",
-                    pl__cli_safe_text(chrome).s, n);
-        }
-    }
-    if (rc != 0) {
-        return pl__cli_internal_error(c, cmd, "cannot write the trace of %s: %s", what,
-                                      pl__cli_error_text(rc));
-    }
-    return ST_CLEAN;
-}
-
 static void print_reproduced(const replay_opts *ro, const replay_input *in,
                              const pl_sim_result *r)
 {

@@ -1,8 +1,34 @@
 /* sim/src/cli/crash.c: a crashed run told from its crash ring (the
  * rerun of a crashed seed, a forked replay): the poll it died in, and
- * its last events as timeline lines. Also the line a shrunk finding
- * gives its original run. */
+ * its last events as timeline lines; the writer of timelines and Chrome
+ * traces the commands share; and the line a shrunk finding gives its
+ * original run. */
 #include "cli_internal.h"
+
+/* Below `replay` and `run --trace`, which call it with a run's events. */
+int pl__cli_write_events(const cli *c, const char *cmd, FILE *text, const char *chrome,
+                         bool quiet, const char *what, const pl__trace_rec *ev, size_t n,
+                         const pl__trace_namer *nm)
+{
+    int rc = 0;
+    if (text != NULL) {
+        rc = pl__trace_write_text_ex(text, ev, n, nm);
+    }
+    if (rc == 0 && chrome != NULL) {
+        FILE *f = fopen(chrome, "w");
+        rc = f == NULL ? -errno : pl__trace_write_chrome_ex(f, ev, n, nm);
+        rc = f != NULL && fclose(f) != 0 && rc == 0 ? -errno : rc;
+        if (rc == 0 && !quiet) {
+            fprintf(text != NULL ? text : stdout, "  chrome trace: %s (%zu events)\n",
+                    pl__cli_safe_text(chrome).s, n);
+        }
+    }
+    if (rc != 0) {
+        return pl__cli_internal_error(c, cmd, "cannot write the trace of %s: %s", what,
+                                      pl__cli_error_text(rc));
+    }
+    return ST_CLEAN;
+}
 
 /* Writes the ring's last events into buf (indented, NUL-terminated). */
 static void ring_lines(const pl__trace_ring *ring, size_t max, const char *head, char *buf,

@@ -54,37 +54,10 @@ void pl__cli_json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-static const char *signal_name(int sig)
-{
-    static const struct {
-        int sig;
-        const char *name;
-    } names[] = {
-        {SIGSEGV, "SIGSEGV"}, {SIGBUS, "SIGBUS"},   {SIGABRT, "SIGABRT"}, {SIGFPE, "SIGFPE"},
-        {SIGILL, "SIGILL"},   {SIGKILL, "SIGKILL"}, {SIGTERM, "SIGTERM"}, {SIGTRAP, "SIGTRAP"},
-        {SIGSYS, "SIGSYS"},   {SIGPIPE, "SIGPIPE"}, {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"},
-        {SIGALRM, "SIGALRM"}, {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"}, {SIGHUP, "SIGHUP"},
-        {SIGUSR1, "SIGUSR1"}, {SIGUSR2, "SIGUSR2"},
-    };
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        if (names[i].sig == sig) {
-            return names[i].name;
-        }
-    }
-    return "an unknown signal";
-}
-
 /* Describes a wait status: "was killed by SIGSEGV (Segmentation fault)". */
 void pl__cli_describe_status(int status, char *buf, size_t len)
 {
-    if (WIFSIGNALED(status)) {
-        int sig = WTERMSIG(status);
-        snprintf(buf, len, "was killed by %s (%s)", signal_name(sig), strsignal(sig));
-    } else if (WIFEXITED(status)) {
-        snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
-    } else {
-        snprintf(buf, len, "stopped with wait status %d", status);
-    }
+    pl__wait_status_text(status, buf, len);
 }
 
 /* mkdir -p: creates dir and its parents. Returns 0 or a negative errno. */
