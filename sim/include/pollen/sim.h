@@ -398,8 +398,10 @@ typedef struct pl_sim_shrink_result {
  * decisions are ignored. limits may be NULL (30 s, 20000 runs). The
  * result is deterministic unless the time limit cuts it, and shrinking a
  * result again returns it unchanged. Returns 0; PL_EINVAL when the input
- * does not produce a finding of `kind` (reason in out->message); or
- * another negative code. Always call pl_sim_shrink_result_free. */
+ * does not produce a finding of `kind` (reason in out->message), or for
+ * kind PL_FINDING_CRASH (a crash is shrunk with its candidates in child
+ * processes: `pollen shrink`, or `run`'s own shrink); or another
+ * negative code. Always call pl_sim_shrink_result_free. */
 int pl_sim_shrink(const pl_scenario *sc, const pl_sim_options *base, const void *decisions,
                   size_t n, pl_finding_kind kind, const pl_sim_shrink_limits *limits,
                   pl_sim_shrink_result *out);

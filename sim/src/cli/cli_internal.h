@@ -459,8 +459,8 @@ int pl__cli_report_once(const cli *c, const run_opts *o, report *rp);
 void pl__cli_shrink_report(const cli *c, const run_opts *o, report *rp);
 
 /* crash.c */
-/* Positions a report of a run that died where its crash ring ends (the
- * poll it was in), says so in its message, and keeps the ring's last
+/* Positions a crash report where its crash ring ends (the poll the run
+ * died in), says so in its message, and keeps the ring's last
  * CRASH_TIMELINE_EVENTS events in rp->timeline. */
 void pl__cli_crash_timeline(report *rp, const pl__trace_ring *ring);
 /* After a replay process died: where (f positioned from the ring), then
