@@ -7,7 +7,11 @@
  * that reruns that seed in isolation, to stderr, then hand the signal to
  * whatever handled it before (a sanitizer's report, Criterion's verdict,
  * the default core dump). Only async-signal-safe calls in the handler:
- * write(2), sigaction, raise; the text is assembled by hand.
+ * write(2), sigaction, raise; the text is assembled by hand. Under a
+ * sanitizer a bug is often caught before any signal (UBSan's null
+ * pointer arithmetic, ASan's report of its own SEGV handler) and the
+ * process ends through the sanitizer's exit: its death callback, when
+ * the runtime is linked in, prints the same line.
  */
 #include <signal.h>
 #include <stdint.h>
@@ -41,7 +45,10 @@ static void put_u64(uint64_t v)
     put(buf + i);
 }
 
-static void on_fatal(int sig)
+/* The sanitizers' hook, a weak reference: NULL without their runtime. */
+extern void __sanitizer_set_death_callback(void (*callback)(void)) __attribute__((weak));
+
+static void say_seed(void)
 {
     const char *name = guard_name;
     if (name != NULL) {
@@ -56,6 +63,11 @@ static void on_fatal(int sig)
         put_u64(guard_seed);
         put(" --trace\n");
     }
+}
+
+static void on_fatal(int sig)
+{
+    say_seed();
     pl__campaign_guard_end();
     /* Blocked while this handler runs: delivered to the restored handler
      * on return (a fault re-executes and faults again anyway). */
@@ -72,6 +84,9 @@ void pl__campaign_guard_begin(const pl_scenario *sc)
     for (size_t i = 0; i < NFATAL; i++) {
         sigaction(fatal[i], &sa, &previous[i]);
     }
+    if (__sanitizer_set_death_callback != NULL) {
+        __sanitizer_set_death_callback(say_seed);
+    }
 }
 
 void pl__campaign_guard_seed(uint64_t seed) { guard_seed = seed; }
@@ -84,5 +99,8 @@ void pl__campaign_guard_end(void)
     guard_name = NULL;
     for (size_t i = 0; i < NFATAL; i++) {
         sigaction(fatal[i], &previous[i], NULL);
+    }
+    if (__sanitizer_set_death_callback != NULL) {
+        __sanitizer_set_death_callback(NULL);
     }
 }
