@@ -49,18 +49,20 @@ static ran pollen(const char *args)
     return (ran){WIFEXITED(st) ? WEXITSTATUS(st) : -1, buf};
 }
 
-static char workdir[64];
+static char workdir[4096];
 
 static void enter_workdir(void)
 {
-    snprintf(workdir, sizeof workdir, "/tmp/pollen-crash-XXXXXX");
+    const char *tmp = getenv("TMPDIR");
+    snprintf(workdir, sizeof workdir, "%s/pollen-crash-XXXXXX",
+             tmp != NULL && tmp[0] != '\0' ? tmp : P_tmpdir);
     cr_assert_not_null(mkdtemp(workdir));
     cr_assert_eq(chdir(workdir), 0);
 }
 
 static void leave_workdir(void)
 {
-    char cmd[128];
+    char cmd[4200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", workdir);
     if (chdir("/") == 0 && system(cmd) != 0) {
         cr_log_warn("could not remove %s", workdir);

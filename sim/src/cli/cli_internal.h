@@ -463,11 +463,13 @@ void pl__cli_shrink_report(const cli *c, const run_opts *o, report *rp);
  * died in), says so in its message, and keeps the ring's last
  * CRASH_TIMELINE_EVENTS events in rp->timeline. */
 void pl__cli_crash_timeline(report *rp, const pl__trace_ring *ring);
-/* After a replay process died: where (f positioned from the ring), then
- * its events: all the ring kept as --trace / --chrome-trace, else the
- * last CRASH_TIMELINE_EVENTS. Nothing when the ring is NULL or empty. */
-void pl__cli_print_crash_replay(const cli *c, const char *path, bool trace, const char *chrome,
-                                bool quiet, const pl__trace_ring *ring, const pl_finding *f);
+/* After process `who` died running a run with a crash ring: where (the
+ * poll it died in), then its events on `out`: all the ring kept as
+ * --trace / --chrome-trace, else the last CRASH_TIMELINE_EVENTS. Nothing
+ * when the ring is NULL or empty. */
+void pl__cli_print_crash_events(const cli *c, const char *cmd, FILE *out, const char *who,
+                                bool trace, const char *chrome, bool quiet,
+                                const pl__trace_ring *ring);
 /* The line of a shrunk finding that says what the original run was. */
 void pl__cli_original_line(char *buf, size_t len, const report *rp, const pl_finding *orig,
                            size_t decisions);

@@ -424,12 +424,8 @@ static int replay_forked(const cli *c, const replay_opts *ro, const replay_input
     }
     if (!got) {
         pl__cli_describe_status(status, text, sizeof text);
-        pl_finding f;
-        memset(&f, 0, sizeof f);
-        if (ring != NULL) {
-            pl__ring_position(ring, &f);
-        }
-        pl__cli_print_crash_replay(c, in->path, ro->trace, ro->chrome, ro->quiet, ring, &f);
+        pl__cli_print_crash_events(c, "replay", stdout, "the replay process", ro->trace,
+                                   ro->chrome, ro->quiet, ring);
         verdict = (unsigned char)replay_lost(ro, in, PL_FINDING_CRASH, text);
     }
     pl__ring_unmap(ring);

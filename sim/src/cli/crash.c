@@ -59,31 +59,34 @@ void pl__cli_crash_timeline(report *rp, const pl__trace_ring *ring)
                rp->timeline, sizeof rp->timeline);
 }
 
-void pl__cli_print_crash_replay(const cli *c, const char *path, bool trace, const char *chrome,
-                                bool quiet, const pl__trace_ring *ring, const pl_finding *f)
+void pl__cli_print_crash_events(const cli *c, const char *cmd, FILE *out, const char *who,
+                                bool trace, const char *chrome, bool quiet,
+                                const pl__trace_ring *ring)
 {
-    if (ring == NULL || ring->len == 0) {
+    pl_finding f;
+    memset(&f, 0, sizeof f);
+    if (ring == NULL || !pl__ring_position(ring, &f)) {
         return;
     }
     char where[256];
-    pl__ring_where(f, where, sizeof where);
-    printf("  the replay process died %s\n", where);
+    pl__ring_where(&f, where, sizeof where);
+    fprintf(out, "  %s died %s\n", who, where);
     if (!trace && chrome == NULL) {
         char lines[8192];
         ring_lines(ring, CRASH_TIMELINE_EVENTS, "  its last events, the latest last:\n", lines,
                    sizeof lines);
-        fputs(lines, stdout);
+        fputs(lines, out);
         return;
     }
     size_t n = 0;
     uint64_t lost = 0;
     pl__trace_rec *ev = pl__ring_events(ring, &n, &lost);
     if (lost > 0 && trace) {
-        printf("(the first %" PRIu64 " events are not kept: a crash keeps the last %u)\n", lost,
-               PL__RING_EVENTS);
+        fprintf(out, "(the first %" PRIu64 " events are not kept: a crash keeps the last %u)\n",
+                lost, PL__RING_EVENTS);
     }
     pl__trace_namer nm = pl__ring_namer(ring);
-    pl__cli_write_events(c, "replay", trace ? stdout : NULL, chrome, quiet, path, ev, n, &nm);
+    pl__cli_write_events(c, cmd, trace ? out : NULL, chrome, quiet, who, ev, n, &nm);
     free(ev);
 }
 
