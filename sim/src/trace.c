@@ -632,6 +632,8 @@ void pl__trace_check(const pl__trace *t)
     PL__SIM_ASSERT(t->hot.slow_at > t->hot.count);
     PL__SIM_ASSERT(t->log_len <= t->log_cap || t->log_cap == 0);
     PL__SIM_ASSERT(!t->opts.keep_log || t->log_len <= t->opts.log_max);
+    PL__SIM_ASSERT(t->texts_len <= t->texts_cap && t->texts_len <= PL__TRACE_TEXT_MAX);
+    PL__SIM_ASSERT(t->hot.keep_log == (t->opts.keep_log || t->ring != NULL));
     if (t->opts.checkpoints && !t->cps_stopped) {
         /* One checkpoint per full window of hashed events, none missing. */
         PL__SIM_ASSERT(t->cps_len == t->hot.count / PL__TRACE_CHECKPOINT_EVENTS);

@@ -221,8 +221,8 @@ Test(crash, run_shrinks_a_crash_and_describes_the_shrunk_run)
     uint64_t poll = number_after(line_of(r.out, "  task: bob (#2)"), ", poll ");
     uint64_t step = number_after(line_of(r.out, "  task: bob (#2)"), ", step ");
     char said[128];
-    snprintf(said, sizeof said, "then the run crashed in 'bob' (#2), poll %" PRIu64 ", step %" PRIu64,
-             poll, step);
+    snprintf(said, sizeof said,
+             "then the run crashed in 'bob' (#2), poll %" PRIu64 ", step %" PRIu64, poll, step);
     cr_assert(has(r.out, said), "%s", r.out);
     free(r.out);
     assert_header_is_the_shrunk_run("run selftest_deref --seeds 0..99", "selftest_deref");

@@ -279,8 +279,8 @@ typedef struct pl_campaign_result {
  * the scenario, the seed and the command that reruns it isolated to
  * stderr, then passes the signal on to the handler installed before (a
  * sanitizer's, the default). A hang is not caught here: give the test a
- * timeout, and run the range with `run` for its watchdog. The CLI's `run` gives the same findings for the
- * same range: each seed judged alike (the determinism check when asked),
+ * timeout, and run the range with `run` for its watchdog. The CLI's
+ * `run` gives the same findings for the same range: each seed judged alike (the determinism check when asked),
  * then, when the range ran to its end (no stop at a finding), every
  * pl_sometimes site reached and never true, and every site of the
  * scenario's own file never reached, is an assertion finding without a
