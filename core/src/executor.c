@@ -530,6 +530,18 @@ uint64_t pl_site_key(const char *file, int line)
     return (h ^ (uint64_t)(uint32_t)line) * 1099511628211ull;
 }
 
+void pl_trace_event(pl_context *cx, const char *fmt, ...)
+{
+    const pl_poll_watch *w = cx->watch;
+    if (w == NULL || w->event == NULL) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    w->event(w->ud, fmt, ap);
+    va_end(ap);
+}
+
 bool pl__buggify(pl_context *cx, const char *file, int line)
 {
     pl_executor *ex = cx->ex;

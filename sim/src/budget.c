@@ -21,6 +21,7 @@
 
 #include "shrink.h"
 #include "sim_internal.h"
+#include "trace_ring.h"
 
 /* The handler needs TICKS periods without a new step before it stops the
  * poll: a budget of B is enforced within B and B + B / TICKS. */
@@ -156,6 +157,40 @@ void pl__hang_finding(const pl__hang *h, pl_finding *f)
              h->task_name, h->task_id, budget, h->task_polls, (unsigned long long)h->step);
 }
 
+/* ---- How a child ended ------------------------------------------------- */
+
+static const char *signal_name(int sig)
+{
+    static const struct {
+        int sig;
+        const char *name;
+    } names[] = {
+        {SIGSEGV, "SIGSEGV"}, {SIGBUS, "SIGBUS"},   {SIGABRT, "SIGABRT"}, {SIGFPE, "SIGFPE"},
+        {SIGILL, "SIGILL"},   {SIGKILL, "SIGKILL"}, {SIGTERM, "SIGTERM"}, {SIGTRAP, "SIGTRAP"},
+        {SIGSYS, "SIGSYS"},   {SIGPIPE, "SIGPIPE"}, {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"},
+        {SIGALRM, "SIGALRM"}, {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"}, {SIGHUP, "SIGHUP"},
+        {SIGUSR1, "SIGUSR1"}, {SIGUSR2, "SIGUSR2"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (names[i].sig == sig) {
+            return names[i].name;
+        }
+    }
+    return "an unknown signal";
+}
+
+void pl__wait_status_text(int status, char *buf, size_t len)
+{
+    if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        snprintf(buf, len, "was killed by %s (%s)", signal_name(sig), strsignal(sig));
+    } else if (WIFEXITED(status)) {
+        snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
+    } else {
+        snprintf(buf, len, "stopped with wait status %d", status);
+    }
+}
+
 /* ---- Shrink candidates, one child each ---------------------------------- */
 
 /* What a candidate's child leaves behind: its hang report or its result,
@@ -172,6 +207,10 @@ typedef struct candidate_page {
 } candidate_page;
 
 static candidate_page *page;
+
+/* The final run of a crash shrink keeps its events here (the run keeps
+ * its events: o->keep_events), for the explanation of a run that died. */
+static pl__trace_ring *ring;
 
 static size_t page_size(void)
 {
@@ -197,6 +236,7 @@ static int page_get(void)
 static _Noreturn void candidate_child(const pl_scenario *sc, const pl_sim_options *o)
 {
     pl__sim_record_to(page->recs, (size_t)page->cap, &page->len);
+    pl__sim_ring_to(o->keep_events ? ring : NULL);
     pl__budget_arm(&page->hang);
     pl_sim_result r;
     page->rc = pl_sim_run(sc, o, &r);
@@ -221,6 +261,12 @@ static int candidate_result(const pl_scenario *sc, const pl_sim_options *o, pl_s
     }
     rec->decisions_len = n;
     rec->decisions_truncated = page->len > page->cap;
+    if (r->finding.kind == PL_FINDING_CRASH && o->keep_events && ring != NULL &&
+        pl__ring_to_record(ring, rec) != 0) {
+        free(rec->decisions);
+        free(rec);
+        return PL_ENOMEM;
+    }
     pl_sim_knobs_text(o, rec->knobs, sizeof rec->knobs);
     snprintf(rec->scenario, sizeof rec->scenario, "%s", sc->name);
     r->internal = rec;
@@ -270,6 +316,9 @@ static int candidate_run(const pl_scenario *sc, const pl_sim_options *o, pl_sim_
     if (rc != 0) {
         return rc;
     }
+    if (o->keep_events && ring == NULL) {
+        ring = pl__ring_map(); /* NULL: explained without a timeline */
+    }
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
@@ -294,10 +343,15 @@ static int candidate_run(const pl_scenario *sc, const pl_sim_options *o, pl_sim_
         }
         *r = page->result;
     } else {
-        /* Crashed: a failure, but not the one being shrunk. */
+        /* Crashed: a crash shrink keeps it, the others do not. */
+        char how[160];
+        pl__wait_status_text(status, how, sizeof how);
         r->finding.kind = PL_FINDING_CRASH;
         snprintf(r->finding.message, sizeof r->finding.message,
-                 "a candidate's process died (status %d)", status);
+                 "the run's process %s: user code crashed", how);
+        if (o->keep_events && ring != NULL) {
+            pl__ring_position(ring, &r->finding);
+        }
     }
     return candidate_result(sc, o, r);
 }

@@ -67,9 +67,14 @@ void pl__hang_finding(const pl__hang *h, pl_finding *f);
 /* "1 s", "250 ms": the budget as the messages say it. */
 void pl__budget_text(pl_time ns, char *buf, size_t len);
 
-/* Makes this process's livelock shrinks run every candidate in a child
- * under the budget (pl__shrink_set_runner), so a candidate that hangs
- * counts as still failing with livelock. */
+/* Describes a wait status: "was killed by SIGSEGV (Segmentation fault)",
+ * "exited with status 1". */
+void pl__wait_status_text(int status, char *buf, size_t len);
+
+/* Makes this process's livelock and crash shrinks run every candidate in
+ * a child under the budget (pl__shrink_set_runner), so a candidate that
+ * hangs counts as still failing with livelock, and one that dies as a
+ * crash (the final run's events kept in a crash ring, trace_ring.h). */
 void pl__budget_shrink_in_children(void);
 
 #endif

@@ -339,11 +339,14 @@ int pl_sim_campaign_run(const pl_scenario *sc, const pl_campaign_options *opts,
     }
     pl__campaign_sites_reset();
     int rc = 0;
+    out->isolated = false; /* in this process: a crash is told by the guard */
+    pl__campaign_guard_begin(sc);
     pl__seed_slice range = pl__seed_slice_of(opts->seed_lo, opts->seed_hi, 1, 1, 0, 1);
     for (uint64_t i = 0; opts->seed_lo <= opts->seed_hi && pl__seed_slice_has(&range, i); i++) {
         uint64_t seed = pl__seed_slice_seed(&range, i);
         o.seed = seed;
         pl_sim_result r;
+        pl__campaign_guard_seed(seed);
         rc = pl__campaign_seed(sc, &o, opts->check_determinism, &r);
         if (rc == 0) {
             out->runs++;
@@ -359,6 +362,7 @@ int pl_sim_campaign_run(const pl_scenario *sc, const pl_campaign_options *opts,
             break;
         }
     }
+    pl__campaign_guard_end();
     if (rc == 0 && out->runs > 0 && !(opts->stop_at_first && out->findings > 0)) {
         sometimes_verdict(sc, &t, out);
     }

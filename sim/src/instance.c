@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "sim_internal.h"
+#include "trace_ring.h"
 
 static _Thread_local pl__sim *current_sim;
 
@@ -57,6 +58,20 @@ static void mirror(pl_decision_kind kind, uint32_t n, uint32_t v)
     *mirror_len = i + 1;
 }
 
+static pl__trace_ring *ring_to;
+
+void pl__sim_ring_to(pl__trace_ring *ring) { ring_to = ring; }
+
+pl__trace_ring *pl__sim_ring(void) { return ring_to; }
+
+void pl__sim_ring_restart(pl__sim *s)
+{
+    if (ring_to != NULL) {
+        pl__ring_reset(ring_to);
+        pl__trace_set_ring(s->trace, ring_to);
+    }
+}
+
 uint32_t pl__sim_choose(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t key)
 {
     uint64_t before = s->dec.consulted;
@@ -69,6 +84,9 @@ uint32_t pl__sim_choose(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t 
         pl__trace_decision(s->trace, s->step, s->now, s->polling, (uint32_t)kind, n, v);
         if (mirror_len != NULL) {
             mirror(kind, n, v);
+        }
+        if (ring_to != NULL) {
+            pl__ring_key(ring_to, key);
         }
     }
     return v;

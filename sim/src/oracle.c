@@ -8,10 +8,13 @@
  * raises no finding itself. Only task ids and counters enter the trace:
  * never a pointer.
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check_contract.h"
+#include "trace_ring.h"
 
 /* pl__sim_event, inline: the hooks append an event or two per poll and
  * per wake (pl__sim_event stays a function for the reactor, whose unit
@@ -46,6 +49,10 @@ static void on_spawn(void *ud, pl_task *t)
     s->tasks[id].task = t;
     s->tasks[id].name = pl_task_name(t);
     s->tasks_spawned = id;
+    pl__trace_ring *ring = pl__sim_ring();
+    if (ring != NULL) {
+        pl__ring_name_task(ring, id, s->tasks[id].name);
+    }
     event(s, PL__EV_SPAWN, id, s->polling, 0);
 }
 
@@ -284,9 +291,30 @@ static void on_purpose(void *ud)
     }
 }
 
+/* PL_TRACE_EVENT: formatted only when something keeps it, cut to
+ * PL_TRACE_EVENT_MAX - 1 bytes ("..." at the end of a cut text), one line
+ * (newlines become spaces). Log-only, so it never changes the run. */
+static void on_event(void *ud, const char *fmt, va_list ap)
+{
+    pl__sim *s = ud;
+    if (!pl__trace_wants_text(s->trace)) {
+        return;
+    }
+    char text[PL_TRACE_EVENT_MAX];
+    int n = vsnprintf(text, sizeof text, fmt, ap);
+    size_t len = n < 0 ? 0 : (size_t)n < sizeof text ? (size_t)n : sizeof text - 1;
+    if (n >= (int)sizeof text) {
+        memcpy(text + len - 3, "...", 3);
+    }
+    for (size_t i = 0; i < len; i++) {
+        text[i] = text[i] == '\n' || text[i] == '\r' ? ' ' : text[i];
+    }
+    pl__trace_user(s->trace, s->step, s->now, s->polling, text, len);
+}
+
 void pl__oracle_watch_init(pl__sim *s)
 {
-    s->watch = (pl_poll_watch){s, on_enter, NULL, on_wait, on_purpose};
+    s->watch = (pl_poll_watch){s, on_enter, NULL, on_wait, on_purpose, on_event};
 }
 
 const pl_observer pl__sim_observer = {

@@ -137,6 +137,8 @@ static void free_record(pl__run_record *rec)
         free(rec->checkpoints);
         free(rec->events);
         free(rec->names_blob);
+        free(rec->texts);
+        free(rec->notes);
         free(rec);
     }
 }
@@ -161,7 +163,12 @@ static pl__run_record *make_record(pl__sim *s, const pl_scenario *sc)
     const pl__trace_rec *ev = pl__trace_log(s->trace, &ne, NULL);
     rec->checkpoints = dup_array(cp, nc, sizeof *cp);
     rec->events = dup_array(ev, ne, sizeof *ev);
-    if (dup_failed(rec->checkpoints, cp, nc) || dup_failed(rec->events, ev, ne)) {
+    size_t nt;
+    const char *texts = pl__trace_texts(s->trace, &nt);
+    rec->texts = dup_array(texts, nt, 1);
+    rec->texts_len = rec->texts != NULL ? nt : 0;
+    if (dup_failed(rec->checkpoints, cp, nc) || dup_failed(rec->events, ev, ne) ||
+        dup_failed(rec->texts, texts, nt)) {
         /* A record missing its decisions would replay and shrink as a
          * run that decided nothing; no record is what readers expect
          * when memory ran out. */

@@ -29,6 +29,7 @@
 #include "run.h"
 #include "sim_internal.h"
 #include "strategy.h"
+#include "trace_ring.h"
 
 #define SHRINK_TIME_DEFAULT_NS (30 * PL_S)
 #define SHRINK_RUNS_DEFAULT 20000u
@@ -53,12 +54,18 @@ static pl__shrink_runner_fn runner;
 
 void pl__shrink_set_runner(pl__shrink_runner_fn fn) { runner = fn; }
 
-/* One run of the shrink: through the runner for a livelock, which may be
- * a poll that never returns. */
+/* Livelocks and crashes run through the runner: a poll that never
+ * returns, or a candidate that kills its process, ends only a child. */
+static bool isolated(const shrinker *sh)
+{
+    return runner != NULL && (sh->kind == PL_FINDING_LIVELOCK || sh->kind == PL_FINDING_CRASH);
+}
+
+/* One run of the shrink: through the runner when isolated. */
 static int run_once(const shrinker *sh, const pl_sim_options *o, pl_sim_result *r, bool *hung)
 {
     *hung = false;
-    if (runner != NULL && sh->kind == PL_FINDING_LIVELOCK) {
+    if (isolated(sh)) {
         return runner(sh->sc, o, r, hung);
     }
     return pl_sim_run(sh->sc, o, r);
@@ -437,6 +444,50 @@ static bool final_run_verified(const shrinker *sh, pl_sim_shrink_result *out)
 }
 
 
+/* A crashed run's explanation: its departures from production as the
+ * timeline shows them when the crash ring kept the whole run, by their
+ * index in the list otherwise, then where it died. */
+static char *explain_crash(const pl_sim_result *run)
+{
+    const pl__run_record *rec = pl__sim_result_record(run);
+    bool whole = rec != NULL && rec->events_len > 0;
+    pl__capture cap = {rec != NULL ? rec->notes : NULL, rec != NULL ? rec->notes_len : 0, 0,
+                       false};
+    char *text = whole ? pl__shrink_explain(run, cap.notes != NULL ? &cap : NULL)
+                       : pl__shrink_explain_hung(run);
+    if (text == NULL) {
+        return NULL;
+    }
+    if (!whole) {
+        /* Its last line is about runs that never return. */
+        char *last = strstr(text, "(the run never returns");
+        if (last != NULL) {
+            *last = '\0';
+        }
+    }
+    char where[256];
+    pl__ring_where(&run->finding, where, sizeof where);
+    size_t len = strlen(text), add = strlen(where) + 32;
+    char *all = realloc(text, len + add);
+    if (all == NULL) {
+        free(text);
+        return NULL;
+    }
+    snprintf(all + len, add, "then the run crashed %s\n", where);
+    return all;
+}
+
+/* The postcondition for a crash, whose final run died in a child: the
+ * crash reproduced from exactly the shrunk list (its mirrored record). */
+static int final_crash(shrinker *sh, pl_sim_shrink_result *out)
+{
+    if (!final_run_verified(sh, out)) {
+        return PL_EINVAL;
+    }
+    out->explanation = explain_crash(&out->run);
+    return out->explanation != NULL ? 0 : PL_ENOMEM;
+}
+
 /* The shrunk list's run again, read positionally as `pollen replay` reads
  * the file written from it, with events and the capture of keys. A
  * livelock list whose run never returns is run where it can be stopped,
@@ -452,13 +503,22 @@ static int final_run(shrinker *sh, pl_sim_shrink_result *out)
     o.decisions_len = sh->len;
     o.keep_events = true;
     bool hung = false;
-    if (runner != NULL && sh->kind == PL_FINDING_LIVELOCK) {
+    if (isolated(sh)) {
         int rc = run_once(sh, &o, &out->run, &hung);
         sh->runs++;
+        if (rc == 0 && !hung && sh->kind == PL_FINDING_CRASH) {
+            return final_crash(sh, out);
+        }
+        if (rc == 0 && hung && sh->kind != PL_FINDING_LIVELOCK) {
+            snprintf(out->message, sizeof out->message,
+                     "internal error: the shrunk list of %zu decisions does not replay %s (its "
+                     "run never returned)",
+                     sh->len, pl_finding_name(sh->kind));
+            return PL_EINVAL;
+        }
         if (rc != 0 || hung) {
             /* The postcondition, for a list whose run never returns: that
-             * is the livelock reproduced (only livelocks are run so). */
-            PL__SIM_ASSERT(rc != 0 || sh->kind == PL_FINDING_LIVELOCK);
+             * is the livelock reproduced. */
             out->explanation = rc == 0 ? pl__shrink_explain_hung(&out->run) : NULL;
             return rc != 0 ? rc : out->explanation != NULL ? 0 : PL_ENOMEM;
         }
@@ -530,6 +590,11 @@ int pl_sim_shrink(const pl_scenario *sc, const pl_sim_options *base, const void 
     if (sc == NULL || kind == PL_FINDING_NONE || kind >= PL_FINDING__COUNT ||
         (decisions == NULL && n > 0)) {
         snprintf(out->message, sizeof out->message, "nothing to shrink");
+        return PL_EINVAL;
+    }
+    if (kind == PL_FINDING_CRASH && runner == NULL) {
+        snprintf(out->message, sizeof out->message,
+                 "a crash is shrunk with every candidate in a child process (pollen shrink)");
         return PL_EINVAL;
     }
     shrinker sh = {.sc = sc, .kind = kind, .start_ns = wall_ns()};

@@ -28,16 +28,19 @@ int pl__shrink_file_ex(const char *in, const char *out, const pl_sim_shrink_limi
  * the full result like snprintf. */
 int pl__shrink_default_out(const char *in, char *buf, size_t len);
 
-/* Runs one candidate of a livelock shrink: like pl_sim_run, plus *hung
- * when the run never returned (the result then has the finding and the
- * consulted decisions only, no events). */
+/* Runs one candidate of a livelock or crash shrink: like pl_sim_run,
+ * plus *hung when the run never returned (the result then has the
+ * finding and the consulted decisions only, no events). A run whose
+ * process died is a crash finding with the decisions it consulted, and,
+ * when o->keep_events, its events from a crash ring (trace_ring.h). */
 typedef int (*pl__shrink_runner_fn)(const pl_scenario *sc, const pl_sim_options *o,
                                     pl_sim_result *r, bool *hung);
 
-/* Makes this process's livelock shrinks run every candidate through fn
- * (NULL: pl_sim_run, in this process). A livelock may be a poll that
- * never returns, which only a run in another process survives; other
- * findings always run in-process. */
+/* Makes this process's livelock and crash shrinks run every candidate
+ * through fn (NULL: pl_sim_run, in this process; a crash is then not
+ * shrunk, PL_EINVAL). A livelock may be a poll that never returns and a
+ * crash candidate kills its process, which only a run in another process
+ * survives; other findings always run in-process. */
 void pl__shrink_set_runner(pl__shrink_runner_fn fn);
 
 /* Prints before/after counts, the budget note, the explanation (each line

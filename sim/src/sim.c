@@ -301,6 +301,7 @@ int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o,
         return rc;
     }
     pl__sim_mirror_restart();
+    pl__sim_ring_restart(s);
     pl__progress.task = NULL;
     pl__progress.run++;
     pl__sim_set_current(s);

@@ -223,6 +223,14 @@ void pl__sim_set_current(pl__sim *s);
 /* The mirror of pl__sim_record_to starts over (a run begins). */
 void pl__sim_mirror_restart(void);
 
+/* The crash ring (trace_ring.h) every later run of this process copies
+ * its events into (NULL: none), like pl__sim_record_to for decisions;
+ * pl__sim_ring_restart attaches it to a starting run's trace. */
+struct pl__trace_ring;
+void pl__sim_ring_to(struct pl__trace_ring *ring);
+struct pl__trace_ring *pl__sim_ring(void);
+void pl__sim_ring_restart(pl__sim *s);
+
 /* Sim lifecycle (sim.c). `capture` (NULL: none) notes the decisions of a
  * list source's run (strategy.h). Starts no run: PCT's horizon is already
  * in the spec or in o->pct_horizon. */
@@ -363,6 +371,11 @@ typedef struct pl__run_record {
     char knobs[PL__DEC_KNOBS_TEXT_MAX];
     char scenario[64];
     char *names_blob;       /* "\0"-separated task names, by id (1-based) */
+    char *texts;            /* the texts USER events point into (pl__trace_texts) */
+    size_t texts_len;
+    struct pl__decision_note *notes; /* a crashed run's decision subjects (its crash
+                                        ring's), for the shrinker; NULL otherwise */
+    size_t notes_len;
     size_t names_len;
     uint32_t names_count;
 } pl__run_record;

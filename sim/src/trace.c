@@ -11,6 +11,7 @@
 #include "decide.h"
 #include "grow.h"
 #include "sim_assert.h"
+#include "trace_ring.h"
 #include "pollen/error.h"
 
 /* 4 KiB of encoded events (PL__TRACE_BUF_BYTES): large enough that
@@ -29,12 +30,17 @@ struct pl__trace {
     size_t cps_len;
     size_t cps_cap;
     bool cps_stopped;      /* growth failed: cps is a valid prefix */
+    char *texts;           /* keep_log: the texts of USER events */
+    size_t texts_len;
+    size_t texts_cap;
+    pl__trace_ring *ring;  /* every event is copied here too; NULL: none */
 };
 
 static const char *const kind_names[PL__EV__COUNT] = {
     "spawn",       "poll",       "pending",    "ready",      "wake",     "wake_stale",
     "wake_dedup",  "waker_clone", "waker_drop", "timer_arm", "timer_fire", "io_ready",
     "decision",    "complete",   "drop",       "finding",    "clock",      "probe",
+    "event",
 };
 
 const char *pl__trace_kind_name(uint32_t kind)
@@ -46,7 +52,8 @@ const char *pl__trace_kind_name(uint32_t kind)
  * event with the log on, every checkpoint's worth without, never else. */
 static void update_slow_at(pl__trace *t)
 {
-    if (t->opts.keep_log) {
+    t->hot.keep_log = t->opts.keep_log || t->ring != NULL;
+    if (t->hot.keep_log) {
         t->hot.slow_at = t->hot.count + 1;
     } else if (t->opts.checkpoints) {
         uint64_t n = PL__TRACE_CHECKPOINT_EVENTS;
@@ -91,6 +98,7 @@ void pl__trace_destroy(pl__trace *t)
     XXH3_freeState(t->xxh);
     free(t->log);
     free(t->cps);
+    free(t->texts);
     free(t);
 }
 
@@ -99,8 +107,8 @@ void pl__trace_reset(pl__trace *t)
     XXH3_64bits_reset(t->xxh);
     t->hot.used = 0;
     t->hot.count = 0;
-    t->hot.keep_log = t->opts.keep_log;
     t->log_len = 0;
+    t->texts_len = 0;
     t->log_truncated = false;
     t->cps_len = 0;
     t->cps_stopped = false;
@@ -155,9 +163,12 @@ static __attribute__((noinline)) void event_slow(pl__trace *t, uint64_t step, pl
                                                  pl__trace_kind kind, uint32_t task, uint64_t a,
                                                  uint64_t b)
 {
+    pl__trace_rec r = {step, time_ns, (uint32_t)kind, task, a, b};
     if (t->opts.keep_log) {
-        pl__trace_rec r = {step, time_ns, (uint32_t)kind, task, a, b};
         log_append(t, &r);
+    }
+    if (t->ring != NULL) {
+        pl__ring_event(t->ring, &r);
     }
     if (t->opts.checkpoints && t->hot.count % PL__TRACE_CHECKPOINT_EVENTS == 0) {
         checkpoint(t);
@@ -166,7 +177,7 @@ static __attribute__((noinline)) void event_slow(pl__trace *t, uint64_t step, pl
 
 bool pl__trace_kind_hashed(uint32_t kind)
 {
-    return kind != PL__EV_POLL && kind != PL__EV_DECISION;
+    return kind != PL__EV_POLL && kind != PL__EV_DECISION && kind != PL__EV_USER;
 }
 
 void pl__trace_event_slow_(pl__trace *t, uint64_t step, pl_time time_ns, pl__trace_kind kind,
@@ -180,7 +191,55 @@ void pl__trace_log_only_(pl__trace *t, uint64_t step, pl_time time_ns, pl__trace
                          uint32_t task, uint64_t a, uint64_t b)
 {
     pl__trace_rec r = {step, time_ns, (uint32_t)kind, task, a, b};
+    if (t->opts.keep_log) {
+        log_append(t, &r);
+    }
+    if (t->ring != NULL) {
+        pl__ring_event(t->ring, &r);
+    }
+}
+
+bool pl__trace_wants_text(const pl__trace *t)
+{
+    return t->hot.keep_log;
+}
+
+void pl__trace_set_ring(pl__trace *t, pl__trace_ring *ring)
+{
+    t->ring = ring;
+    update_slow_at(t);
+}
+
+/* The text goes to the store first; the event points into it. A store
+ * that cannot grow drops the event (and says so through truncation)
+ * rather than point at nothing. */
+void pl__trace_user(pl__trace *t, uint64_t step, pl_time time_ns, uint32_t task,
+                    const char *text, size_t len)
+{
+    len = len < PL_TRACE_EVENT_MAX - 1 ? len : PL_TRACE_EVENT_MAX - 1;
+    pl__trace_rec r = {step, time_ns, PL__EV_USER, task, 0, len};
+    if (t->ring != NULL) {
+        pl__ring_user(t->ring, &r, text, len);
+    }
+    if (!t->opts.keep_log) {
+        return;
+    }
+    if (pl__grow_append((void **)&t->texts, &t->texts_cap, t->texts_len + len + 1, 1, 4096,
+                        PL__TRACE_TEXT_MAX) != 0) {
+        t->log_truncated = true;
+        return;
+    }
+    r.a = t->texts_len;
+    memcpy(t->texts + t->texts_len, text, len);
+    t->texts[t->texts_len + len] = '\0';
+    t->texts_len += len + 1;
     log_append(t, &r);
+}
+
+const char *pl__trace_texts(const pl__trace *t, size_t *len)
+{
+    *len = t->texts_len;
+    return t->texts;
 }
 
 void pl__trace_decision(pl__trace *t, uint64_t step, pl_time time_ns, uint32_t task,
@@ -282,26 +341,26 @@ static const arg_label arg_labels[PL__EV__COUNT] = {
     [PL__EV_FINDING] = {"code", "detail", false, false},
     [PL__EV_CLOCK] = {"now_ns", "was_ns", false, false},
     [PL__EV_PROBE] = {"poll", "gen", false, false},
+    [PL__EV_USER] = {NULL, NULL, false, false},
 };
 
 /* Writes a task's display name into buf (valid until the next call). */
-static const char *task_label(char *buf, size_t len, uint64_t task,
-                              pl__trace_task_name_fn fn, void *ud)
+static const char *task_label(char *buf, size_t len, uint64_t task, const pl__trace_namer *nm)
 {
     if (task == PL__TRACE_NO_TASK || task > UINT32_MAX) {
         return "-";
     }
     /* Tasks often share a name (workers spawned in a loop): the id keeps
      * them apart. */
-    const char *name = fn != NULL ? fn(ud, (uint32_t)task) : NULL;
+    const char *name = nm->task_name != NULL ? nm->task_name(nm->ud, (uint32_t)task) : NULL;
     snprintf(buf, len, "%s#%" PRIu64, name != NULL ? name : "task", task);
     return buf;
 }
 
 static void write_arg(FILE *f, const char *label, bool is_task, const char *fallback,
-                      uint64_t v, pl__trace_task_name_fn fn, void *ud)
+                      uint64_t v, const pl__trace_namer *nm)
 {
-    char buf[32];
+    char buf[96];
     if (label == NULL) {
         if (v != 0) {
             fprintf(f, " %s=%" PRIu64, fallback, v);
@@ -309,10 +368,38 @@ static void write_arg(FILE *f, const char *label, bool is_task, const char *fall
         return;
     }
     if (is_task) {
-        fprintf(f, " %s=%s", label, task_label(buf, sizeof(buf), v, fn, ud));
+        fprintf(f, " %s=%s", label, task_label(buf, sizeof(buf), v, nm));
         return;
     }
     fprintf(f, " %s=%" PRIu64, label, v);
+}
+
+/* A USER event's text, or a placeholder when the namer has none. */
+static const char *user_text(const pl__trace_rec *e, const pl__trace_namer *nm, size_t *len)
+{
+    const char *text = nm->user_text != NULL ? nm->user_text(nm->ud, e, len) : NULL;
+    if (text == NULL) {
+        static const char none[] = "(text not kept)";
+        *len = sizeof none - 1;
+        return none;
+    }
+    return text;
+}
+
+const char *pl__trace_store_text(void *ud, const pl__trace_rec *e, size_t *len)
+{
+    const pl__trace_store_namer *sn = ud;
+    if (sn->texts == NULL || e->a >= sn->texts_len || e->b > sn->texts_len - e->a) {
+        return NULL;
+    }
+    *len = (size_t)e->b;
+    return sn->texts + e->a;
+}
+
+const char *pl__trace_store_task(void *ud, uint32_t task)
+{
+    const pl__trace_store_namer *sn = ud;
+    return sn->task_name != NULL ? sn->task_name(sn->ud, task) : NULL;
 }
 
 /* Formats a duration of `mag` ns (negative when `neg`) as
@@ -341,43 +428,56 @@ static const char *decision_name(const pl__trace_rec *e)
     return name != NULL ? name : "?";
 }
 
-static void write_text_line(FILE *f, const pl__trace_rec *e, pl__trace_task_name_fn fn,
-                            void *ud)
+static void write_text_line(FILE *f, const pl__trace_rec *e, const pl__trace_namer *nm)
 {
-    char buf[32];
+    char buf[96];
     char time[32];
     fmt_fixed(time, sizeof(time), e->time_ns, PL_MS, PL_US);
     fprintf(f, "%8" PRIu64 " %10s", e->step, time);
     fprintf(f, "ms %-12s %-12s", pl__trace_kind_name(e->kind),
-            task_label(buf, sizeof(buf), e->task, fn, ud));
-    if (e->kind == PL__EV_DECISION) {
+            task_label(buf, sizeof(buf), e->task, nm));
+    if (e->kind == PL__EV_USER) {
+        size_t len = 0;
+        const char *text = user_text(e, nm, &len);
+        fprintf(f, " %.*s", (int)len, text);
+    } else if (e->kind == PL__EV_DECISION) {
         fprintf(f, " %s n=%" PRIu64 " value=%" PRIu64, decision_name(e), e->b >> 32,
                 e->b & UINT32_MAX);
     } else if (e->kind < PL__EV__COUNT) {
         const arg_label *l = &arg_labels[e->kind];
-        write_arg(f, l->a, l->a_task, "a", e->a, fn, ud);
-        write_arg(f, l->b, l->b_task, "b", e->b, fn, ud);
+        write_arg(f, l->a, l->a_task, "a", e->a, nm);
+        write_arg(f, l->b, l->b_task, "b", e->b, nm);
     } else {
         fprintf(f, " a=%" PRIu64 " b=%" PRIu64, e->a, e->b);
     }
     fputc('\n', f);
 }
 
-int pl__trace_write_text(FILE *f, const pl__trace_rec *ev, size_t n,
-                         pl__trace_task_name_fn task_name, void *ud)
+static const pl__trace_namer no_namer = {NULL, NULL, NULL};
+
+int pl__trace_write_text_ex(FILE *f, const pl__trace_rec *ev, size_t n,
+                            const pl__trace_namer *nm)
 {
+    nm = nm != NULL ? nm : &no_namer;
     for (size_t i = 0; i < n; i++) {
-        write_text_line(f, &ev[i], task_name, ud);
+        write_text_line(f, &ev[i], nm);
     }
     return ferror(f) ? PL_EIO : 0;
 }
 
+int pl__trace_write_text(FILE *f, const pl__trace_rec *ev, size_t n,
+                         pl__trace_task_name_fn task_name, void *ud)
+{
+    pl__trace_namer nm = {task_name, NULL, ud};
+    return pl__trace_write_text_ex(f, ev, n, &nm);
+}
+
 /* Chrome trace-event JSON ---------------------------------------------- */
 
-static void json_string(FILE *f, const char *s)
+static void json_string_n(FILE *f, const char *s, size_t len)
 {
     fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
+    for (const unsigned char *p = (const unsigned char *)s; len > 0 && *p != '\0'; p++, len--) {
         if (*p == '"' || *p == '\\') {
             fputc('\\', f);
             fputc(*p, f);
@@ -392,103 +492,138 @@ static void json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-/* Starts one JSON object: separator, name, ph, ts, pid, tid. */
-static void chrome_begin(FILE *f, bool *first, const char *name, const char *ph,
-                         int64_t time_ns, uint32_t task)
+static void json_string(FILE *f, const char *s) { json_string_n(f, s, SIZE_MAX); }
+
+/* The writer's state: the separator and the time map (trace.h). */
+typedef struct chrome_out {
+    FILE *f;
+    bool first;
+    bool any;        /* an event was placed: `at` holds */
+    int64_t at;      /* chrome_ns of the latest event */
+    const pl__trace_namer *nm;
+} chrome_out;
+
+/* chrome_ns of the next event of the log (called once per event, in order). */
+static int64_t chrome_place(chrome_out *c, const pl__trace_rec *e)
 {
-    fputs(*first ? "\n" : ",\n", f);
-    *first = false;
-    fputs("{\"name\":", f);
-    json_string(f, name);
-    char ts[32];
-    fmt_fixed(ts, sizeof(ts), time_ns, PL_US, 1);
-    fprintf(f, ",\"ph\":\"%s\",\"ts\":%s,\"pid\":1,\"tid\":%" PRIu32, ph, ts,
-            task);
+    int64_t next = c->any && c->at < INT64_MAX ? c->at + 1 : c->at;
+    c->at = !c->any || e->time_ns > next ? e->time_ns : next;
+    c->any = true;
+    return c->at;
 }
 
-static void chrome_instant(FILE *f, bool *first, const pl__trace_rec *e)
+/* Starts one JSON object: separator, name, ph, ts, pid, tid. */
+static void chrome_begin(chrome_out *c, const char *name, size_t name_len, const char *ph,
+                         int64_t ts_ns, uint32_t task)
 {
+    FILE *f = c->f;
+    fputs(c->first ? "\n" : ",\n", f);
+    c->first = false;
+    fputs("{\"name\":", f);
+    json_string_n(f, name, name_len);
+    char ts[32];
+    fmt_fixed(ts, sizeof(ts), ts_ns, PL_US, 1);
+    fprintf(f, ",\"ph\":\"%s\",\"ts\":%s,\"pid\":1,\"tid\":%" PRIu32, ph, ts, task);
+}
+
+static void chrome_instant(chrome_out *c, const pl__trace_rec *e, int64_t at)
+{
+    FILE *f = c->f;
     if (e->kind == PL__EV_DECISION) {
-        chrome_begin(f, first, "decision", "i", e->time_ns, e->task);
+        chrome_begin(c, "decision", SIZE_MAX, "i", at, e->task);
         fputs(",\"s\":\"t\",\"args\":{\"kind\":", f);
         json_string(f, decision_name(e));
-        fprintf(f, ",\"n\":%" PRIu64 ",\"value\":%" PRIu64 ",\"step\":%" PRIu64 "}}",
-                e->b >> 32, e->b & UINT32_MAX, e->step);
-        return;
+        fprintf(f, ",\"n\":%" PRIu64 ",\"value\":%" PRIu64, e->b >> 32, e->b & UINT32_MAX);
+    } else if (e->kind == PL__EV_USER) {
+        /* Named by its text: what Perfetto shows on the track. */
+        size_t len = 0;
+        const char *text = user_text(e, c->nm, &len);
+        chrome_begin(c, text, len, "i", at, e->task);
+        fputs(",\"s\":\"t\",\"cat\":\"user\",\"args\":{\"text\":", f);
+        json_string_n(f, text, len);
+    } else {
+        /* The same labels as the text timeline, so both read alike. */
+        const arg_label *l = e->kind < PL__EV__COUNT ? &arg_labels[e->kind] : NULL;
+        const char *la = l != NULL && l->a != NULL ? l->a : "a";
+        const char *lb = l != NULL && l->b != NULL ? l->b : "b";
+        chrome_begin(c, pl__trace_kind_name(e->kind), SIZE_MAX, "i", at, e->task);
+        fprintf(f, ",\"s\":\"t\",\"args\":{\"%s\":%" PRIu64 ",\"%s\":%" PRIu64, la, e->a, lb,
+                e->b);
     }
-    /* The same labels as the text timeline, so both read alike. */
-    const arg_label *l = e->kind < PL__EV__COUNT ? &arg_labels[e->kind] : NULL;
-    const char *la = l != NULL && l->a != NULL ? l->a : "a";
-    const char *lb = l != NULL && l->b != NULL ? l->b : "b";
-    chrome_begin(f, first, pl__trace_kind_name(e->kind), "i", e->time_ns, e->task);
-    fprintf(f,
-            ",\"s\":\"t\",\"args\":{\"%s\":%" PRIu64 ",\"%s\":%" PRIu64
-            ",\"step\":%" PRIu64 "}}",
-            la, e->a, lb, e->b, e->step);
+    fprintf(f, ",\"step\":%" PRIu64 ",\"time_ns\":%" PRId64 "}}", e->step, (int64_t)e->time_ns);
 }
 
-static void chrome_poll(FILE *f, bool *first, const pl__trace_rec *begin,
-                        const pl__trace_rec *end)
+static void chrome_poll(chrome_out *c, const pl__trace_rec *begin, int64_t begin_at,
+                        const pl__trace_rec *end, int64_t end_at)
 {
-    chrome_begin(f, first, "poll", "X", begin->time_ns, begin->task);
-    /* Unsigned subtraction: extreme times must not overflow. */
-    uint64_t dur_ns = end->time_ns >= begin->time_ns
-                          ? (uint64_t)end->time_ns - (uint64_t)begin->time_ns
-                          : 0;
+    chrome_begin(c, begin->kind == PL__EV_PROBE ? "probe" : "poll", SIZE_MAX, "X", begin_at,
+                 begin->task);
+    /* chrome_ns only grows, and end comes after begin in the log. */
+    uint64_t dur_ns = (uint64_t)end_at - (uint64_t)begin_at;
     char dur[32];
     fmt_fixed_mag(dur, sizeof(dur), false, dur_ns, PL_US, 1);
-    fprintf(f,
+    fprintf(c->f,
             ",\"dur\":%s,\"args\":{\"poll\":%" PRIu64 ",\"result\":\"%s\",\"step\":%" PRIu64
-            "}}",
-            dur, begin->a, end->kind == PL__EV_READY ? "ready" : "pending", begin->step);
+            ",\"time_ns\":%" PRId64 "}}",
+            dur, begin->a, end->kind == PL__EV_READY ? "ready" : "pending", begin->step,
+            (int64_t)begin->time_ns);
 }
 
-static void chrome_thread_name(FILE *f, bool *first, const pl__trace_rec *e,
-                               pl__trace_task_name_fn fn, void *ud)
+static void chrome_thread_name(chrome_out *c, const pl__trace_rec *e)
 {
-    char buf[32];
-    fputs(*first ? "\n" : ",\n", f);
-    *first = false;
-    fprintf(f, "{\"name\":\"thread_name\",\"ph\":\"M\",\"ts\":0,\"pid\":1,\"tid\":%" PRIu32
-               ",\"args\":{\"name\":",
+    char buf[96];
+    fputs(c->first ? "\n" : ",\n", c->f);
+    c->first = false;
+    fprintf(c->f, "{\"name\":\"thread_name\",\"ph\":\"M\",\"ts\":0,\"pid\":1,\"tid\":%" PRIu32
+                  ",\"args\":{\"name\":",
             e->task);
-    json_string(f, task_label(buf, sizeof(buf), e->task, fn, ud));
-    fputs("}}", f);
+    json_string(c->f, task_label(buf, sizeof(buf), e->task, c->nm));
+    fputs("}}", c->f);
+}
+
+int pl__trace_write_chrome_ex(FILE *f, const pl__trace_rec *ev, size_t n,
+                              const pl__trace_namer *nm)
+{
+    chrome_out c = {f, true, false, 0, nm != NULL ? nm : &no_namer};
+    size_t open = SIZE_MAX; /* the POLL waiting for its PENDING/READY */
+    int64_t open_at = 0;
+    fputc('[', f);
+    for (size_t i = 0; i < n; i++) {
+        const pl__trace_rec *e = &ev[i];
+        int64_t at = chrome_place(&c, e);
+        if (e->kind == PL__EV_SPAWN) {
+            chrome_thread_name(&c, e);
+        }
+        bool ends_poll = e->kind == PL__EV_PENDING || e->kind == PL__EV_READY;
+        if (ends_poll && open != SIZE_MAX && ev[open].task == e->task) {
+            chrome_poll(&c, &ev[open], open_at, e, at);
+            open = SIZE_MAX;
+            continue;
+        }
+        if (e->kind == PL__EV_POLL || e->kind == PL__EV_PROBE) {
+            /* The executor never nests polls; an unclosed one (a crash
+             * mid-poll, a truncated log) is still shown, as an instant. */
+            if (open != SIZE_MAX) {
+                chrome_instant(&c, &ev[open], open_at);
+            }
+            open = i;
+            open_at = at;
+            continue;
+        }
+        chrome_instant(&c, e, at);
+    }
+    if (open != SIZE_MAX) {
+        chrome_instant(&c, &ev[open], open_at);
+    }
+    fputs("\n]\n", f);
+    return ferror(f) ? PL_EIO : 0;
 }
 
 int pl__trace_write_chrome(FILE *f, const pl__trace_rec *ev, size_t n,
                            pl__trace_task_name_fn task_name, void *ud)
 {
-    bool first = true;
-    size_t open = SIZE_MAX; /* the POLL waiting for its PENDING/READY */
-    fputc('[', f);
-    for (size_t i = 0; i < n; i++) {
-        const pl__trace_rec *e = &ev[i];
-        if (e->kind == PL__EV_SPAWN) {
-            chrome_thread_name(f, &first, e, task_name, ud);
-        }
-        bool ends_poll = e->kind == PL__EV_PENDING || e->kind == PL__EV_READY;
-        if (ends_poll && open != SIZE_MAX && ev[open].task == e->task) {
-            chrome_poll(f, &first, &ev[open], e);
-            open = SIZE_MAX;
-            continue;
-        }
-        if (e->kind == PL__EV_POLL) {
-            /* The executor never nests polls; an unclosed one (a crash
-             * mid-poll, a truncated log) is still shown, as an instant. */
-            if (open != SIZE_MAX) {
-                chrome_instant(f, &first, &ev[open]);
-            }
-            open = i;
-            continue;
-        }
-        chrome_instant(f, &first, e);
-    }
-    if (open != SIZE_MAX) {
-        chrome_instant(f, &first, &ev[open]);
-    }
-    fputs("\n]\n", f);
-    return ferror(f) ? PL_EIO : 0;
+    pl__trace_namer nm = {task_name, NULL, ud};
+    return pl__trace_write_chrome_ex(f, ev, n, &nm);
 }
 
 void pl__trace_check(const pl__trace *t)
@@ -497,6 +632,8 @@ void pl__trace_check(const pl__trace *t)
     PL__SIM_ASSERT(t->hot.slow_at > t->hot.count);
     PL__SIM_ASSERT(t->log_len <= t->log_cap || t->log_cap == 0);
     PL__SIM_ASSERT(!t->opts.keep_log || t->log_len <= t->opts.log_max);
+    PL__SIM_ASSERT(t->texts_len <= t->texts_cap && t->texts_len <= PL__TRACE_TEXT_MAX);
+    PL__SIM_ASSERT(t->hot.keep_log == (t->opts.keep_log || t->ring != NULL));
     if (t->opts.checkpoints && !t->cps_stopped) {
         /* One checkpoint per full window of hashed events, none missing. */
         PL__SIM_ASSERT(t->cps_len == t->hot.count / PL__TRACE_CHECKPOINT_EVENTS);

@@ -70,7 +70,10 @@
  *                b = n << 32 | value
  *   COMPLETE     a = polls in total, b = 0
  *   DROP         a = polls in total, b = 0
- *   FINDING      a = finding code, b = detail */
+ *   FINDING      a = finding code, b = detail
+ *   USER         use pl__trace_user: a user trace event (PL_TRACE_EVENT),
+ *                a = offset of its text in the trace's text store, b =
+ *                its length; log-only like POLL and DECISION */
 typedef enum pl__trace_kind {
     PL__EV_SPAWN = 0,
     PL__EV_POLL = 1,
@@ -91,6 +94,7 @@ typedef enum pl__trace_kind {
     PL__EV_CLOCK = 16,     /* virtual time moved: a = new time (ns), b = old */
     PL__EV_PROBE = 17,     /* a poll outside the schedule (quiescence probe,
                               spurious poll): a = poll number, b = gen */
+    PL__EV_USER = 18,      /* log-only: a user trace event, see above */
     PL__EV__COUNT
 } pl__trace_kind;
 
@@ -106,6 +110,10 @@ typedef enum pl__trace_kind {
 
 /* Default cap on the in-memory log (40-byte records: 160 MiB). */
 #define PL__TRACE_LOG_MAX_DEFAULT ((size_t)1 << 22)
+
+/* Cap on the text store of user events (PL__EV_USER): past it, user
+ * events are dropped and the log is marked truncated. */
+#define PL__TRACE_TEXT_MAX ((size_t)64 << 20)
 
 /* One event, as kept in the log. */
 typedef struct pl__trace_rec {
@@ -138,7 +146,7 @@ void pl__trace_destroy(pl__trace *t);
 /* Forgets all events, hash, log and checkpoints (same options). */
 void pl__trace_reset(pl__trace *t);
 
-/* False for the log-only kinds (POLL, DECISION), see above. */
+/* False for the log-only kinds (POLL, DECISION, USER), see above. */
 bool pl__trace_kind_hashed(uint32_t kind);
 
 /* Appends an event. Never allocates unless keep_log/checkpoints is on
@@ -151,6 +159,25 @@ static inline void pl__trace_event(pl__trace *t, uint64_t step, pl_time time_ns,
 /* Appends a DECISION event with the packing documented above. */
 void pl__trace_decision(pl__trace *t, uint64_t step, pl_time time_ns, uint32_t task,
                         uint32_t decision_kind, uint32_t n, uint32_t value);
+
+/* Whether anything keeps log-only events (the log, or an attached crash
+ * ring): a user event is formatted only then. */
+bool pl__trace_wants_text(const pl__trace *t);
+
+/* Appends a USER event with `len` bytes of `text` (no NUL needed; at most
+ * PL_TRACE_EVENT_MAX - 1 are kept). Log-only: never hashed or counted,
+ * so it cannot change a run. A no-op unless pl__trace_wants_text. */
+void pl__trace_user(pl__trace *t, uint64_t step, pl_time time_ns, uint32_t task,
+                    const char *text, size_t len);
+
+/* The text store the USER events of the log point into (*len bytes). */
+const char *pl__trace_texts(const pl__trace *t, size_t *len);
+
+/* Attaches a crash ring (trace_ring.h; NULL detaches): from now on every
+ * event, log-only ones included, is also copied into it as it is made,
+ * so a process killed by a signal leaves its last events behind. */
+struct pl__trace_ring;
+void pl__trace_set_ring(pl__trace *t, struct pl__trace_ring *ring);
 
 /* The hash of every event so far (XXH3-64 of their encodings). The empty
  * trace hashes like XXH3_64bits of zero bytes. */
@@ -195,6 +222,33 @@ size_t pl__trace_first_diff_window(const uint64_t *a, size_t na, const uint64_t 
 
 /* Output ---------------------------------------------------------------- */
 
+/* What the writers below name things with: task names (NULL: tasks
+ * print as "task#<id>") and the text of a USER event (NULL, or NULL
+ * returned: "(text not kept)"). ud is handed to both. */
+typedef struct pl__trace_namer {
+    pl__trace_task_name_fn task_name;
+    const char *(*user_text)(void *ud, const pl__trace_rec *e, size_t *len);
+    void *ud;
+} pl__trace_namer;
+
+/* The namer of a log whose USER events point into `texts` (len bytes;
+ * pl__trace_texts, or a run record's copy): task names through fn/ud. */
+typedef struct pl__trace_store_namer {
+    pl__trace_task_name_fn task_name;
+    void *ud;
+    const char *texts;
+    size_t texts_len;
+} pl__trace_store_namer;
+const char *pl__trace_store_text(void *ud, const pl__trace_rec *e, size_t *len);
+const char *pl__trace_store_task(void *ud, uint32_t task);
+
+/* pl__trace_write_text / _chrome with a namer (NULL: names and texts
+ * unknown). */
+int pl__trace_write_text_ex(FILE *f, const pl__trace_rec *ev, size_t n,
+                            const pl__trace_namer *nm);
+int pl__trace_write_chrome_ex(FILE *f, const pl__trace_rec *ev, size_t n,
+                              const pl__trace_namer *nm);
+
 /* Writes one line per event:
  *     "<step> <time ms, 3 decimals>ms <kind> <task name> <args>"
  * e.g. "      12     1.234ms poll         relay-2      poll=3 gen=1".
@@ -204,13 +258,28 @@ int pl__trace_write_text(FILE *f, const pl__trace_rec *ev, size_t n,
                          pl__trace_task_name_fn task_name, void *ud);
 
 /* Writes Chrome trace-event JSON (an array of objects with name, ph, ts,
- * pid, tid; Perfetto and chrome://tracing open it). ts is virtual time in
- * microseconds. A POLL and the next PENDING/READY of the same task with
- * no other POLL in between become one complete event ("ph":"X") with
- * "dur" = their virtual-time distance (often 0: polls take no virtual
- * time); everything else is an instant ("ph":"i", "s":"t"). Each SPAWN
- * also emits a thread_name metadata event so tracks carry task names.
- * tid = task id (0: no task). Returns 0 or PL_EIO. */
+ * pid, tid; Perfetto and chrome://tracing open it).
+ *
+ * Time: every event of the log gets a nanosecond of its own, so that
+ * the many events of one virtual instant (polls take no virtual time)
+ * are drawn one after the other instead of on top of each other:
+ *     chrome_ns(e0) = time_ns(e0)
+ *     chrome_ns(ei) = max(time_ns(ei), chrome_ns(e(i-1)) + 1)
+ * ts is chrome_ns in microseconds (3 decimals). It equals virtual time
+ * wherever an instant has fewer events than nanoseconds until the next
+ * one (the usual case, instants being microseconds or more apart) and is
+ * later by a few nanoseconds elsewhere; every event's args carry its
+ * exact virtual time ("time_ns") and its step.
+ *
+ * A POLL (or PROBE) and the next PENDING/READY of the same task with no
+ * other POLL in between become one complete event ("ph":"X") from the
+ * POLL's ts to the PENDING/READY's: dur >= 1 ns, the events made during
+ * the poll (wakes, user events) lie inside it, and two polls never
+ * overlap (the executor never nests them, and chrome_ns only grows).
+ * Everything else is an instant ("ph":"i", "s":"t") on its task's track;
+ * a USER event is named by its text. Each SPAWN also emits a thread_name
+ * metadata event so tracks carry task names. tid = task id (0: no
+ * task). Returns 0 or PL_EIO. */
 int pl__trace_write_chrome(FILE *f, const pl__trace_rec *ev, size_t n,
                            pl__trace_task_name_fn task_name, void *ud);
 
@@ -224,7 +293,7 @@ typedef struct pl__trace_hot {
     size_t used;      /* bytes pending in buf */
     uint64_t count;   /* hashed events appended */
     uint64_t slow_at; /* count at which the log or a checkpoint wants the event */
-    bool keep_log;
+    bool keep_log;    /* every event goes out of line: the log or a ring wants it */
     uint8_t buf[PL__TRACE_BUF_BYTES]; /* encoded events not yet hashed */
 } pl__trace_hot;
 

@@ -21,6 +21,7 @@
 #ifndef POLLEN_FUTURE_H
 #define POLLEN_FUTURE_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -81,6 +82,9 @@ struct pl_poll_watch {
     /* pl_poll_interval_declare: the task polls on purpose until its next
      * poll (it checks a condition nothing signals, once per tick). */
     void (*on_purpose)(void *ud);
+    /* pl_trace_event: a line for the timeline, formatted by the watch
+     * only if it keeps one (may be NULL). */
+    void (*event)(void *ud, const char *fmt, va_list ap);
 };
 
 typedef struct pl_future_vtable {
@@ -203,6 +207,41 @@ static inline void pl_poll_interval_declare(pl_context *cx)
  * rare paths (a retry, a slow branch) get exercised. */
 bool pl__buggify(pl_context *cx, const char *file, int line);
 #define PL_BUGGIFY(cx) pl__buggify((cx), __FILE__, __LINE__)
+
+/* ---- Trace events ----------------------------------------------------
+ * PL_TRACE_EVENT(cx, fmt, ...) adds a printf-formatted line to the
+ * simulator's timeline (`--trace`) and to the Chrome trace (an instant
+ * on the polled task's track), from inside a poll:
+ *
+ *     PL_TRACE_EVENT(cx, "sent %zu bytes to %s", n, peer);
+ *
+ * Log-only: an event never enters the trace hash or changes a run, so
+ * adding or removing one keeps every replay file valid. At most
+ * PL_TRACE_EVENT_MAX - 1 bytes of the text are kept (the rest is cut,
+ * the kept part ending in "..."); a newline becomes a space.
+ *
+ * Free in production: the macro is one predictable branch on the poll
+ * watch, NULL there, and neither evaluates its arguments nor formats.
+ * Under the simulator the text is formatted only when the run keeps its
+ * timeline (--trace, --chrome-trace, replays, a crash's ring); so do not
+ * put side effects in the arguments. pl_trace_event is the same as a
+ * function (its arguments are always evaluated). */
+#define PL_TRACE_EVENT_MAX 160
+
+#if defined(__GNUC__) || defined(__clang__)
+#define PL__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define PL__PRINTF(f, a)
+#endif
+
+void pl_trace_event(pl_context *cx, const char *fmt, ...) PL__PRINTF(2, 3);
+
+#define PL_TRACE_EVENT(cx, ...)                                             \
+    do {                                                                    \
+        if ((cx)->watch != NULL) {                                          \
+            pl_trace_event((cx), __VA_ARGS__);                              \
+        }                                                                   \
+    } while (0)
 
 /* ---- Coroutine macros ----------------------------------------------
  * Linear async code in the style of protothreads: the preprocessor turns

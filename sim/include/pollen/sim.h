@@ -286,11 +286,21 @@ typedef struct pl_campaign_result {
     uint64_t distinct_hashes;      /* distinct trace hashes seen (up to 4,194,304 tracked) */
     bool first_has_seed;           /* false: the first finding is about the whole range
                                       (a pl_sometimes site never true, or never reached) */
+    bool isolated;                 /* false: the seeds ran in this process, so a crash
+                                      in user code ends it (after printing the seed to
+                                      stderr) and a hang hangs it; `pollen run` isolates
+                                      each seed */
 } pl_campaign_result;
 
 /* A campaign: seeds [seed_lo, seed_hi] of one scenario, in this process,
- * in increasing order. The CLI's `run` gives the same findings for the
- * same range: each seed judged alike (the determinism check when asked),
+ * in increasing order (out->isolated is false). A seed that crashes kills
+ * the process: while the campaign runs, a handler of the fatal signals
+ * (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS) first writes
+ * the scenario, the seed and the command that reruns it isolated to
+ * stderr, then passes the signal on to the handler installed before (a
+ * sanitizer's, the default). A hang is not caught here: give the test a
+ * timeout, and run the range with `run` for its watchdog. The CLI's
+ * `run` gives the same findings for the same range: each seed judged alike (the determinism check when asked),
  * then, when the range ran to its end (no stop at a finding), every
  * pl_sometimes site reached and never true, and every site of the
  * scenario's own file never reached, is an assertion finding without a
@@ -408,8 +418,10 @@ typedef struct pl_sim_shrink_result {
  * decisions are ignored. limits may be NULL (30 s, 20000 runs). The
  * result is deterministic unless the time limit cuts it, and shrinking a
  * result again returns it unchanged. Returns 0; PL_EINVAL when the input
- * does not produce a finding of `kind` (reason in out->message); or
- * another negative code. Always call pl_sim_shrink_result_free. */
+ * does not produce a finding of `kind` (reason in out->message), or for
+ * kind PL_FINDING_CRASH (a crash is shrunk with its candidates in child
+ * processes: `pollen shrink`, or `run`'s own shrink); or another
+ * negative code. Always call pl_sim_shrink_result_free. */
 int pl_sim_shrink(const pl_scenario *sc, const pl_sim_options *base, const void *decisions,
                   size_t n, pl_finding_kind kind, const pl_sim_shrink_limits *limits,
                   pl_sim_shrink_result *out);

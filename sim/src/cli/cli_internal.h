@@ -54,6 +54,7 @@
 #include "sim_internal.h"
 #include "strategy.h"
 #include "trace.h"
+#include "trace_ring.h"
 
 /* Process exit statuses. 10 + pl_finding_kind for findings of `run`. */
 enum {
@@ -77,6 +78,7 @@ enum {
 #define PROGRESS_PIPE_MS 10000
 #define JOBS_DEFAULT_MAX 64u
 #define OUTPUT_TAIL_MAX 4096u /* bytes of a seed's stdout shown with its finding */
+#define CRASH_TIMELINE_EVENTS 20u /* events of a crashed run shown with its finding */
 #define DEFAULT_RECYCLE_SEEDS 10000u
 #define DEFAULT_WORKER_RSS (UINT64_C(1) << 30)
 #define GROWTH_WINDOW 64u     /* seeds over which memory growth is judged */
@@ -222,6 +224,7 @@ typedef struct msg_growth {
  * the child's crash, and the poll budget's report. */
 typedef struct shared_rec {
     pl__hang hang;           /* the poll budget's report (budget.h) */
+    pl__trace_ring ring;     /* a rerun's last events (trace_ring.h) */
     volatile uint64_t len;   /* entries written (may exceed cap) */
     uint64_t cap;
     pl__dec_record recs[];
@@ -264,6 +267,12 @@ typedef struct report {
     char shrunk[PATH_MAX];    /* the shrunk replay, "" when none */
     char shrunk_reproduce[PATH_MAX + 512];
     char shrink_text[8192];   /* the shrinker's account, lines indented */
+    char timeline[8192];      /* a crashed run's last events, lines indented; "" none */
+    char original[512];       /* shrunk: the line saying what the original run was */
+    bool has_original;        /* shrunk: f is the shrunk run's, these the original's */
+    uint64_t original_step;
+    pl_time original_time_ns;
+    size_t original_decisions;
     output_tail output;       /* what the run wrote to stdout */
 } report;
 
@@ -449,6 +458,22 @@ int pl__cli_report_once(const cli *c, const run_opts *o, report *rp);
 /* cmd_shrink.c */
 void pl__cli_shrink_report(const cli *c, const run_opts *o, report *rp);
 
+/* crash.c */
+/* Positions a crash report where its crash ring ends (the poll the run
+ * died in), says so in its message, and keeps the ring's last
+ * CRASH_TIMELINE_EVENTS events in rp->timeline. */
+void pl__cli_crash_timeline(report *rp, const pl__trace_ring *ring);
+/* After process `who` died running a run with a crash ring: where (the
+ * poll it died in), then its events on `out`: all the ring kept as
+ * --trace / --chrome-trace, else the last CRASH_TIMELINE_EVENTS. Nothing
+ * when the ring is NULL or empty. */
+void pl__cli_print_crash_events(const cli *c, const char *cmd, FILE *out, const char *who,
+                                bool trace, const char *chrome, bool quiet,
+                                const pl__trace_ring *ring);
+/* The line of a shrunk finding that says what the original run was. */
+void pl__cli_original_line(char *buf, size_t len, const report *rp, const pl_finding *orig,
+                           size_t decisions);
+
 /* cmd_run.c */
 int pl__cli_cmd_run(cli *c, int argc, char **argv);
 
@@ -456,6 +481,10 @@ int pl__cli_cmd_run(cli *c, int argc, char **argv);
 int pl__cli_cmd_replay(cli *c, int argc, char **argv);
 int pl__cli_write_trace(const cli *c, const char *cmd, FILE *text, const char *chrome,
                         bool quiet, const char *what, const pl_sim_result *r);
+/* The same for events named by nm (a crash ring's, trace_ring.h). */
+int pl__cli_write_events(const cli *c, const char *cmd, FILE *text, const char *chrome,
+                         bool quiet, const char *what, const pl__trace_rec *ev, size_t n,
+                         const pl__trace_namer *nm);
 
 /* cmd_shrink.c */
 int pl__cli_cmd_shrink(cli *c, int argc, char **argv);

@@ -230,25 +230,10 @@ int pl__cli_write_trace(const cli *c, const char *cmd, FILE *text, const char *c
     size_t n = 0;
     const pl__trace_rec *ev = pl__result_events(r, &n);
     const pl__run_record *rec = pl__sim_result_record(r);
-    int rc = 0;
-    if (text != NULL) {
-        rc = pl__trace_write_text(text, ev, n, pl__result_task_name, (void *)rec);
-    }
-    if (rc == 0 && chrome != NULL) {
-        FILE *f = fopen(chrome, "w");
-        rc = f == NULL ? -errno
-                       : pl__trace_write_chrome(f, ev, n, pl__result_task_name, (void *)rec);
-        rc = f != NULL && fclose(f) != 0 && rc == 0 ? -errno : rc;
-        if (rc == 0 && !quiet) {
-            fprintf(text != NULL ? text : stdout, "  chrome trace: %s (%zu events)\n",
-                    pl__cli_safe_text(chrome).s, n);
-        }
-    }
-    if (rc != 0) {
-        return pl__cli_internal_error(c, cmd, "cannot write the trace of %s: %s", what,
-                                      pl__cli_error_text(rc));
-    }
-    return ST_CLEAN;
+    pl__trace_store_namer sn = {pl__result_task_name, (void *)rec, rec != NULL ? rec->texts : NULL,
+                                rec != NULL ? rec->texts_len : 0};
+    pl__trace_namer nm = {pl__trace_store_task, pl__trace_store_text, &sn};
+    return pl__cli_write_events(c, cmd, text, chrome, quiet, what, ev, n, &nm);
 }
 
 static void print_reproduced(const replay_opts *ro, const replay_input *in,
@@ -387,16 +372,20 @@ static int replay_forked(const cli *c, const replay_opts *ro, const replay_input
     }
     fflush(NULL);
     pl__hang *hang = pl__hang_map();
+    /* The run's events outlive a crash there (NULL: told without them). */
+    pl__trace_ring *ring = pl__ring_map();
     pid_t pid = fork();
     if (pid < 0) {
         close(fds[0]);
         close(fds[1]);
         pl__hang_unmap(hang);
+        pl__ring_unmap(ring);
         return pl__cli_internal_error(c, "replay", "cannot fork: %s", strerror(errno));
     }
     if (pid == 0) {
         close(fds[0]);
         pl__budget_arm(hang);
+        pl__sim_ring_to(ring);
         /* Line buffering: what was printed survives a crash. */
         setvbuf(stdout, NULL, _IOLBF, 0);
         unsigned char verdict = (unsigned char)replay_exec(c, ro, in);
@@ -421,6 +410,9 @@ static int replay_forked(const cli *c, const replay_opts *ro, const replay_input
     char text[160];
     bool stopped = !got && pl__hang_ended(hang, status);
     pl__hang_unmap(hang);
+    if (stopped || hung) {
+        pl__ring_unmap(ring);
+    }
     if (stopped) {
         return replay_stopped(ro, in);
     }
@@ -432,8 +424,11 @@ static int replay_forked(const cli *c, const replay_opts *ro, const replay_input
     }
     if (!got) {
         pl__cli_describe_status(status, text, sizeof text);
-        return replay_lost(ro, in, PL_FINDING_CRASH, text);
+        pl__cli_print_crash_events(c, "replay", stdout, "the replay process", ro->trace,
+                                   ro->chrome, ro->quiet, ring);
+        verdict = (unsigned char)replay_lost(ro, in, PL_FINDING_CRASH, text);
     }
+    pl__ring_unmap(ring);
     return verdict;
 }
 

@@ -630,6 +630,7 @@ typedef struct trace_job {
     const run_opts *o;
     const pl_scenario *sc;
     int fd; /* a copy of the text stream's fd: the child's own stdout is discarded */
+    pl__trace_ring *ring; /* the run's events, should it crash; NULL: none */
 } trace_job;
 
 typedef struct trace_msg {
@@ -648,6 +649,7 @@ static void trace_child(const void *ctx, void *result)
     pl_sim_result r;
     pl__cli_sim_options(tj->o, tj->o->seed_lo, &so);
     so.keep_events = true;
+    pl__sim_ring_to(tj->ring);
     m->rc = pl_sim_run(tj->sc, &so, &r);
     fflush(stdout);
     dup2(tj->fd, STDOUT_FILENO);
@@ -662,11 +664,11 @@ static void trace_child(const void *ctx, void *result)
 }
 
 /* Returns 0 or ST_INTERNAL. A run that dies here was reported by the
- * campaign already: this only says why there is no timeline. */
+ * campaign already: this says how, and prints what its crash ring kept. */
 static int trace_seed(const cli *c, const run_opts *o, const pl_scenario *sc)
 {
     pl__cli_flush_out(o->text);
-    trace_job tj = {c, o, sc, dup(fileno(o->text))};
+    trace_job tj = {c, o, sc, dup(fileno(o->text)), pl__ring_map()};
     trace_msg m;
     child_end end;
     memset(&m, 0, sizeof m);
@@ -678,12 +680,18 @@ static int trace_seed(const cli *c, const run_opts *o, const pl_scenario *sc)
         close(tj.fd);
     }
     if (rc != 0) {
+        pl__ring_unmap(tj.ring);
         return pl__cli_internal_error(c, "run", "cannot start a process: %s", strerror(-rc));
     }
     if (!end.complete) {
         char why[1200];
         pl__cli_child_lost(&end, "the traced run's process", why, sizeof why);
-        fprintf(o->text, "%s: seed %" PRIu64 ": no timeline: %s\n", sc->name, o->seed_lo, why);
+        fprintf(o->text, "%s: seed %" PRIu64 ": %s\n", sc->name, o->seed_lo, why);
+        pl__cli_print_crash_events(c, "run", o->text, "the traced run's process", o->trace,
+                                   o->chrome, o->quiet, tj.ring);
+    }
+    pl__ring_unmap(tj.ring);
+    if (!end.complete) {
         return 0;
     }
     if (m.rc < 0) {

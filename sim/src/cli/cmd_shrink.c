@@ -14,6 +14,9 @@ typedef struct shrink_msg {
     char err[512];
     char out[PATH_MAX];              /* where the shrunk replay went */
     char text[8192];                 /* what pl__shrink_print says */
+    pl_finding finding;              /* the shrunk run's */
+    size_t decisions_before;         /* the original list's length */
+    char timeline[4096];             /* a shrunk crash's last events */
 } shrink_msg;
 
 /* The shrinker names errors with pl_strerror, which knows only pollen's
@@ -28,6 +31,38 @@ static void name_errno(char *err, size_t len, int rc)
         return;
     }
     snprintf(err + n - u, len - (n - u), "%s", pl__cli_error_text(rc));
+}
+
+/* The last events of a shrunk crash (its record holds what the crash
+ * ring kept), as the finding shows a crash's. */
+static void shrunk_timeline(const pl_sim_result *run, char *buf, size_t len)
+{
+    size_t n = 0;
+    const pl__trace_rec *ev = pl__result_events(run, &n);
+    const pl__run_record *rec = pl__sim_result_record(run);
+    size_t from = n > CRASH_TIMELINE_EVENTS ? n - CRASH_TIMELINE_EVENTS : 0;
+    FILE *f = n > 0 && rec != NULL ? fmemopen(buf, len - 1, "w") : NULL;
+    if (f == NULL) {
+        return;
+    }
+    pl__trace_store_namer sn = {pl__result_task_name, (void *)rec, rec->texts, rec->texts_len};
+    pl__trace_namer nm = {pl__trace_store_task, pl__trace_store_text, &sn};
+    fputs("  the run's last events, the latest last:\n", f);
+    /* Indented like the rest of the finding. */
+    char *mem = NULL;
+    size_t memlen = 0;
+    FILE *m = open_memstream(&mem, &memlen);
+    if (m != NULL) {
+        pl__trace_write_text_ex(m, ev + from, n - from, &nm);
+        fclose(m);
+    }
+    for (const char *p = mem; p != NULL && *p != '\0';) {
+        size_t l = strcspn(p, "\n");
+        fprintf(f, "    %.*s\n", (int)l, p);
+        p += l + (p[l] == '\n');
+    }
+    free(mem);
+    fclose(f);
 }
 
 static void shrink_child(const void *ctx, void *result)
@@ -49,6 +84,11 @@ static void shrink_child(const void *ctx, void *result)
         if (f != NULL) {
             pl__shrink_print(f, &res, NULL, sj->indent);
             fclose(f);
+        }
+        m->finding = res.run.finding;
+        m->decisions_before = res.decisions_before;
+        if (res.kind == PL_FINDING_CRASH) {
+            shrunk_timeline(&res.run, m->timeline, sizeof m->timeline);
         }
     }
     pl_sim_shrink_result_free(&res);
@@ -83,15 +123,35 @@ static int shrink_isolated(const char *in, const char *out,
 }
 
 /* The first finding of `run`, shrunk to the few decisions that matter.
- * Crashes, watchdog hangs (not positioned) and nondeterminism are not
- * shrunk: their candidate runs would not fail the same way, or not at
- * all. A poll the budget stopped is: livelock candidates run in children
- * under the same budget. */
+ * Watchdog hangs and crashes that were not rerun (not positioned: no
+ * decisions) and nondeterminism are not shrunk: their candidate runs
+ * would not fail the same way, or not at all. A poll the budget stopped
+ * is (livelock candidates run in children under the same budget), and so
+ * is a crash (each candidate in a child, which may die). The report then
+ * describes the shrunk run, with one line for the original. */
+/* The header then describes the shrunk run, as its explanation does;
+ * one line keeps the original's seed, step, time and decisions. */
+static void adopt_shrunk_head(report *rp, const shrink_msg *m)
+{
+    if (m->finding.kind != rp->f.kind) {
+        return; /* the shrinker verified the kind: not reached */
+    }
+    pl__cli_original_line(rp->original, sizeof rp->original, rp, &rp->f, m->decisions_before);
+    rp->has_original = true;
+    rp->original_step = rp->f.step;
+    rp->original_time_ns = rp->f.time_ns;
+    rp->original_decisions = m->decisions_before;
+    rp->f = m->finding;
+    if (m->timeline[0] != '\0' || rp->timeline[0] != '\0') {
+        snprintf(rp->timeline, sizeof rp->timeline, "%s", m->timeline);
+    }
+}
+
 void pl__cli_shrink_report(const cli *c, const run_opts *o, report *rp)
 {
     int64_t left_ms = o->deadline_ms - pl__cli_now_ms();
     if (o->no_shrink || !rp->positioned || rp->replay[0] == '\0' || left_ms <= 0 ||
-        rp->f.kind == PL_FINDING_CRASH || rp->f.kind == PL_FINDING_NONDETERMINISM) {
+        rp->f.kind == PL_FINDING_NONDETERMINISM) {
         return;
     }
     pl_sim_shrink_limits limits = {o->shrink_ns, 0};
@@ -110,6 +170,7 @@ void pl__cli_shrink_report(const cli *c, const run_opts *o, report *rp)
         snprintf(rp->shrunk, sizeof rp->shrunk, "%s", m->out);
         pl__cli_textf(rp->shrunk_reproduce, sizeof rp->shrunk_reproduce, "%s replay %s", prog, arg);
         snprintf(rp->shrink_text, sizeof rp->shrink_text, "%s", m->text);
+        adopt_shrunk_head(rp, m);
     } else {
         pl__cli_textf(rp->shrink_text, sizeof rp->shrink_text, "  not shrunk: %s\n", m->err);
     }

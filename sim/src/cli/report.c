@@ -54,37 +54,10 @@ void pl__cli_json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-static const char *signal_name(int sig)
-{
-    static const struct {
-        int sig;
-        const char *name;
-    } names[] = {
-        {SIGSEGV, "SIGSEGV"}, {SIGBUS, "SIGBUS"},   {SIGABRT, "SIGABRT"}, {SIGFPE, "SIGFPE"},
-        {SIGILL, "SIGILL"},   {SIGKILL, "SIGKILL"}, {SIGTERM, "SIGTERM"}, {SIGTRAP, "SIGTRAP"},
-        {SIGSYS, "SIGSYS"},   {SIGPIPE, "SIGPIPE"}, {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"},
-        {SIGALRM, "SIGALRM"}, {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"}, {SIGHUP, "SIGHUP"},
-        {SIGUSR1, "SIGUSR1"}, {SIGUSR2, "SIGUSR2"},
-    };
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        if (names[i].sig == sig) {
-            return names[i].name;
-        }
-    }
-    return "an unknown signal";
-}
-
 /* Describes a wait status: "was killed by SIGSEGV (Segmentation fault)". */
 void pl__cli_describe_status(int status, char *buf, size_t len)
 {
-    if (WIFSIGNALED(status)) {
-        int sig = WTERMSIG(status);
-        snprintf(buf, len, "was killed by %s (%s)", signal_name(sig), strsignal(sig));
-    } else if (WIFEXITED(status)) {
-        snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
-    } else {
-        snprintf(buf, len, "stopped with wait status %d", status);
-    }
+    pl__wait_status_text(status, buf, len);
 }
 
 /* mkdir -p: creates dir and its parents. Returns 0 or a negative errno. */
@@ -218,6 +191,7 @@ void pl__cli_print_finding_head(FILE *f, const run_opts *o, const report *rp)
         fprintf(f, "FINDING %s in %s (seeds %" PRIu64 "..%" PRIu64 ")\n", kind, rp->sc->name,
                 o->seed_lo, o->seed_hi);
     }
+    fputs(rp->original, f); /* a shrunk finding: what the original run was */
     if (rp->positioned) {
         print_task_line(f, rp);
     } else if (rp->has_seed) {
@@ -276,6 +250,7 @@ static void print_report_text(FILE *f, const run_opts *o, const report *rp)
     pl__cli_print_finding_head(f, o, rp);
     print_swarm_knobs(f, o, rp);
     print_output(f, &rp->output);
+    fputs(rp->timeline, f); /* a crashed run's last events */
     /* Paths and commands hold the --out directory and argv[0]. */
     if (rp->replay[0] != '\0') {
         fprintf(f, "  replay: %s%s%s%s\n", pl__cli_safe_text(rp->replay).s,
@@ -339,6 +314,11 @@ static void print_report_json(const report *rp)
         fputs("null", f);
     }
     fprintf(f, ",\"output_bytes\":%" PRIu64, rp->output.bytes);
+    if (rp->has_original) {
+        fprintf(f, ",\"original\":{\"step\":%" PRIu64 ",\"time_ns\":%" PRId64
+                   ",\"decisions\":%zu}",
+                rp->original_step, rp->original_time_ns, rp->original_decisions);
+    }
     fprintf(f, ",\"expected\":%s,\"real\":%s}\n",
             rp->sc->expect != NULL && strcmp(rp->sc->expect, pl_finding_name(rp->f.kind)) == 0
                 ? "true"

@@ -294,6 +294,11 @@ void pl__cli_lost_report(campaign *cp, const worker *w, pl_finding_kind kind, co
                  "\n(not run again alone to record its decisions: --time had run out)");
     }
     rp->output = w->tail;
+    if (how == LOST_REPRODUCED && w->rec != NULL && kind == PL_FINDING_CRASH) {
+        /* A watchdog hang stays unpositioned: its shrink candidates
+         * would each wait for the watchdog. */
+        pl__cli_crash_timeline(rp, &w->rec->ring);
+    }
     const char *note = how == LOST_NOT_RERUN ? "--time ran out before a rerun could record "
                                                "the decisions"
                                              : "this build records no decisions of crashed runs";

@@ -23,6 +23,7 @@ shared_rec *pl__cli_shared_rec_create(void)
     }
     shared_rec *r = p;
     memset(&r->hang, 0, sizeof r->hang);
+    r->ring.len = 0;
     r->len = 0;
     r->cap = PL__DEC_RECORD_MAX_DEFAULT;
     return r;
@@ -150,6 +151,8 @@ static void worker_setup(const job *jb)
     pl__campaign_sites_reset();
     if (jb->rec != NULL) {
         pl__sim_record_to(jb->rec->recs, (size_t)jb->rec->cap, &jb->rec->len);
+        /* Only a rerun of a crashed seed pays for copying every event. */
+        pl__sim_ring_to(jb->rerun ? &jb->rec->ring : NULL);
         pl__budget_arm(&jb->rec->hang);
     }
 }
