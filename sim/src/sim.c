@@ -38,9 +38,19 @@ static uint32_t decide_buggify(pl__sim *s, uint64_t key)
         return 0;
     }
     if (created) {
+        /* Where the site is written, for explanations and coverage. */
+        const pl_source_site *at = pl_executor_buggify_site(s->ex);
+        if (at != NULL) {
+            site->file = at->file;
+            site->line = at->line;
+            site->func = at->func;
+        }
         site->enabled = pl__sim_choose(s, PL_DECIDE_BUGGIFY_SITE, 2, key) != 0;
     }
-    return site->enabled ? pl__sim_choose(s, PL_DECIDE_BUGGIFY_FIRE, 2, key) : 0;
+    uint32_t fire = site->enabled ? pl__sim_choose(s, PL_DECIDE_BUGGIFY_FIRE, 2, key) : 0;
+    site->reached++;
+    site->fired += fire != 0;
+    return fire;
 }
 
 static uint32_t sim_decide(void *self, pl_decision_kind kind, uint32_t n, uint64_t key)

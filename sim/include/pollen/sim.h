@@ -408,29 +408,32 @@ int pl_sim_write_shrunk_replay(const pl_scenario *sc, const pl_sim_options *base
  * cost a branch. */
 
 /* Must hold every time it is evaluated. */
-#define pl_always(cond, msg) pl__always((cond) != 0, (msg), __FILE__, __LINE__)
+#define pl_always(cond, msg) pl__always((cond) != 0, (msg), __FILE__, __LINE__, __func__)
 /* Must have been true the last time it was evaluated, by quiescence. */
-#define pl_eventually(cond, msg) pl__eventually((cond) != 0, (msg), __FILE__, __LINE__)
-/* Must be true at least once across a whole campaign. Each site places
- * itself in the pl_sometimes linker section, so a site that is never
- * even reached is reported too. */
+#define pl_eventually(cond, msg)                                            \
+    pl__eventually((cond) != 0, (msg), __FILE__, __LINE__, __func__)
+/* Must be true at least once across a campaign of at least two seeds (a
+ * single seed is never judged on it). Each site places itself in the
+ * pl_sometimes linker section, so a site that is never even reached is
+ * reported too. */
 typedef struct pl__sometimes_site {
     const char *msg;
     const char *file;
     int line;
     uint32_t hits;   /* evaluations that were true, this process */
     uint32_t reached; /* evaluations, this process */
+    const char *func; /* the function the site is written in */
 } pl__sometimes_site;
 
 #define pl_sometimes(cond, msg)                                             \
     do {                                                                    \
         __attribute__((used, section("pl_sometimes"))) static pl__sometimes_site \
-            pl__site = {(msg), __FILE__, __LINE__, 0, 0};                   \
+            pl__site = {(msg), __FILE__, __LINE__, 0, 0, __func__};         \
         pl__sometimes(&pl__site, (cond) != 0);                              \
     } while (0)
 
-void pl__always(bool ok, const char *msg, const char *file, int line);
-void pl__eventually(bool ok, const char *msg, const char *file, int line);
+void pl__always(bool ok, const char *msg, const char *file, int line, const char *func);
+void pl__eventually(bool ok, const char *msg, const char *file, int line, const char *func);
 void pl__sometimes(pl__sometimes_site *site, bool ok);
 
 /* Every pl_sometimes site linked into the program; *count receives how
