@@ -266,15 +266,20 @@ typedef struct pl_campaign_result {
     uint64_t distinct_hashes;      /* distinct trace hashes seen (up to 4,194,304 tracked) */
     bool first_has_seed;           /* false: the first finding is about the whole range
                                       (a pl_sometimes site never true, or never reached) */
+    bool sometimes_judged;         /* the pl_sometimes verdict was given (see below) */
+    uint32_t sometimes_sites;      /* sites judged: reached, or written in sc's own file */
+    uint32_t sometimes_failed;     /* of those, never true (each one of `findings`) */
 } pl_campaign_result;
 
 /* A campaign: seeds [seed_lo, seed_hi] of one scenario, in this process,
  * in increasing order. The CLI's `run` gives the same findings for the
  * same range: each seed judged alike (the determinism check when asked),
- * then, when the range ran to its end (no stop at a finding), every
- * pl_sometimes site reached and never true, and every site of the
- * scenario's own file never reached, is an assertion finding without a
- * seed. Fill with pl_campaign_options_default, then set what differs. */
+ * then, when the range ran to its end (no stop at a finding) and holds
+ * at least two seeds, every pl_sometimes site reached and never true,
+ * and every site of the scenario's own file never reached, is an
+ * assertion finding without a seed. A single seed is never judged on
+ * pl_sometimes (sometimes_judged false). Fill with
+ * pl_campaign_options_default, then set what differs. */
 typedef struct pl_campaign_options {
     uint64_t seed_lo, seed_hi;     /* inclusive; default 0..999 */
     const pl_sim_options *sim;     /* NULL: the defaults; source and seed are set per run */
