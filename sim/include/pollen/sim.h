@@ -421,8 +421,11 @@ int pl_sim_write_shrunk_replay(const pl_scenario *sc, const pl_sim_options *base
  * single seed is never judged on it). Each site places itself in the
  * pl_sometimes linker section, so a site that is never even reached is
  * reported too. */
+/* The section is read as an array of these, so the stride must be the
+ * size: a compiler may align a static object of 40 bytes to 32, never
+ * one whose type asks for 64. */
 typedef struct pl__sometimes_site {
-    const char *msg;
+    _Alignas(64) const char *msg;
     const char *file;
     int line;
     uint32_t hits;   /* evaluations that were true, this process */

@@ -210,25 +210,35 @@ int pl__cli_cover_add(cover *into, const cover *from)
 
 /* ---- Text and JSON ------------------------------------------------------- */
 
+/* Writes the kinds with (consulted true) or without decisions, comma
+ * separated, to f (NULL: only counts them); returns how many. */
+static size_t kinds_text(FILE *f, const cover *cv, bool consulted)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < cv->nkinds; i++) {
+        const cover_kind *k = &cv->kinds[i];
+        if ((k->consulted > 0) != consulted) {
+            continue;
+        }
+        if (f != NULL) {
+            fprintf(f, "%s%s", n > 0 ? ", " : " ", k->name);
+        }
+        if (f != NULL && consulted) {
+            fprintf(f, " %" PRIu64 " / %" PRIu64, k->consulted, k->deviated);
+        }
+        n++;
+    }
+    return n;
+}
+
 static void decisions_text(FILE *f, const cover *cv)
 {
     fputs("  decisions (consulted / deviated from production):", f);
-    bool first = true;
-    for (size_t i = 0; i < cv->nkinds; i++) {
-        const cover_kind *k = &cv->kinds[i];
-        if (k->consulted > 0) {
-            fprintf(f, "%s %s %" PRIu64 " / %" PRIu64, first ? "" : ",", k->name, k->consulted,
-                    k->deviated);
-            first = false;
-        }
-    }
-    fputs(first ? " none consulted" : "", f);
-    first = true;
-    for (size_t i = 0; i < cv->nkinds; i++) {
-        if (cv->kinds[i].consulted == 0) {
-            fprintf(f, "%s%s", first ? "; never consulted: " : ", ", cv->kinds[i].name);
-            first = false;
-        }
+    if (kinds_text(f, cv, true) == 0) {
+        fputs(" none", f);
+    } else if (kinds_text(NULL, cv, false) > 0) {
+        fputs("; never consulted:", f);
+        kinds_text(f, cv, false);
     }
     fputc('\n', f);
 }
