@@ -436,8 +436,8 @@ typedef struct pl__sometimes_site {
 #define pl_sometimes(cond, msg)                                             \
     do {                                                                    \
         __attribute__((used, section("pl_sometimes"))) static pl__sometimes_site \
-            pl__site = {(msg), __FILE__, __LINE__, 0, 0, __func__};         \
-        pl__sometimes(&pl__site, (cond) != 0);                              \
+            pl__sometimes_here = {(msg), __FILE__, __LINE__, 0, 0, __func__}; \
+        pl__sometimes(&pl__sometimes_here, (cond) != 0);                    \
     } while (0)
 
 void pl__always(bool ok, const char *msg, const char *file, int line, const char *func);

@@ -201,6 +201,27 @@ static void scenario_names(const shard_in *in, char *buf, size_t len)
     }
 }
 
+/* Fewer files than shards (they are distinct): names the missing ones. */
+static int missing_shards(const cli *c, const shard_in *in, size_t nin)
+{
+    char missing[256] = "";
+    size_t used = 0, count = 0;
+    for (uint32_t k = 1; k <= in[0].n && used < sizeof missing; k++) {
+        bool given = false;
+        for (size_t i = 0; i < nin; i++) {
+            given = given || in[i].k == k;
+        }
+        if (!given) {
+            int w = snprintf(missing + used, sizeof missing - used, "%s%" PRIu32 "/%" PRIu32,
+                             count++ > 0 ? ", " : "", k, in[0].n);
+            used += w > 0 ? (size_t)w : 0;
+        }
+    }
+    return bad_file(c, in[0].path, "shard %" PRIu32 "/%" PRIu32 " and %zu more given; "
+                    "missing: %s (give every shard's --json: a missing shard's seeds were "
+                    "never judged)", in[0].k, in[0].n, nin - 1, missing);
+}
+
 /* Every shard against the first: one campaign, each shard once, all. */
 static int check_shards(const cli *c, const shard_in *in, size_t nin)
 {
@@ -239,8 +260,7 @@ static int check_shards(const cli *c, const shard_in *in, size_t nin)
         }
     }
     if (nin != in[0].n) {
-        return usage_error(c, "merge", "%zu of %" PRIu32 " shards given: give every shard's "
-                           "--json (a missing shard's seeds were never judged)", nin, in[0].n);
+        return missing_shards(c, in, nin);
     }
     return 0;
 }
