@@ -197,12 +197,6 @@ const pl__site *pl__run_buggify_site(const pl__run_record *rec, uint64_t key)
     return NULL;
 }
 
-const char *pl__site_base(const char *file)
-{
-    const char *slash = strrchr(file, '/');
-    return slash != NULL ? slash + 1 : file;
-}
-
 void pl_sim_result_free(pl_sim_result *r)
 {
     free_record(r->internal);

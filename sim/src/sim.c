@@ -32,8 +32,15 @@ static uint32_t decide_buggify(pl__sim *s, uint64_t key)
     if (site == NULL) {
         /* Answering 0 alone would turn the site off unnoticed: the run
          * would pass for one that tested it. Say so and stop the run. */
-        char what[64];
-        snprintf(what, sizeof what, "no room for buggify site %016llx", (unsigned long long)key);
+        char what[256];
+        const pl_source_site *at = pl_executor_buggify_site(s->ex);
+        if (at != NULL) {
+            snprintf(what, sizeof what, "no room for buggify site %s:%d (%s)",
+                     pl__site_base(at->file), at->line, at->func);
+        } else {
+            snprintf(what, sizeof what, "no room for buggify site %016llx",
+                     (unsigned long long)key);
+        }
         pl__run_out_of_memory(s, pl__sim_polled(s), what);
         return 0;
     }

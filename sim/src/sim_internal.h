@@ -380,7 +380,8 @@ typedef struct pl__run_record {
 /* The buggify site of `key` in a finished run, or NULL. */
 const pl__site *pl__run_buggify_site(const pl__run_record *rec, uint64_t key);
 
-/* A source file's base name: what site keys hash and reports show. */
+/* A source file's base name: what site keys hash and reports show
+ * (instance.c). */
 const char *pl__site_base(const char *file);
 
 const pl__run_record *pl__sim_result_record(const pl_sim_result *r);

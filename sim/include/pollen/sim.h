@@ -424,8 +424,13 @@ int pl_sim_write_shrunk_replay(const pl_scenario *sc, const pl_sim_options *base
 /* The section is read as an array of these, so the stride must be the
  * size: a compiler may align a static object of 40 bytes to 32, never
  * one whose type asks for 64. */
+#ifdef __cplusplus
+#define PL__SITE_ALIGN alignas(64)
+#else
+#define PL__SITE_ALIGN _Alignas(64)
+#endif
 typedef struct pl__sometimes_site {
-    _Alignas(64) const char *msg;
+    PL__SITE_ALIGN const char *msg;
     const char *file;
     int line;
     uint32_t hits;   /* evaluations that were true, this process */

@@ -110,7 +110,13 @@ static const char help_run_exit[] =
     "stdout closed early (a reader such as 'head' went away: the run stops\n"
     "without a summary).\n"
     "A known-bug scenario that produces its expected finding still exits\n"
-    "10 + kind: the report is the truth.\n";
+    "10 + kind: the report is the truth.\n"
+    "\n"
+    "coverage: under each summary line, a range's decisions per kind\n"
+    "(consulted / deviated from production), its buggify and pl_sometimes\n"
+    "sites by file:line with their counts (also in --json's \"coverage\").\n"
+    "pl_sometimes is judged over a complete range of two seeds or more:\n"
+    "never on one seed, never in a shard ('{prog} merge' judges the shards).\n";
 
 static const char help_replay[] =
     "usage: {prog} replay FILE... [options]\n"
