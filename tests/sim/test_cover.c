@@ -26,8 +26,10 @@
 /* __LINE__ of the macro's use is the line of the site it expands to. */
 #define BUGGIFY_AT(cx, line_out) (*(line_out) = __LINE__, PL_BUGGIFY(cx))
 #define ALWAYS_AT(cond, msg, line_out) (*(line_out) = __LINE__, pl_always((cond), (msg)))
+#define EVENTUALLY_AT(cond, msg, line_out)                                                  \
+    (*(line_out) = __LINE__, pl_eventually((cond), (msg)))
 
-static int buggify_line, always_line, split_line;
+static int buggify_line, always_line, eventually_line, split_line;
 
 /* ---- cov_buggify: the check fails when its buggify site fired ------------- */
 
@@ -94,6 +96,27 @@ static int always_setup(pl_executor *ex, void *state)
 }
 
 static const pl_scenario cov_always = {.name = "cov_always", .setup = always_setup};
+
+/* ---- cov_eventually: a pl_eventually never true ----------------------------- */
+
+static pl_poll_result eventually_poll(pl_future *f, pl_context *cx)
+{
+    (void)f;
+    (void)cx;
+    EVENTUALLY_AT(false, "the work gets done", &eventually_line);
+    return PL_READY;
+}
+
+static const pl_future_vtable eventually_vtable = {"eventually", eventually_poll, NULL};
+
+static int eventually_setup(pl_executor *ex, void *state)
+{
+    (void)state;
+    pl_future f = PL_FUTURE_INIT(&eventually_vtable);
+    return PL_SPAWN(ex, f, "waiter", NULL);
+}
+
+static const pl_scenario cov_eventually = {.name = "cov_eventually", .setup = eventually_setup};
 
 /* ---- cov_count: counts that follow by hand ---------------------------------
  * One task, one poll: no decision has two choices but the buggify ones.
@@ -335,7 +358,7 @@ LEAK_TEST(cover, explanation_lines_say_where_the_buggify_site_is)
     pl_sim_result_free(&r);
 }
 
-Test(cover, an_assertion_finding_names_file_line_and_function)
+LEAK_TEST(cover, an_assertion_finding_names_file_line_and_function)
 {
     int line = site_line_of(&cov_always, &always_line);
     pl_campaign_result cr;
@@ -343,6 +366,12 @@ Test(cover, an_assertion_finding_names_file_line_and_function)
     cr_assert_eq(cr.first.kind, PL_FINDING_ASSERTION);
     char want[512];
     snprintf(want, sizeof want, "pl_always failed: the impossible holds (%s:%d, in always_poll)",
+             __FILE__, line);
+    cr_assert_str_eq(cr.first.message, want);
+    line = site_line_of(&cov_eventually, &eventually_line);
+    cr_assert_eq(pl_sim_campaign(&cov_eventually, 0, 0, NULL, true, &cr), 0);
+    snprintf(want, sizeof want,
+             "pl_eventually never became true: the work gets done (%s:%d, in eventually_poll)",
              __FILE__, line);
     cr_assert_str_eq(cr.first.message, want);
 }
