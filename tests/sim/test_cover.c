@@ -24,10 +24,9 @@
 #include "sim_internal.h"
 
 /* __LINE__ of the macro's use is the line of the site it expands to. */
-#define BUGGIFY_AT(cx, line_out) (*(line_out) = __LINE__, PL_BUGGIFY(cx))
-#define ALWAYS_AT(cond, msg, line_out) (*(line_out) = __LINE__, pl_always((cond), (msg)))
-#define EVENTUALLY_AT(cond, msg, line_out)                                                  \
-    (*(line_out) = __LINE__, pl_eventually((cond), (msg)))
+#define BUGGIFY_AT(cx, line_out)           (*(line_out) = __LINE__, PL_BUGGIFY(cx))
+#define ALWAYS_AT(cond, msg, line_out)     (*(line_out) = __LINE__, pl_always((cond), (msg)))
+#define EVENTUALLY_AT(cond, msg, line_out) (*(line_out) = __LINE__, pl_eventually((cond), (msg)))
 
 static int buggify_line, always_line, eventually_line, split_line;
 
@@ -197,8 +196,8 @@ static int never_setup(pl_executor *ex, void *state)
 
 static const pl_scenario cov_never = {.name = "cov_never", .setup = never_setup};
 
-static const pl_scenario *const extra[] = {&cov_buggify, &cov_always, &cov_count, &cov_split,
-                                           &cov_never, NULL};
+static const pl_scenario *const extra[] = {&cov_buggify, &cov_always, &cov_count,
+                                           &cov_split,   &cov_never,  NULL};
 
 /* ---- Running the CLI ------------------------------------------------------- */
 
@@ -280,7 +279,7 @@ static ran cli(const char *to, const char *const *args)
     return r;
 }
 
-#define CLI(...) cli(NULL, (const char *const[]){__VA_ARGS__, NULL})
+#define CLI(...)          cli(NULL, (const char *const[]){__VA_ARGS__, NULL})
 #define CLI_TO(file, ...) cli((file), (const char *const[]){__VA_ARGS__, NULL})
 
 static void ran_free(ran *r)
@@ -500,8 +499,7 @@ Test(cover, merged_shards_give_the_single_campaigns_verdict_and_counts)
 {
     uint64_t lo = split_range();
     char seeds[64];
-    snprintf(seeds, sizeof seeds, "%llu..%llu", (unsigned long long)lo,
-             (unsigned long long)lo + 3);
+    snprintf(seeds, sizeof seeds, "%llu..%llu", (unsigned long long)lo, (unsigned long long)lo + 3);
     enter_workdir();
     ran a = CLI_TO("a.json", "run", "cov_split", "--seeds", seeds, "--shard", "1/2", "--json");
     ran b = CLI_TO("b.json", "run", "cov_split", "--seeds", seeds, "--shard", "2/2", "--json");
@@ -577,8 +575,8 @@ static void assert_refused(const char *const *args, const char *file, const char
     ran_free(&m);
 }
 
-#define REFUSED(file, why, ...) assert_refused((const char *const[]){"merge", __VA_ARGS__, NULL}, \
-                                               (file), (why))
+#define REFUSED(file, why, ...)                                                                    \
+    assert_refused((const char *const[]){"merge", __VA_ARGS__, NULL}, (file), (why))
 
 Test(cover, merge_refuses_what_is_not_one_campaigns_shards)
 {
@@ -600,13 +598,11 @@ Test(cover, merge_refuses_what_is_not_one_campaigns_shards)
     cr_assert_eq(m.status, 0, "%s%s", m.out, m.err);
     ran_free(&m);
     cr_assert_eq(system("cp b.json b2.json"), 0);
-    REFUSED("b2.json", "shard 2/2 again (b.json is that shard too)", "a.json", "b.json",
-            "b2.json");
+    REFUSED("b2.json", "shard 2/2 again (b.json is that shard too)", "a.json", "b.json", "b2.json");
     REFUSED("a.json", "missing: 2/2", "a.json");
     REFUSED("knobs.json", "knobs buggify_site=off, but a.json has null", "a.json", "knobs.json");
     REFUSED("range.json", "seeds 0..19, but a.json has 0..9", "a.json", "range.json");
-    REFUSED("other.json", "scenarios cov_never, but a.json has cov_count", "a.json",
-            "other.json");
+    REFUSED("other.json", "scenarios cov_never, but a.json has cov_count", "a.json", "other.json");
     REFUSED("thirds.json", "shard 2/3, but a.json is shard 1/2", "a.json", "thirds.json");
     FILE *f = fopen("cut.json", "w");
     cr_assert_not_null(f);

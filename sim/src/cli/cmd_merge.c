@@ -15,9 +15,9 @@
 /* One shard's file, read and checked. */
 typedef struct shard_in {
     const char *path;
-    char *text;               /* the whole file */
-    jval summary;             /* its {"summary":...} line, parsed */
-    const jval *sum;          /* summary["summary"] */
+    char *text;      /* the whole file */
+    jval summary;    /* its {"summary":...} line, parsed */
+    const jval *sum; /* summary["summary"] */
     uint64_t seed_lo, seed_hi;
     uint32_t k, n;
 } shard_in;
@@ -25,9 +25,9 @@ typedef struct shard_in {
 /* One scenario over every shard. */
 typedef struct merged {
     const char *name;
-    const char *expect;       /* NULL: must stay clean */
+    const char *expect; /* NULL: must stay clean */
     uint64_t seeds, runs, findings, distinct_max, distinct_sum;
-    bool complete;            /* every shard ran all its seeds */
+    bool complete; /* every shard ran all its seeds */
     bool first_found, first_setup, first_has_seed;
     uint64_t first_seed;
     char first_kind[32];
@@ -155,19 +155,22 @@ static int read_shard(const cli *c, shard_in *in)
     in->sum = pl__cli_json_get(&in->summary, "summary");
     bool real = false;
     if (!pl__cli_json_bool(pl__cli_json_get(in->sum, "real"), &real) || real) {
-        return bad_file(c, in->path, real ? "a --real run has no seeds to merge"
-                                          : "the summary has no \"real\" field");
+        return bad_file(c, in->path,
+                        real ? "a --real run has no seeds to merge"
+                             : "the summary has no \"real\" field");
     }
     if (!parse_range(pl__cli_json_str(pl__cli_json_get(in->sum, "seeds")), &in->seed_lo,
                      &in->seed_hi) ||
         !parse_shard(pl__cli_json_str(pl__cli_json_get(in->sum, "shard")), &in->k, &in->n)) {
-        return bad_file(c, in->path, "the summary has no \"seeds\":\"A..B\" or no "
-                                     "\"shard\":\"K/N\"");
+        return bad_file(c, in->path,
+                        "the summary has no \"seeds\":\"A..B\" or no "
+                        "\"shard\":\"K/N\"");
     }
     const char *strategy = pl__cli_json_str(pl__cli_json_get(in->sum, "strategy"));
     if (strategy == NULL || strncmp(strategy, "bounded:", 8) == 0) {
-        return bad_file(c, in->path, strategy == NULL ? "the summary names no strategy"
-                                                      : "a bounded exploration has no shards");
+        return bad_file(c, in->path,
+                        strategy == NULL ? "the summary names no strategy"
+                                         : "a bounded exploration has no shards");
     }
     const jval *scs = pl__cli_json_get(in->sum, "scenarios");
     if (scs == NULL || scs->type != JV_ARR) {
@@ -180,11 +183,12 @@ static int read_shard(const cli *c, shard_in *in)
 static void setting_text(const shard_in *in, const char *key, char *buf, size_t len)
 {
     const jval *v = pl__cli_json_get(in->sum, key);
-    snprintf(buf, len, "%s", v == NULL                  ? "(none)"
-                             : v->type == JV_NULL       ? "null"
-                             : v->type == JV_BOOL       ? (v->b ? "true" : "false")
-                             : v->text != NULL          ? v->text
-                                                        : "(a list)");
+    snprintf(buf, len, "%s",
+             v == NULL            ? "(none)"
+             : v->type == JV_NULL ? "null"
+             : v->type == JV_BOOL ? (v->b ? "true" : "false")
+             : v->text != NULL    ? v->text
+                                  : "(a list)");
 }
 
 /* The scenario names of a shard, one text. */
@@ -195,8 +199,8 @@ static void scenario_names(const shard_in *in, char *buf, size_t len)
     buf[0] = '\0';
     for (size_t i = 0; i < scs->n && used < len; i++) {
         const char *name = pl__cli_json_str(pl__cli_json_get(&scs->items[i], "scenario"));
-        int w = snprintf(buf + used, len - used, "%s%s", i > 0 ? "," : "",
-                         name != NULL ? name : "?");
+        int w =
+            snprintf(buf + used, len - used, "%s%s", i > 0 ? "," : "", name != NULL ? name : "?");
         used += w > 0 ? (size_t)w : 0;
     }
 }
@@ -217,16 +221,18 @@ static int missing_shards(const cli *c, const shard_in *in, size_t nin)
             used += w > 0 ? (size_t)w : 0;
         }
     }
-    return bad_file(c, in[0].path, "shard %" PRIu32 "/%" PRIu32 " and %zu more given; "
+    return bad_file(c, in[0].path,
+                    "shard %" PRIu32 "/%" PRIu32 " and %zu more given; "
                     "missing: %s (give every shard's --json: a missing shard's seeds were "
-                    "never judged)", in[0].k, in[0].n, nin - 1, missing);
+                    "never judged)",
+                    in[0].k, in[0].n, nin - 1, missing);
 }
 
 /* Every shard against the first: one campaign, each shard once, all. */
 static int check_shards(const cli *c, const shard_in *in, size_t nin)
 {
-    static const char *const same[] = {"seeds", "strategy", "knobs", "poll_cost_ns",
-                                       "check_determinism", "keep_going"};
+    static const char *const same[] = {"seeds",        "strategy",          "knobs",
+                                       "poll_cost_ns", "check_determinism", "keep_going"};
     for (size_t i = 1; i < nin; i++) {
         for (size_t s = 0; s < sizeof same / sizeof same[0]; s++) {
             char a[512], b[512];
@@ -234,26 +240,30 @@ static int check_shards(const cli *c, const shard_in *in, size_t nin)
             setting_text(&in[i], same[s], b, sizeof b);
             if (strcmp(a, b) != 0) {
                 return bad_file(c, in[i].path, "%s %s, but %s has %s: not shards of one campaign",
-                                same[s], pl__cli_safe_text(b).s,
-                                pl__cli_safe_text(in[0].path).s, pl__cli_safe_text(a).s);
+                                same[s], pl__cli_safe_text(b).s, pl__cli_safe_text(in[0].path).s,
+                                pl__cli_safe_text(a).s);
             }
         }
         char a[2048], b[2048];
         scenario_names(&in[0], a, sizeof a);
         scenario_names(&in[i], b, sizeof b);
         if (strcmp(a, b) != 0) {
-            return bad_file(c, in[i].path, "scenarios %s, but %s has %s: not shards of one "
-                            "campaign", pl__cli_safe_text(b).s, pl__cli_safe_text(in[0].path).s,
+            return bad_file(c, in[i].path,
+                            "scenarios %s, but %s has %s: not shards of one "
+                            "campaign",
+                            pl__cli_safe_text(b).s, pl__cli_safe_text(in[0].path).s,
                             pl__cli_safe_text(a).s);
         }
         if (in[i].n != in[0].n) {
-            return bad_file(c, in[i].path, "shard %" PRIu32 "/%" PRIu32 ", but %s is shard "
+            return bad_file(c, in[i].path,
+                            "shard %" PRIu32 "/%" PRIu32 ", but %s is shard "
                             "%" PRIu32 "/%" PRIu32 ": a campaign is split one way",
                             in[i].k, in[i].n, pl__cli_safe_text(in[0].path).s, in[0].k, in[0].n);
         }
         for (size_t j = 0; j < i; j++) {
             if (in[j].k == in[i].k) {
-                return bad_file(c, in[i].path, "shard %" PRIu32 "/%" PRIu32 " again (%s is that "
+                return bad_file(c, in[i].path,
+                                "shard %" PRIu32 "/%" PRIu32 " again (%s is that "
                                 "shard too): each shard's seeds count once",
                                 in[i].k, in[i].n, pl__cli_safe_text(in[j].path).s);
             }
@@ -392,8 +402,10 @@ static int merge_scenario(const cli *c, merged *m, const shard_in *in, size_t i)
         !pl__cli_json_u64(pl__cli_json_get(sc, "findings"), &findings) ||
         !pl__cli_json_u64(pl__cli_json_get(sc, "distinct_schedules"), &distinct) ||
         !pl__cli_json_bool(pl__cli_json_get(sc, "complete"), &complete)) {
-        return bad_file(c, in->path, "scenario %zu of the summary lacks seeds, runs, findings, "
-                        "distinct_schedules or complete", i + 1);
+        return bad_file(c, in->path,
+                        "scenario %zu of the summary lacks seeds, runs, findings, "
+                        "distinct_schedules or complete",
+                        i + 1);
     }
     m->name = pl__cli_json_str(pl__cli_json_get(sc, "scenario"));
     m->expect = pl__cli_json_str(pl__cli_json_get(sc, "expect"));
@@ -453,7 +465,8 @@ static void print_first(const merged *m)
         jval v;
         char err[64];
         uint64_t seed;
-        if (strncmp(l, "{\"kind\":", 8) == 0 && pl__cli_json_parse(l, n, &v, err, sizeof err) == 0) {
+        if (strncmp(l, "{\"kind\":", 8) == 0 &&
+            pl__cli_json_parse(l, n, &v, err, sizeof err) == 0) {
             const char *name = pl__cli_json_str(pl__cli_json_get(&v, "scenario"));
             const char *msg = pl__cli_json_str(pl__cli_json_get(&v, "message"));
             const char *repro = pl__cli_json_str(pl__cli_json_get(&v, "reproduce"));
@@ -478,8 +491,9 @@ typedef struct sometimes_ctx {
 static void print_sometimes(void *ud, const pl_finding *f)
 {
     const sometimes_ctx *x = ud;
-    fprintf(stdout, "FINDING assertion in %s (seeds %" PRIu64 "..%" PRIu64 ", %" PRIu32
-                    " shard%s merged)\n  %s\n",
+    fprintf(stdout,
+            "FINDING assertion in %s (seeds %" PRIu64 "..%" PRIu64 ", %" PRIu32
+            " shard%s merged)\n  %s\n",
             pl__cli_safe_text(x->m->name).s, x->in->seed_lo, x->in->seed_hi, x->in->n,
             x->in->n == 1 ? "" : "s", pl__cli_safe_text(f->message).s);
 }
@@ -508,13 +522,13 @@ static int report_merged(merged *m, const shard_in *in, bool keep_going, bool qu
         status = ST_EXPECT_MISSED;
     }
     if (!quiet) {
-        fprintf(stdout, "%s: %" PRIu32 " shard%s merged, %" PRIu64 " runs, %" PRIu64
-                        " finding%s, %" PRIu64 "..%" PRIu64 " distinct schedules (shards may "
-                        "share schedules)%s\n",
+        fprintf(stdout,
+                "%s: %" PRIu32 " shard%s merged, %" PRIu64 " runs, %" PRIu64 " finding%s, %" PRIu64
+                "..%" PRIu64 " distinct schedules (shards may "
+                "share schedules)%s\n",
                 pl__cli_safe_text(m->name).s, in->n, in->n == 1 ? "" : "s", m->runs,
-                m->findings + failed,
-                m->findings + failed == 1 ? "" : "s", m->distinct_max, m->distinct_sum,
-                status == ST_EXPECT_MISSED ? "; expected finding not found" : "");
+                m->findings + failed, m->findings + failed == 1 ? "" : "s", m->distinct_max,
+                m->distinct_sum, status == ST_EXPECT_MISSED ? "; expected finding not found" : "");
         if (m->cover_ok) {
             pl__cli_cover_text(stdout, &m->cov, m->runs);
         }
@@ -533,8 +547,7 @@ static const opt_spec merge_specs[] = {
 };
 
 /* Collects the file names; -1 after --help, ST_USAGE on a bad option. */
-static int merge_opts(const cli *c, int argc, char **argv, shard_in *in, size_t *nin,
-                      bool *quiet)
+static int merge_opts(const cli *c, int argc, char **argv, shard_in *in, size_t *nin, bool *quiet)
 {
     opts_iter it = {c, "merge", merge_specs, argc, argv, 0, false, {NULL}};
     const char *v;

@@ -254,16 +254,17 @@ void pl__cli_cover_text(FILE *f, const cover *cv, uint64_t runs)
         } else {
             fprintf(f, "  buggify site %016" PRIx64, b->key);
         }
-        fprintf(f, ": reached %" PRIu64 ", enabled in %" PRIu64 " of %" PRIu64 " runs, fired %" PRIu64
-                   "\n",
+        fprintf(f,
+                ": reached %" PRIu64 ", enabled in %" PRIu64 " of %" PRIu64 " runs, fired %" PRIu64
+                "\n",
                 b->reached, b->runs_enabled, runs, b->fired);
     }
     for (size_t i = 0; i < cv->nsometimes; i++) {
         const cover_sometimes *s = &cv->sometimes[i];
-        fprintf(f, "  sometimes at %s:%" PRId32 " (%s) \"%s\": reached %" PRIu64 ", true %" PRIu64
-                   "\n",
-                pl__cli_safe_text(pl__site_base(s->file)).s, s->line,
-                pl__cli_safe_text(s->func).s, pl__cli_safe_text(s->msg).s, s->reached, s->hits);
+        fprintf(
+            f, "  sometimes at %s:%" PRId32 " (%s) \"%s\": reached %" PRIu64 ", true %" PRIu64 "\n",
+            pl__cli_safe_text(pl__site_base(s->file)).s, s->line, pl__cli_safe_text(s->func).s,
+            pl__cli_safe_text(s->msg).s, s->reached, s->hits);
     }
     if (cv->nsometimes > 0) {
         fprintf(f, "  pl_sometimes: %s%s\n", cv->not_judged[0] != '\0' ? "not judged: " : "judged",
@@ -309,8 +310,7 @@ void pl__cli_cover_json(FILE *f, const cover *cv)
     fputc('}', f);
 }
 
-size_t pl__cli_cover_verdict(const cover *cv, void (*fn)(void *ud, const pl_finding *f),
-                             void *ud)
+size_t pl__cli_cover_verdict(const cover *cv, void (*fn)(void *ud, const pl_finding *f), void *ud)
 {
     size_t failed = 0;
     for (size_t i = 0; i < cv->nsometimes; i++) {

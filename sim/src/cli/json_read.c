@@ -23,8 +23,8 @@ static bool jfail(jparser *ps, const char *what)
 
 static void skip_ws(jparser *ps)
 {
-    while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' ||
-                               *ps->p == '\r')) {
+    while (ps->p < ps->end &&
+           (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r')) {
         ps->p++;
     }
 }
