@@ -94,7 +94,9 @@ int pl__cli_cover_of(const campaign *cp, const char *not_judged, cover *cv)
         pl__cli_cover_free(cv);
         return PL_ENOMEM;
     }
-    memcpy(cv->buggify, cp->tally.buggify, cp->tally.nbuggify * sizeof *cv->buggify);
+    if (cp->tally.nbuggify > 0) {
+        memcpy(cv->buggify, cp->tally.buggify, cp->tally.nbuggify * sizeof *cv->buggify);
+    }
     cv->nbuggify = cp->tally.nbuggify;
     bool counted = n == cp->tally.nsites && cp->tally.sites != NULL;
     for (size_t i = 0; i < n; i++) {
