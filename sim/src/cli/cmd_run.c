@@ -42,7 +42,8 @@ static void sometimes_not_judged(const campaign *cp, char *buf, size_t len)
         snprintf(buf, len, "the campaign did not run to its end");
     } else if (cp->first != NULL && !o->keep_going) {
         snprintf(buf, len, "a finding stopped the campaign");
-    } else if (cp->sites_received != cp->sites_expected || n != cp->tally.nsites) {
+    } else if (cp->sites_received != cp->sites_expected ||
+               cp->cover_received != cp->sites_expected || n != cp->tally.nsites) {
         snprintf(buf, len, "not every worker sent its counts");
     }
 }
