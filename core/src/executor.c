@@ -542,11 +542,30 @@ void pl_trace_event(pl_context *cx, const char *fmt, ...)
     va_end(ap);
 }
 
-bool pl__buggify(pl_context *cx, const char *file, int line)
+/* The site of the buggify decision in progress, for the system's decide()
+ * to name it (the decision itself carries only the key). Production never
+ * gets past the decide == NULL test, so it never stores one. */
+static _Thread_local const pl_source_site *buggify_site;
+static _Thread_local const pl_executor *buggify_ex;
+
+const pl_source_site *pl_executor_buggify_site(const pl_executor *ex)
+{
+    return ex == buggify_ex ? buggify_site : NULL;
+}
+
+bool pl__buggify(pl_context *cx, const char *file, int line, const char *func)
 {
     pl_executor *ex = cx->ex;
     if (ex->decide == NULL) {
         return false;
     }
-    return pl__executor_decide(ex, PL_DECIDE_BUGGIFY_FIRE, 2, pl_site_key(file, line)) != 0;
+    pl_source_site site = {file, line, func};
+    const pl_source_site *saved = buggify_site;
+    const pl_executor *saved_ex = buggify_ex;
+    buggify_site = &site;
+    buggify_ex = ex;
+    bool fire = pl__executor_decide(ex, PL_DECIDE_BUGGIFY_FIRE, 2, pl_site_key(file, line)) != 0;
+    buggify_site = saved;
+    buggify_ex = saved_ex;
+    return fire;
 }

@@ -237,7 +237,92 @@ void pl__campaign_tally_free(pl__campaign_tally *t)
 {
     free(t->hashes.slots);
     free(t->sites);
+    free(t->buggify);
+    pl__hashmap_free(&t->buggify_index);
     memset(t, 0, sizeof *t);
+}
+
+/* The tally's entry for buggify site `key`, created zeroed; NULL when out
+ * of memory. */
+static pl__cover_buggify *buggify_entry(pl__campaign_tally *t, uint64_t key)
+{
+    uint32_t i;
+    if (pl__hashmap_get(&t->buggify_index, key, &i)) {
+        return &t->buggify[i];
+    }
+    if (t->nbuggify >= UINT32_MAX ||
+        pl__grow((void **)&t->buggify, &t->capbuggify, t->nbuggify + 1, sizeof *t->buggify, 16,
+                 0) != 0 ||
+        pl__hashmap_put(&t->buggify_index, key, (uint32_t)t->nbuggify) != 0) {
+        return NULL;
+    }
+    pl__cover_buggify *b = &t->buggify[t->nbuggify++];
+    memset(b, 0, sizeof *b);
+    b->key = key;
+    return b;
+}
+
+/* Adds one site's counts; the first known location names it. */
+static int add_buggify(pl__campaign_tally *t, const pl__cover_buggify *from)
+{
+    pl__cover_buggify *b = buggify_entry(t, from->key);
+    if (b == NULL) {
+        return PL_ENOMEM;
+    }
+    b->reached += from->reached;
+    b->runs_enabled += from->runs_enabled;
+    b->fired += from->fired;
+    if (b->line == 0 && from->line != 0) {
+        b->line = from->line;
+        memcpy(b->file, from->file, sizeof b->file);
+        memcpy(b->func, from->func, sizeof b->func);
+    }
+    return 0;
+}
+
+int pl__campaign_tally_run(pl__campaign_tally *t, const pl_sim_result *r)
+{
+    const pl__run_record *rec = pl__sim_result_record(r);
+    if (rec == NULL) {
+        return 0;
+    }
+    for (size_t k = 0; k < PL_DECIDE__COUNT; k++) {
+        t->consulted[k] += rec->consulted[k];
+        t->deviated[k] += rec->deviated[k];
+    }
+    for (size_t i = 0; i < rec->buggify_len; i++) {
+        const pl__site *site = &rec->buggify[i];
+        pl__cover_buggify one;
+        memset(&one, 0, sizeof one);
+        one.key = site->key;
+        one.reached = site->reached;
+        one.runs_enabled = site->enabled != 0;
+        one.fired = site->fired;
+        if (site->file != NULL) {
+            one.line = site->line;
+            snprintf(one.file, sizeof one.file, "%s", pl__site_base(site->file));
+            snprintf(one.func, sizeof one.func, "%s", site->func != NULL ? site->func : "?");
+        }
+        if (add_buggify(t, &one) != 0) {
+            return PL_ENOMEM;
+        }
+    }
+    return 0;
+}
+
+int pl__campaign_tally_cover(pl__campaign_tally *t, const uint64_t *consulted,
+                             const uint64_t *deviated, const pl__cover_buggify *sites, size_t n)
+{
+    for (size_t k = 0; k < PL_DECIDE__COUNT; k++) {
+        t->consulted[k] += consulted[k];
+        t->deviated[k] += deviated[k];
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (add_buggify(t, &sites[i]) != 0) {
+            return PL_ENOMEM;
+        }
+    }
+    return 0;
 }
 
 bool pl__campaign_tally_sites(pl__campaign_tally *t, const uint32_t *counts, size_t n)
@@ -251,6 +336,31 @@ bool pl__campaign_tally_sites(pl__campaign_tally *t, const uint32_t *counts, siz
     return true;
 }
 
+bool pl__campaign_sometimes_judged(uint64_t lo, uint64_t hi) { return lo < hi; }
+
+bool pl__campaign_sometimes_failed(const char *msg, const char *file, int line, const char *func,
+                                   bool own, uint64_t hits, uint64_t reached, pl_finding *f)
+{
+    /* A site no run reached counts against the scenario written in the
+     * same file; sites elsewhere belong to other scenarios. */
+    if (hits > 0 || (reached == 0 && !own)) {
+        return false;
+    }
+    memset(f, 0, sizeof *f);
+    f->kind = PL_FINDING_ASSERTION;
+    if (reached == 0) {
+        textf(f->message, sizeof f->message,
+              "pl_sometimes(\"%s\") at %s:%d (in %s) was never even reached over the campaign",
+              msg, file, line, func);
+    } else {
+        textf(f->message, sizeof f->message,
+              "pl_sometimes(\"%s\") at %s:%d (in %s) was evaluated %" PRIu64
+              " times over the campaign and never true",
+              msg, file, line, func, reached);
+    }
+    return true;
+}
+
 bool pl__campaign_site_failed(const pl__campaign_tally *t, const pl_scenario *sc, size_t i,
                               pl_finding *f)
 {
@@ -258,26 +368,9 @@ bool pl__campaign_site_failed(const pl__campaign_tally *t, const pl_scenario *sc
     const pl__sometimes_site *sites = pl__sometimes_sites(&n);
     PL__SIM_ASSERT(i < n && n == t->nsites);
     const pl__sometimes_site *s = &sites[i];
-    uint64_t hits = t->sites[2 * i], reached = t->sites[2 * i + 1];
-    /* A site no run reached counts against the scenario written in the
-     * same file; sites elsewhere belong to other scenarios. */
     bool own = sc->source_file != NULL && strcmp(s->file, sc->source_file) == 0;
-    if (hits > 0 || (reached == 0 && !own)) {
-        return false;
-    }
-    memset(f, 0, sizeof *f);
-    f->kind = PL_FINDING_ASSERTION;
-    if (reached == 0) {
-        snprintf(f->message, sizeof f->message,
-                 "pl_sometimes(\"%s\") at %s:%d was never even reached over the campaign", s->msg,
-                 s->file, s->line);
-    } else {
-        snprintf(f->message, sizeof f->message,
-                 "pl_sometimes(\"%s\") at %s:%d was evaluated %" PRIu64
-                 " times over the campaign and never true",
-                 s->msg, s->file, s->line, reached);
-    }
-    return true;
+    return pl__campaign_sometimes_failed(s->msg, s->file, s->line, s->func, own, t->sites[2 * i],
+                                         t->sites[2 * i + 1], f);
 }
 
 /* ---- Campaigns in this process ------------------------------------------ */
@@ -309,9 +402,14 @@ static void sometimes_verdict(const pl_scenario *sc, pl__campaign_tally *t,
     uint32_t *counts = pl__campaign_sites_snapshot(&n);
     bool added = counts != NULL && pl__campaign_tally_sites(t, counts, n);
     free(counts);
+    out->sometimes_judged = added;
+    const pl__sometimes_site *sites = pl__sometimes_sites(&n);
     for (size_t i = 0; added && i < n; i++) {
         pl_finding f;
+        bool own = sc->source_file != NULL && strcmp(sites[i].file, sc->source_file) == 0;
+        out->sometimes_sites += own || t->sites[2 * i + 1] > 0;
         if (pl__campaign_site_failed(t, sc, i, &f)) {
+            out->sometimes_failed++;
             note_finding(out, &f, false, 0);
         }
     }
@@ -351,6 +449,7 @@ int pl_sim_campaign_run(const pl_scenario *sc, const pl_campaign_options *opts,
         if (rc == 0) {
             out->runs++;
             pl__hashset_add(&t.hashes, r.hash);
+            rc = pl__campaign_tally_run(&t, &r);
             if (r.finding.kind == PL_FINDING_NONE) {
                 out->clean++;
             } else {
@@ -363,7 +462,8 @@ int pl_sim_campaign_run(const pl_scenario *sc, const pl_campaign_options *opts,
         }
     }
     pl__campaign_guard_end();
-    if (rc == 0 && out->runs > 0 && !(opts->stop_at_first && out->findings > 0)) {
+    if (rc == 0 && out->runs > 0 && !(opts->stop_at_first && out->findings > 0) &&
+        pl__campaign_sometimes_judged(opts->seed_lo, opts->seed_hi)) {
         sometimes_verdict(sc, &t, out);
     }
     out->distinct_hashes = t.hashes.count;

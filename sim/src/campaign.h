@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "pollen/sim.h"
+#include "decide.h"
 #include "hashset.h"
 #include "trace.h"
 
@@ -86,12 +87,29 @@ void pl__campaign_guard_end(void);
  * pairs, 2 * *n entries; NULL on PL_ENOMEM. The caller frees it. */
 uint32_t *pl__campaign_sites_snapshot(size_t *n);
 
+/* A PL_BUGGIFY site over a campaign. Plain bytes (no pointer), so a
+ * worker sends its array to the parent as it is. */
+typedef struct pl__cover_buggify {
+    uint64_t key;          /* the site's decision key (pl_site_key) */
+    uint64_t reached;      /* evaluations */
+    uint64_t runs_enabled; /* runs in which it was enabled */
+    uint64_t fired;        /* evaluations that fired */
+    int32_t line;          /* 0: location unknown */
+    char file[128];        /* base name */
+    char func[64];
+} pl__cover_buggify;
+
 /* What a campaign adds up over its seeds. Initialise with
  * pl__campaign_tally_init, free with pl__campaign_tally_free. */
 typedef struct pl__campaign_tally {
     pl__hashset hashes; /* distinct trace hashes (a lower bound when full) */
     uint64_t *sites;    /* hits, reached per pl_sometimes site, summed */
     size_t nsites;      /* sites linked into the program */
+    uint64_t consulted[PL_DECIDE__COUNT]; /* decisions consulted, per kind */
+    uint64_t deviated[PL_DECIDE__COUNT];  /* of those, values other than 0 */
+    pl__cover_buggify *buggify; /* in the order the campaign met them (grow.h) */
+    size_t nbuggify, capbuggify;
+    pl__hashmap buggify_index;  /* key -> position */
 } pl__campaign_tally;
 
 /* Returns 0 or PL_ENOMEM (t is then still safe to free). */
@@ -101,6 +119,26 @@ void pl__campaign_tally_free(pl__campaign_tally *t);
 /* Adds (hits, reached) pairs for n sites. Returns false, adding nothing,
  * when n is not the program's site count. */
 bool pl__campaign_tally_sites(pl__campaign_tally *t, const uint32_t *counts, size_t n);
+
+/* Adds a finished run's decisions per kind and buggify sites (its
+ * record; a run without one adds nothing). Returns 0 or PL_ENOMEM. */
+int pl__campaign_tally_run(pl__campaign_tally *t, const pl_sim_result *r);
+
+/* Adds another tally's decisions per kind and n buggify sites (a
+ * worker's, the parent adds them up). Returns 0 or PL_ENOMEM. */
+int pl__campaign_tally_cover(pl__campaign_tally *t, const uint64_t *consulted,
+                             const uint64_t *deviated, const pl__cover_buggify *sites, size_t n);
+
+/* Whether a pl_sometimes verdict can be given over [lo, hi]: a single
+ * seed is never judged on a site (one run says nothing about "sometimes"). */
+bool pl__campaign_sometimes_judged(uint64_t lo, uint64_t hi);
+
+/* The verdict on a pl_sometimes site from its counts over a complete
+ * range: true when it fails (reached and never true, or never reached
+ * though written in the scenario's own file: `own`), with f set to the
+ * assertion finding naming it. */
+bool pl__campaign_sometimes_failed(const char *msg, const char *file, int line, const char *func,
+                                   bool own, uint64_t hits, uint64_t reached, pl_finding *f);
 
 /* The verdict on site i after a complete range: true when it fails
  * (reached and never true, or, for a site written in sc's own file,

@@ -15,22 +15,22 @@
 
 #include "sim_internal.h"
 
-void pl__always(bool ok, const char *msg, const char *file, int line)
+void pl__always(bool ok, const char *msg, const char *file, int line, const char *func)
 {
     if (ok) {
         return;
     }
     pl__sim *s = pl__sim_current();
     if (s == NULL) {
-        fprintf(stderr, "pollen: pl_always failed: %s (%s:%d)\n", msg, file, line);
+        fprintf(stderr, "pollen: pl_always failed: %s (%s:%d, in %s)\n", msg, file, line, func);
         fflush(stderr);
         abort();
     }
-    pl__sim_finding(s, PL_FINDING_ASSERTION, pl__sim_polled(s), "pl_always failed: %s (%s:%d)",
-                    msg, file, line);
+    pl__sim_finding(s, PL_FINDING_ASSERTION, pl__sim_polled(s),
+                    "pl_always failed: %s (%s:%d, in %s)", msg, file, line, func);
 }
 
-void pl__eventually(bool ok, const char *msg, const char *file, int line)
+void pl__eventually(bool ok, const char *msg, const char *file, int line, const char *func)
 {
     pl__sim *s = pl__sim_current();
     if (s == NULL) {
@@ -41,14 +41,15 @@ void pl__eventually(bool ok, const char *msg, const char *file, int line)
     if (site == NULL) {
         /* A property the end of the run would not check must not pass. */
         pl__sim_finding(s, PL_FINDING_ASSERTION, pl__sim_polled(s),
-                        "simulator out of memory: no room for pl_eventually site %s:%d", file,
-                        line);
+                        "simulator out of memory: no room for pl_eventually site %s:%d (%s)",
+                        file, line, func);
         return;
     }
     site->last_ok = ok;
     site->msg = msg;
     site->file = file;
     site->line = line;
+    site->func = func;
 }
 
 void pl__props_verdict(pl__sim *s)
@@ -59,8 +60,8 @@ void pl__props_verdict(pl__sim *s)
         const pl__site *site = &s->eventually.sites[i];
         if (!site->last_ok) {
             pl__sim_finding(s, PL_FINDING_ASSERTION, NULL,
-                            "pl_eventually never became true: %s (%s:%d)", site->msg, site->file,
-                            site->line);
+                            "pl_eventually never became true: %s (%s:%d, in %s)", site->msg,
+                            site->file, site->line, site->func);
         }
     }
 }

@@ -148,6 +148,12 @@ pl__site *pl__site_lookup(pl__site_table *t, uint64_t key, bool *created)
     return &t->sites[t->len++];
 }
 
+const char *pl__site_base(const char *file)
+{
+    const char *slash = strrchr(file, '/');
+    return slash != NULL ? slash + 1 : file;
+}
+
 void pl__site_table_free(pl__site_table *t)
 {
     free(t->sites);

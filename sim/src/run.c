@@ -139,6 +139,7 @@ static void free_record(pl__run_record *rec)
         free(rec->names_blob);
         free(rec->texts);
         free(rec->notes);
+        free(rec->buggify);
         free(rec);
     }
 }
@@ -167,8 +168,10 @@ static pl__run_record *make_record(pl__sim *s, const pl_scenario *sc)
     const char *texts = pl__trace_texts(s->trace, &nt);
     rec->texts = dup_array(texts, nt, 1);
     rec->texts_len = rec->texts != NULL ? nt : 0;
+    rec->buggify = dup_array(s->buggify.sites, s->buggify.len, sizeof *s->buggify.sites);
     if (dup_failed(rec->checkpoints, cp, nc) || dup_failed(rec->events, ev, ne) ||
-        dup_failed(rec->texts, texts, nt)) {
+        dup_failed(rec->texts, texts, nt) ||
+        dup_failed(rec->buggify, s->buggify.sites, s->buggify.len)) {
         /* A record missing its decisions would replay and shrink as a
          * run that decided nothing; no record is what readers expect
          * when memory ran out. */
@@ -179,6 +182,9 @@ static pl__run_record *make_record(pl__sim *s, const pl_scenario *sc)
     rec->decisions_truncated = s->dec.truncated;
     rec->checkpoints_len = rec->checkpoints != NULL ? nc : 0;
     rec->events_len = rec->events != NULL ? ne : 0;
+    rec->buggify_len = rec->buggify != NULL ? s->buggify.len : 0;
+    memcpy(rec->consulted, s->dec.count, sizeof rec->consulted);
+    memcpy(rec->deviated, s->dec.nonzero, sizeof rec->deviated);
     pl__dec_knobs_format(&s->dec.knobs, rec->knobs, sizeof rec->knobs);
     snprintf(rec->scenario, sizeof rec->scenario, "%s", sc->name);
     set_name_blob(rec, s);
@@ -186,6 +192,17 @@ static pl__run_record *make_record(pl__sim *s, const pl_scenario *sc)
 }
 
 const pl__run_record *pl__sim_result_record(const pl_sim_result *r) { return r->internal; }
+
+const pl__site *pl__run_buggify_site(const pl__run_record *rec, uint64_t key)
+{
+    /* A run meets few sites: a scan beats keeping the index. */
+    for (size_t i = 0; rec != NULL && i < rec->buggify_len; i++) {
+        if (rec->buggify[i].key == key) {
+            return &rec->buggify[i];
+        }
+    }
+    return NULL;
+}
 
 void pl_sim_result_free(pl_sim_result *r)
 {

@@ -53,6 +53,7 @@ typedef struct explainer {
     const pl__capture *cap;
     sbuf out;
     char names[2][80]; /* two task names may be in use at once */
+    char where[160];   /* a buggify site's location */
 } explainer;
 
 static const char *task_name(explainer *x, int slot, uint32_t id)
@@ -66,6 +67,20 @@ static const char *task_name(explainer *x, int slot, uint32_t id)
         snprintf(x->names[slot], sizeof x->names[slot], "task-%u", id);
     }
     return x->names[slot];
+}
+
+/* Where buggify site `key` is written, "relay.c:88 (relay_loop)"; the
+ * site's key when the run does not know (a site asked without one). */
+static const char *buggify_at(explainer *x, uint64_t key)
+{
+    const pl__site *site = pl__run_buggify_site(x->rec, key);
+    if (site != NULL && site->file != NULL) {
+        snprintf(x->where, sizeof x->where, "%s:%d (%s)", pl__site_base(site->file), site->line,
+                 site->func != NULL ? site->func : "?");
+    } else {
+        snprintf(x->where, sizeof x->where, "site %016llx", (unsigned long long)key);
+    }
+    return x->where;
 }
 
 /* The task of the first event of `kind` after event i, or 0. */
@@ -140,10 +155,11 @@ static void explain_other(explainer *x, size_t i, uint32_t kind, uint64_t key, u
         sb_printf(&x->out, "I/O latency: delivery on endpoint #%llu delayed by %u steps", k, v);
         break;
     case PL_DECIDE_BUGGIFY_SITE:
-        sb_printf(&x->out, "buggify: site %016llx enabled for this run", k);
+        sb_printf(&x->out, "buggify at %s enabled for this run", buggify_at(x, key));
         break;
     case PL_DECIDE_BUGGIFY_FIRE:
-        sb_printf(&x->out, "buggify: site %016llx fired in %s", k, task_name(x, 0, e->task));
+        sb_printf(&x->out, "buggify at %s fired in %s", buggify_at(x, key),
+                  task_name(x, 0, e->task));
         break;
     case PL_DECIDE_PROBE:
         sb_printf(&x->out, "probe: polled the parked tasks where only a timer could fire "

@@ -32,15 +32,32 @@ static uint32_t decide_buggify(pl__sim *s, uint64_t key)
     if (site == NULL) {
         /* Answering 0 alone would turn the site off unnoticed: the run
          * would pass for one that tested it. Say so and stop the run. */
-        char what[64];
-        snprintf(what, sizeof what, "no room for buggify site %016llx", (unsigned long long)key);
+        char what[256];
+        const pl_source_site *at = pl_executor_buggify_site(s->ex);
+        if (at != NULL) {
+            snprintf(what, sizeof what, "no room for buggify site %s:%d (%s)",
+                     pl__site_base(at->file), at->line, at->func);
+        } else {
+            snprintf(what, sizeof what, "no room for buggify site %016llx",
+                     (unsigned long long)key);
+        }
         pl__run_out_of_memory(s, pl__sim_polled(s), what);
         return 0;
     }
     if (created) {
+        /* Where the site is written, for explanations and coverage. */
+        const pl_source_site *at = pl_executor_buggify_site(s->ex);
+        if (at != NULL) {
+            site->file = at->file;
+            site->line = at->line;
+            site->func = at->func;
+        }
         site->enabled = pl__sim_choose(s, PL_DECIDE_BUGGIFY_SITE, 2, key) != 0;
     }
-    return site->enabled ? pl__sim_choose(s, PL_DECIDE_BUGGIFY_FIRE, 2, key) : 0;
+    uint32_t fire = site->enabled ? pl__sim_choose(s, PL_DECIDE_BUGGIFY_FIRE, 2, key) : 0;
+    site->reached++;
+    site->fired += fire != 0;
+    return fire;
 }
 
 static uint32_t sim_decide(void *self, pl_decision_kind kind, uint32_t n, uint64_t key)

@@ -130,8 +130,11 @@ typedef struct pl__site {
     uint8_t enabled;        /* buggify: enabled for this run */
     uint8_t last_ok;        /* eventually: the latest evaluation */
     const char *msg;
-    const char *file;
+    const char *file;       /* NULL: unknown (a buggify site asked without one) */
     int line;
+    const char *func;
+    uint64_t reached;       /* buggify: evaluations in this run */
+    uint64_t fired;         /* buggify: evaluations that fired */
 } pl__site;
 
 /* Sites in the order the run first met them, indexed by key. */
@@ -378,7 +381,21 @@ typedef struct pl__run_record {
     size_t notes_len;
     size_t names_len;
     uint32_t names_count;
+    /* Coverage: decisions consulted and deviated from 0, per kind, and
+     * the PL_BUGGIFY sites the run met, in the order it met them (their
+     * strings are the program's literals). */
+    uint64_t consulted[PL_DECIDE__COUNT];
+    uint64_t deviated[PL_DECIDE__COUNT];
+    pl__site *buggify;
+    size_t buggify_len;
 } pl__run_record;
+
+/* The buggify site of `key` in a finished run, or NULL. */
+const pl__site *pl__run_buggify_site(const pl__run_record *rec, uint64_t key);
+
+/* A source file's base name: what site keys hash and reports show
+ * (instance.c). */
+const char *pl__site_base(const char *file);
 
 const pl__run_record *pl__sim_result_record(const pl_sim_result *r);
 /* The name of task `id` in a finished run, or NULL. */

@@ -204,9 +204,11 @@ static inline void pl_poll_interval_declare(pl_context *cx)
 /* Buggify: a fault-injection point in user code. In production it is
  * always false. Under the simulator each site (file basename and line) is
  * enabled per run with one probability and then fires with another, so
- * rare paths (a retry, a slow branch) get exercised. */
-bool pl__buggify(pl_context *cx, const char *file, int line);
-#define PL_BUGGIFY(cx) pl__buggify((cx), __FILE__, __LINE__)
+ * rare paths (a retry, a slow branch) get exercised. The site's identity
+ * (its decision key) is the file's base name and line; the function only
+ * names it in reports (pl_executor_buggify_site). */
+bool pl__buggify(pl_context *cx, const char *file, int line, const char *func);
+#define PL_BUGGIFY(cx) pl__buggify((cx), __FILE__, __LINE__, __func__)
 
 /* ---- Trace events ----------------------------------------------------
  * PL_TRACE_EVENT(cx, fmt, ...) adds a printf-formatted line to the

@@ -112,6 +112,19 @@ bool pl_task_cloned_elsewhere(const pl_task *t);
  * source. PL_DECIDE_BUGGIFY_FIRE decisions carry it as their key. */
 uint64_t pl_site_key(const char *file, int line);
 
+/* Where a PL_BUGGIFY site is written: __FILE__, __LINE__, __func__ of
+ * the macro's use (string literals: they live as long as the program). */
+typedef struct pl_source_site {
+    const char *file;
+    int line;
+    const char *func;
+} pl_source_site;
+
+/* During a system's decide() of kind PL_DECIDE_BUGGIFY_FIRE: the site
+ * asking (its key is the decision's key); NULL at any other time.
+ * Executor thread only, from inside that decide(). */
+const pl_source_site *pl_executor_buggify_site(const pl_executor *ex);
+
 /* Size of the task's future copy (pl_task_future gives its bytes). */
 size_t pl_task_future_size(const pl_task *t);
 

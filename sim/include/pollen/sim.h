@@ -290,6 +290,9 @@ typedef struct pl_campaign_result {
                                       in user code ends it (after printing the seed to
                                       stderr) and a hang hangs it; `pollen run` isolates
                                       each seed */
+    bool sometimes_judged;         /* the pl_sometimes verdict was given (see below) */
+    uint32_t sometimes_sites;      /* sites judged: reached, or written in sc's own file */
+    uint32_t sometimes_failed;     /* of those, never true (each one of `findings`) */
 } pl_campaign_result;
 
 /* A campaign: seeds [seed_lo, seed_hi] of one scenario, in this process,
@@ -300,11 +303,13 @@ typedef struct pl_campaign_result {
  * stderr, then passes the signal on to the handler installed before (a
  * sanitizer's, the default). A hang is not caught here: give the test a
  * timeout, and run the range with `run` for its watchdog. The CLI's
- * `run` gives the same findings for the same range: each seed judged alike (the determinism check when asked),
- * then, when the range ran to its end (no stop at a finding), every
+ * `run` gives the same findings for the same range: each seed judged
+ * alike (the determinism check when asked), then, when the range ran to
+ * its end (no stop at a finding) and holds at least two seeds, every
  * pl_sometimes site reached and never true, and every site of the
  * scenario's own file never reached, is an assertion finding without a
- * seed. Fill with pl_campaign_options_default, then set what differs. */
+ * seed. A single seed is never judged on pl_sometimes (sometimes_judged
+ * false). Fill with pl_campaign_options_default, then set what differs. */
 typedef struct pl_campaign_options {
     uint64_t seed_lo, seed_hi;     /* inclusive; default 0..999 */
     const pl_sim_options *sim;     /* NULL: the defaults; source and seed are set per run */
@@ -440,29 +445,40 @@ int pl_sim_write_shrunk_replay(const pl_scenario *sc, const pl_sim_options *base
  * cost a branch. */
 
 /* Must hold every time it is evaluated. */
-#define pl_always(cond, msg) pl__always((cond) != 0, (msg), __FILE__, __LINE__)
+#define pl_always(cond, msg) pl__always((cond) != 0, (msg), __FILE__, __LINE__, __func__)
 /* Must have been true the last time it was evaluated, by quiescence. */
-#define pl_eventually(cond, msg) pl__eventually((cond) != 0, (msg), __FILE__, __LINE__)
-/* Must be true at least once across a whole campaign. Each site places
- * itself in the pl_sometimes linker section, so a site that is never
- * even reached is reported too. */
+#define pl_eventually(cond, msg)                                            \
+    pl__eventually((cond) != 0, (msg), __FILE__, __LINE__, __func__)
+/* Must be true at least once across a campaign of at least two seeds (a
+ * single seed is never judged on it). Each site places itself in the
+ * pl_sometimes linker section, so a site that is never even reached is
+ * reported too. */
+/* The section is read as an array of these, so the stride must be the
+ * size: a compiler may align a static object of 40 bytes to 32, never
+ * one whose type asks for 64. */
+#ifdef __cplusplus
+#define PL__SITE_ALIGN alignas(64)
+#else
+#define PL__SITE_ALIGN _Alignas(64)
+#endif
 typedef struct pl__sometimes_site {
-    const char *msg;
+    PL__SITE_ALIGN const char *msg;
     const char *file;
     int line;
     uint32_t hits;   /* evaluations that were true, this process */
     uint32_t reached; /* evaluations, this process */
+    const char *func; /* the function the site is written in */
 } pl__sometimes_site;
 
 #define pl_sometimes(cond, msg)                                             \
     do {                                                                    \
         __attribute__((used, section("pl_sometimes"))) static pl__sometimes_site \
-            pl__site = {(msg), __FILE__, __LINE__, 0, 0};                   \
-        pl__sometimes(&pl__site, (cond) != 0);                              \
+            pl__sometimes_here = {(msg), __FILE__, __LINE__, 0, 0, __func__}; \
+        pl__sometimes(&pl__sometimes_here, (cond) != 0);                    \
     } while (0)
 
-void pl__always(bool ok, const char *msg, const char *file, int line);
-void pl__eventually(bool ok, const char *msg, const char *file, int line);
+void pl__always(bool ok, const char *msg, const char *file, int line, const char *func);
+void pl__eventually(bool ok, const char *msg, const char *file, int line, const char *func);
 void pl__sometimes(pl__sometimes_site *site, bool ok);
 
 /* Every pl_sometimes site linked into the program; *count receives how

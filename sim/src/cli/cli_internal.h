@@ -189,6 +189,7 @@ enum msg_type {
     MSG_ERROR = 5,   /* payload: text; the worker exits ST_INTERNAL */
     MSG_RECYCLE = 6, /* payload: msg_recycle; the worker exits, seeds left */
     MSG_GROWTH = 7,  /* payload: msg_growth; memory grew steadily */
+    MSG_COVER = 16,  /* payload: pl__cli_cover_pack's; decisions per kind, buggify sites */
 };
 
 /* Messages are raw structs: parent and workers are the same binary. */
@@ -316,6 +317,7 @@ typedef struct campaign {
     pl__campaign_tally tally; /* distinct schedules, pl_sometimes counters */
     uint32_t sites_expected; /* seed workers started */
     uint32_t sites_received; /* seed workers that finished their slice */
+    uint32_t cover_received; /* of those, whose coverage arrived */
     worker *w;
     size_t nw;
     int64_t start_ms, end_ms, progress_ms;
@@ -326,6 +328,36 @@ typedef struct campaign {
     bool growth_warned, rss_noted; /* once per campaign */
     bool error;
 } campaign;
+
+/* ======================================================================
+ * Coverage of a campaign (cover.c): what `run` prints and writes under
+ * --json, and what `merge` reads back and adds up. Plain text fields, no
+ * pointer into the program: merge may run in another binary.
+ * ==================================================================== */
+
+typedef struct cover_kind {
+    char name[32];          /* pl__dec_kind_name */
+    uint64_t consulted, deviated;
+} cover_kind;
+
+typedef struct cover_sometimes {
+    char msg[256], file[256], func[64];
+    int32_t line;
+    bool own;               /* written in the scenario's own file */
+    uint64_t reached, hits;
+} cover_sometimes;
+
+#define COVER_KINDS_MAX 64
+
+typedef struct cover {
+    cover_kind kinds[COVER_KINDS_MAX];
+    size_t nkinds;
+    pl__cover_buggify *buggify;
+    size_t nbuggify;
+    cover_sometimes *sometimes; /* sites reached, or of the scenario's own file */
+    size_t nsometimes;
+    char not_judged[160];   /* why the pl_sometimes verdict was not given; "": it was */
+} cover;
 
 /* What became of a seed whose worker died or hung on it. */
 typedef enum lost_how {
@@ -474,8 +506,61 @@ void pl__cli_print_crash_events(const cli *c, const char *cmd, FILE *out, const 
 void pl__cli_original_line(char *buf, size_t len, const report *rp, const pl_finding *orig,
                            size_t decisions);
 
+/* cover.c. pack: the slice's tally as a MSG_COVER payload (malloc'd,
+ * NULL when out of memory); unpack adds one to t (PL_EFORMAT for a
+ * payload of another shape, PL_ENOMEM). */
+void *pl__cli_cover_pack(const pl__campaign_tally *t, size_t *len);
+int pl__cli_cover_unpack(pl__campaign_tally *t, const void *payload, size_t len);
+/* The campaign's coverage; not_judged says why its pl_sometimes verdict
+ * was not given ("" when it was). Returns 0 or PL_ENOMEM. */
+int pl__cli_cover_of(const campaign *cp, const char *not_judged, cover *cv);
+/* Adds `from` to `into` (kinds by name, buggify sites by key, sometimes
+ * sites by file, line and message). Returns 0 or PL_ENOMEM. */
+int pl__cli_cover_add(cover *into, const cover *from);
+void pl__cli_cover_free(cover *cv);
+/* The coverage block under a campaign's summary line, and the JSON
+ * object of --json ("coverage":{...}). */
+void pl__cli_cover_text(FILE *f, const cover *cv, uint64_t runs);
+void pl__cli_cover_json(FILE *f, const cover *cv);
+/* The verdict on the sometimes sites of a complete range: each failed
+ * site as a finding (calls fn), the count returned. */
+size_t pl__cli_cover_verdict(const cover *cv, void (*fn)(void *ud, const pl_finding *f),
+                             void *ud);
+
+/* json_read.c: a JSON value tree (merge reads `run --json` back). */
+enum { JV_NULL, JV_BOOL, JV_NUM, JV_STR, JV_ARR, JV_OBJ };
+
+typedef struct jval {
+    int type;           /* JV_* */
+    bool b;             /* JV_BOOL */
+    char *text;         /* JV_STR unescaped, JV_NUM as written */
+    struct jval *items; /* JV_ARR elements, JV_OBJ values */
+    char **keys;        /* JV_OBJ keys */
+    size_t n;
+} jval;
+
+/* Parses text (one value, nothing after it) into out. Returns 0, or
+ * PL_EFORMAT with what and where in err. Free out with pl__cli_json_free. */
+int pl__cli_json_parse(const char *text, size_t len, jval *out, char *err, size_t err_len);
+void pl__cli_json_free(jval *v);
+/* The member `key` of an object (NULL when absent or not an object). */
+const jval *pl__cli_json_get(const jval *obj, const char *key);
+/* A non-negative integer, a string, a boolean; false / NULL when v is
+ * not one. */
+bool pl__cli_json_u64(const jval *v, uint64_t *out);
+const char *pl__cli_json_str(const jval *v);
+bool pl__cli_json_bool(const jval *v, bool *out);
+
+/* cmd_merge.c */
+int pl__cli_cmd_merge(cli *c, int argc, char **argv);
+
 /* cmd_run.c */
 int pl__cli_cmd_run(cli *c, int argc, char **argv);
+
+/* cmd_run_pct.c: PCT's horizon for every seed of sc's campaign (0: not
+ * PCT without K, or unknown), and the guarantee line after `runs` runs. */
+uint64_t pl__cli_pct_horizon_of(const run_opts *o, const pl_scenario *sc);
+void pl__cli_pct_guarantee_line(const run_opts *o, const pl_scenario *sc, uint64_t runs);
 
 /* cmd_replay.c */
 int pl__cli_cmd_replay(cli *c, int argc, char **argv);

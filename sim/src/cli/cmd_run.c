@@ -21,28 +21,42 @@ static int campaign_start(campaign *cp)
     return 0;
 }
 
-/* pl_sometimes sites reached in this campaign but never true. Only a
- * complete campaign can tell; a shard only sees part of it, so there it
- * is a note for the CI job that gathers all shards. */
-static void check_sometimes(campaign *cp)
+/* Why the campaign gives no pl_sometimes verdict; "" when it gives one.
+ * Only a complete range of two seeds or more can tell: a single run says
+ * nothing about "sometimes", and a shard sees part of the range (merge
+ * the shards' --json to judge it). */
+static void sometimes_not_judged(const campaign *cp, char *buf, size_t len)
+{
+    const run_opts *o = cp->o;
+    size_t n = 0;
+    pl__sometimes_sites(&n);
+    buf[0] = '\0';
+    if (!pl__campaign_sometimes_judged(o->seed_lo, o->seed_hi)) {
+        snprintf(buf, len, "one seed (a verdict needs a range of two seeds or more)");
+    } else if (o->shard_n > 1) {
+        snprintf(buf, len,
+                 "shard %" PRIu32 "/%" PRIu32 " of seeds %" PRIu64 "..%" PRIu64
+                 " (merge every shard's --json with '%s merge')",
+                 o->shard_k, o->shard_n, o->seed_lo, o->seed_hi, cp->c->prog);
+    } else if (cp->stopped || cp->error) {
+        snprintf(buf, len, "the campaign did not run to its end");
+    } else if (cp->first != NULL && !o->keep_going) {
+        snprintf(buf, len, "a finding stopped the campaign");
+    } else if (cp->sites_received != cp->sites_expected ||
+               cp->cover_received != cp->sites_expected || n != cp->tally.nsites) {
+        snprintf(buf, len, "not every worker sent its counts");
+    }
+}
+
+/* pl_sometimes sites reached in this campaign but never true, and those
+ * of the scenario's own file never reached: findings without a seed. */
+static void check_sometimes(campaign *cp, bool judged)
 {
     size_t n = 0;
-    const pl__sometimes_site *sites = pl__sometimes_sites(&n);
-    if (cp->stopped || cp->error || cp->sites_received != cp->sites_expected ||
-        (cp->first != NULL && !cp->o->keep_going) || n != cp->tally.nsites) {
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
+    pl__sometimes_sites(&n);
+    for (size_t i = 0; judged && i < n; i++) {
         pl_finding f;
         if (!pl__campaign_site_failed(&cp->tally, cp->sc, i, &f)) {
-            continue;
-        }
-        if (cp->o->shard_n > 1) {
-            fprintf(cp->o->text,
-                    "note: %s: pl_sometimes(\"%s\") at %s:%d was never true in this shard (%" PRIu64
-                    " evaluations)\n",
-                    cp->sc->name, sites[i].msg, sites[i].file, sites[i].line,
-                    cp->tally.sites[2 * i + 1]);
             continue;
         }
         report *rp = calloc(1, sizeof *rp);
@@ -79,6 +93,8 @@ typedef struct outcome {
     bool complete;          /* every seed of the range judged (no --time, no shard) */
     bool first_has_seed;
     uint64_t first_seed;
+    bool has_cover;
+    cover cov;              /* decisions per kind, buggify and sometimes sites */
 } outcome;
 
 /* The outcome's seed count as text ("0" when it has none). */
@@ -87,8 +103,9 @@ static const char *total_of(const outcome *out)
     return out->total[0] != '\0' ? out->total : "0";
 }
 
-static void outcome_of(const campaign *cp, outcome *out)
+static void outcome_of(const campaign *cp, const char *not_judged, outcome *out)
 {
+    out->has_cover = pl__cli_cover_of(cp, not_judged, &out->cov) == 0;
     out->sc = cp->sc;
     out->ran = true;
     snprintf(out->total, sizeof out->total, "%s", cp->total);
@@ -133,6 +150,11 @@ static void print_summary_line(const run_opts *o, const outcome *out)
         fprintf(f, "; expected %s, not found", out->sc->expect);
     }
     fputc('\n', f);
+    if (out->has_cover && o->seed_lo < o->seed_hi) {
+        pl__cli_cover_text(f, &out->cov, out->runs);
+    } else if (out->has_cover && out->cov.nsometimes > 0) {
+        fprintf(f, "  pl_sometimes: not judged: %s\n", out->cov.not_judged);
+    }
     pl__cli_flush_out(f);
 }
 
@@ -165,9 +187,11 @@ static int campaign_run(const cli *c, const run_opts *o, const pl_scenario *sc, 
     pl__cli_campaign_loop(&cp);
     cp.end_ms = pl__cli_now_ms();
     pl__cli_clear_progress(&cp);
+    char not_judged[160];
+    sometimes_not_judged(&cp, not_judged, sizeof not_judged);
     if (pl__cli_stdout_errno != 0) {
         /* Nobody reads any more: no shrink, no report. */
-        outcome_of(&cp, out);
+        outcome_of(&cp, not_judged, out);
         campaign_free(&cp);
         return 0;
     }
@@ -175,8 +199,8 @@ static int campaign_run(const cli *c, const run_opts *o, const pl_scenario *sc, 
         pl__cli_shrink_report(c, o, cp.first);
         pl__cli_print_report(o, cp.first);
     }
-    check_sometimes(&cp);
-    outcome_of(&cp, out);
+    check_sometimes(&cp, not_judged[0] == '\0');
+    outcome_of(&cp, not_judged, out);
     if (!o->quiet) {
         print_summary_line(o, out);
     }
@@ -461,6 +485,7 @@ static void summary_json_scenario(const outcome *out)
     if (out->first != PL_FINDING_NONE) {
         fputs("{\"kind\":", f);
         pl__cli_json_string(f, pl_finding_name(out->first));
+        fprintf(f, ",\"setup_error\":%s", out->first_setup ? "true" : "false");
         if (out->first_has_seed) {
             fprintf(f, ",\"seed\":%" PRIu64 "}", out->first_seed);
         } else {
@@ -472,6 +497,12 @@ static void summary_json_scenario(const outcome *out)
     fputs(",\"expect\":", f);
     if (out->sc->expect != NULL) {
         pl__cli_json_string(f, out->sc->expect);
+    } else {
+        fputs("null", f);
+    }
+    fputs(",\"coverage\":", f);
+    if (out->has_cover) {
+        pl__cli_cover_json(f, &out->cov);
     } else {
         fputs("null", f);
     }
@@ -487,6 +518,15 @@ static void summary_json(const run_opts *o, const outcome *outs, size_t n, int s
                    "\",\"strategy\":",
                 o->seed_lo, o->seed_hi, o->shard_k, o->shard_n);
         pl__cli_json_string(f, o->strategy);
+        fputs(",\"knobs\":", f);
+        if (o->knobs != NULL) {
+            pl__cli_json_string(f, o->knobs);
+        } else {
+            fputs("null", f);
+        }
+        fprintf(f, ",\"poll_cost_ns\":%" PRId64 ",\"check_determinism\":%s,\"keep_going\":%s",
+                (int64_t)o->poll_cost_ns, o->check_det ? "true" : "false",
+                o->keep_going ? "true" : "false");
     }
     fprintf(f, ",\"interrupted\":%s,\"scenarios\":[", pl__cli_interrupted ? "true" : "false");
     for (size_t i = 0; i < n; i++) {
@@ -524,103 +564,6 @@ static int run_status(const outcome *outs, size_t n, bool error)
         return ST_INTERRUPTED;
     }
     return missed ? ST_EXPECT_MISSED : ST_CLEAN;
-}
-
-/* ---- PCT's guarantee: n and k measured in a child (user code runs) --- */
-
-typedef struct pct_job {
-    const run_opts *o;
-    const pl_scenario *sc;
-} pct_job;
-
-typedef struct pct_msg {
-    int rc;
-    uint32_t tasks;
-    uint64_t steps;
-} pct_msg;
-
-static void pct_measure(const void *ctx, void *result)
-{
-    const pct_job *pj = ctx;
-    pct_msg *m = result;
-    pl_sim_options so;
-    pl__cli_sim_options(pj->o, 0, &so);
-    m->rc = pl_sim_pct_estimate(pj->sc, &so, &m->tasks, &m->steps);
-}
-
-/* PCT's horizon for every seed of the campaign of `sc`, measured once in
- * a child; 0 when it is not PCT without K, or the measure failed (then
- * each run measures it itself). */
-static uint64_t pct_horizon_of(const run_opts *o, const pl_scenario *sc)
-{
-    pl_sim_options so;
-    pl__cli_sim_options(o, 0, &so);
-    if (o->real || o->bounded || !pl__strategy_needs_horizon(&so)) {
-        return 0;
-    }
-    pct_job pj = {o, sc};
-    pct_msg m;
-    child_end end;
-    memset(&m, 0, sizeof m);
-    int rc = pl__cli_run_in_child(pct_measure, &pj, &m, sizeof m,
-                                  pl__cli_now_ms() + o->watchdog_ns / PL_MS, OUT_DISCARD, &end);
-    if (rc != 0 || !end.complete || m.rc != 0) {
-        return 0;
-    }
-    return m.steps > 0 ? m.steps : 1;
-}
-
-/* x^n by squaring (no libm for one power). */
-static double power(double x, uint64_t n)
-{
-    double r = 1.0;
-    for (; n > 0; n >>= 1, x *= x) {
-        if (n & 1) {
-            r *= x;
-        }
-    }
-    return r;
-}
-
-/* After a pct:D campaign: the paper's bound 1/(n k^(D-1)) for one run and
- * what it promises over the runs made. n and k come from the scenario's
- * production run, as PCT's default horizon does (pct:D:K sets k). */
-static void pct_guarantee_line(const run_opts *o, const pl_scenario *sc, const outcome *out)
-{
-    pct_job pj = {o, sc};
-    pct_msg m;
-    child_end end;
-    pl__strategy_spec spec;
-    memset(&m, 0, sizeof m);
-    int rc = pl__cli_run_in_child(pct_measure, &pj, &m, sizeof m,
-                                  pl__cli_now_ms() + o->watchdog_ns / PL_MS, OUT_DISCARD, &end);
-    if (rc != 0 || !end.complete || m.rc != 0 ||
-        pl__strategy_parse(o->strategy, &spec, NULL, 0) != 0) {
-        fprintf(o->text, "%s: %s guarantee unknown (the production run could not be measured)\n",
-                sc->name, o->strategy);
-        return;
-    }
-    /* The bound holds for what the change points covered: the first k
-     * schedule steps (the horizon they were drawn over), and the schedule
-     * decisions only, which are all PCT orders. */
-    uint64_t k = spec.horizon > 0 ? spec.horizon : m.steps;
-    double p = pl_sim_pct_guarantee(o->pct_depth, m.tasks, k);
-    double miss = power(1.0 - p, out->runs);
-    char miss_text[32] = "< 1e-300"; /* (1-p)^runs underflows: say so, never "<= 0" */
-    if (miss >= 1e-300) {
-        snprintf(miss_text, sizeof miss_text, "<= %.3g", miss);
-    }
-    fprintf(o->text,
-            "%s: %s guarantee: each run finds a scheduling bug of depth %" PRIu32 " within the "
-            "first k schedule steps with probability >= 1/(n*k^%" PRIu32 ") = %.3g (n = %" PRIu32
-            " task%s, k = %" PRIu64 " schedule step%s, %s); all %" PRIu64
-            " runs miss such a bug with probability %s. PCT orders schedule decisions only: "
-            "every other decision kind was drawn at random, with no such bound\n",
-            sc->name, o->strategy, o->pct_depth, o->pct_depth - 1, p, m.tasks,
-            m.tasks == 1 ? "" : "s", k, k == 1 ? "" : "s",
-            spec.horizon > 0 ? "as given" : "the longest of the production run and 8 PCT runs",
-            out->runs, miss_text);
-    pl__cli_flush_out(o->text);
 }
 
 /* ---- --seed N --trace: the one seed's timeline ------------------------ */
@@ -732,7 +675,7 @@ static int run_all(const cli *c, const run_opts *o, const pl_scenario **sel, siz
             continue;
         }
         run_opts oi = *o;
-        oi.pct_horizon = pct_horizon_of(o, sel[i]);
+        oi.pct_horizon = pl__cli_pct_horizon_of(o, sel[i]);
         int rc = o->real      ? real_one(c, &oi, sel[i], &outs[i])
                  : o->bounded ? bounded_one(c, &oi, sel[i], &outs[i])
                               : campaign_run(c, &oi, sel[i], &outs[i]);
@@ -740,7 +683,7 @@ static int run_all(const cli *c, const run_opts *o, const pl_scenario **sel, siz
             rc = trace_seed(c, &oi, sel[i]);
         }
         if (rc == 0 && o->pct_depth > 0 && !o->quiet && outs[i].ran) {
-            pct_guarantee_line(o, sel[i], &outs[i]);
+            pl__cli_pct_guarantee_line(o, sel[i], outs[i].runs);
         }
         error = error || rc != 0;
         pl__cli_flush_out(o->text);
@@ -748,6 +691,9 @@ static int run_all(const cli *c, const run_opts *o, const pl_scenario **sel, siz
     int status = run_status(outs, nsel, error);
     if (o->json && pl__cli_stdout_errno == 0) {
         summary_json(o, outs, nsel, status);
+    }
+    for (size_t i = 0; i < nsel; i++) {
+        pl__cli_cover_free(&outs[i].cov);
     }
     free(outs);
     pl__cli_flush_out(stdout);

@@ -13,6 +13,7 @@ const char pl__cli_help_main[] =
     "  run       run scenarios over many seeds and report findings\n"
     "  replay    rerun replay files (or raw fuzzer inputs) and check them\n"
     "  shrink    shrink a replay file to its smallest failing schedule\n"
+    "  merge     the verdict of a sharded campaign from its shards' --json\n"
     "  help      show the help of a command ('{prog} help run')\n"
     "  version   print the version\n"
     "\n"
@@ -109,7 +110,13 @@ static const char help_run_exit[] =
     "stdout closed early (a reader such as 'head' went away: the run stops\n"
     "without a summary).\n"
     "A known-bug scenario that produces its expected finding still exits\n"
-    "10 + kind: the report is the truth.\n";
+    "10 + kind: the report is the truth.\n"
+    "\n"
+    "coverage: under each summary line, a range's decisions per kind\n"
+    "(consulted / deviated from production), its buggify and pl_sometimes\n"
+    "sites by file:line with their counts (also in --json's \"coverage\").\n"
+    "pl_sometimes is judged over a complete range of two seeds or more:\n"
+    "never on one seed, never in a shard ('{prog} merge' judges the shards).\n";
 
 static const char help_replay[] =
     "usage: {prog} replay FILE... [options]\n"
@@ -169,6 +176,33 @@ static const char help_shrink[] =
     "exit status: 0 shrunk, 2 bad usage, 3 unreadable file, a run that does\n"
     "not fail, or a crash while shrinking.\n";
 
+static const char help_merge[] =
+    "usage: {prog} merge FILE... [--quiet]\n"
+    "\n"
+    "Gives the verdict of a campaign run in shards ('{prog} run ... --shard\n"
+    "K/N --json > FILE', one per CI job) from the shards' outputs: the\n"
+    "verdict and the exit status one '{prog} run' over the whole range gives.\n"
+    "A shard sees part of the range, so it never judges pl_sometimes; merge\n"
+    "adds every site's counts up and fails the sites never true over the\n"
+    "union (and those of a scenario's own file never reached). It prints\n"
+    "the lowest-seed finding (its message and reproduce line from its shard),\n"
+    "each scenario's runs, decisions per kind, buggify and pl_sometimes sites\n"
+    "with their counts added up, and the distinct schedules as a range (a\n"
+    "schedule two shards share counts once in a single run). It runs no seed.\n"
+    "\n"
+    "The files must be the N shards of one campaign, each once: the same\n"
+    "seeds, strategy, knobs, poll cost, checks and scenarios; anything else\n"
+    "(a shard twice, a missing shard, another campaign's shard, a file with\n"
+    "no summary line) is refused, naming the file and what is wrong.\n"
+    "\n"
+    "options:\n"
+    "  --quiet, -q   only the findings\n"
+    "  --help, -h    this text\n"
+    "\n"
+    "exit status: 0 clean, 10 + kind of the first finding (as 'run'), 4 a\n"
+    "known-bug scenario's expected finding not found, 5 a setup error, 2 bad\n"
+    "usage or bad input (the error names the file), 3 internal error.\n";
+
 /* Writes text with every "{prog}" replaced by the program's name. */
 void pl__cli_put_text(FILE *f, const char *text, const char *prog)
 {
@@ -207,6 +241,8 @@ int pl__cli_show_help(const cli *c, const char *cmd)
         text = help_replay;
     } else if (cmd != NULL && strcmp(cmd, "shrink") == 0) {
         text = help_shrink;
+    } else if (cmd != NULL && strcmp(cmd, "merge") == 0) {
+        text = help_merge;
     } else if (cmd != NULL && strcmp(cmd, "help") != 0 && strcmp(cmd, "version") != 0) {
         char hint[96];
         snprintf(hint, sizeof hint, "'%s --help' lists the commands", c->prog);
@@ -216,7 +252,7 @@ int pl__cli_show_help(const cli *c, const char *cmd)
     if (text == help_run) {
         pl__cli_put_text(stdout, help_run_exit, c->prog);
     }
-    if (text == help_run || text == pl__cli_help_main) {
+    if (text == help_run || text == help_merge || text == pl__cli_help_main) {
         put_exit_kinds(stdout);
     }
     return fflush(stdout) == 0 ? ST_CLEAN : ST_INTERNAL;

@@ -460,6 +460,10 @@ static void on_message(campaign *cp, worker *w, const msg_head *h, const uint8_t
         free(m);
     } else if (h->type == MSG_SITES) {
         on_sites(cp, w, h->seed, payload, h->len);
+    } else if (h->type == MSG_COVER && !w->rerun) {
+        int rc = pl__cli_cover_unpack(&cp->tally, payload, h->len);
+        cp->cover_received += rc == 0;
+        cp->error = cp->error || rc == PL_ENOMEM;
     } else if (h->type == MSG_RECYCLE && h->len == sizeof(msg_recycle)) {
         memcpy(&w->recycle, payload, sizeof w->recycle);
     } else if (h->type == MSG_GROWTH && h->len == sizeof(msg_growth)) {

@@ -101,7 +101,7 @@ static void worker_finding(const job *jb, int fd, uint64_t seed, const pl_sim_op
 
 /* Runs one seed and reports it. Returns 1 on a finding, 0 when clean,
  * or a negative code after reporting an error. */
-static int worker_seed(const job *jb, int fd, uint64_t seed)
+static int worker_seed(const job *jb, int fd, uint64_t seed, pl__campaign_tally *tally)
 {
     pl_sim_options so;
     pl_sim_result r;
@@ -113,6 +113,11 @@ static int worker_seed(const job *jb, int fd, uint64_t seed)
                    r.finding.message);
         pl_sim_result_free(&r);
         return rc;
+    }
+    if (pl__campaign_tally_run(tally, &r) != 0) {
+        send_error(fd, seed, "out of memory");
+        pl_sim_result_free(&r);
+        return PL_ENOMEM;
     }
     bool found = r.finding.kind != PL_FINDING_NONE;
     if (found) {
@@ -126,16 +131,20 @@ static int worker_seed(const job *jb, int fd, uint64_t seed)
     return found ? 1 : 0;
 }
 
-static void send_sites(int fd)
+/* The slice's counts: its coverage, then its pl_sometimes counters. */
+static void send_sites(int fd, const pl__campaign_tally *tally)
 {
-    size_t n = 0;
+    size_t n = 0, len = 0;
     uint32_t *counts = pl__campaign_sites_snapshot(&n);
-    if (counts == NULL) {
+    void *packed = pl__cli_cover_pack(tally, &len);
+    if (counts == NULL || packed == NULL) {
         send_error(fd, 0, "out of memory");
         fflush(NULL);
         _exit(ST_INTERNAL);
     }
+    send_msg(fd, MSG_COVER, 0, packed, len);
     send_msg(fd, MSG_SITES, n, counts, 2 * n * sizeof *counts);
+    free(packed);
     free(counts);
 }
 
@@ -233,10 +242,16 @@ void pl__cli_worker_main(const job *jb, int fd)
     memset(&g, 0, sizeof g);
     recycle_reason recycle = RECYCLE_NONE;
     uint64_t i = 0, seed = 0, rss = 0;
+    pl__campaign_tally tally;
+    if (pl__campaign_tally_init(&tally) != 0) {
+        send_error(fd, 0, "out of memory");
+        fflush(NULL);
+        _exit(ST_INTERNAL);
+    }
     for (; pl__seed_slice_has(&jb->slice, i) && !stopped && recycle == RECYCLE_NONE; i++) {
         seed = pl__seed_slice_seed(&jb->slice, i);
         send_msg(fd, MSG_START, seed, NULL, 0);
-        int rc = worker_seed(jb, fd, seed);
+        int rc = worker_seed(jb, fd, seed, &tally);
         if (rc < 0) {
             fflush(NULL);
             _exit(ST_INTERNAL);
@@ -256,8 +271,9 @@ void pl__cli_worker_main(const job *jb, int fd)
         send_msg(fd, MSG_RECYCLE, seed, &m, sizeof m);
     }
     if (!stopped && !jb->rerun) {
-        send_sites(fd);
+        send_sites(fd, &tally);
     }
+    pl__campaign_tally_free(&tally);
     fflush(NULL);
     _exit(ST_CLEAN);
 }
