@@ -376,7 +376,8 @@ static int measure_production(const pl_scenario *sc, const pl_sim_options *o, ui
     m.strategy = "random";
     m.knobs = "schedule=on,io_order=off,timer_order=off,timer_late=off,spurious_wake=off,"
               "spurious_poll=off,wake_delay=off,cancel=off,io_fault=off,io_latency=off,"
-              "buggify_site=off,buggify_fire=off";
+              "buggify_site=off,buggify_fire=off,disk_latency=off,disk_fault=off,"
+              "disk_corrupt=off,disk_lose=off";
     m.keep_events = false;
     m.keep_decisions = false;
     pl_sim_result r;

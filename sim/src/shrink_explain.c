@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "disk/disk.h"
 #include "shrink.h"
 #include "sim_internal.h"
 #include "strategy.h"
@@ -149,9 +150,15 @@ static void explain_other(explainer *x, size_t i, uint32_t kind, uint64_t key, u
         sb_printf(&x->out, "probe: polled the parked tasks where only a timer could fire "
                            "next (timer-quiescent point #%llu)", k);
         break;
-    default:
-        sb_printf(&x->out, "%s: choice %u of %u", pl__dec_kind_name(kind), v, n);
+    default: {
+        char disk[160];
+        if (pl__disk_explain(disk, sizeof disk, kind, key, v, n)) {
+            sb_printf(&x->out, "%s", disk);
+        } else {
+            sb_printf(&x->out, "%s: choice %u of %u", pl__dec_kind_name(kind), v, n);
+        }
         break;
+    }
     }
 }
 

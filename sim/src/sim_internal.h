@@ -22,6 +22,7 @@
 
 typedef struct pl__sim pl__sim;
 typedef struct pl__reactor pl__reactor;
+struct pl__disk;
 
 /* ---- For the reactor and the oracles --------------------------------- */
 
@@ -149,6 +150,7 @@ struct pl__sim {
     struct pl__strategy *strategy; /* strategy.c's per-run state; NULL: none */
     pl__trace *trace;
     pl__reactor *reactor;
+    struct pl__disk *disk;  /* the simulated disk (disk/); NULL until a file is used */
     const pl_scenario *scenario;
     pl_sim_options opts;
 

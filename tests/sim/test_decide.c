@@ -114,7 +114,8 @@ LEAK_TEST(knobs, defaults_are_the_documented_table)
     cr_assert_str_eq(buf, "schedule=32768,io_order=32768,timer_order=32768,timer_late=4096,"
                           "spurious_wake=1024,spurious_poll=off,wake_delay=8192,cancel=1024,"
                           "io_fault=2048,io_latency=4096,buggify_site=16384,buggify_fire=8192,"
-                          "probe=4096");
+                          "probe=4096,disk_latency=8192,disk_fault=1024,disk_corrupt=1024,"
+                          "disk_lose=32768");
     cr_assert_eq((size_t)n, strlen(buf));
 }
 
