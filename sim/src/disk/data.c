@@ -3,8 +3,9 @@
  * a read sees the durable bytes with the pending list applied in order,
  * a sync (or a crash, for the part that survives) applies the list to the
  * durable bytes. A file's cost (what PL_SIM_DISK_BYTES_MAX counts) is its
- * durable bytes, each pending write plus PL__DISK_PEND_OVERHEAD, and what
- * a sync would add to the durable bytes, so a sync never runs out of room.
+ * durable bytes plus, for each pending write, its bytes, the hole it
+ * opens past the end and PL__DISK_PEND_OVERHEAD: a sync grows the durable
+ * bytes by no more than that, so it never runs out of room.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -14,13 +15,6 @@
 
 static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
-/* Its cost with a visible size of `size` and `pend_bytes` pending. */
-static uint64_t cost_of(const pl__disk_inode *ino, uint64_t size, uint64_t pend_bytes)
-{
-    uint64_t beyond = size > ino->dur_len ? size - ino->dur_len : 0;
-    return ino->dur_len + pend_bytes + beyond;
-}
-
 uint64_t pl__disk_data_pending_bytes(const pl__disk_inode *ino)
 {
     uint64_t n = 0;
@@ -28,11 +22,6 @@ uint64_t pl__disk_data_pending_bytes(const pl__disk_inode *ino)
         n += ino->pend[i].len;
     }
     return n;
-}
-
-static uint64_t pend_cost(const pl__disk_inode *ino)
-{
-    return pl__disk_data_pending_bytes(ino) + ino->pend_len * (uint64_t)PL__DISK_PEND_OVERHEAD;
 }
 
 /* Copies the overlap of [from, from + n) (bytes at `src`) and the read
@@ -76,9 +65,9 @@ int pl__disk_data_write(pl__disk *d, pl__disk_inode *ino, const void *data, size
         return PL_ENOSPC;
     }
     uint64_t size = data != NULL ? max_u64(ino->size, off + len) : off;
-    uint64_t pend = pend_cost(ino) + len + PL__DISK_PEND_OVERHEAD;
-    uint64_t cost = cost_of(ino, size, pend);
-    int rc = pl__disk_charge(d, (int64_t)cost - (int64_t)ino->cost);
+    uint64_t hole = data != NULL && off > ino->size ? off - ino->size : 0;
+    uint64_t add = len + hole + PL__DISK_PEND_OVERHEAD;
+    int rc = pl__disk_charge(d, (int64_t)add);
     if (rc != 0) {
         return rc;
     }
@@ -88,7 +77,7 @@ int pl__disk_data_write(pl__disk *d, pl__disk_inode *ino, const void *data, size
         pl__grow_append((void **)&ino->pend, &ino->pend_cap, ino->pend_len + 1,
                         sizeof *ino->pend, 4, 0) != 0) {
         free(copy);
-        (void)pl__disk_charge(d, (int64_t)ino->cost - (int64_t)cost);
+        (void)pl__disk_charge(d, -(int64_t)add);
         return PL_ENOMEM;
     }
     if (copy != NULL) {
@@ -97,7 +86,7 @@ int pl__disk_data_write(pl__disk *d, pl__disk_inode *ino, const void *data, size
     ino->pend[ino->pend_len++] =
         (pl__disk_pend){.off = off, .len = data != NULL ? len : 0, .data = copy};
     ino->size = size;
-    ino->cost = cost;
+    ino->cost += add;
     return 0;
 }
 
@@ -151,8 +140,8 @@ int pl__disk_data_sync(pl__disk *d, pl__disk_inode *ino, uint64_t keep)
     free_pending(ino);
     ino->dur_len = (size_t)cur;
     ino->size = cur;
-    /* A torn list may keep more than it was charged for (a hole a later
-     * truncation had removed): a sync or crash never fails for room. */
+    /* Never more than was charged, but a sync or a crash must not fail
+     * for room either way. */
     d->bytes = d->bytes - ino->cost + cur;
     ino->cost = cur;
     return 0;
