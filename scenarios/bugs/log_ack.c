@@ -1,8 +1,8 @@
 /* Zoo: a log writer that acknowledges a record before it is durable.
  *
- * The program: a write-ahead log of fixed-size records (a sequence
- * number, a value and an FNV-1a checksum) in file "log" of directory
- * "db". The writer creates the log, syncs the directory (so the file
+ * The program: a write-ahead log of fixed-size records (zoo.h: a
+ * sequence number, a value and an FNV-1a checksum) in file "log" of
+ * directory "db". The writer creates the log, syncs the directory (so the file
  * itself survives a crash), then appends RECORDS records one
  * millisecond apart; each one is acknowledged to its client (the
  * `acked` counter) once the writer considers it safe. At CRASH_AT the
@@ -26,9 +26,6 @@
  * (PL_EIO, which the disk_fault decision injects) acknowledges nothing
  * and stops the writer, as a real server would fail the request.
  */
-#include <stdint.h>
-#include <string.h>
-
 #include <pollen/file.h>
 
 #include "zoo.h"
@@ -36,7 +33,7 @@
 /* RETRIES bounds the writer's directory syncs; READ_TRIES the re-reads
  * of one record, far past what transient faults need (a real server
  * bounds them too: a disk that never answers is a dead disk). */
-enum { RECORDS = 8, REC = 16, RETRIES = 6, READ_TRIES = 64 };
+enum { RECORDS = 8, REC = ZOO_REC, RETRIES = 6, READ_TRIES = 64 };
 
 #define CRASH_AT (3 * PL_MS + 300 * PL_US)
 
@@ -48,38 +45,6 @@ typedef struct log_state {
     bool unreadable; /* recovery gave up on a record it could not read: it
                         fails loudly instead of dropping what follows */
 } log_state;
-
-static uint32_t fnv1a(const uint8_t *p, size_t n)
-{
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++) {
-        h = (h ^ p[i]) * 16777619u;
-    }
-    return h;
-}
-
-static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, sizeof v); }
-
-static uint32_t get32(const uint8_t *p)
-{
-    uint32_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-/* Record i: seq i, value 1000 + i, a zero word, the checksum of the rest. */
-static void record_encode(uint8_t *rec, int i)
-{
-    put32(rec, (uint32_t)i);
-    put32(rec + 4, 1000u + (uint32_t)i);
-    put32(rec + 8, 0);
-    put32(rec + 12, fnv1a(rec, 12));
-}
-
-static bool record_ok(const uint8_t *rec, int i)
-{
-    return get32(rec + 12) == fnv1a(rec, 12) && get32(rec) == (uint32_t)i;
-}
 
 /* ---- The writer --------------------------------------------------------- */
 
@@ -116,7 +81,7 @@ static pl_poll_result writer_poll(pl_future *f, pl_context *cx)
         w->ready = w->sy.result == 0;
     }
     for (w->i = 0; w->ready && w->i < RECORDS; w->i++) {
-        record_encode(w->rec, w->i);
+        zoo_record_encode(w->rec, w->i);
         w->wr = pl_file_write_all(&w->log, w->rec, REC, (uint64_t)w->i * REC);
         PL_AWAIT(cx, &w->wr);
         if (w->wr.result != REC) {
@@ -198,7 +163,7 @@ static pl_poll_result recovery_poll(pl_future *f, pl_context *cx)
                 r->got += (size_t)r->rd.result;
             }
             r->end = r->got < REC && r->rd.result == 0; /* end of the log, or torn */
-            r->valid = r->got == REC && record_ok(r->rec, r->i);
+            r->valid = r->got == REC && zoo_record_ok(r->rec, r->i);
         }
         if (!r->valid) {
             r->st->unreadable = !r->end;

@@ -30,7 +30,8 @@
 /* Every pair in the zoo. A registered bug_ or fix_ scenario missing here
  * fails the registry test, so a new pair cannot go untested. */
 static const char *const zoo[] = {
-    "abort_permit",   "chan_register_late", "deadline_reset",     "edge_notify",
+    "abort_permit",   "chan_register_late", "checksum",           "deadline_reset",
+    "edge_notify",
     "event_clear",    "idle_timeout",       "join_repoll",        "log_ack",
     "poll_hang",
     "poll_spin",      "prefetch_leak",      "race_double_drop",   "reaper_orphan",
@@ -158,6 +159,7 @@ static void expect_clean(const char *name, const char *knobs, bool rotate)
 
 ZOO_PAIR(abort_permit)
 ZOO_PAIR(chan_register_late)
+ZOO_PAIR(checksum)
 ZOO_PAIR(deadline_reset)
 ZOO_PAIR(edge_notify)
 ZOO_PAIR(event_clear)
