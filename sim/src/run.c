@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "disk/disk.h"
 #include "run.h"
 #include "sim_internal.h"
 #include "strategy.h"
@@ -137,6 +138,7 @@ static void free_record(pl__run_record *rec)
         free(rec->checkpoints);
         free(rec->events);
         free(rec->names_blob);
+        free(rec->files_blob);
         free(rec);
     }
 }
@@ -175,6 +177,7 @@ static pl__run_record *make_record(pl__sim *s, const pl_scenario *sc)
     pl__dec_knobs_format(&s->dec.knobs, rec->knobs, sizeof rec->knobs);
     snprintf(rec->scenario, sizeof rec->scenario, "%s", sc->name);
     set_name_blob(rec, s);
+    rec->files_blob = pl__disk_names_blob(s->disk, &rec->files_len, &rec->files_count);
     return rec;
 }
 

@@ -151,8 +151,9 @@ static void explain_other(explainer *x, size_t i, uint32_t kind, uint64_t key, u
                            "next (timer-quiescent point #%llu)", k);
         break;
     default: {
-        char disk[160];
-        if (pl__disk_explain(disk, sizeof disk, kind, key, v, n)) {
+        char disk[400];
+        if (pl__disk_explain(disk, sizeof disk, kind, key, v, n, x->rec->files_blob,
+                             x->rec->files_count)) {
             sb_printf(&x->out, "%s", disk);
         } else {
             sb_printf(&x->out, "%s: choice %u of %u", pl__dec_kind_name(kind), v, n);

@@ -367,6 +367,9 @@ typedef struct pl__run_record {
     char *names_blob;       /* "\0"-separated task names, by id (1-based) */
     size_t names_len;
     uint32_t names_count;
+    char *files_blob;       /* the disk's file names, by number (disk.h) */
+    size_t files_len;
+    uint32_t files_count;
 } pl__run_record;
 
 const pl__run_record *pl__sim_result_record(const pl_sim_result *r);

@@ -8,6 +8,7 @@
  * a flipped bit), the bounds, the explanations, and that destroying the
  * disk frees everything (LeakSanitizer in the ASan build).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
@@ -244,9 +245,14 @@ Test(disk, crash_tears_the_unsynced_writes)
     cr_assert_str_eq(contents(f), "aaaabb", "the first 6 bytes of the list survive");
     cr_assert_eq(pl__disk_file_size(&sim, f), 6);
     char what[160];
+    size_t len;
+    uint32_t count;
+    char *names = pl__disk_names_blob(sim.disk, &len, &count);
+    cr_assert_eq(count, 1);
     cr_assert(pl__disk_explain(what, sizeof what, PL_DECIDE_DISK_LOSE,
-                               fk.last_key[PL_DECIDE_DISK_LOSE], 6, 12));
-    cr_assert_str_eq(what, "disk: the crash tore file #1's unsynced writes after 6 of 12 bytes");
+                               fk.last_key[PL_DECIDE_DISK_LOSE], 6, 12, names, count));
+    cr_assert_str_eq(what, "disk: the crash tore 'log''s unsynced writes after 6 of 12 bytes");
+    free(names);
 }
 
 Test(disk, a_pending_truncation_is_undone_by_a_crash)
@@ -288,7 +294,7 @@ Test(disk, latency_delays_an_operation_by_virtual_time)
     cr_assert_eq(fk.asked[PL_DECIDE_DISK_LATENCY], asked + 1, "one decision per operation");
     char what[160];
     cr_assert(pl__disk_explain(what, sizeof what, PL_DECIDE_DISK_LATENCY,
-                               fk.last_key[PL_DECIDE_DISK_LATENCY], 3, 16));
+                               fk.last_key[PL_DECIDE_DISK_LATENCY], 3, 16, NULL, 0));
     cr_assert_str_eq(what, "disk: write of file #1 at offset 0 took 0.750 ms");
     pl__disk_io_deregister(&sim, &src);
 }
@@ -321,7 +327,7 @@ Test(disk, eio_and_short_reads)
     cr_assert_eq(buf[0], 'c');
     char what[160];
     cr_assert(pl__disk_explain(what, sizeof what, PL_DECIDE_DISK_FAULT,
-                               pl__disk_key(PL__DISK_OP_READ, 0, 1, 2), 1, 3));
+                               pl__disk_key(PL__DISK_OP_READ, 0, 1, 2), 1, 3, NULL, 0));
     cr_assert_str_eq(what, "disk: read of file #1 at offset 2 failed with EIO");
 }
 
@@ -335,11 +341,15 @@ Test(disk, corruption_flips_one_bit_of_what_is_read)
     cr_assert_eq(memcmp(buf, "a" "\x60" "cd", 4), 0, "'b' ^ 0x02");
     cr_assert_str_eq(contents(f), "abcd", "the stored bytes are intact");
     char what[160];
+    const char names[] = "snap\0log.dat"; /* files #1 and #2 */
     cr_assert(pl__disk_explain(what, sizeof what, PL_DECIDE_DISK_CORRUPT,
-                               pl__disk_key(PL__DISK_OP_READ, 0, 1, 4096), 10, 33));
-    cr_assert_str_eq(what,
-                     "disk: read of file #1 at offset 4096 returned a flipped bit (bit 9 of 4 "
-                     "bytes)");
+                               pl__disk_key(PL__DISK_OP_READ, 0, 2, 4096), 10, 33, names, 2));
+    cr_assert_str_eq(what, "disk: read of 'log.dat' at offset 4096 returned a flipped bit (bit 9 "
+                           "of 4 bytes)");
+    cr_assert(pl__disk_explain(what, sizeof what, PL_DECIDE_DISK_CORRUPT,
+                               pl__disk_key(PL__DISK_OP_READ, 0, 3, 0), 1, 9, names, 2));
+    cr_assert_str_eq(what, "disk: read of file #3 at offset 0 returned a flipped bit (bit 0 "
+                           "of 1 bytes)", "a file the record has no name for");
 }
 
 /* ---- Names, errors and bounds ------------------------------------------- */

@@ -33,6 +33,10 @@ void pl__disk_destroy(pl__disk *d)
         free(d->dirs[i]->path);
         free(d->dirs[i]);
     }
+    for (size_t i = 0; i < d->file_names_len; i++) {
+        free(d->file_names[i]);
+    }
+    free(d->file_names);
     free(d->inodes);
     free(d->dirs);
     free(d->handles);

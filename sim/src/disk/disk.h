@@ -90,11 +90,19 @@ int pl__disk_dir_rename(void *self, int dir, const char *from, const char *to);
 int pl__disk_dir_unlink(void *self, int dir, const char *name);
 ssize_t pl__disk_dir_list(void *self, int dir, char *buf, size_t len);
 
+/* The latest name of every file of the run by number, "\0"-separated
+ * (an unknown name is ""), for the run's record: *count names, *len
+ * bytes, malloc'ed (the caller frees it). NULL when there is no disk or
+ * no memory. */
+char *pl__disk_names_blob(const pl__disk *d, size_t *len, uint32_t *count);
+
 /* ---- Explanations (explain.c) -------------------------------------------
- * Writes what a non-default disk decision did ("disk: read of file #2 at
- * offset 4096 returned a flipped bit (bit 13 of 512 bytes)") into buf.
- * Returns false for a kind that is not the disk's. */
+ * Writes what a non-default disk decision did ("disk: read of 'log.dat' at
+ * offset 4096 returned a flipped bit (bit 13 of 512 bytes)") into buf,
+ * naming files from `names` (pl__disk_names_blob's, `count` of them; a
+ * file without a name there is "file #N"). Returns false for a kind that
+ * is not the disk's. */
 bool pl__disk_explain(char *buf, size_t len, uint32_t kind, uint64_t key, uint32_t v,
-                      uint32_t n);
+                      uint32_t n, const char *names, uint32_t count);
 
 #endif

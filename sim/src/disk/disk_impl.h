@@ -28,6 +28,10 @@
 
 #include "disk.h"
 
+/* Files whose latest name is kept for the explanations of a finished
+ * run (the first ones by number; later files are explained by number). */
+#define PL__DISK_NAMES_KEPT 4096u
+
 /* What a pending write costs besides its bytes, so that many empty writes
  * are bounded too. */
 #define PL__DISK_PEND_OVERHEAD 64u
@@ -109,6 +113,9 @@ struct pl__disk {
     size_t due_len;
     size_t due_cap;
     uint64_t seq;
+    char **file_names;       /* latest name of file number i + 1, for explanations */
+    size_t file_names_len;
+    size_t file_names_cap;
     uint64_t bytes;          /* what PL_SIM_DISK_BYTES_MAX bounds */
     uint64_t crashes;
 };
@@ -163,6 +170,9 @@ int pl__disk_names_add(pl__disk *d, pl__disk_dir *dir, const char *name, uint32_
 int pl__disk_names_rename(pl__disk *d, pl__disk_dir *dir, const char *from, const char *to);
 int pl__disk_names_unlink(pl__disk *d, pl__disk_dir *dir, const char *name);
 ssize_t pl__disk_names_list(const pl__disk_dir *dir, char *buf, size_t len);
+/* Notes `name` as the latest name of file `no` (best effort: only for
+ * the explanations). */
+void pl__disk_names_note(pl__disk *d, uint32_t no, const char *name);
 /* Copies the visible set to the durable one (sync), or back (crash). */
 int pl__disk_names_sync(pl__disk *d, pl__disk_dir *dir);
 void pl__disk_names_revert(pl__disk *d, pl__disk_dir *dir);

@@ -87,6 +87,54 @@ static void remove_at(pl__disk *d, pl__disk_entries *es, size_t i)
     es->len--;
 }
 
+void pl__disk_names_note(pl__disk *d, uint32_t no, const char *name)
+{
+    if (no == 0 || no > PL__DISK_NAMES_KEPT) {
+        return;
+    }
+    if (no > d->file_names_len) {
+        if (pl__grow((void **)&d->file_names, &d->file_names_cap, no, sizeof *d->file_names, 16,
+                     PL__DISK_NAMES_KEPT) != 0) {
+            return;
+        }
+        d->file_names_len = no;
+    }
+    size_t len = strlen(name) + 1;
+    char *copy = malloc(len);
+    if (copy != NULL) {
+        memcpy(copy, name, len);
+        free(d->file_names[no - 1]);
+        d->file_names[no - 1] = copy;
+    }
+}
+
+char *pl__disk_names_blob(const pl__disk *d, size_t *len, uint32_t *count)
+{
+    *len = 0;
+    *count = 0;
+    if (d == NULL || d->file_names_len == 0) {
+        return NULL;
+    }
+    size_t total = 0;
+    for (size_t i = 0; i < d->file_names_len; i++) {
+        total += (d->file_names[i] != NULL ? strlen(d->file_names[i]) : 0) + 1;
+    }
+    char *blob = malloc(total);
+    if (blob == NULL) {
+        return NULL;
+    }
+    char *p = blob;
+    for (size_t i = 0; i < d->file_names_len; i++) {
+        const char *n = d->file_names[i] != NULL ? d->file_names[i] : "";
+        size_t l = strlen(n) + 1;
+        memcpy(p, n, l);
+        p += l;
+    }
+    *len = total;
+    *count = (uint32_t)d->file_names_len;
+    return blob;
+}
+
 int pl__disk_names_add(pl__disk *d, pl__disk_dir *dir, const char *name, uint32_t ino)
 {
     bool found;
@@ -95,6 +143,7 @@ int pl__disk_names_add(pl__disk *d, pl__disk_dir *dir, const char *name, uint32_
     int rc = insert(d, &dir->vis, i, name, ino);
     if (rc == 0) {
         pl__disk_inode_get(d, ino)->links++;
+        pl__disk_names_note(d, ino, name);
     }
     return rc;
 }
@@ -119,6 +168,7 @@ int pl__disk_names_rename(pl__disk *d, pl__disk_dir *dir, const char *from, cons
     if (strcmp(from, to) == 0) {
         return 0;
     }
+    pl__disk_names_note(d, moved, to);
     size_t j = find(&dir->vis, to, &found);
     if (found) {
         /* Replace the target in place, then drop the source's entry. */
