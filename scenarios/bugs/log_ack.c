@@ -25,6 +25,8 @@
  * FIX (fix_log_ack): fsync, then acknowledge; a failed write or fsync
  * (PL_EIO, which the disk_fault decision injects) acknowledges nothing
  * and stops the writer, as a real server would fail the request.
+ * On the real backend (`pollen run --real`) there is nothing to crash:
+ * both run clean, in directory "db" of the current directory.
  */
 #include <pollen/file.h>
 
@@ -40,6 +42,7 @@ enum { RECORDS = 8, REC = ZOO_REC, RETRIES = 6, READ_TRIES = 64 };
 typedef struct log_state {
     bool fixed;
     int acked;     /* records acknowledged to clients: 0..acked-1 */
+    int promised;  /* acked when the power went: what recovery must find */
     int recovered; /* valid records recovery read back from the start */
     bool unreadable; /* recovery gave up on a record it could not read: it
                         fails loudly instead of dropping what follows */
@@ -69,8 +72,8 @@ static pl_poll_result writer_poll(pl_future *f, pl_context *cx)
     if (pl_dir_open(cx->ex, &w->dir, "db", true) != 0) {
         return PL_READY;
     }
-    w->op = pl_file_open_init(&w->dir, "log", PL_FILE_READ | PL_FILE_WRITE | PL_FILE_CREATE,
-                              0644);
+    w->op = pl_file_open_init(&w->dir, "log",
+                              PL_FILE_READ | PL_FILE_WRITE | PL_FILE_CREATE | PL_FILE_TRUNC, 0644);
     PL_AWAIT(cx, &w->op);
     w->log = pl_file_open_take(&w->op);
     /* The new file's entry is durable only once its directory is synced. */
@@ -142,6 +145,7 @@ static pl_poll_result recovery_poll(pl_future *f, pl_context *cx)
     PL_AWAIT(cx, &r->nap);
     /* On the real backend there is nothing to crash (PL_EINVAL): the
      * recovery then reads a log nothing happened to. */
+    r->st->promised = r->st->acked;
     (void)pl_sim_disk_crash();
     if (pl_dir_open(cx->ex, &r->dir, "db", false) != 0) {
         return PL_READY; /* the writer never got to create it */
@@ -210,11 +214,11 @@ static int check(pl_executor *ex, void *state, char *msg, size_t len)
 {
     (void)ex;
     log_state *st = state;
-    if (st->recovered < st->acked && !st->unreadable) {
+    if (st->recovered < st->promised && !st->unreadable) {
         return pl_check_fail(msg, len,
                              "%d record(s) acknowledged, recovery found %d: acknowledged "
                              "record %d is lost",
-                             st->acked, st->recovered, st->recovered);
+                             st->promised, st->recovered, st->recovered);
     }
     return 0;
 }
