@@ -30,10 +30,10 @@ typedef struct pl_executor pl_executor;
 
 /* The decisions core asks a system for (decide()). Choice 0 is always
  * what production does. The numbers are part of the replay format:
- * append only. The numbers in between belong to the simulator's own
+ * append only. The other numbers belong to the simulator's own
  * decisions (I/O order and faults, spurious wakes, wake delays, buggify
- * sites, probes), which its system takes by itself and core never asks
- * for; they are numbered in the simulator (sim/src/decide.h) and share
+ * sites, probes, the disk's), which its system takes by itself and core
+ * never asks for; they are numbered in the simulator (sim/src/decide.h) and share
  * this type and this number space. */
 typedef enum pl_decision_kind {
     PL_DECIDE_SCHEDULE = 0,      /* which runnable task is polled next; n = candidates */
