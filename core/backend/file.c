@@ -72,8 +72,7 @@ ssize_t pl__posix_file_read(void *self, int handle, void *buf, size_t len, uint6
     return n < 0 ? -errno : n;
 }
 
-ssize_t pl__posix_file_write(void *self, int handle, const void *buf, size_t len,
-                             uint64_t offset)
+ssize_t pl__posix_file_write(void *self, int handle, const void *buf, size_t len, uint64_t offset)
 {
     (void)self;
     ssize_t n;

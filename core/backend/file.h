@@ -10,8 +10,7 @@
 int pl__posix_dir_open(void *self, const char *path, int create);
 int pl__posix_file_open(void *self, int dir, const char *name, uint32_t flags, uint32_t mode);
 ssize_t pl__posix_file_read(void *self, int handle, void *buf, size_t len, uint64_t offset);
-ssize_t pl__posix_file_write(void *self, int handle, const void *buf, size_t len,
-                             uint64_t offset);
+ssize_t pl__posix_file_write(void *self, int handle, const void *buf, size_t len, uint64_t offset);
 int pl__posix_file_sync(void *self, int handle, int data_only);
 int64_t pl__posix_file_size(void *self, int handle);
 int pl__posix_dir_rename(void *self, int dir, const char *from, const char *to);

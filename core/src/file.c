@@ -156,8 +156,7 @@ static ssize_t write_attempt(pl_future *f, pl_io_source *src, const pl_system *s
     }
     do {
         const char *from = (const char *)self->buf + self->written;
-        ssize_t n = sys->vtable->file_write(sys->self, src->handle, from,
-                                            self->len - self->written,
+        ssize_t n = sys->vtable->file_write(sys->self, src->handle, from, self->len - self->written,
                                             self->offset + self->written);
         if (n < 0 || !self->all) {
             return n;
@@ -179,8 +178,7 @@ static const io_op file_write_op = {
     .result_at = offsetof(pl_file_pwrite, result),
 };
 
-static pl_file_pwrite write_make(pl_file *f, const void *buf, size_t len, uint64_t offset,
-                                 bool all)
+static pl_file_pwrite write_make(pl_file *f, const void *buf, size_t len, uint64_t offset, bool all)
 {
     return (pl_file_pwrite){.base = PL_FUTURE_INIT(&file_write_op.vtable),
                             .src = f->src,
@@ -227,9 +225,8 @@ static const io_op file_sync_op = {
 
 static pl_file_fsync sync_make(pl_io_source *src, bool data_only)
 {
-    return (pl_file_fsync){.base = PL_FUTURE_INIT(&file_sync_op.vtable),
-                           .src = src,
-                           .data_only = data_only};
+    return (pl_file_fsync){
+        .base = PL_FUTURE_INIT(&file_sync_op.vtable), .src = src, .data_only = data_only};
 }
 
 pl_file_fsync pl_file_sync(pl_file *f) { return sync_make(f->src, false); }
@@ -281,9 +278,8 @@ pl_dir_change pl_dir_rename(pl_dir *dir, const char *from, const char *to)
 
 pl_dir_change pl_dir_unlink(pl_dir *dir, const char *name)
 {
-    return (pl_dir_change){.base = PL_FUTURE_INIT(&dir_change_op.vtable),
-                           .src = dir->src,
-                           .name = name};
+    return (pl_dir_change){
+        .base = PL_FUTURE_INIT(&dir_change_op.vtable), .src = dir->src, .name = name};
 }
 
 static ssize_t list_attempt(pl_future *f, pl_io_source *src, const pl_system *sys)
@@ -305,10 +301,8 @@ static const io_op dir_list_op = {
 
 pl_dir_listing pl_dir_list(pl_dir *dir, char *buf, size_t len)
 {
-    return (pl_dir_listing){.base = PL_FUTURE_INIT(&dir_list_op.vtable),
-                            .src = dir->src,
-                            .buf = buf,
-                            .len = len};
+    return (pl_dir_listing){
+        .base = PL_FUTURE_INIT(&dir_list_op.vtable), .src = dir->src, .buf = buf, .len = len};
 }
 
 const char *pl_dir_next_name(const char *buf, size_t used, const char *prev)

@@ -43,7 +43,10 @@ typedef struct io_op {
 PL_INTERNAL pl_poll_result pl__io_op_poll(pl_future *f, pl_context *cx);
 PL_INTERNAL void pl__io_op_drop(pl_future *f);
 
-#define IO_OP_VTABLE(name) {(name), pl__io_op_poll, pl__io_op_drop}
+#define IO_OP_VTABLE(name)                                                                         \
+    {                                                                                              \
+        (name), pl__io_op_poll, pl__io_op_drop                                                     \
+    }
 #define IO_OP_FIELDS(type) .src_at = offsetof(type, src), .parked_at = offsetof(type, parked)
 
 /* Registers `handle` with the executor's system; *out is the new source.

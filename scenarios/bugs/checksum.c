@@ -25,8 +25,8 @@ enum { RECORDS = 16, REC = ZOO_REC, TRIES = 64 };
 
 typedef struct snap_state {
     bool fixed;
-    bool saved;     /* the saver wrote and synced every record */
-    int loaded;     /* records the loader took */
+    bool saved; /* the saver wrote and synced every record */
+    int loaded; /* records the loader took */
     long saved_sum;
     long loaded_sum;
 } snap_state;
@@ -58,8 +58,8 @@ static pl_poll_result snapper_poll(pl_future *f, pl_context *cx)
     if (pl_dir_open(cx->ex, &s->dir, "snap", true) != 0) {
         return PL_READY;
     }
-    s->op = pl_file_open_init(&s->dir, "state", PL_FILE_READ | PL_FILE_WRITE | PL_FILE_CREATE,
-                              0644);
+    s->op =
+        pl_file_open_init(&s->dir, "state", PL_FILE_READ | PL_FILE_WRITE | PL_FILE_CREATE, 0644);
     PL_AWAIT(cx, &s->op);
     s->file = pl_file_open_take(&s->op);
     for (int i = 0; i < RECORDS; i++) {
@@ -128,8 +128,7 @@ static int check(pl_executor *ex, void *state, char *msg, size_t len)
     (void)ex;
     snap_state *st = state;
     if (st->saved && st->loaded == RECORDS && st->loaded_sum != st->saved_sum) {
-        return pl_check_fail(msg, len, "loaded sum %ld, saved %ld", st->loaded_sum,
-                             st->saved_sum);
+        return pl_check_fail(msg, len, "loaded sum %ld, saved %ld", st->loaded_sum, st->saved_sum);
     }
     return 0;
 }

@@ -41,9 +41,9 @@ enum { RECORDS = 8, REC = ZOO_REC, RETRIES = 6, READ_TRIES = 64 };
 
 typedef struct log_state {
     bool fixed;
-    int acked;     /* records acknowledged to clients: 0..acked-1 */
-    int promised;  /* acked when the power went: what recovery must find */
-    int recovered; /* valid records recovery read back from the start */
+    int acked;       /* records acknowledged to clients: 0..acked-1 */
+    int promised;    /* acked when the power went: what recovery must find */
+    int recovered;   /* valid records recovery read back from the start */
     bool unreadable; /* recovery gave up on a record it could not read: it
                         fails loudly instead of dropping what follows */
 } log_state;

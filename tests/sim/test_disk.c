@@ -61,12 +61,12 @@ void pl__run_out_of_memory(pl__sim *s, const pl_task *t, const char *what)
     fk.out_of_memory++;
 }
 
-#define SCRIPT(kind, ...)                                                                 \
-    do {                                                                                  \
-        const uint32_t v_[] = {__VA_ARGS__};                                              \
-        memcpy(fk.script[kind], v_, sizeof v_);                                           \
-        fk.script_len[kind] = sizeof v_ / sizeof v_[0];                                   \
-        fk.script_pos[kind] = 0;                                                          \
+#define SCRIPT(kind, ...)                                                                          \
+    do {                                                                                           \
+        const uint32_t v_[] = {__VA_ARGS__};                                                       \
+        memcpy(fk.script[kind], v_, sizeof v_);                                                    \
+        fk.script_len[kind] = sizeof v_ / sizeof v_[0];                                            \
+        fk.script_pos[kind] = 0;                                                                   \
     } while (0)
 
 static void setup(void)
@@ -87,7 +87,7 @@ TestSuite(disk, .init = setup, .fini = teardown);
 
 /* ---- Helpers ------------------------------------------------------------ */
 
-#define RW (PL_FILE_READ | PL_FILE_WRITE)
+#define RW  (PL_FILE_READ | PL_FILE_WRITE)
 #define RWC (PL_FILE_READ | PL_FILE_WRITE | PL_FILE_CREATE)
 
 static int dir_open(void)
@@ -274,8 +274,7 @@ Test(disk, latency_delays_an_operation_by_virtual_time)
 {
     int dir = dir_open();
     int f = durable_file(dir, "f", "");
-    pl_io_source src = {.handle = f, .read_waker = PL_WAKER_EMPTY,
-                        .write_waker = PL_WAKER_EMPTY};
+    pl_io_source src = {.handle = f, .read_waker = PL_WAKER_EMPTY, .write_waker = PL_WAKER_EMPTY};
     cr_assert_eq(pl__disk_io_register(&sim, &src), 0);
     SCRIPT(PL_DECIDE_DISK_LATENCY, 3);
     uint64_t asked = fk.asked[PL_DECIDE_DISK_LATENCY];
@@ -338,7 +337,12 @@ Test(disk, corruption_flips_one_bit_of_what_is_read)
     char buf[4];
     SCRIPT(PL_DECIDE_DISK_CORRUPT, 10); /* bit 9: byte 1, bit 1 */
     cr_assert_eq(pl__disk_file_read(&sim, f, buf, 4, 0), 4);
-    cr_assert_eq(memcmp(buf, "a" "\x60" "cd", 4), 0, "'b' ^ 0x02");
+    cr_assert_eq(memcmp(buf,
+                        "a"
+                        "\x60"
+                        "cd",
+                        4),
+                 0, "'b' ^ 0x02");
     cr_assert_str_eq(contents(f), "abcd", "the stored bytes are intact");
     char what[160];
     const char names[] = "snap\0log.dat"; /* files #1 and #2 */
@@ -348,8 +352,10 @@ Test(disk, corruption_flips_one_bit_of_what_is_read)
                            "of 4 bytes)");
     cr_assert(pl__disk_explain(what, sizeof what, PL_DECIDE_DISK_CORRUPT,
                                pl__disk_key(PL__DISK_OP_READ, 0, 3, 0), 1, 9, names, 2));
-    cr_assert_str_eq(what, "disk: read of file #3 at offset 0 returned a flipped bit (bit 0 "
-                           "of 1 bytes)", "a file the record has no name for");
+    cr_assert_str_eq(what,
+                     "disk: read of file #3 at offset 0 returned a flipped bit (bit 0 "
+                     "of 1 bytes)",
+                     "a file the record has no name for");
 }
 
 /* ---- Names, errors and bounds ------------------------------------------- */
@@ -418,8 +424,7 @@ Test(disk, destroy_frees_everything)
     int dir = dir_open();
     int f = open_file(dir, "f", RWC);
     write_str(f, "unsynced", 0);
-    pl_io_source src = {.handle = f, .read_waker = PL_WAKER_EMPTY,
-                        .write_waker = PL_WAKER_EMPTY};
+    pl_io_source src = {.handle = f, .read_waker = PL_WAKER_EMPTY, .write_waker = PL_WAKER_EMPTY};
     cr_assert_eq(pl__disk_io_register(&sim, &src), 0);
     SCRIPT(PL_DECIDE_DISK_LATENCY, 5);
     cr_assert_eq(pl__disk_file_sync(&sim, f, 0), PL_EAGAIN);

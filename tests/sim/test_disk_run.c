@@ -17,11 +17,11 @@
 /* ---- A writer next to a ticker ------------------------------------------ */
 
 typedef struct slow_state {
-    int ticks;              /* the ticker's ticks so far */
-    int ticks_during_sync;  /* ticks between the start and the end of the fsync */
+    int ticks;             /* the ticker's ticks so far */
+    int ticks_during_sync; /* ticks between the start and the end of the fsync */
     int sync_result;
     bool done;
-    bool leave_open;        /* end without closing or syncing anything */
+    bool leave_open; /* end without closing or syncing anything */
 } slow_state;
 
 typedef struct writer {
@@ -187,7 +187,4 @@ LEAK_TEST(disk_run, runs_with_disk_decisions_replay_exactly)
     }
 }
 
-Test(disk_run, crash_outside_a_run_is_refused)
-{
-    cr_assert_eq(pl_sim_disk_crash(), PL_EINVAL);
-}
+Test(disk_run, crash_outside_a_run_is_refused) { cr_assert_eq(pl_sim_disk_crash(), PL_EINVAL); }

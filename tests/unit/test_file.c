@@ -77,10 +77,10 @@ static void teardown(fixture *fx)
 }
 
 /* Polls once with a noop context: files must be ready at once. */
-#define POLL_ONCE(exec, fut)                                                               \
-    do {                                                                                   \
-        pl_context cx_ = {.waker = pl_waker_noop(), .ex = (exec)};                        \
-        cr_assert_eq(pl_poll((pl_future *)&(fut), &cx_), PL_READY, "not ready at once"); \
+#define POLL_ONCE(exec, fut)                                                                       \
+    do {                                                                                           \
+        pl_context cx_ = {.waker = pl_waker_noop(), .ex = (exec)};                                 \
+        cr_assert_eq(pl_poll((pl_future *)&(fut), &cx_), PL_READY, "not ready at once");           \
     } while (0)
 
 static pl_file open_file(fixture *fx, const char *name, uint32_t flags, int want)

@@ -74,8 +74,8 @@ int pl__disk_data_write(pl__disk *d, pl__disk_inode *ino, const void *data, size
     PL__SIM_ASSERT(data == NULL || len > 0);
     uint8_t *copy = data != NULL ? malloc(len) : NULL;
     if ((data != NULL && copy == NULL) ||
-        pl__grow_append((void **)&ino->pend, &ino->pend_cap, ino->pend_len + 1,
-                        sizeof *ino->pend, 4, 0) != 0) {
+        pl__grow_append((void **)&ino->pend, &ino->pend_cap, ino->pend_len + 1, sizeof *ino->pend,
+                        4, 0) != 0) {
         free(copy);
         (void)pl__disk_charge(d, -(int64_t)add);
         return PL_ENOMEM;
@@ -118,8 +118,8 @@ static void free_pending(pl__disk_inode *ino)
 
 int pl__disk_data_sync(pl__disk *d, pl__disk_inode *ino, uint64_t keep)
 {
-    if (pl__grow_append((void **)&ino->dur, &ino->dur_cap, (size_t)reach_of(ino, keep), 1, 64,
-                        0) != 0) {
+    if (pl__grow_append((void **)&ino->dur, &ino->dur_cap, (size_t)reach_of(ino, keep), 1, 64, 0) !=
+        0) {
         return PL_ENOMEM;
     }
     uint64_t cur = ino->dur_len;

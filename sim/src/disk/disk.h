@@ -82,8 +82,7 @@ int pl__disk_close(void *self, int handle);
 int pl__disk_dir_open(void *self, const char *path, int create);
 int pl__disk_file_open(void *self, int dir, const char *name, uint32_t flags, uint32_t mode);
 ssize_t pl__disk_file_read(void *self, int handle, void *buf, size_t len, uint64_t offset);
-ssize_t pl__disk_file_write(void *self, int handle, const void *buf, size_t len,
-                            uint64_t offset);
+ssize_t pl__disk_file_write(void *self, int handle, const void *buf, size_t len, uint64_t offset);
 int pl__disk_file_sync(void *self, int handle, int data_only);
 int64_t pl__disk_file_size(void *self, int handle);
 int pl__disk_dir_rename(void *self, int dir, const char *from, const char *to);
@@ -102,7 +101,7 @@ char *pl__disk_names_blob(const pl__disk *d, size_t *len, uint32_t *count);
  * naming files from `names` (pl__disk_names_blob's, `count` of them; a
  * file without a name there is "file #N"). Returns false for a kind that
  * is not the disk's. */
-bool pl__disk_explain(char *buf, size_t len, uint32_t kind, uint64_t key, uint32_t v,
-                      uint32_t n, const char *names, uint32_t count);
+bool pl__disk_explain(char *buf, size_t len, uint32_t kind, uint64_t key, uint32_t v, uint32_t n,
+                      const char *names, uint32_t count);
 
 #endif

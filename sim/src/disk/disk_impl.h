@@ -44,22 +44,22 @@ typedef struct pl__disk_pend {
 } pl__disk_pend;
 
 typedef struct pl__disk_inode {
-    uint32_t no;      /* 1-based, in creation order */
-    uint8_t *dur;     /* durable bytes [0, dur_len); owned */
+    uint32_t no;  /* 1-based, in creation order */
+    uint8_t *dur; /* durable bytes [0, dur_len); owned */
     size_t dur_len;
     size_t dur_cap;
     pl__disk_pend *pend; /* in the order they were made */
     size_t pend_len;
     size_t pend_cap;
-    uint64_t size;    /* what reads see: durable with pend applied */
-    uint32_t links;   /* visible entries naming it */
-    uint32_t dlinks;  /* durable entries naming it */
-    uint32_t opens;   /* handles open on it */
-    uint64_t cost;    /* its share of pl__disk.bytes */
+    uint64_t size;   /* what reads see: durable with pend applied */
+    uint32_t links;  /* visible entries naming it */
+    uint32_t dlinks; /* durable entries naming it */
+    uint32_t opens;  /* handles open on it */
+    uint64_t cost;   /* its share of pl__disk.bytes */
 } pl__disk_inode;
 
 typedef struct pl__disk_entry {
-    char *name;       /* owned */
+    char *name; /* owned */
     uint32_t ino;
 } pl__disk_entry;
 
@@ -70,7 +70,7 @@ typedef struct pl__disk_entries {
 } pl__disk_entries;
 
 typedef struct pl__disk_dir {
-    char *path;       /* owned */
+    char *path; /* owned */
     pl__disk_entries vis;
     pl__disk_entries dur;
 } pl__disk_dir;
@@ -78,13 +78,13 @@ typedef struct pl__disk_dir {
 enum { PL__DISK_FREE = 0, PL__DISK_H_DIR = 1, PL__DISK_H_FILE = 2 };
 
 typedef struct pl__disk_handle {
-    uint8_t kind;          /* PL__DISK_FREE, _H_DIR, _H_FILE */
-    bool stale;            /* opened before a crash: every op but close says EIO */
-    bool armed[2];         /* a delayed op of this side [0 read, 1 write] waits */
-    uint32_t flags;        /* PL_FILE_* */
-    uint32_t obj;          /* directory index + 1, or inode number; 0 once stale */
-    uint32_t gen;          /* bumped at every reuse of the slot */
-    pl_io_source *src;     /* NULL until registered */
+    uint8_t kind;      /* PL__DISK_FREE, _H_DIR, _H_FILE */
+    bool stale;        /* opened before a crash: every op but close says EIO */
+    bool armed[2];     /* a delayed op of this side [0 read, 1 write] waits */
+    uint32_t flags;    /* PL_FILE_* */
+    uint32_t obj;      /* directory index + 1, or inode number; 0 once stale */
+    uint32_t gen;      /* bumped at every reuse of the slot */
+    pl_io_source *src; /* NULL until registered */
     pl_time due[2];
 } pl__disk_handle;
 
@@ -101,10 +101,10 @@ struct pl__disk {
     pl__disk_inode **inodes; /* by number - 1; NULL once freed */
     size_t inodes_len;
     size_t inodes_cap;
-    pl__disk_dir **dirs;     /* in creation order */
+    pl__disk_dir **dirs; /* in creation order */
     size_t dirs_len;
     size_t dirs_cap;
-    size_t objects;          /* live files + directories */
+    size_t objects;           /* live files + directories */
     pl__disk_handle *handles; /* by handle - PL__DISK_HANDLE_FIRST */
     size_t handles_len;
     size_t handles_cap;
@@ -113,10 +113,10 @@ struct pl__disk {
     size_t due_len;
     size_t due_cap;
     uint64_t seq;
-    char **file_names;       /* latest name of file number i + 1, for explanations */
+    char **file_names; /* latest name of file number i + 1, for explanations */
     size_t file_names_len;
     size_t file_names_cap;
-    uint64_t bytes;          /* what PL_SIM_DISK_BYTES_MAX bounds */
+    uint64_t bytes; /* what PL_SIM_DISK_BYTES_MAX bounds */
     uint64_t crashes;
 };
 

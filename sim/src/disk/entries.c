@@ -166,13 +166,13 @@ ssize_t pl__disk_file_read(void *self, int handle, void *buf, size_t len, uint64
     pl__disk *d = disk_of(self);
     uint64_t key;
     int err = PL_EBADF;
-    pl__disk_handle *h = data_op(self, handle, PL_FILE_READ, 0, &key, PL__DISK_OP_READ, offset,
-                                 &err);
+    pl__disk_handle *h =
+        data_op(self, handle, PL_FILE_READ, 0, &key, PL__DISK_OP_READ, offset, &err);
     if (h == NULL) {
         return err;
     }
     pl__disk_inode *ino = pl__disk_inode_get(d, h->obj);
-    size_t avail = offset >= ino->size ? 0
+    size_t avail = offset >= ino->size        ? 0
                    : ino->size - offset < len ? (size_t)(ino->size - offset)
                                               : len;
     ssize_t f = pl__disk_fault(d, PL__DISK_OP_READ, key, avail);
@@ -184,8 +184,7 @@ ssize_t pl__disk_file_read(void *self, int handle, void *buf, size_t len, uint64
     return (ssize_t)n;
 }
 
-ssize_t pl__disk_file_write(void *self, int handle, const void *buf, size_t len,
-                            uint64_t offset)
+ssize_t pl__disk_file_write(void *self, int handle, const void *buf, size_t len, uint64_t offset)
 {
     pl__disk *d = disk_of(self);
     uint64_t key;
@@ -194,8 +193,8 @@ ssize_t pl__disk_file_write(void *self, int handle, const void *buf, size_t len,
         pl__disk_handle *h = handle_as(self, handle, PL__DISK_H_FILE, &err);
         return h == NULL ? err : (h->flags & PL_FILE_WRITE) == 0 ? PL_EBADF : 0;
     }
-    pl__disk_handle *h = data_op(self, handle, PL_FILE_WRITE, 1, &key, PL__DISK_OP_WRITE,
-                                 offset, &err);
+    pl__disk_handle *h =
+        data_op(self, handle, PL_FILE_WRITE, 1, &key, PL__DISK_OP_WRITE, offset, &err);
     if (h == NULL) {
         return err;
     }

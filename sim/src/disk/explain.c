@@ -10,11 +10,16 @@
 static const char *op_name(uint32_t op)
 {
     switch (op) {
-    case PL__DISK_OP_READ: return "read";
-    case PL__DISK_OP_WRITE: return "write";
-    case PL__DISK_OP_SYNC: return "fsync";
-    case PL__DISK_OP_DIRSYNC: return "fsync of directory";
-    default: return "crash";
+    case PL__DISK_OP_READ:
+        return "read";
+    case PL__DISK_OP_WRITE:
+        return "write";
+    case PL__DISK_OP_SYNC:
+        return "fsync";
+    case PL__DISK_OP_DIRSYNC:
+        return "fsync of directory";
+    default:
+        return "crash";
     }
 }
 
@@ -37,8 +42,7 @@ static void subject(char *buf, size_t len, uint32_t op, const char *file, uint32
                     uint64_t off)
 {
     if (op == PL__DISK_OP_READ || op == PL__DISK_OP_WRITE) {
-        snprintf(buf, len, "%s of %s at offset %llu", op_name(op), file,
-                 (unsigned long long)off);
+        snprintf(buf, len, "%s of %s at offset %llu", op_name(op), file, (unsigned long long)off);
     } else if (op == PL__DISK_OP_DIRSYNC) {
         snprintf(buf, len, "fsync of directory #%u", obj);
     } else {
@@ -54,13 +58,13 @@ static void explain_lose(char *buf, size_t len, uint32_t sub, const char *file, 
         snprintf(buf, len, "disk: at the crash, %s of %s's unsynced writes survived",
                  modes[v < 3 ? v : 2], file);
     } else {
-        snprintf(buf, len, "disk: the crash tore %s's unsynced writes after %u of %u bytes",
-                 file, v, n);
+        snprintf(buf, len, "disk: the crash tore %s's unsynced writes after %u of %u bytes", file,
+                 v, n);
     }
 }
 
-bool pl__disk_explain(char *buf, size_t len, uint32_t kind, uint64_t key, uint32_t v,
-                      uint32_t n, const char *names, uint32_t count)
+bool pl__disk_explain(char *buf, size_t len, uint32_t kind, uint64_t key, uint32_t v, uint32_t n,
+                      const char *names, uint32_t count)
 {
     uint32_t op = (uint32_t)(key >> 60);
     uint32_t sub = (uint32_t)(key >> 56) & 0xfu;

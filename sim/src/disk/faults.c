@@ -52,8 +52,7 @@ ssize_t pl__disk_fault(pl__disk *d, uint32_t op, uint64_t key, size_t len)
     }
     /* Short: 1 + a choice among the len - 1 shorter counts. */
     uint64_t amount_key = key | (uint64_t)1 << 56;
-    return 1 + (ssize_t)pl__sim_choose(d->sim, PL_DECIDE_DISK_FAULT, choices(len - 1),
-                                       amount_key);
+    return 1 + (ssize_t)pl__sim_choose(d->sim, PL_DECIDE_DISK_FAULT, choices(len - 1), amount_key);
 }
 
 /* One decision: 0 leaves the bytes alone, v > 0 flips bit v - 1, so a

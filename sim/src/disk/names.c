@@ -245,8 +245,7 @@ static int copy_set(pl__disk *d, const pl__disk_entries *src, pl__disk_entries *
 
 /* Replaces *set with `fresh`, moving each named file's count (links or
  * dlinks) from the old names to the new ones. */
-static void replace_set(pl__disk *d, pl__disk_entries *set, pl__disk_entries fresh,
-                        bool durable)
+static void replace_set(pl__disk *d, pl__disk_entries *set, pl__disk_entries fresh, bool durable)
 {
     for (size_t i = 0; i < fresh.len; i++) {
         pl__disk_inode *ino = pl__disk_inode_get(d, fresh.e[i].ino);

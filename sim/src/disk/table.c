@@ -73,8 +73,8 @@ pl__disk_inode *pl__disk_inode_new(pl__disk *d, int *err)
         return NULL;
     }
     *err = PL_ENOMEM;
-    if (pl__grow((void **)&d->inodes, &d->inodes_cap, d->inodes_len + 1, sizeof *d->inodes,
-                 16, 0) != 0) {
+    if (pl__grow((void **)&d->inodes, &d->inodes_cap, d->inodes_len + 1, sizeof *d->inodes, 16,
+                 0) != 0) {
         return NULL;
     }
     pl__disk_inode *ino = calloc(1, sizeof *ino);
@@ -94,8 +94,7 @@ pl__disk_dir *pl__disk_dir_get(pl__disk *d, uint32_t obj)
     return obj != 0 && obj <= d->dirs_len ? d->dirs[obj - 1] : NULL;
 }
 
-pl__disk_dir *pl__disk_dir_find(pl__disk *d, const char *path, bool create, uint32_t *obj,
-                                int *err)
+pl__disk_dir *pl__disk_dir_find(pl__disk *d, const char *path, bool create, uint32_t *obj, int *err)
 {
     for (size_t i = 0; i < d->dirs_len; i++) {
         if (strcmp(d->dirs[i]->path, path) == 0) {
@@ -136,8 +135,7 @@ int pl__disk_schedule(pl__disk *d, int handle, uint32_t bit, pl_time after)
 {
     pl__disk_handle *h = pl__disk_handle_of(d, handle);
     PL__SIM_ASSERT(h != NULL && after > 0);
-    if (pl__grow_append((void **)&d->due, &d->due_cap, d->due_len + 1, sizeof *d->due, 8, 0) !=
-        0) {
+    if (pl__grow_append((void **)&d->due, &d->due_cap, d->due_len + 1, sizeof *d->due, 8, 0) != 0) {
         return PL_ENOMEM;
     }
     pl__disk_completion c = {.at = pl__sim_now(d->sim) + after,
@@ -180,10 +178,8 @@ size_t pl__disk_deliver(pl__disk *d, pl_time now)
         d->due_len -= k;
         n -= k;
         for (size_t i = 0; i < k; i++) {
-            pl__disk_handle *h = batch[i].slot < d->handles_len ? &d->handles[batch[i].slot]
-                                                                : NULL;
-            if (h != NULL && h->kind != PL__DISK_FREE && h->gen == batch[i].gen &&
-                h->src != NULL) {
+            pl__disk_handle *h = batch[i].slot < d->handles_len ? &d->handles[batch[i].slot] : NULL;
+            if (h != NULL && h->kind != PL__DISK_FREE && h->gen == batch[i].gen && h->src != NULL) {
                 pl_io_source_ready(h->src, batch[i].bit);
                 woken++;
             }
