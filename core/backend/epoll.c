@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "file.h"
 #include "internal.h"
 #include "pollen/error.h"
 #include "pollen/system.h"
@@ -187,7 +188,9 @@ static int sys_io_register(void *self, pl_io_source *src)
     ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
     ev.data.ptr = src;
     if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, src->handle, &ev) < 0) {
-        return -errno;
+        /* Regular files and directories cannot be watched (EPERM): they
+         * are always ready, and their futures never wait for readiness. */
+        return errno == EPERM ? 0 : -errno;
     }
     return 0;
 }
@@ -379,6 +382,15 @@ static const pl_system_vtable epoll_vtable = {
     .sendto = sys_sendto,
     .recvfrom = sys_recvfrom,
     .shutdown = sys_shutdown,
+    .dir_open = pl__posix_dir_open,
+    .file_open = pl__posix_file_open,
+    .file_read = pl__posix_file_read,
+    .file_write = pl__posix_file_write,
+    .file_sync = pl__posix_file_sync,
+    .file_size = pl__posix_file_size,
+    .dir_rename = pl__posix_dir_rename,
+    .dir_unlink = pl__posix_dir_unlink,
+    .dir_list = pl__posix_dir_list,
 };
 
 static int open_fds(epoll_system *s)

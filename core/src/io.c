@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "io_op.h"
 #include "pollen/error.h"
 #include "pollen/io.h"
 
@@ -99,33 +100,16 @@ static void close_handle(pl_executor *ex, int handle)
     (void)sys->vtable->close(sys->self, handle);
 }
 
-/* ---- The operation future ------------------------------------------------
- * Every I/O future below is one instance of the same future: make sure
- * there is a source (register it first where the future creates it), try
- * the operation once, and on PL_EAGAIN forget the readiness bit and store
- * the current waker (replacing the one of an earlier poll), so the next
- * readiness event wakes this poll's task (edge-triggered readiness, as in
- * mio/tokio); anything else completes the future with that result. An
- * instance only says where its fields are and how to try its operation. */
+int pl__io_source_open(pl_executor *ex, int handle, pl_io_source **out)
+{
+    return source_open(ex, handle, out);
+}
 
-typedef struct io_op {
-    pl_future_vtable vtable; /* first: a future's vtable pointer is its op */
-    uint32_t bit;            /* PL_IO_READABLE or PL_IO_WRITABLE: what it waits for */
-    size_t src_at;           /* offsetof the future's pl_io_source pointer */
-    size_t parked_at;        /* offsetof its `parked` flag */
-    /* Gets a source for a future that creates its own (NULL: a missing
-     * source is PL_EBADF). Returns 1 when *src is set and the operation
-     * should be tried, or the future's result (0 or a PL_E* code). */
-    int (*open)(pl_future *f, pl_executor *ex);
-    /* One non-blocking try: a result >= 0, PL_EAGAIN, or a PL_E* code. */
-    ssize_t (*attempt)(pl_future *f, pl_io_source *src, const pl_system *sys);
-    /* Stores the result (src is NULL when there is none). NULL: the result
-     * is a ssize_t at result_at. */
-    void (*finish)(pl_future *f, pl_io_source *src, ssize_t result);
-    size_t result_at;
-    /* What the future owns besides its parked waker (NULL: nothing). */
-    void (*release)(pl_future *f);
-} io_op;
+void pl__io_source_close(pl_io_source **srcp) { source_close(srcp); }
+
+void pl__io_handle_close(pl_executor *ex, int handle) { close_handle(ex, handle); }
+
+/* ---- The operation future (io_op.h says how it works) ---------------- */
 
 static const io_op *op_of(const pl_future *f)
 {
@@ -170,7 +154,7 @@ static pl_poll_result op_complete(pl_future *f, const io_op *op, ssize_t result)
     return PL_READY;
 }
 
-static pl_poll_result op_poll(pl_future *f, pl_context *cx)
+pl_poll_result pl__io_op_poll(pl_future *f, pl_context *cx)
 {
     const io_op *op = op_of(f);
     if (*src_of(f, op) == NULL) {
@@ -191,7 +175,7 @@ static pl_poll_result op_poll(pl_future *f, pl_context *cx)
     return PL_PENDING;
 }
 
-static void op_drop(pl_future *f)
+void pl__io_op_drop(pl_future *f)
 {
     const io_op *op = op_of(f);
     unpark(f, op, *src_of(f, op));
@@ -199,9 +183,6 @@ static void op_drop(pl_future *f)
         op->release(f);
     }
 }
-
-#define IO_OP_VTABLE(name) {(name), op_poll, op_drop}
-#define IO_OP_FIELDS(type) .src_at = offsetof(type, src), .parked_at = offsetof(type, parked)
 
 /* ---- Byte-stream futures ---------------------------------------------------- */
 

@@ -12,7 +12,9 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <pollen/sim.h>
 
@@ -70,6 +72,44 @@ static inline zoo_node *zoo_queue_pop(zoo_queue *q)
         zoo_queue_remove(q, n);
     }
     return n;
+}
+
+/* The disk pairs' records (log_ack, checksum): ZOO_REC bytes holding a
+ * sequence number, a value, a zero word and the FNV-1a checksum of the
+ * first twelve bytes, as a log or a snapshot would store them. */
+enum { ZOO_REC = 16 };
+
+static inline uint32_t zoo_fnv1a(const uint8_t *p, size_t n)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++) {
+        h = (h ^ p[i]) * 16777619u;
+    }
+    return h;
+}
+
+static inline void zoo_put32(uint8_t *p, uint32_t v) { memcpy(p, &v, sizeof v); }
+
+static inline uint32_t zoo_get32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* Record i holds value 1000 + i. */
+static inline void zoo_record_encode(uint8_t *rec, int i)
+{
+    zoo_put32(rec, (uint32_t)i);
+    zoo_put32(rec + 4, 1000u + (uint32_t)i);
+    zoo_put32(rec + 8, 0);
+    zoo_put32(rec + 12, zoo_fnv1a(rec, 12));
+}
+
+/* The checksum matches and it is record i. */
+static inline bool zoo_record_ok(const uint8_t *rec, int i)
+{
+    return zoo_get32(rec + 12) == zoo_fnv1a(rec, 12) && zoo_get32(rec) == (uint32_t)i;
 }
 
 #define ZOO_CONTAINER_OF(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))

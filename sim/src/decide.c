@@ -16,11 +16,12 @@ static const char *const kind_names[PL_DECIDE__COUNT] = {
     "schedule",     "io_order",      "timer_order", "timer_late",
     "spurious_wake", "spurious_poll", "wake_delay",  "cancel",
     "io_fault",     "io_latency",    "buggify_site", "buggify_fire",
-    "probe",
+    "probe",        "disk_latency",  "disk_fault",  "disk_corrupt",
+    "disk_lose",
 };
 
 static const char kind_letters[PL_DECIDE__COUNT] = {
-    's', 'i', 't', 'l', 'w', 'p', 'd', 'c', 'f', 'j', 'b', 'B', 'q',
+    's', 'i', 't', 'l', 'w', 'p', 'd', 'c', 'f', 'j', 'b', 'B', 'q', 'k', 'e', 'x', 'u',
 };
 
 static const pl__dec_knob default_knobs[PL_DECIDE__COUNT] = {
@@ -37,6 +38,10 @@ static const pl__dec_knob default_knobs[PL_DECIDE__COUNT] = {
     [PL_DECIDE_BUGGIFY_SITE] = {true, 16384},
     [PL_DECIDE_BUGGIFY_FIRE] = {true, 8192},
     [PL_DECIDE_PROBE] = {true, 4096},
+    [PL_DECIDE_DISK_LATENCY] = {true, 8192},
+    [PL_DECIDE_DISK_FAULT] = {true, 1024},
+    [PL_DECIDE_DISK_CORRUPT] = {true, 1024},
+    [PL_DECIDE_DISK_LOSE] = {true, 32768},
 };
 
 /* Kind names and letters ----------------------------------------------- */

@@ -28,6 +28,8 @@
  *                                  buggify_site   on  16384
  *                                  buggify_fire   on   8192
  *                                  probe          on   4096
+ *     disk_latency   on   8192     disk_fault     on   1024
+ *     disk_corrupt   on   1024     disk_lose      on  32768
  *
  * spurious_poll is off because extra polls hide lost wakeups. cancel is
  * on: it is only ever consulted for tasks marked abortable
@@ -35,7 +37,11 @@
  * await is part of their contract, so exploring it by default finds the
  * drop bugs of cancelled futures (bug_abort_permit) and changes nothing
  * for a scenario without abortable tasks (no cancel decision is ever
- * consulted there, so its runs and trace hashes stay the same).
+ * consulted there, so its runs and trace hashes stay the same). The disk
+ * kinds are on for the same reason: only a scenario that uses files ever
+ * consults them, and a correct program survives what they inject (a
+ * delay, an error it reports, a flipped bit its checksum catches, the
+ * loss of what it never synced).
  *
  * Sources (frozen for replay-format version 1):
  *   PRNG   the generator is seeded with pl__prng_subseed(seed,
@@ -95,7 +101,14 @@
 #define PL_DECIDE_BUGGIFY_SITE ((pl_decision_kind)10) /* enable a PL_BUGGIFY site for this run */
 #define PL_DECIDE_PROBE ((pl_decision_kind)12)        /* probe the parked tasks at a point
                                                          where only a timer can fire next */
-#define PL_DECIDE__COUNT 13                           /* every kind, core's and these */
+/* The simulated disk (sim/src/disk/), consulted only when files are used. */
+#define PL_DECIDE_DISK_LATENCY ((pl_decision_kind)13) /* a file op completes this many
+                                                         latency quanta later */
+#define PL_DECIDE_DISK_FAULT ((pl_decision_kind)14)   /* EIO, short read, short write */
+#define PL_DECIDE_DISK_CORRUPT ((pl_decision_kind)15) /* flip a bit of what a read returns */
+#define PL_DECIDE_DISK_LOSE ((pl_decision_kind)16)    /* at a crash: which unsynced writes
+                                                         survive (none, all, a torn prefix) */
+#define PL_DECIDE__COUNT 17                           /* every kind, core's and these */
 
 #define PL__DEC_KINDS ((int)PL_DECIDE__COUNT)
 
@@ -107,8 +120,9 @@
  * most this many decisions too (PL__REPLAY_DECISIONS_MAX). */
 #define PL__DEC_RECORD_MAX_DEFAULT ((size_t)1 << 26)
 
-/* Longest text pl__dec_knobs_format can produce, NUL included. */
-#define PL__DEC_KNOBS_TEXT_MAX 256
+/* Room for the text pl__dec_knobs_format produces, NUL included (every
+ * kind at its longest takes under 300 bytes; room is left for more). */
+#define PL__DEC_KNOBS_TEXT_MAX 512
 
 typedef struct pl__dec_knob {
     bool enabled;  /* false: the kind always answers 0, unconsulted */
@@ -225,8 +239,8 @@ const char *pl__dec_kind_name(uint32_t kind);
 /* The kind named text[0, len), or -1. */
 int pl__dec_kind_from_name(const char *text, size_t len);
 
-/* The one-letter code of a kind in replay files (s i t l w p d c f j b B q,
- * in enum order), or 0 for a kind out of range. */
+/* The one-letter code of a kind in replay files (s i t l w p d c f j b B q
+ * k e x u, in enum order), or 0 for a kind out of range. */
 char pl__dec_kind_letter(uint32_t kind);
 
 /* The kind with letter c, or -1. */

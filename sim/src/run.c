@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "disk/disk.h"
 #include "run.h"
 #include "sim_internal.h"
 #include "strategy.h"
@@ -140,6 +141,7 @@ static void free_record(pl__run_record *rec)
         free(rec->texts);
         free(rec->notes);
         free(rec->buggify);
+        free(rec->files_blob);
         free(rec);
     }
 }
@@ -188,6 +190,7 @@ static pl__run_record *make_record(pl__sim *s, const pl_scenario *sc)
     pl__dec_knobs_format(&s->dec.knobs, rec->knobs, sizeof rec->knobs);
     snprintf(rec->scenario, sizeof rec->scenario, "%s", sc->name);
     set_name_blob(rec, s);
+    rec->files_blob = pl__disk_names_blob(s->disk, &rec->files_len, &rec->files_count);
     return rec;
 }
 
@@ -400,7 +403,8 @@ static int measure_production(const pl_scenario *sc, const pl_sim_options *o, ui
     m.strategy = "random";
     m.knobs = "schedule=on,io_order=off,timer_order=off,timer_late=off,spurious_wake=off,"
               "spurious_poll=off,wake_delay=off,cancel=off,io_fault=off,io_latency=off,"
-              "buggify_site=off,buggify_fire=off";
+              "buggify_site=off,buggify_fire=off,disk_latency=off,disk_fault=off,"
+              "disk_corrupt=off,disk_lose=off";
     m.keep_events = false;
     m.keep_decisions = false;
     pl_sim_result r;

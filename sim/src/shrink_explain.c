@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "disk/disk.h"
 #include "shrink.h"
 #include "sim_internal.h"
 #include "strategy.h"
@@ -165,9 +166,16 @@ static void explain_other(explainer *x, size_t i, uint32_t kind, uint64_t key, u
         sb_printf(&x->out, "probe: polled the parked tasks where only a timer could fire "
                            "next (timer-quiescent point #%llu)", k);
         break;
-    default:
-        sb_printf(&x->out, "%s: choice %u of %u", pl__dec_kind_name(kind), v, n);
+    default: {
+        char disk[400];
+        if (pl__disk_explain(disk, sizeof disk, kind, key, v, n, x->rec->files_blob,
+                             x->rec->files_count)) {
+            sb_printf(&x->out, "%s", disk);
+        } else {
+            sb_printf(&x->out, "%s: choice %u of %u", pl__dec_kind_name(kind), v, n);
+        }
         break;
+    }
     }
 }
 

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "check_contract.h"
+#include "disk/disk.h"
 #include "knobs_of.h"
 #include "net/net.h"
 #include "pollen/testing.h"
@@ -175,6 +176,8 @@ static int sim_wait(void *self, pl_executor *ex, pl_time deadline_ns)
     }
     bool runnable = pl_executor_runnable(s->ex) > 0;
     pl_time io_next = s->reactor != NULL ? pl__reactor_next_event(s->reactor) : PL_TIME_NEVER;
+    pl_time disk_next = pl__disk_next_event(s->disk);
+    io_next = disk_next < io_next ? disk_next : io_next;
     pl_time next = io_next < deadline_ns ? io_next : deadline_ns;
     if (!runnable && next == PL_TIME_NEVER && !s->remote_pending) {
         return PL_EDEADLK; /* quiescence: the runner takes over */
@@ -207,7 +210,29 @@ static int sim_wait(void *self, pl_executor *ex, pl_time deadline_ns)
     if (s->reactor != NULL) {
         pl__reactor_deliver(s->reactor, s->now);
     }
+    pl__disk_deliver(s->disk, s->now);
     return 0;
+}
+
+/* Handles are the network's or the disk's, told apart by number. */
+static int sim_io_register(void *self, pl_io_source *src)
+{
+    return pl__disk_owns(src->handle) ? pl__disk_io_register(self, src)
+                                      : pl__net_io_register(self, src);
+}
+
+static void sim_io_deregister(void *self, pl_io_source *src)
+{
+    if (pl__disk_owns(src->handle)) {
+        pl__disk_io_deregister(self, src);
+    } else {
+        pl__net_io_deregister(self, src);
+    }
+}
+
+static int sim_close(void *self, int handle)
+{
+    return pl__disk_owns(handle) ? pl__disk_close(self, handle) : pl__net_close(self, handle);
 }
 
 static const pl_system_vtable sim_vtable = {
@@ -217,11 +242,11 @@ static const pl_system_vtable sim_vtable = {
     .wait = sim_wait,
     .decide = sim_decide,
     .remote_wake = sim_remote_wake,
-    .io_register = pl__net_io_register,
-    .io_deregister = pl__net_io_deregister,
+    .io_register = sim_io_register,
+    .io_deregister = sim_io_deregister,
     .socket = pl__net_socket,
     .pipe = pl__net_pipe,
-    .close = pl__net_close,
+    .close = sim_close,
     .bind = pl__net_bind,
     .listen = pl__net_listen,
     .accept = pl__net_accept,
@@ -233,6 +258,15 @@ static const pl_system_vtable sim_vtable = {
     .sendto = pl__net_sendto,
     .recvfrom = pl__net_recvfrom,
     .shutdown = pl__net_shutdown,
+    .dir_open = pl__disk_dir_open,
+    .file_open = pl__disk_file_open,
+    .file_read = pl__disk_file_read,
+    .file_write = pl__disk_file_write,
+    .file_sync = pl__disk_file_sync,
+    .file_size = pl__disk_file_size,
+    .dir_rename = pl__disk_dir_rename,
+    .dir_unlink = pl__disk_dir_unlink,
+    .dir_list = pl__disk_dir_list,
 };
 
 /* ---- Lifecycle -------------------------------------------------------- */
@@ -334,6 +368,8 @@ void pl__sim_finish(pl__sim *s)
     s->ex = NULL;
     pl__reactor_destroy(s->reactor);
     s->reactor = NULL;
+    pl__disk_destroy(s->disk);
+    s->disk = NULL;
     pl__trace_destroy(s->trace);
     s->trace = NULL;
     pl__dec_finish(&s->dec);

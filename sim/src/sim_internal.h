@@ -22,6 +22,7 @@
 
 typedef struct pl__sim pl__sim;
 typedef struct pl__reactor pl__reactor;
+struct pl__disk;
 
 /* ---- For the reactor and the oracles --------------------------------- */
 
@@ -152,6 +153,7 @@ struct pl__sim {
     struct pl__strategy *strategy; /* strategy.c's per-run state; NULL: none */
     pl__trace *trace;
     pl__reactor *reactor;
+    struct pl__disk *disk;  /* the simulated disk (disk/); NULL until a file is used */
     const pl_scenario *scenario;
     pl_sim_options opts;
 
@@ -388,6 +390,9 @@ typedef struct pl__run_record {
     uint64_t deviated[PL_DECIDE__COUNT];
     pl__site *buggify;
     size_t buggify_len;
+    char *files_blob;       /* the disk's file names, by number (disk.h) */
+    size_t files_len;
+    uint32_t files_count;
 } pl__run_record;
 
 /* The buggify site of `key` in a finished run, or NULL. */

@@ -30,8 +30,10 @@
 /* Every pair in the zoo. A registered bug_ or fix_ scenario missing here
  * fails the registry test, so a new pair cannot go untested. */
 static const char *const zoo[] = {
-    "abort_permit",   "chan_register_late", "deadline_reset",     "edge_notify",
-    "event_clear",    "idle_timeout",       "join_repoll",        "poll_hang",
+    "abort_permit",   "chan_register_late", "checksum",           "deadline_reset",
+    "edge_notify",
+    "event_clear",    "idle_timeout",       "join_repoll",        "log_ack",
+    "poll_hang",
     "poll_spin",      "prefetch_leak",      "race_double_drop",   "reaper_orphan",
     "reply_busy",     "retry_stale",        "select_first_waker", "sem_release",
     "signal_drop",    "spin_wait",          "ticker_flush",       "ticker_lock",
@@ -157,11 +159,13 @@ static void expect_clean(const char *name, const char *knobs, bool rotate)
 
 ZOO_PAIR(abort_permit)
 ZOO_PAIR(chan_register_late)
+ZOO_PAIR(checksum)
 ZOO_PAIR(deadline_reset)
 ZOO_PAIR(edge_notify)
 ZOO_PAIR(event_clear)
 ZOO_PAIR(idle_timeout)
 ZOO_PAIR(join_repoll)
+ZOO_PAIR(log_ack)
 ZOO_PAIR(poll_spin)
 ZOO_PAIR(prefetch_leak)
 ZOO_PAIR(race_double_drop)

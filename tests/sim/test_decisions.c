@@ -1,7 +1,8 @@
 /* Every decision kind is exercised: a scenario that touches each thing the
  * simulator decides (schedule order, I/O readiness order, timer ties and
  * lateness, spurious wakes and polls, remote-wake delay, cancellation,
- * I/O faults and latency, buggify sites) runs over seeds with every knob
+ * I/O faults and latency, buggify sites, the disk's latency, faults,
+ * bit flips and crash losses) runs over seeds with every knob
  * on, and each kind must be consulted and must leave production's choice
  * at least once, with no finding: the simulator's faults are ones correct
  * code tolerates. */
@@ -96,8 +97,69 @@ static void piper_drop(pl_future *f)
 
 static const pl_future_vtable piper_vt = {"piper", piper_poll, piper_drop};
 
+/* Creates a file durably, writes a synced and an unsynced block, reads,
+ * then crashes the disk: every disk decision has its chance, and none of
+ * them may make it fail (errors are taken, bytes read are not trusted). */
+typedef struct filer {
+    pl_future base;
+    pl_dir dir;
+    pl_file file;
+    pl_file_open op;
+    pl_file_pwrite wr;
+    pl_file_fsync sy;
+    pl_file_pread rd;
+    char buf[64];
+} filer;
+
+static pl_poll_result filer_poll(pl_future *f, pl_context *cx)
+{
+    filer *p = (filer *)f;
+    PL_ASYNC_BEGIN(p);
+    if (pl_dir_open(cx->ex, &p->dir, "data", true) != 0) {
+        return PL_READY;
+    }
+    p->op = pl_file_open_init(&p->dir, "f", PL_FILE_READ | PL_FILE_WRITE | PL_FILE_CREATE, 0600);
+    PL_AWAIT(cx, &p->op);
+    p->file = pl_file_open_take(&p->op);
+    p->sy = pl_dir_sync(&p->dir);
+    PL_AWAIT(cx, &p->sy);
+    memset(p->buf, 'a', sizeof p->buf);
+    p->wr = pl_file_write_all(&p->file, p->buf, sizeof p->buf, 0);
+    PL_AWAIT(cx, &p->wr);
+    p->sy = pl_file_sync(&p->file);
+    PL_AWAIT(cx, &p->sy);
+    p->wr = pl_file_write_all(&p->file, p->buf, sizeof p->buf, sizeof p->buf);
+    PL_AWAIT(cx, &p->wr);
+    p->rd = pl_file_read(&p->file, p->buf, sizeof p->buf, 0);
+    PL_AWAIT(cx, &p->rd);
+    pl_always(pl_sim_disk_crash() >= 0, "a crash inside the run is allowed");
+    pl_file_close(&p->file);
+    pl_dir_close(&p->dir);
+    PL_ASYNC_END;
+}
+
+static void filer_drop(pl_future *f)
+{
+    filer *p = (filer *)f;
+    pl_drop_child(&p->op.base);
+    pl_drop_child(&p->wr.base);
+    pl_drop_child(&p->sy.base);
+    pl_drop_child(&p->rd.base);
+    pl_file_close(&p->file);
+    pl_dir_close(&p->dir);
+}
+
+static const pl_future_vtable filer_vt = {"filer", filer_poll, filer_drop};
+
 static int everything_setup(pl_executor *ex, void *state)
 {
+    filer fl;
+    memset(&fl, 0, sizeof fl);
+    fl.base = PL_FUTURE_INIT(&filer_vt);
+    int frc = PL_SPAWN(ex, fl, "filer", NULL);
+    if (frc != 0) {
+        return frc;
+    }
     (void)state;
     for (int i = 0; i < 3; i++) {
         sleeper s;
@@ -129,7 +191,8 @@ PL_SCENARIO(everything, .name = "test_everything",
 #define ALL_ON                                                                              \
     "schedule=32768,io_order=32768,timer_order=32768,timer_late=32768,"                    \
     "spurious_wake=32768,spurious_poll=32768,wake_delay=32768,cancel=8192,"                 \
-    "io_fault=32768,io_latency=32768,buggify_site=32768,buggify_fire=32768"
+    "io_fault=32768,io_latency=32768,buggify_site=32768,buggify_fire=32768,"                \
+    "disk_latency=32768,disk_fault=32768,disk_corrupt=32768,disk_lose=32768"
 
 Test(decisions, every_kind_is_consulted_and_deviates)
 {

@@ -813,6 +813,13 @@ LEAK_TEST(sim_oom, udp)
     sweep(&(run_spec){"oom_udp", 8, NULL, "io_fault=off", PL_FINDING_NONE, false});
 }
 
+/* oom_disk.c's scenario. */
+LEAK_TEST(sim_oom, disk)
+{
+    sweep(&(run_spec){"oom_disk", 2, NULL, "disk_lose=65536", PL_FINDING_NONE, false});
+    sweep(&(run_spec){"oom_disk", 2, NULL, "disk_lose=65536", PL_FINDING_NONE, true});
+}
+
 LEAK_TEST(sim_oom, lost_wakeup_stays_a_lost_wakeup)
 {
     sweep(&(run_spec){"oom_lost_wakeup", 1, NULL, NULL, PL_FINDING_LOST_WAKEUP, false});

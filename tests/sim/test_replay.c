@@ -343,8 +343,8 @@ LEAK_TEST(errors, truncated_files)
 
 LEAK_TEST(errors, corrupt_lines)
 {
-    expect_error(HEAD "decisions 2\nd s2:0 x2:1\nend\n", PL_EFORMAT, 4,
-                 "line 4: bad decision 'x2:1' (expected <kind letter><n>:<value>[*<repeat>], "
+    expect_error(HEAD "decisions 2\nd s2:0 z2:1\nend\n", PL_EFORMAT, 4,
+                 "line 4: bad decision 'z2:1' (expected <kind letter><n>:<value>[*<repeat>], "
                  "letters sitlwpdcfjbB)");
     expect_error(HEAD "decisions 1\nd s3:3\nend\n", PL_EFORMAT, 4,
                  "line 4: bad decision 's3:3' (expected n >= 2, value < n, repeat >= 1)");

@@ -35,6 +35,10 @@ extern "C" {
     X(EMFILE, -EMFILE, "too many open files")                                \
     X(ENOENT, -ENOENT, "no such file or directory")                          \
     X(EIO, -EIO, "input/output error")                                       \
+    X(EEXIST, -EEXIST, "file exists")                                        \
+    X(ENOSPC, -ENOSPC, "no space left on device")                            \
+    X(ENAMETOOLONG, -ENAMETOOLONG, "file name too long")                     \
+    X(EISDIR, -EISDIR, "is a directory")                                     \
     X(ENOSYS, -ENOSYS, "not supported by this system backend")               \
     X(EDEADLK, -EDEADLK, "no task can make progress")                        \
     X(ECLOSED, -10001, "channel closed")                                     \

@@ -16,6 +16,7 @@
 #include "pollen/sync.h"
 #include "pollen/combinators.h"
 #include "pollen/io.h"
+#include "pollen/file.h"
 
 #define PL_VERSION_STRING "0.1.0"
 

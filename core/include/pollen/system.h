@@ -30,10 +30,10 @@ typedef struct pl_executor pl_executor;
 
 /* The decisions core asks a system for (decide()). Choice 0 is always
  * what production does. The numbers are part of the replay format:
- * append only. The numbers in between belong to the simulator's own
+ * append only. The other numbers belong to the simulator's own
  * decisions (I/O order and faults, spurious wakes, wake delays, buggify
- * sites, probes), which its system takes by itself and core never asks
- * for; they are numbered in the simulator (sim/src/decide.h) and share
+ * sites, probes, the disk's), which its system takes by itself and core
+ * never asks for; they are numbered in the simulator (sim/src/decide.h) and share
  * this type and this number space. */
 typedef enum pl_decision_kind {
     PL_DECIDE_SCHEDULE = 0,      /* which runnable task is polled next; n = candidates */
@@ -75,7 +75,7 @@ void pl_io_source_ready(pl_io_source *src, uint32_t bits);
  * outside pl_run; never from a poll. */
 size_t pl_executor_drain_remote(pl_executor *ex);
 
-#define PL_SYSTEM_VERSION 1u
+#define PL_SYSTEM_VERSION 2u
 
 typedef struct pl_system_vtable {
     uint32_t version;  /* PL_SYSTEM_VERSION */
@@ -125,6 +125,37 @@ typedef struct pl_system_vtable {
     /* Shuts down one or both directions of a connected stream socket (how:
      * SHUT_RD, SHUT_WR, SHUT_RDWR). May be NULL: callers get PL_ENOSYS. */
     int (*shutdown)(void *self, int handle, int how);
+
+    /* Files and directories (pollen/file.h; version 2). Handles come from
+     * dir_open and file_open and are closed with close(); they are
+     * registered as sources like any handle. A system whose files never
+     * block (the real backend: regular files are always ready) completes
+     * every call at once; one that models a slow disk (the simulator) may
+     * say PL_EAGAIN and make the handle's source ready later: the caller
+     * then repeats the same call (read-side: file_read, dir_list; every
+     * other call is write-side). Any entry may be NULL: callers get
+     * PL_ENOSYS. `name` arguments are single path components (no '/'). */
+    /* Opens (create != 0: first creates) the directory at `path`. */
+    int (*dir_open)(void *self, const char *path, int create);
+    /* Opens `name` in directory `dir` with PL_FILE_* flags and a mode for
+     * a created file; returns a handle. */
+    int (*file_open)(void *self, int dir, const char *name, uint32_t flags, uint32_t mode);
+    /* Positional read and write (pread, pwrite): a byte count (0 at end
+     * of file) or a PL_E* code. Writes past the end extend the file with
+     * zeros in between. */
+    ssize_t (*file_read)(void *self, int handle, void *buf, size_t len, uint64_t offset);
+    ssize_t (*file_write)(void *self, int handle, const void *buf, size_t len, uint64_t offset);
+    /* fsync (data_only: fdatasync) of a file or a directory handle. */
+    int (*file_sync)(void *self, int handle, int data_only);
+    /* The file's size in bytes, or a PL_E* code. Never PL_EAGAIN. */
+    int64_t (*file_size)(void *self, int handle);
+    /* renameat and unlinkat within one directory. */
+    int (*dir_rename)(void *self, int dir, const char *from, const char *to);
+    int (*dir_unlink)(void *self, int dir, const char *name);
+    /* The directory's entry names ("." and ".." left out), each followed
+     * by a NUL, sorted bytewise, into buf: the bytes used, or
+     * PL_EMSGSIZE when they do not fit in len. */
+    ssize_t (*dir_list)(void *self, int dir, char *buf, size_t len);
 } pl_system_vtable;
 
 /* A system instance: a vtable and the instance it operates on. */

@@ -275,6 +275,38 @@ int pl_sim_write_replay(const pl_scenario *sc, const pl_sim_options *opts,
  * when the run differed (where, in err). out receives the run. */
 int pl_sim_replay_file(const char *path, pl_sim_result *out, char *err, size_t err_len);
 
+/* ---- The simulated disk ------------------------------------------------
+ * Under the simulator the file futures (pollen/file.h) run on an
+ * in-memory file system, one per simulation, created at the run's first
+ * pl_dir_open and freed with the run. Written data is visible at once and
+ * durable only after a sync of the file; a created, renamed or unlinked
+ * entry only after a sync of its directory. README, "Files and the
+ * simulated disk", has the whole model and the decision kinds
+ * (disk_latency, disk_fault, disk_corrupt, disk_lose). */
+
+/* Bytes one disk holds: durable bytes, unsynced writes (each plus 64
+ * bytes) and names. A write past it fails with PL_ENOSPC. */
+#define PL_SIM_DISK_BYTES_MAX ((uint64_t)64 << 20)
+/* Files and directories one disk holds (PL_ENOSPC beyond). */
+#define PL_SIM_DISK_FILES_MAX 4096u
+/* Open file and directory handles (PL_EMFILE beyond). */
+#define PL_SIM_DISK_HANDLES_MAX 1024u
+/* A delayed file operation completes 1 to PL_SIM_DISK_LATENCY_STEPS - 1
+ * quanta later (the disk_latency decision; 0: at once). */
+#define PL_SIM_DISK_LATENCY_STEPS 16u
+#define PL_SIM_DISK_LATENCY_QUANTUM_NS (250 * PL_US)
+
+/* Crashes the disk of the run on this thread, as a power cut does: every
+ * directory is back to its entries as of its latest sync, files no
+ * durable entry names are gone, each remaining file keeps its synced
+ * bytes plus the unsynced writes the disk_lose decision lets survive
+ * (none, all, or a torn prefix), and every file or directory handle
+ * opened before the crash fails with PL_EIO from then on (close it; open
+ * the directory again to recover). Call from scenario code inside the
+ * run (a poll). Returns how many files lost unsynced writes (0 also when
+ * no file was ever opened), or PL_EINVAL outside a simulated run. */
+int pl_sim_disk_crash(void);
+
 /* ---- Campaigns (Criterion tests and CI call these) ---------------------- */
 
 typedef struct pl_campaign_result {
@@ -359,7 +391,7 @@ int pl_sim_pct_estimate(const pl_scenario *sc, const pl_sim_options *opts, uint3
  * "schedule=32768,io_order=off,..." into buf. PL_SIM_KNOBS_TEXT_MAX bytes
  * always suffice. Returns 0, or PL_EINVAL for a bad strategy or knobs
  * text. opts may be NULL (defaults). */
-#define PL_SIM_KNOBS_TEXT_MAX 256
+#define PL_SIM_KNOBS_TEXT_MAX 512
 int pl_sim_knobs_text(const pl_sim_options *opts, char *buf, size_t len);
 
 typedef struct pl_sim_bounded_result {
