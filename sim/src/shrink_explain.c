@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "net/net.h"
 #include "shrink.h"
 #include "sim_internal.h"
 #include "strategy.h"
@@ -149,9 +150,15 @@ static void explain_other(explainer *x, size_t i, uint32_t kind, uint64_t key, u
         sb_printf(&x->out, "probe: polled the parked tasks where only a timer could fire "
                            "next (timer-quiescent point #%llu)", k);
         break;
-    default:
-        sb_printf(&x->out, "%s: choice %u of %u", pl__dec_kind_name(kind), v, n);
+    default: {
+        char link[160];
+        if (pl__net_explain(link, sizeof link, kind, key, v, n, e->time_ns)) {
+            sb_printf(&x->out, "%s", link);
+        } else {
+            sb_printf(&x->out, "%s: choice %u of %u", pl__dec_kind_name(kind), v, n);
+        }
         break;
+    }
     }
 }
 

@@ -1819,7 +1819,9 @@ Test(cli, bounded_strategy_enumerates_schedules)
     cr_assert_not_null(strstr(p.out, " explored, no finding, over decision kinds schedule, "
                                      "io_order, timer_order, timer_late, spurious_wake, "
                                      "wake_delay, cancel, io_fault, io_latency, buggify_site, "
-                                     "buggify_fire, probe; not explored: spurious_poll (off)\n"),
+                                     "buggify_fire, probe, link_latency, link_loss, link_dup, "
+                                     "link_reorder, link_reset, partition, clog; not explored: "
+                                     "spurious_poll (off)\n"),
                        "%s", p.out);
     proc_free(&p);
     /* The claim names the kinds its knobs left off. */

@@ -33,6 +33,7 @@
 #include <stdint.h>
 
 #include "pollen/pollen.h"
+#include "pollen/sim_net.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -166,6 +167,9 @@ typedef struct pl_sim_fault_options {
                                       (0..PL_SIM_TIMER_LATE_MAX; 0: never); default 4 */
     pl_time timer_late_quantum_ns; /* one lateness step (0..PL_SIM_FAULT_QUANTUM_MAX);
                                       default 1 ms */
+    pl_sim_link_options link;      /* every link between two hosts until pl_sim_link_set
+                                      changes one (pollen/sim_net.h); default
+                                      pl_sim_link_options_default */
 } pl_sim_fault_options;
 
 #define PL_SIM_LATENCY_STEPS_MAX 1024u
@@ -324,7 +328,7 @@ int pl_sim_pct_estimate(const pl_scenario *sc, const pl_sim_options *opts, uint3
  * "schedule=32768,io_order=off,..." into buf. PL_SIM_KNOBS_TEXT_MAX bytes
  * always suffice. Returns 0, or PL_EINVAL for a bad strategy or knobs
  * text. opts may be NULL (defaults). */
-#define PL_SIM_KNOBS_TEXT_MAX 256
+#define PL_SIM_KNOBS_TEXT_MAX 512
 int pl_sim_knobs_text(const pl_sim_options *opts, char *buf, size_t len);
 
 typedef struct pl_sim_bounded_result {

@@ -44,6 +44,8 @@
 #ifndef POLLEN_SIM_NET_H
 #define POLLEN_SIM_NET_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "sim_internal.h"
@@ -89,6 +91,12 @@ size_t pl__reactor_open_handles(const pl__reactor *r);
  * valid. */
 void pl__reactor_set_faults(pl__reactor *r, const pl_sim_fault_options *o);
 const pl_sim_fault_options *pl__reactor_faults(const pl__reactor *r);
+
+/* The shrinker's words for a non-zero decision of a link kind drawn at
+ * `at` (explain.c): writes one line without a newline into buf and
+ * returns true, or returns false for any other kind. */
+bool pl__net_explain(char *buf, size_t len, uint32_t kind, uint64_t key, uint32_t v, uint32_t n,
+                     pl_time at);
 
 /* The fault options a run uses: o->faults, or the defaults when NULL. */
 void pl__net_faults_of(const pl_sim_options *o, pl_sim_fault_options *out);
