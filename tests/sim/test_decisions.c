@@ -155,7 +155,7 @@ Test(decisions, every_kind_is_consulted_and_deviates)
     /* The link kinds need two hosts and change what correct code computes
      * (a lost datagram, a reset): tests/sim/test_links.c exercises them. A
      * number without a name is not assigned in this build. */
-    for (int k = 0; k < PL_DECIDE_LINK_LATENCY; k++) {
+    for (int k = 0; k < (int)PL_DECIDE_LINK_LATENCY; k++) {
         if (pl__dec_kind_name((uint32_t)k) == NULL) {
             continue;
         }
