@@ -1,0 +1,429 @@
+/* tests/sim/test_links.c: links between simulated hosts (pollen/sim_net.h).
+ *
+ * Two workloads cross the link 10.0.0.1 -> 10.0.0.2: datagrams (seq
+ * numbers, optionally echoed back) and one TCP-like stream (numbered
+ * bytes, checked in order). Each is driven by a table of actions the
+ * sender performs before its i-th message (partition, heal, hold...), and
+ * each run's outcome is copied out by the scenario's check. Runs use knobs
+ * that switch the link kinds off unless a test turns one on, so what a
+ * test asserts follows from its actions alone. */
+#include <criterion/criterion.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <pollen/sim.h>
+
+#include "leakcheck.h"
+#include "net/net.h"
+#include "sim_internal.h"
+
+TestSuite(links, .fini = pl_test_leak_check);
+
+enum { MSGS_MAX = 32, CHUNK = 100 };
+
+typedef enum act {
+    ACT_NONE,
+    ACT_PARTITION,
+    ACT_ONEWAY_AB,
+    ACT_ONEWAY_BA,
+    ACT_HEAL,
+    ACT_HOLD,
+    ACT_RELEASE,
+} act;
+
+/* What a test asks of the next run. */
+static struct cfg {
+    int msgs;
+    bool echo;
+    act acts[MSGS_MAX];
+} cfg;
+
+/* What the run saw, copied out by check(). */
+typedef struct outcome {
+    int got[2 * MSGS_MAX]; /* seqs in arrival order at B */
+    pl_time got_ns[2 * MSGS_MAX];
+    int got_len;
+    int echoes;            /* echoes back at A */
+    size_t bytes;          /* stream bytes the server read, in order */
+    bool in_order;
+    int srv_err, cli_err;  /* the first error each end of the stream saw */
+    pl_sim_link_state ab, ba;
+} outcome;
+
+static outcome seen;
+
+#define HOST_A "10.0.0.1"
+#define HOST_B "10.0.0.2"
+/* Timer lateness and spurious EAGAINs would move the times the tests
+ * assert; the schedule's kinds stay on. */
+#define QUIET "timer_late=off,io_fault=off,"
+#define LINKS_OFF                                                                                  \
+    QUIET "link_latency=off,link_loss=off,link_dup=off,link_reorder=off,link_reset=off,"           \
+          "partition=off,clog=off"
+
+static void perform(act a)
+{
+    int rc = 0;
+    switch (a) {
+    case ACT_PARTITION:
+        rc = pl_sim_partition(HOST_A, HOST_B);
+        break;
+    case ACT_ONEWAY_AB:
+        rc = pl_sim_partition_oneway(HOST_A, HOST_B);
+        break;
+    case ACT_ONEWAY_BA:
+        rc = pl_sim_partition_oneway(HOST_B, HOST_A);
+        break;
+    case ACT_HEAL:
+        rc = pl_sim_heal(HOST_A, HOST_B);
+        break;
+    case ACT_HOLD:
+        rc = pl_sim_hold(HOST_A, HOST_B);
+        break;
+    case ACT_RELEASE:
+        rc = pl_sim_release(HOST_B, HOST_A); /* either order names the pair */
+        break;
+    case ACT_NONE:
+        break;
+    }
+    pl_always(rc == 0, "a link call on two hosts succeeds");
+}
+
+/* ---- Datagrams ---------------------------------------------------------- */
+
+typedef struct udp_state {
+    pl_udp_socket a, b;
+    outcome out;
+} udp_state;
+
+static struct sockaddr_storage b_addr;
+static socklen_t b_len;
+
+typedef struct udp_tx {
+    pl_future base;
+    udp_state *st;
+    int i;
+    pl_udp_send send;
+    pl_sleep gap;
+} udp_tx;
+
+static pl_poll_result udp_tx_poll(pl_future *f, pl_context *cx)
+{
+    udp_tx *self = (udp_tx *)f;
+    PL_ASYNC_BEGIN(self);
+    for (self->i = 0; self->i < cfg.msgs; self->i++) {
+        perform(cfg.acts[self->i]);
+        self->send = pl_udp_send_to(&self->st->a, &self->i, sizeof self->i,
+                                    (const struct sockaddr *)&b_addr, b_len);
+        PL_AWAIT(cx, &self->send);
+        self->gap = pl_sleep_for(PL_MS);
+        PL_AWAIT(cx, &self->gap);
+    }
+    PL_ASYNC_END;
+}
+
+static void udp_tx_drop(pl_future *f)
+{
+    udp_tx *self = (udp_tx *)f;
+    pl_drop_child(&self->send.base);
+    pl_drop_child(&self->gap.base);
+}
+
+static const pl_future_vtable udp_tx_vt = {"udp_tx", udp_tx_poll, udp_tx_drop};
+
+/* Receives on one socket until 300 ms pass quietly; at B it notes each
+ * seq and, when asked, echoes it to its sender. */
+typedef struct udp_rx {
+    pl_future base;
+    udp_state *st;
+    bool at_b;
+    int seq;
+    pl_udp_recv recv;
+    pl_timeout quiet;
+    pl_udp_send send;
+} udp_rx;
+
+static pl_poll_result udp_rx_poll(pl_future *f, pl_context *cx)
+{
+    udp_rx *self = (udp_rx *)f;
+    outcome *o = &self->st->out;
+    PL_ASYNC_BEGIN(self);
+    for (;;) {
+        self->recv = pl_udp_recv_from(self->at_b ? &self->st->b : &self->st->a, &self->seq,
+                                      sizeof self->seq);
+        self->quiet = pl_timeout_init(&self->recv.base, 300 * PL_MS);
+        PL_AWAIT(cx, &self->quiet);
+        if (self->quiet.result != 0 || self->recv.result < 0) {
+            break;
+        }
+        if (!self->at_b) {
+            o->echoes++;
+            continue;
+        }
+        if (o->got_len < 2 * MSGS_MAX) {
+            o->got_ns[o->got_len] = pl_now(cx->ex);
+            o->got[o->got_len++] = self->seq;
+        }
+        if (cfg.echo) {
+            self->send = pl_udp_send_to(&self->st->b, &self->seq, sizeof self->seq,
+                                        (const struct sockaddr *)&self->recv.from,
+                                        self->recv.from_len);
+            PL_AWAIT(cx, &self->send);
+        }
+    }
+    PL_ASYNC_END;
+}
+
+static void udp_rx_drop(pl_future *f)
+{
+    udp_rx *self = (udp_rx *)f;
+    pl_drop_child(&self->quiet.base);
+    pl_drop_child(&self->send.base);
+}
+
+static const pl_future_vtable udp_rx_vt = {"udp_rx", udp_rx_poll, udp_rx_drop};
+
+static int udp_setup(pl_executor *ex, void *state)
+{
+    udp_state *st = state;
+    int rc = pl_udp_bind_str(ex, &st->a, HOST_A ":5000");
+    if (rc == 0) {
+        rc = pl_udp_bind_str(ex, &st->b, HOST_B ":6000");
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    b_len = sizeof b_addr;
+    pl_udp_local_addr(&st->b, &b_addr, &b_len);
+    udp_tx tx = {.base = PL_FUTURE_INIT(&udp_tx_vt), .st = st};
+    udp_rx rb = {.base = PL_FUTURE_INIT(&udp_rx_vt), .st = st, .at_b = true};
+    udp_rx ra = {.base = PL_FUTURE_INIT(&udp_rx_vt), .st = st, .at_b = false};
+    rc = PL_SPAWN(ex, tx, "udp_tx", NULL);
+    if (rc == 0) {
+        rc = PL_SPAWN(ex, rb, "udp_rx_b", NULL);
+    }
+    return rc != 0 ? rc : PL_SPAWN(ex, ra, "udp_rx_a", NULL);
+}
+
+static void copy_links(outcome *o)
+{
+    pl_sim_link_get(HOST_A, HOST_B, &o->ab);
+    pl_sim_link_get(HOST_B, HOST_A, &o->ba);
+}
+
+static int udp_check(pl_executor *ex, void *state, char *msg, size_t len)
+{
+    (void)ex, (void)msg, (void)len;
+    udp_state *st = state;
+    copy_links(&st->out);
+    seen = st->out;
+    return 0;
+}
+
+static void udp_teardown(void *state)
+{
+    udp_state *st = state;
+    pl_udp_close(&st->a);
+    pl_udp_close(&st->b);
+}
+
+PL_SCENARIO(udp_pair, .name = "test_links_udp", .summary = "datagrams over 10.0.0.1 -> 2",
+            .state_size = sizeof(udp_state), .setup = udp_setup, .check = udp_check,
+            .teardown = udp_teardown);
+
+/* Runs a scenario with `knobs` on seed 0 and returns its finding kind. */
+static pl_finding_kind run(const pl_scenario *sc, const char *knobs, uint64_t seed,
+                           pl_sim_result *keep)
+{
+    memset(&seen, 0, sizeof seen);
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.knobs = knobs;
+    o.seed = seed;
+    pl_sim_result r;
+    cr_assert_eq(pl_sim_run(sc, &o, &r), 0, "%s", r.finding.message);
+    pl_finding_kind k = r.finding.kind;
+    cr_assert_eq(k, PL_FINDING_NONE, "%s: %s", pl_finding_name(k), r.finding.message);
+    if (keep != NULL) {
+        *keep = r;
+    } else {
+        pl_sim_result_free(&r);
+    }
+    return k;
+}
+
+static void udp_plan(int msgs, bool echo)
+{
+    memset(&cfg, 0, sizeof cfg);
+    cfg.msgs = msgs;
+    cfg.echo = echo;
+}
+
+static void expect_got(const int *want, int n)
+{
+    cr_assert_eq(seen.got_len, n, "got %d datagrams, want %d", seen.got_len, n);
+    for (int i = 0; i < n; i++) {
+        cr_assert_eq(seen.got[i], want[i], "arrival %d: seq %d, want %d", i, seen.got[i],
+                     want[i]);
+    }
+}
+
+Test(links, partition_loses_datagrams_until_healed)
+{
+    udp_plan(10, false);
+    cfg.acts[3] = ACT_PARTITION;
+    cfg.acts[6] = ACT_HEAL;
+    run(&udp_pair, LINKS_OFF, 0, NULL);
+    /* Seq 2 (sent at 2 ms) lands at 2.5 ms, before the cut at 3 ms; 3..5
+     * arrive on a cut link; 6 leaves after the heal. */
+    static const int want[] = {0, 1, 2, 6, 7, 8, 9};
+    expect_got(want, 7);
+    cr_assert_eq(seen.ab.dgrams_sent, 10);
+    cr_assert_eq(seen.ab.dgrams_lost, 3);
+    cr_assert_eq(seen.ab.partitions, 1);
+    cr_assert_eq(seen.ba.partitions, 1, "both ways");
+    cr_assert(!seen.ab.cut && !seen.ba.cut, "healed");
+}
+
+Test(links, oneway_partition_cuts_one_direction)
+{
+    udp_plan(10, true);
+    cfg.acts[3] = ACT_ONEWAY_AB;
+    cfg.acts[6] = ACT_HEAL;
+    run(&udp_pair, LINKS_OFF, 0, NULL);
+    static const int want[] = {0, 1, 2, 6, 7, 8, 9};
+    expect_got(want, 7);
+    cr_assert_eq(seen.echoes, 7, "every seq B got is echoed back");
+    cr_assert_eq(seen.ba.partitions, 0);
+
+    cfg.acts[3] = ACT_ONEWAY_BA;
+    run(&udp_pair, LINKS_OFF, 0, NULL);
+    static const int all[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    expect_got(all, 10);
+    cr_assert_eq(seen.echoes, 7, "the echoes of 3..5 cross the cut way");
+    cr_assert_eq(seen.ba.dgrams_lost, 3);
+}
+
+Test(links, hold_keeps_datagrams_until_release)
+{
+    udp_plan(10, false);
+    cfg.acts[3] = ACT_HOLD;
+    cfg.acts[6] = ACT_RELEASE;
+    run(&udp_pair, LINKS_OFF, 0, NULL);
+    static const int all[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    expect_got(all, 10);
+    cr_assert_eq(seen.ab.dgrams_lost, 0);
+    /* 3, 4 and 5 waited for the release at 6 ms. */
+    cr_assert_eq(seen.got_ns[3], 6 * PL_MS, "%lld", (long long)seen.got_ns[3]);
+    cr_assert_eq(seen.got_ns[5], 6 * PL_MS);
+    cr_assert_eq(seen.got_ns[2], 2 * PL_MS + 500 * PL_US, "the default base latency");
+}
+
+/* ---- The link kinds, one at a time ------------------------------------- */
+
+static char knobs_buf[512];
+
+/* The link kinds off but `kind`, which leaves 0 with probability `prob`. */
+static const char *only_at(const char *kind, uint32_t prob)
+{
+    static const char *const kinds[] = {"link_latency", "link_loss", "link_dup", "link_reorder",
+                                        "link_reset",   "partition", "clog"};
+    size_t used = (size_t)snprintf(knobs_buf, sizeof knobs_buf, "%s", QUIET);
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        bool on = strcmp(kinds[i], kind) == 0;
+        used += (size_t)snprintf(knobs_buf + used, sizeof knobs_buf - used, "%s=",
+                                 kinds[i]);
+        used += (size_t)(on ? snprintf(knobs_buf + used, sizeof knobs_buf - used, "%u", prob)
+                            : snprintf(knobs_buf + used, sizeof knobs_buf - used, "off"));
+        if (i + 1 < sizeof kinds / sizeof kinds[0]) {
+            knobs_buf[used++] = ',';
+        }
+    }
+    return knobs_buf;
+}
+
+static const char *only(const char *kind) { return only_at(kind, 65536); }
+
+static uint64_t nonzero_of(const pl_sim_result *r, uint32_t kind)
+{
+    const pl__run_record *rec = pl__sim_result_record(r);
+    uint64_t n = 0;
+    for (size_t i = 0; i < rec->decisions_len; i++) {
+        n += rec->decisions[i].kind == kind && rec->decisions[i].value != 0;
+    }
+    return n;
+}
+
+static void run_only(const char *kind, uint32_t k)
+{
+    pl_sim_result r;
+    run(&udp_pair, only(kind), 0, &r);
+    cr_assert_gt(nonzero_of(&r, k), 0, "%s fired", kind);
+    pl_sim_result_free(&r);
+}
+
+Test(links, each_datagram_kind_fires)
+{
+    udp_plan(10, false);
+    run_only("link_latency", PL_DECIDE_LINK_LATENCY);
+    cr_assert_geq(seen.got_ns[0], 600 * PL_US, "base plus at least one jitter quantum");
+    run_only("link_loss", PL_DECIDE_LINK_LOSS);
+    cr_assert_eq(seen.got_len, 0);
+    cr_assert_eq(seen.ab.dgrams_lost, 10);
+    run_only("link_dup", PL_DECIDE_LINK_DUP);
+    cr_assert_eq(seen.got_len, 20);
+    run_only("link_reorder", PL_DECIDE_LINK_REORDER);
+    cr_assert_eq(seen.got_len, 10);
+    cr_assert_eq(seen.got_ns[0], 2500 * PL_US, "held back by reorder_ns");
+    run_only("partition", PL_DECIDE_PARTITION);
+    cr_assert_gt(seen.ab.partitions, 0);
+    cr_assert_lt(seen.got_len, 10);
+    run_only("clog", PL_DECIDE_CLOG);
+    cr_assert_eq(seen.got_len, 10, "a clog delays, it loses nothing");
+    cr_assert_geq(seen.got_ns[0], PL_MS);
+}
+
+Test(links, reordering_by_decision_swaps_datagrams)
+{
+    udp_plan(10, false);
+    bool swapped = false;
+    for (uint64_t seed = 0; seed < 20 && !swapped; seed++) {
+        run(&udp_pair, only_at("link_reorder", 32768), seed, NULL);
+        cr_assert_eq(seen.got_len, 10);
+        for (int i = 1; i < seen.got_len; i++) {
+            swapped |= seen.got[i] < seen.got[i - 1];
+        }
+    }
+    cr_assert(swapped, "some seed delivers a later datagram first");
+}
+
+Test(links, explanations_name_the_link)
+{
+    uint64_t key = (uint64_t)0x0a000001 << 32 | 0x0a000002;
+    char buf[160];
+    /* fault_steps 8: n = 17; 10 is one-way with k = 2 (2 ms). */
+    cr_assert(pl__net_explain(buf, sizeof buf, PL_DECIDE_PARTITION, key, 10, 17, 3 * PL_MS));
+    cr_assert_str_eq(buf, "partition: link 10.0.0.1 -> 10.0.0.2 cut at 3.000 ms (one-way), "
+                          "healed at 5.000 ms");
+    cr_assert(pl__net_explain(buf, sizeof buf, PL_DECIDE_PARTITION, key, 4, 17, 3 * PL_MS));
+    cr_assert_str_eq(buf, "partition: link 10.0.0.1 <-> 10.0.0.2 cut at 3.000 ms (both ways), "
+                          "healed at 11.000 ms");
+    cr_assert(pl__net_explain(buf, sizeof buf, PL_DECIDE_CLOG, key, 1, 9, PL_MS));
+    cr_assert_str_eq(buf, "clog: link 10.0.0.1 -> 10.0.0.2 held its traffic at 1.000 ms, "
+                          "released at 2.000 ms");
+    static const struct {
+        uint32_t kind;
+        const char *start;
+    } kinds[] = {
+        {PL_DECIDE_LINK_LATENCY, "link latency: a crossing of 10.0.0.1 -> 10.0.0.2"},
+        {PL_DECIDE_LINK_LOSS, "link loss: a datagram on 10.0.0.1 -> 10.0.0.2 was lost"},
+        {PL_DECIDE_LINK_DUP, "link dup: "},
+        {PL_DECIDE_LINK_REORDER, "link reorder: "},
+        {PL_DECIDE_LINK_RESET, "link reset: "},
+    };
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        cr_assert(pl__net_explain(buf, sizeof buf, kinds[i].kind, key, 1, 8, 0));
+        cr_assert_eq(strncmp(buf, kinds[i].start, strlen(kinds[i].start)), 0, "%s", buf);
+    }
+    cr_assert(!pl__net_explain(buf, sizeof buf, PL_DECIDE_IO_FAULT, key, 1, 2, 0));
+}
