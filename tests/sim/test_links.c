@@ -36,6 +36,7 @@ static struct cfg {
     int msgs;
     bool echo;
     act acts[MSGS_MAX];
+    const char *a; /* the first host of the actions; NULL: HOST_A */
 } cfg;
 
 /* What the run saw, copied out by check(). */
@@ -61,27 +62,28 @@ static outcome seen;
     QUIET "link_latency=off,link_loss=off,link_dup=off,link_reorder=off,link_reset=off,"           \
           "partition=off,clog=off"
 
-static void perform(act a)
+static void perform(act what)
 {
+    const char *a = cfg.a != NULL ? cfg.a : HOST_A;
     int rc = 0;
-    switch (a) {
+    switch (what) {
     case ACT_PARTITION:
-        rc = pl_sim_partition(HOST_A, HOST_B);
+        rc = pl_sim_partition(a, HOST_B);
         break;
     case ACT_ONEWAY_AB:
-        rc = pl_sim_partition_oneway(HOST_A, HOST_B);
+        rc = pl_sim_partition_oneway(a, HOST_B);
         break;
     case ACT_ONEWAY_BA:
-        rc = pl_sim_partition_oneway(HOST_B, HOST_A);
+        rc = pl_sim_partition_oneway(HOST_B, a);
         break;
     case ACT_HEAL:
-        rc = pl_sim_heal(HOST_A, HOST_B);
+        rc = pl_sim_heal(a, HOST_B);
         break;
     case ACT_HOLD:
-        rc = pl_sim_hold(HOST_A, HOST_B);
+        rc = pl_sim_hold(a, HOST_B);
         break;
     case ACT_RELEASE:
-        rc = pl_sim_release(HOST_B, HOST_A); /* either order names the pair */
+        rc = pl_sim_release(HOST_B, a); /* either order names the pair */
         break;
     case ACT_NONE:
         break;
@@ -183,9 +185,19 @@ static void udp_rx_drop(pl_future *f)
 
 static const pl_future_vtable udp_rx_vt = {"udp_rx", udp_rx_poll, udp_rx_drop};
 
+static bool slow_link; /* the setup gives 10.0.0.1 -> 2 a 7 ms latency */
+
 static int udp_setup(pl_executor *ex, void *state)
 {
     udp_state *st = state;
+    if (slow_link) {
+        pl_sim_link_options o;
+        pl_sim_link_options_default(&o);
+        o.latency_ns = 7 * PL_MS;
+        if (pl_sim_link_set(HOST_A, HOST_B, &o) != 0) {
+            return PL_EINVAL;
+        }
+    }
     int rc = pl_udp_bind_str(ex, &st->a, HOST_A ":5000");
     if (rc == 0) {
         rc = pl_udp_bind_str(ex, &st->b, HOST_B ":6000");
@@ -426,4 +438,296 @@ Test(links, explanations_name_the_link)
         cr_assert_eq(strncmp(buf, kinds[i].start, strlen(kinds[i].start)), 0, "%s", buf);
     }
     cr_assert(!pl__net_explain(buf, sizeof buf, PL_DECIDE_IO_FAULT, key, 1, 2, 0));
+}
+
+/* ---- A stream ----------------------------------------------------------- */
+
+/* Byte k of the stream is k % 251: a lost, doubled or reordered segment
+ * shows at once. */
+typedef struct tcp_state {
+    pl_tcp_listener l;
+    outcome out;
+} tcp_state;
+
+typedef struct tcp_srv {
+    pl_future base;
+    tcp_state *st;
+    pl_tcp_accept acc;
+    pl_timeout acc_quiet;
+    pl_tcp_stream s;
+    uint8_t buf[512];
+    pl_io_read rd;
+} tcp_srv;
+
+static pl_poll_result tcp_srv_poll(pl_future *f, pl_context *cx)
+{
+    tcp_srv *self = (tcp_srv *)f;
+    outcome *o = &self->st->out;
+    PL_ASYNC_BEGIN(self);
+    o->in_order = true;
+    /* A connection attempt may time out on a cut link: then nobody comes. */
+    self->acc = pl_tcp_accept_init(&self->st->l);
+    self->acc_quiet = pl_timeout_init(&self->acc.base, PL_S);
+    PL_AWAIT(cx, &self->acc_quiet);
+    if (self->acc_quiet.result != 0 || self->acc.result != 0) {
+        o->srv_err = self->acc_quiet.result != 0 ? self->acc_quiet.result : self->acc.result;
+        return PL_READY;
+    }
+    self->s = pl_tcp_accept_take(&self->acc);
+    for (;;) {
+        self->rd = pl_tcp_read(&self->s, self->buf, sizeof self->buf);
+        PL_AWAIT(cx, &self->rd);
+        if (self->rd.result <= 0) {
+            o->srv_err = (int)self->rd.result;
+            break;
+        }
+        for (ssize_t i = 0; i < self->rd.result; i++) {
+            o->in_order &= self->buf[i] == (uint8_t)((o->bytes + (size_t)i) % 251);
+        }
+        o->bytes += (size_t)self->rd.result;
+    }
+    pl_tcp_close(&self->s);
+    PL_ASYNC_END;
+}
+
+static void tcp_srv_drop(pl_future *f)
+{
+    tcp_srv *self = (tcp_srv *)f;
+    pl_drop_child(&self->acc_quiet.base);
+    pl_drop_child(&self->rd.base);
+    pl_tcp_close(&self->s);
+}
+
+static const pl_future_vtable tcp_srv_vt = {"tcp_srv", tcp_srv_poll, tcp_srv_drop};
+
+/* Connects from 127.0.0.1, writes cfg.msgs chunks 1 ms apart (acting
+ * before each), shuts its side down and reads until the end or an error. */
+typedef struct tcp_cli {
+    pl_future base;
+    tcp_state *st;
+    pl_tcp_connect conn;
+    pl_tcp_stream s;
+    int i;
+    uint8_t buf[CHUNK];
+    pl_io_write_all wr;
+    pl_io_read rd;
+    pl_sleep gap;
+} tcp_cli;
+
+static pl_poll_result tcp_cli_poll(pl_future *f, pl_context *cx)
+{
+    tcp_cli *self = (tcp_cli *)f;
+    outcome *o = &self->st->out;
+    PL_ASYNC_BEGIN(self);
+    self->conn = pl_tcp_connect_str(HOST_B ":80");
+    PL_AWAIT(cx, &self->conn);
+    if (self->conn.result != 0) {
+        o->cli_err = self->conn.result;
+        return PL_READY;
+    }
+    self->s = pl_tcp_connect_take(&self->conn);
+    for (self->i = 0; self->i < cfg.msgs; self->i++) {
+        perform(cfg.acts[self->i]);
+        for (int k = 0; k < CHUNK; k++) {
+            self->buf[k] = (uint8_t)(((size_t)self->i * CHUNK + (size_t)k) % 251);
+        }
+        self->wr = pl_tcp_write_all(&self->s, self->buf, CHUNK);
+        PL_AWAIT(cx, &self->wr);
+        if (self->wr.result < 0) {
+            o->cli_err = (int)self->wr.result;
+            break;
+        }
+        self->gap = pl_sleep_for(PL_MS);
+        PL_AWAIT(cx, &self->gap);
+    }
+    if (o->cli_err == 0) {
+        pl_tcp_shutdown(&self->s, SHUT_WR);
+        self->rd = pl_tcp_read(&self->s, self->buf, sizeof self->buf);
+        PL_AWAIT(cx, &self->rd);
+        o->cli_err = (int)self->rd.result;
+    }
+    pl_tcp_close(&self->s);
+    PL_ASYNC_END;
+}
+
+static void tcp_cli_drop(pl_future *f)
+{
+    tcp_cli *self = (tcp_cli *)f;
+    pl_drop_child(&self->conn.base);
+    pl_drop_child(&self->wr.base);
+    pl_drop_child(&self->rd.base);
+    pl_drop_child(&self->gap.base);
+    pl_tcp_close(&self->s);
+}
+
+static const pl_future_vtable tcp_cli_vt = {"tcp_cli", tcp_cli_poll, tcp_cli_drop};
+
+static bool setup_cut; /* the setup cuts the stream's link before it connects */
+
+static int tcp_setup(pl_executor *ex, void *state)
+{
+    tcp_state *st = state;
+    if (setup_cut && pl_sim_partition("127.0.0.1", HOST_B) != 0) {
+        return PL_EINVAL;
+    }
+    int rc = pl_tcp_listen_str(ex, &st->l, HOST_B ":80", 4);
+    if (rc != 0) {
+        return rc;
+    }
+    tcp_srv srv = {.base = PL_FUTURE_INIT(&tcp_srv_vt), .st = st};
+    tcp_cli cli = {.base = PL_FUTURE_INIT(&tcp_cli_vt), .st = st};
+    rc = PL_SPAWN(ex, srv, "tcp_srv", NULL);
+    return rc != 0 ? rc : PL_SPAWN(ex, cli, "tcp_cli", NULL);
+}
+
+static int tcp_check(pl_executor *ex, void *state, char *msg, size_t len)
+{
+    (void)ex, (void)msg, (void)len;
+    tcp_state *st = state;
+    pl_sim_link_get("127.0.0.1", HOST_B, &st->out.ab);
+    pl_sim_link_get(HOST_B, "127.0.0.1", &st->out.ba);
+    seen = st->out;
+    return 0;
+}
+
+static void tcp_teardown(void *state) { pl_tcp_listener_close(&((tcp_state *)state)->l); }
+
+PL_SCENARIO(tcp_pair, .name = "test_links_tcp", .summary = "a stream 127.0.0.1 -> 10.0.0.2",
+            .state_size = sizeof(tcp_state), .setup = tcp_setup, .check = tcp_check,
+            .teardown = tcp_teardown);
+
+static void tcp_plan(act at5, act at15)
+{
+    memset(&cfg, 0, sizeof cfg);
+    cfg.msgs = 20;
+    cfg.a = "127.0.0.1";
+    cfg.acts[5] = at5;
+    cfg.acts[15] = at15;
+}
+
+Test(links, stream_keeps_order_across_partition_and_heal)
+{
+    /* Cut at 5 ms, healed at 15 ms: well within break_after_ns (100 ms). */
+    static const act cuts[] = {ACT_PARTITION, ACT_ONEWAY_AB, ACT_ONEWAY_BA, ACT_HOLD};
+    static const act ends[] = {ACT_HEAL, ACT_HEAL, ACT_HEAL, ACT_RELEASE};
+    for (size_t i = 0; i < 4; i++) {
+        tcp_plan(cuts[i], ends[i]);
+        run(&tcp_pair, LINKS_OFF, 0, NULL);
+        cr_assert_eq(seen.bytes, 20u * CHUNK, "case %zu: %zu bytes", i, seen.bytes);
+        cr_assert(seen.in_order, "case %zu", i);
+        cr_assert_eq(seen.srv_err, 0, "case %zu: end of stream", i);
+        cr_assert_eq(seen.cli_err, 0, "case %zu: end of stream", i);
+        cr_assert_eq(seen.ab.resets, 0);
+    }
+    /* With the link kinds on, over seeds: whatever the decisions (but
+     * resets, which break on purpose), the bytes come in order. */
+    uint64_t cut_and_whole = 0;
+    for (uint64_t seed = 0; seed < 40; seed++) {
+        tcp_plan(ACT_NONE, ACT_NONE);
+        run(&tcp_pair, QUIET "link_reset=off,partition=16384,clog=16384", seed, NULL);
+        cr_assert(seen.in_order, "seed %llu", (unsigned long long)seed);
+        cut_and_whole += seen.ab.partitions > 0 && seen.bytes == 20u * CHUNK;
+        if (seen.ab.resets + seen.ba.resets == 0 && seen.cli_err != PL_ETIMEDOUT) {
+            cr_assert_eq(seen.bytes, 20u * CHUNK, "seed %llu", (unsigned long long)seed);
+        }
+    }
+    cr_assert_gt(cut_and_whole, 0, "some seed cut the link and the stream survived it");
+}
+
+Test(links, long_partition_breaks_the_stream_at_both_ends)
+{
+    tcp_plan(ACT_PARTITION, ACT_NONE);
+    run(&tcp_pair, LINKS_OFF, 0, NULL);
+    cr_assert_lt(seen.bytes, 20u * CHUNK);
+    cr_assert(seen.in_order, "what arrived before the break is whole");
+    cr_assert_eq(seen.srv_err, PL_ECONNRESET);
+    cr_assert_eq(seen.cli_err, PL_ECONNRESET);
+    cr_assert_eq(seen.ab.resets + seen.ba.resets, 1);
+}
+
+Test(links, reset_decision_is_seen_by_both_ends)
+{
+    tcp_plan(ACT_NONE, ACT_NONE);
+    pl_sim_result r;
+    run(&tcp_pair, only("link_reset"), 0, &r);
+    cr_assert_gt(nonzero_of(&r, PL_DECIDE_LINK_RESET), 0);
+    pl_sim_result_free(&r);
+    cr_assert_eq(seen.bytes, 0u, "the first write broke the connection");
+    cr_assert_eq(seen.cli_err, PL_ECONNRESET);
+    cr_assert_eq(seen.srv_err, PL_ECONNRESET);
+    cr_assert_eq(seen.ab.resets, 1);
+}
+
+Test(links, connect_on_a_cut_link_times_out)
+{
+    tcp_plan(ACT_NONE, ACT_NONE);
+    cfg.msgs = 0;
+    /* Cut from the setup on: the attempt waits break_after_ns, then fails. */
+    cfg.acts[0] = ACT_NONE;
+    setup_cut = true;
+    run(&tcp_pair, LINKS_OFF, 0, NULL);
+    setup_cut = false;
+    cr_assert_eq(seen.cli_err, PL_ETIMEDOUT);
+}
+
+/* ---- Errors ------------------------------------------------------------- */
+
+static int errors_setup(pl_executor *ex, void *state)
+{
+    (void)ex, (void)state;
+    pl_always(pl_sim_partition("192.168.0.1", HOST_B) == PL_EINVAL, "not a host");
+    pl_always(pl_sim_partition("10.0.0.1:80", HOST_B) == PL_EINVAL, "a port is not a host");
+    pl_always(pl_sim_heal(NULL, HOST_B) == PL_EINVAL, "NULL");
+    pl_always(pl_sim_hold(HOST_A, HOST_A) == PL_EINVAL, "one host has no link");
+    pl_always(pl_sim_release("127.0.0.1", "127.0.0.9") == PL_EINVAL, "loopback is one host");
+    pl_sim_link_options o;
+    pl_sim_link_options_default(&o);
+    o.jitter_steps = 0;
+    pl_always(pl_sim_link_set(HOST_A, HOST_B, &o) == PL_EINVAL, "bad options");
+    pl_always(pl_sim_link_set(HOST_A, HOST_B, NULL) == PL_EINVAL, "no options");
+    pl_sim_link_state st;
+    pl_always(pl_sim_link_get(HOST_A, HOST_B, &st) == 0 && !st.cut && st.dgrams_sent == 0,
+              "an unused link is open");
+    o.jitter_steps = 1;
+    o.latency_ns = 7 * PL_MS;
+    pl_always(pl_sim_link_set(HOST_A, HOST_B, &o) == 0, "good options");
+    pl_always(pl_sim_link_get(HOST_A, HOST_B, &st) == 0 && st.options.latency_ns == 7 * PL_MS,
+              "set options are read back");
+    pl_always(pl_sim_link_get(HOST_B, HOST_A, &st) == 0 && st.options.latency_ns == 500 * PL_US,
+              "the other way keeps the default");
+    pl_always(pl_sim_partition_oneway(HOST_A, HOST_B) == 0, "cut");
+    pl_always(pl_sim_link_get(HOST_A, HOST_B, &st) == 0 && st.cut &&
+                  st.cut_until_ns == PL_TIME_NEVER,
+              "cut until healed");
+    pl_always(pl_sim_link_get(HOST_B, HOST_A, &st) == 0 && !st.cut, "one way only");
+    return 0;
+}
+
+PL_SCENARIO(errors, .name = "test_links_errors", .summary = "the link calls' errors",
+            .setup = errors_setup);
+
+Test(links, calls_check_their_arguments)
+{
+    cr_assert_eq(pl_sim_partition(HOST_A, HOST_B), PL_ENOSYS, "no simulation on this thread");
+    cr_assert_eq(pl_sim_link_get(HOST_A, HOST_B, &seen.ab), PL_ENOSYS);
+    run(&errors, NULL, 0, NULL);
+    pl_sim_link_options o;
+    pl_sim_link_options_default(&o);
+    char err[128];
+    o.break_after_ns = 0;
+    cr_assert_eq(pl_sim_link_options_validate(&o, err, sizeof err), PL_EINVAL);
+    cr_assert_str_eq(err, "link options: break_after_ns 0 is outside 1..3600000000000");
+}
+
+/* Delays set per link apply to that link: a stream over a slow link takes
+ * its latency per crossing. */
+Test(links, set_link_latency_is_used)
+{
+    udp_plan(3, false);
+    cfg.acts[0] = ACT_NONE;
+    slow_link = true;
+    run(&udp_pair, LINKS_OFF, 0, NULL);
+    slow_link = false;
+    cr_assert_eq(seen.got_len, 3);
+    cr_assert_eq(seen.got_ns[0], 7 * PL_MS);
 }

@@ -180,6 +180,9 @@ void pl__net_chan_detach(pl__reactor *r, ep *e, bool graceful)
 static void break_conn(pl__reactor *r, chan *c)
 {
     ep *ends[2] = {c->writer, c->reader};
+    if (ends[0] == NULL && c->reader != NULL && c->reader->tx != NULL) {
+        ends[0] = c->reader->tx->reader; /* the writer shut down: it still reads */
+    }
     for (int i = 0; i < 2; i++) {
         if (ends[i] != NULL && ends[i]->state == ST_CONNECTED) {
             pl__net_reset_conn(r, ends[i], false);
