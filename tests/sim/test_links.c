@@ -37,6 +37,7 @@ static struct cfg {
     bool echo;
     act acts[MSGS_MAX];
     const char *a; /* the first host of the actions; NULL: HOST_A */
+    bool all_or_fail; /* check(): every datagram must arrive */
 } cfg;
 
 /* What the run saw, copied out by check(). */
@@ -225,10 +226,13 @@ static void copy_links(outcome *o)
 
 static int udp_check(pl_executor *ex, void *state, char *msg, size_t len)
 {
-    (void)ex, (void)msg, (void)len;
+    (void)ex;
     udp_state *st = state;
     copy_links(&st->out);
     seen = st->out;
+    if (cfg.all_or_fail && seen.got_len < cfg.msgs) {
+        return pl_check_fail(msg, len, "%d of %d datagrams arrived", seen.got_len, cfg.msgs);
+    }
     return 0;
 }
 
@@ -730,4 +734,37 @@ Test(links, set_link_latency_is_used)
     slow_link = false;
     cr_assert_eq(seen.got_len, 3);
     cr_assert_eq(seen.got_ns[0], 7 * PL_MS);
+}
+
+/* A finding caused by a cut shrinks to the partition, and the shrinker
+ * says which link was cut, when, which way, and when it healed. */
+Test(links, shrunk_partition_explains_itself)
+{
+    udp_plan(10, false);
+    cfg.all_or_fail = true;
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.knobs = only_at("partition", 8192);
+    pl_sim_result r = {0};
+    uint64_t seed = 0;
+    for (; seed < 200; seed++) {
+        o.seed = seed;
+        cr_assert_eq(pl_sim_run(&udp_pair, &o, &r), 0);
+        if (r.finding.kind != PL_FINDING_NONE) {
+            break;
+        }
+        pl_sim_result_free(&r);
+    }
+    cr_assert_eq(r.finding.kind, PL_FINDING_ASSERTION, "no seed lost a datagram");
+    const pl__run_record *rec = pl__sim_result_record(&r);
+    pl_sim_shrink_result sh;
+    cr_assert_eq(pl_sim_shrink(&udp_pair, &o, rec->decisions, rec->decisions_len,
+                               PL_FINDING_ASSERTION, NULL, &sh),
+                 0, "%s", sh.message);
+    cr_assert_eq(sh.nonzero_after, 1, "%s", sh.explanation);
+    cr_assert_not_null(strstr(sh.explanation, "partition: link 10.0.0."), "%s", sh.explanation);
+    cr_assert_not_null(strstr(sh.explanation, ", healed at "), "%s", sh.explanation);
+    pl_sim_shrink_result_free(&sh);
+    pl_sim_result_free(&r);
+    cfg.all_or_fail = false;
 }
