@@ -3,7 +3,8 @@
  * The simulator is a pl_system: the same executor runs on it unchanged,
  * with a virtual clock that jumps to the next deadline when nothing is
  * runnable, an in-memory reactor (pipes, stream and datagram sockets on
- * loopback addresses) and one decision stream from which every
+ * loopback and on simulated hosts linked by a faulty network:
+ * pollen/sim_net.h) and one decision stream from which every
  * nondeterministic choice is drawn. A seed, a replay file or a fuzzer
  * input therefore reproduces a run exactly, down to the trace hash.
  *

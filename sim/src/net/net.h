@@ -4,8 +4,9 @@
  * Model. Handles are small integers from 3 upward, never reused within a
  * run. Objects:
  *   pipes            a read end and a write end sharing one byte channel;
- *   stream sockets   AF_INET / AF_INET6 SOCK_STREAM on loopback addresses
- *                    (127.0.0.0/8, ::1): bind, listen with a backlog,
+ *   stream sockets   AF_INET / AF_INET6 SOCK_STREAM on host addresses
+ *                    (127.0.0.0/8, ::1, and the simulated hosts of
+ *                    10.0.0.0/8): bind, listen with a backlog,
  *                    connect (always PL_EINPROGRESS, resolved after a
  *                    latency: established, or PL_ECONNREFUSED through
  *                    connect_result when nothing listens or the backlog
@@ -20,7 +21,10 @@
  * (pl_sim_fault_options; by default 0..700 us, choice 0 = no delay, as in
  * production). Byte streams stay in order: a chunk is never delivered
  * before an earlier one of the same direction. Datagrams draw their
- * latencies independently, so they may be reordered.
+ * latencies independently, so they may be reordered. Traffic between two
+ * distinct hosts crosses a link instead (link.c, pollen/sim_net.h): the
+ * link's latency replaces this one, and the link kinds add loss,
+ * duplication, hold-backs, resets, partitions and clogs.
  *
  * Faults. Each operation that could succeed may draw one
  * PL_DECIDE_IO_FAULT decision among the fault classes the run's
