@@ -100,7 +100,7 @@ typedef struct pl_sim_link_state {
     pl_time held_until_ns;     /* likewise for the hold (pl_sim_release) */
     uint64_t dgrams_sent;      /* datagrams sent over the link */
     uint64_t dgrams_lost;      /* lost by link_loss or on a cut link */
-    uint64_t dgrams_held;      /* waiting for the hold to end, now */
+    uint64_t dgrams_held;      /* kept now for pl_sim_release (a clog re-sends its own) */
     uint64_t partitions;       /* cuts so far, by decision or by call */
     uint64_t resets;           /* connections broken (link_reset, break_after_ns) */
     pl_sim_link_options options;
