@@ -31,7 +31,7 @@
 
 enum { KEYS = 8 };
 
-#define ATTEMPT_NS (5 * PL_MS)
+#define ATTEMPT_NS  (5 * PL_MS)
 #define CLIENT_ADDR "10.0.0.1:7000"
 #define SERVER_ADDR "10.0.0.2:7000"
 
@@ -73,8 +73,7 @@ static pl_poll_result server_poll(pl_future *f, pl_context *cx)
         }
         self->m.value = value_of(self->m.key);
         self->send = pl_udp_send_to(&self->st->server, &self->m, sizeof self->m,
-                                    (const struct sockaddr *)&self->recv.from,
-                                    self->recv.from_len);
+                                    (const struct sockaddr *)&self->recv.from, self->recv.from_len);
         PL_AWAIT(cx, &self->send);
     }
     PL_ASYNC_END;
@@ -191,8 +190,7 @@ static int check(pl_executor *ex, void *state, char *msg_, size_t len)
     }
     for (uint32_t k = 0; k < KEYS; k++) {
         if (st->got[k] != value_of(k)) {
-            return pl_check_fail(msg_, len, "key %u holds %u, want %u", k, st->got[k],
-                                 value_of(k));
+            return pl_check_fail(msg_, len, "key %u holds %u, want %u", k, st->got[k], value_of(k));
         }
     }
     return 0;

@@ -36,7 +36,7 @@ static struct cfg {
     int msgs;
     bool echo;
     act acts[MSGS_MAX];
-    const char *a; /* the first host of the actions; NULL: HOST_A */
+    const char *a;    /* the first host of the actions; NULL: HOST_A */
     bool all_or_fail; /* check(): every datagram must arrive */
 } cfg;
 
@@ -45,10 +45,10 @@ typedef struct outcome {
     int got[2 * MSGS_MAX]; /* seqs in arrival order at B */
     pl_time got_ns[2 * MSGS_MAX];
     int got_len;
-    int echoes;            /* echoes back at A */
-    size_t bytes;          /* stream bytes the server read, in order */
+    int echoes;   /* echoes back at A */
+    size_t bytes; /* stream bytes the server read, in order */
     bool in_order;
-    int srv_err, cli_err;  /* the first error each end of the stream saw */
+    int srv_err, cli_err; /* the first error each end of the stream saw */
     pl_sim_link_state ab, ba;
 } outcome;
 
@@ -168,9 +168,9 @@ static pl_poll_result udp_rx_poll(pl_future *f, pl_context *cx)
             o->got[o->got_len++] = self->seq;
         }
         if (cfg.echo) {
-            self->send = pl_udp_send_to(&self->st->b, &self->seq, sizeof self->seq,
-                                        (const struct sockaddr *)&self->recv.from,
-                                        self->recv.from_len);
+            self->send =
+                pl_udp_send_to(&self->st->b, &self->seq, sizeof self->seq,
+                               (const struct sockaddr *)&self->recv.from, self->recv.from_len);
             PL_AWAIT(cx, &self->send);
         }
     }
@@ -279,8 +279,7 @@ static void expect_got(const int *want, int n)
 {
     cr_assert_eq(seen.got_len, n, "got %d datagrams, want %d", seen.got_len, n);
     for (int i = 0; i < n; i++) {
-        cr_assert_eq(seen.got[i], want[i], "arrival %d: seq %d, want %d", i, seen.got[i],
-                     want[i]);
+        cr_assert_eq(seen.got[i], want[i], "arrival %d: seq %d, want %d", i, seen.got[i], want[i]);
     }
 }
 
@@ -347,8 +346,7 @@ static const char *only_at(const char *kind, uint32_t prob)
     size_t used = (size_t)snprintf(knobs_buf, sizeof knobs_buf, "%s", QUIET);
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
         bool on = strcmp(kinds[i], kind) == 0;
-        used += (size_t)snprintf(knobs_buf + used, sizeof knobs_buf - used, "%s=",
-                                 kinds[i]);
+        used += (size_t)snprintf(knobs_buf + used, sizeof knobs_buf - used, "%s=", kinds[i]);
         used += (size_t)(on ? snprintf(knobs_buf + used, sizeof knobs_buf - used, "%u", prob)
                             : snprintf(knobs_buf + used, sizeof knobs_buf - used, "off"));
         if (i + 1 < sizeof kinds / sizeof kinds[0]) {

@@ -63,7 +63,7 @@ extern "C" {
 
 /* The unit of partition and clog durations drawn by decisions. */
 #define PL_SIM_LINK_FAULT_QUANTUM_NS PL_MS
-#define PL_SIM_LINK_STEPS_MAX 16u
+#define PL_SIM_LINK_STEPS_MAX        16u
 
 /* How one link behaves. Every link starts with the run's default
  * (pl_sim_fault_options.link); pl_sim_link_set replaces one link's. */
@@ -93,24 +93,26 @@ int pl_sim_link_options_validate(const pl_sim_link_options *o, char *err, size_t
 
 /* A link's state, as pl_sim_link_get reports it. */
 typedef struct pl_sim_link_state {
-    bool cut;                  /* traffic from -> to is cut now */
-    bool held;                 /* traffic from -> to is held now */
-    pl_time cut_until_ns;      /* when the cut heals by itself; PL_TIME_NEVER: when
-                                  healed (pl_sim_heal); 0: not cut */
-    pl_time held_until_ns;     /* likewise for the hold (pl_sim_release) */
-    uint64_t dgrams_sent;      /* datagrams sent over the link */
-    uint64_t dgrams_lost;      /* lost by link_loss or on a cut link */
-    uint64_t dgrams_held;      /* kept now for pl_sim_release (a clog re-sends its own) */
-    uint64_t partitions;       /* cuts so far, by decision or by call */
-    uint64_t resets;           /* connections broken (link_reset, break_after_ns) */
+    bool cut;              /* traffic from -> to is cut now */
+    bool held;             /* traffic from -> to is held now */
+    pl_time cut_until_ns;  /* when the cut heals by itself; PL_TIME_NEVER: when
+                              healed (pl_sim_heal); 0: not cut */
+    pl_time held_until_ns; /* likewise for the hold (pl_sim_release) */
+    uint64_t dgrams_sent;  /* datagrams sent over the link */
+    uint64_t dgrams_lost;  /* lost by link_loss or on a cut link */
+    uint64_t dgrams_held;  /* kept now for pl_sim_release (a clog re-sends its own) */
+    uint64_t partitions;   /* cuts so far, by decision or by call */
+    uint64_t resets;       /* connections broken (link_reset, break_after_ns) */
     pl_sim_link_options options;
 } pl_sim_link_state;
 
 /* The calls below name hosts by address text ("10.0.0.1"). Each returns
- * 0, PL_EINVAL when a host is not a host address (dotted IPv4 in
- * 10.0.0.0/8 or 127.0.0.0/8) or both name the same host (no link), or
- * bad options, PL_ENOSYS when no simulation runs on this thread (the real
- * backend has no links to cut), or PL_ENOMEM. */
+ * 0; PL_EINVAL when a host is not a host address (dotted IPv4 in
+ * 10.0.0.0/8 or 127.0.0.0/8), both name the same host (no link), or the
+ * options or the output are NULL or bad; PL_ENOSYS when no simulation
+ * runs on this thread (the real backend has no links to cut); or
+ * PL_ENOMEM. A call's effect on traffic is judged when that traffic
+ * arrives: a cut loses the datagrams in flight too. */
 
 /* Cuts a -> b and b -> a until pl_sim_heal. */
 int pl_sim_partition(const char *a, const char *b);

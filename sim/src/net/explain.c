@@ -38,12 +38,15 @@ static void explain_partition(char *buf, size_t len, uint64_t key, uint32_t v, u
 bool pl__net_explain(char *buf, size_t len, uint32_t kind, uint64_t key, uint32_t v, uint32_t n,
                      pl_time at)
 {
+    PL__SIM_ASSERT(v >= 1 && v < n && n <= 1 + 2 * PL_SIM_LINK_STEPS_MAX); /* a non-zero one */
     char l[48];
     link_text(l, sizeof l, key, false);
     switch (kind) {
     case PL_DECIDE_LINK_LATENCY:
-        snprintf(buf, len, "link latency: a crossing of %s took bucket %u of %u (%u jitter "
-                           "quanta more)", l, v, n, 1u << (v - 1));
+        snprintf(buf, len,
+                 "link latency: a crossing of %s took bucket %u of %u (%u jitter "
+                 "quanta more)",
+                 l, v, n, 1u << (v - 1));
         return true;
     case PL_DECIDE_LINK_LOSS:
         snprintf(buf, len, "link loss: a datagram on %s was lost", l);
@@ -56,8 +59,10 @@ bool pl__net_explain(char *buf, size_t len, uint32_t kind, uint64_t key, uint32_
                  l);
         return true;
     case PL_DECIDE_LINK_RESET:
-        snprintf(buf, len, "link reset: a stream write on %s broke its connection (both ends "
-                           "see ECONNRESET)", l);
+        snprintf(buf, len,
+                 "link reset: a stream write on %s broke its connection (both ends "
+                 "see ECONNRESET)",
+                 l);
         return true;
     case PL_DECIDE_PARTITION:
         explain_partition(buf, len, key, v, n, at);

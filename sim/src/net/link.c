@@ -20,8 +20,7 @@ uint32_t pl__net_host(const addr *a)
     if (a->ip[0] == 127) {
         return 0x7f000001u; /* the loopback net is one host */
     }
-    return (uint32_t)a->ip[0] << 24 | (uint32_t)a->ip[1] << 16 | (uint32_t)a->ip[2] << 8 |
-           a->ip[3];
+    return (uint32_t)a->ip[0] << 24 | (uint32_t)a->ip[1] << 16 | (uint32_t)a->ip[2] << 8 | a->ip[3];
 }
 
 static uint64_t link_key(const link *l) { return (uint64_t)l->from << 32 | l->to; }

@@ -23,56 +23,76 @@ static int host_parse(const char *text, uint32_t *out)
     return 0;
 }
 
-/* The running simulation's network and both hosts, or an error. */
-static int resolve(const char *a, const char *b, pl__reactor **r, uint32_t *ha, uint32_t *hb)
+/* The running simulation's network and the two hosts of a call. */
+typedef struct pair {
+    pl__reactor *r;
+    uint32_t a, b;
+} pair;
+
+static int resolve(const char *a, const char *b, pair *p)
 {
     pl__sim *s = pl__sim_current();
     if (s == NULL || s->reactor == NULL) {
         return PL_ENOSYS;
     }
-    if (host_parse(a, ha) < 0 || host_parse(b, hb) < 0 || *ha == *hb) {
+    if (host_parse(a, &p->a) < 0 || host_parse(b, &p->b) < 0 || p->a == p->b) {
         return PL_EINVAL;
     }
-    *r = s->reactor;
+    p->r = s->reactor;
     return 0;
 }
 
-#define LINK_CALL(a, b, call)                                                                      \
-    do {                                                                                           \
-        pl__reactor *r_;                                                                           \
-        uint32_t ha_, hb_;                                                                         \
-        int rc_ = resolve((a), (b), &r_, &ha_, &hb_);                                              \
-        return rc_ < 0 ? rc_ : call;                                                               \
-    } while (0)
-
 int pl_sim_partition(const char *a, const char *b)
 {
-    LINK_CALL(a, b, pl__net_link_partition(r_, ha_, hb_, true));
+    pair p;
+    int rc = resolve(a, b, &p);
+    return rc < 0 ? rc : pl__net_link_partition(p.r, p.a, p.b, true);
 }
 
 int pl_sim_partition_oneway(const char *from, const char *to)
 {
-    LINK_CALL(from, to, pl__net_link_partition(r_, ha_, hb_, false));
+    pair p;
+    int rc = resolve(from, to, &p);
+    return rc < 0 ? rc : pl__net_link_partition(p.r, p.a, p.b, false);
 }
 
-int pl_sim_heal(const char *a, const char *b) { LINK_CALL(a, b, pl__net_link_heal(r_, ha_, hb_)); }
+int pl_sim_heal(const char *a, const char *b)
+{
+    pair p;
+    int rc = resolve(a, b, &p);
+    return rc < 0 ? rc : pl__net_link_heal(p.r, p.a, p.b);
+}
 
-int pl_sim_hold(const char *a, const char *b) { LINK_CALL(a, b, pl__net_link_hold(r_, ha_, hb_)); }
+int pl_sim_hold(const char *a, const char *b)
+{
+    pair p;
+    int rc = resolve(a, b, &p);
+    return rc < 0 ? rc : pl__net_link_hold(p.r, p.a, p.b);
+}
 
 int pl_sim_release(const char *a, const char *b)
 {
-    LINK_CALL(a, b, pl__net_link_release(r_, ha_, hb_));
+    pair p;
+    int rc = resolve(a, b, &p);
+    return rc < 0 ? rc : pl__net_link_release(p.r, p.a, p.b);
 }
 
 int pl_sim_link_set(const char *from, const char *to, const pl_sim_link_options *o)
 {
-    if (o == NULL) {
-        return PL_EINVAL;
+    pair p;
+    int rc = resolve(from, to, &p);
+    if (rc == 0 && o == NULL) {
+        rc = PL_EINVAL;
     }
-    LINK_CALL(from, to, pl__net_link_set(r_, ha_, hb_, o));
+    return rc < 0 ? rc : pl__net_link_set(p.r, p.a, p.b, o);
 }
 
 int pl_sim_link_get(const char *from, const char *to, pl_sim_link_state *out)
 {
-    LINK_CALL(from, to, pl__net_link_get(r_, ha_, hb_, out));
+    pair p;
+    int rc = resolve(from, to, &p);
+    if (rc == 0 && out == NULL) {
+        rc = PL_EINVAL;
+    }
+    return rc < 0 ? rc : pl__net_link_get(p.r, p.a, p.b, out);
 }
