@@ -38,6 +38,7 @@ static struct cfg {
     act acts[MSGS_MAX];
     const char *a;    /* the first host of the actions; NULL: HOST_A */
     bool all_or_fail; /* check(): every datagram must arrive */
+    bool loopback;    /* bind 127.0.0.1 and 127.0.0.2: one host, no link */
 } cfg;
 
 /* What the run saw, copied out by check(). */
@@ -59,9 +60,10 @@ static outcome seen;
 /* Timer lateness and spurious EAGAINs would move the times the tests
  * assert; the schedule's kinds stay on. */
 #define QUIET "timer_late=off,io_fault=off,"
-#define LINKS_OFF                                                                                  \
-    QUIET "link_latency=off,link_loss=off,link_dup=off,link_reorder=off,link_reset=off,"           \
-          "partition=off,clog=off"
+#define LINK_KINDS_OFF                                                                             \
+    "link_latency=off,link_loss=off,link_dup=off,link_reorder=off,link_reset=off,partition=off,"   \
+    "clog=off"
+#define LINKS_OFF QUIET LINK_KINDS_OFF
 
 static void perform(act what)
 {
@@ -199,9 +201,9 @@ static int udp_setup(pl_executor *ex, void *state)
             return PL_EINVAL;
         }
     }
-    int rc = pl_udp_bind_str(ex, &st->a, HOST_A ":5000");
+    int rc = pl_udp_bind_str(ex, &st->a, cfg.loopback ? "127.0.0.1:5000" : HOST_A ":5000");
     if (rc == 0) {
-        rc = pl_udp_bind_str(ex, &st->b, HOST_B ":6000");
+        rc = pl_udp_bind_str(ex, &st->b, cfg.loopback ? "127.0.0.2:6000" : HOST_B ":6000");
     }
     if (rc != 0) {
         return rc;
@@ -765,4 +767,29 @@ Test(links, shrunk_partition_explains_itself)
     pl_sim_shrink_result_free(&sh);
     pl_sim_result_free(&r);
     cfg.all_or_fail = false;
+}
+
+/* Inside one host nothing crosses a link: with every link kind always on,
+ * no link decision is asked and the run is the one without them. */
+Test(links, one_host_is_untouched)
+{
+    udp_plan(10, true);
+    cfg.loopback = true;
+    pl_sim_result with, without;
+    run(&udp_pair, "link_latency=65536,link_loss=65536,link_dup=65536,link_reorder=65536,"
+                   "link_reset=65536,partition=65536,clog=65536",
+        3, &with);
+    cr_assert_eq(seen.got_len, 10);
+    cr_assert_eq(seen.echoes, 10);
+    run(&udp_pair, LINK_KINDS_OFF, 3, &without);
+    cfg.loopback = false;
+    for (uint32_t k = PL_DECIDE_LINK_LATENCY; k <= PL_DECIDE_CLOG; k++) {
+        const pl__run_record *rec = pl__sim_result_record(&with);
+        for (size_t i = 0; i < rec->decisions_len; i++) {
+            cr_assert_neq(rec->decisions[i].kind, k, "%s asked", pl__dec_kind_name(k));
+        }
+    }
+    cr_assert_eq(with.hash, without.hash, "the same run");
+    pl_sim_result_free(&with);
+    pl_sim_result_free(&without);
 }
