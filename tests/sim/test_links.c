@@ -776,8 +776,9 @@ Test(links, one_host_is_untouched)
     udp_plan(10, true);
     cfg.loopback = true;
     pl_sim_result with, without;
-    run(&udp_pair, "link_latency=65536,link_loss=65536,link_dup=65536,link_reorder=65536,"
-                   "link_reset=65536,partition=65536,clog=65536",
+    run(&udp_pair,
+        "link_latency=65536,link_loss=65536,link_dup=65536,link_reorder=65536,"
+        "link_reset=65536,partition=65536,clog=65536",
         3, &with);
     cr_assert_eq(seen.got_len, 10);
     cr_assert_eq(seen.echoes, 10);
