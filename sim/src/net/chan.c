@@ -198,26 +198,19 @@ static void break_conn(pl__reactor *r, chan *c)
 static bool chan_waits(pl__reactor *r, chan *c)
 {
     link *l = pl__net_link_at(r, c->link);
-    pl_time now = pl__sim_now(r->sim);
-    pl_time open = pl__net_link_open_at(l, now);
-    if (open == now) {
-        c->stalled = false;
+    pl_time again;
+    switch (pl__net_link_wait(l, pl__sim_now(r->sim), &c->stalled, &c->stalled_ns, &again)) {
+    case LINK_GO:
         return false;
-    }
-    if (!c->stalled) {
-        c->stalled = true;
-        c->stalled_ns = now;
-    }
-    pl_time give_up = c->stalled_ns + l->o.break_after_ns;
-    if (now >= give_up) {
+    case LINK_GIVE_UP:
         l->count.resets++;
         break_conn(r, c);
         return true;
+    case LINK_WAIT:
+    default:
+        pl__net_heap_push(r, (event){.at_ns = again, .type = EV_SEGMENT, .target = c->hdr.id});
+        return true;
     }
-    pl__net_heap_push(r, (event){.at_ns = open < give_up ? open : give_up,
-                                 .type = EV_SEGMENT,
-                                 .target = c->hdr.id});
-    return true;
 }
 
 void pl__net_chan_arrive(pl__reactor *r, uint32_t id)

@@ -107,6 +107,26 @@ pl_time pl__net_link_open_at(const link *l, pl_time now)
     return at;
 }
 
+link_verdict pl__net_link_wait(const link *l, pl_time now, bool *waiting, pl_time *since,
+                               pl_time *again)
+{
+    pl_time open = pl__net_link_open_at(l, now);
+    if (open == now) {
+        *waiting = false;
+        return LINK_GO;
+    }
+    if (!*waiting) {
+        *waiting = true;
+        *since = now;
+    }
+    pl_time give_up = *since + l->o.break_after_ns;
+    if (now >= give_up) {
+        return LINK_GIVE_UP;
+    }
+    *again = open < give_up ? open : give_up;
+    return LINK_WAIT;
+}
+
 void pl__net_link_keep(link *l, dgram *d)
 {
     PL__NET_FIFO_PUSH(l->held_head, l->held_tail, d, next);

@@ -296,6 +296,14 @@ bool pl__net_link_held(const link *l, pl_time now);
 /* When l is neither cut nor held (now when open; PL_TIME_NEVER when that
  * waits for a call). */
 pl_time pl__net_link_open_at(const link *l, pl_time now);
+/* What a stream crossing due now on l does (a segment, a connection
+ * attempt), waiting since *since when *waiting: LINK_GO on an open link
+ * (clearing *waiting); LINK_WAIT with *again, when to look again (the
+ * link opens, or break_after_ns is up); LINK_GIVE_UP once it waited
+ * break_after_ns. */
+typedef enum link_verdict { LINK_GO, LINK_WAIT, LINK_GIVE_UP } link_verdict;
+link_verdict pl__net_link_wait(const link *l, pl_time now, bool *waiting, pl_time *since,
+                               pl_time *again);
 /* Keeps d until the link's hold is released. */
 void pl__net_link_keep(link *l, dgram *d);
 /* The entries behind pollen/sim_net.h, on hosts (pl__net_host values).

@@ -89,25 +89,19 @@ static bool connect_waits(pl__reactor *r, ep *c)
         return false;
     }
     PL__SIM_ASSERT(i > 0);
-    link *l = pl__net_link_at(r, (uint32_t)i);
-    pl_time now = pl__sim_now(r->sim);
-    pl_time open = pl__net_link_open_at(l, now);
-    if (open == now) {
+    pl_time again;
+    switch (pl__net_link_wait(pl__net_link_at(r, (uint32_t)i), pl__sim_now(r->sim), &c->stalled,
+                              &c->stalled_ns, &again)) {
+    case LINK_GO:
         return false;
-    }
-    if (!c->stalled) {
-        c->stalled = true;
-        c->stalled_ns = now;
-    }
-    pl_time give_up = c->stalled_ns + l->o.break_after_ns;
-    if (now >= give_up) {
+    case LINK_GIVE_UP:
         refuse(r, c, PL_ETIMEDOUT);
         return true;
+    case LINK_WAIT:
+    default:
+        pl__net_heap_push(r, (event){.at_ns = again, .type = EV_CONNECT, .target = c->hdr.id});
+        return true;
     }
-    pl__net_heap_push(r, (event){.at_ns = open < give_up ? open : give_up,
-                                 .type = EV_CONNECT,
-                                 .target = c->hdr.id});
-    return true;
 }
 
 void pl__net_connect_arrive(pl__reactor *r, uint32_t id)
@@ -206,9 +200,8 @@ int pl__net_connect(void *self, int handle, const struct sockaddr *sa, socklen_t
     }
     e->peer = to;
     e->state = ST_CONNECTING;
-    pl__net_heap_push(r, (event){.at_ns = pl__sim_now(r->sim) + latency,
-                                 .type = EV_CONNECT,
-                                 .target = e->hdr.id});
+    pl_time at_ns = pl__sim_now(r->sim) + latency;
+    pl__net_heap_push(r, (event){.at_ns = at_ns, .type = EV_CONNECT, .target = e->hdr.id});
     return PL_EINPROGRESS;
 }
 
