@@ -18,10 +18,24 @@ static const char *const kind_names[PL_DECIDE__COUNT] = {
     "io_fault",     "io_latency",    "buggify_site", "buggify_fire",
     "probe",        "disk_latency",  "disk_fault",  "disk_corrupt",
     "disk_lose",
+    [PL_DECIDE_LINK_LATENCY] = "link_latency",
+    [PL_DECIDE_LINK_LOSS] = "link_loss",
+    [PL_DECIDE_LINK_DUP] = "link_dup",
+    [PL_DECIDE_LINK_REORDER] = "link_reorder",
+    [PL_DECIDE_LINK_RESET] = "link_reset",
+    [PL_DECIDE_PARTITION] = "partition",
+    [PL_DECIDE_CLOG] = "clog",
 };
 
 static const char kind_letters[PL_DECIDE__COUNT] = {
     's', 'i', 't', 'l', 'w', 'p', 'd', 'c', 'f', 'j', 'b', 'B', 'q', 'k', 'e', 'x', 'u',
+    [PL_DECIDE_LINK_LATENCY] = 'g',
+    [PL_DECIDE_LINK_LOSS] = 'L',
+    [PL_DECIDE_LINK_DUP] = 'D',
+    [PL_DECIDE_LINK_REORDER] = 'r',
+    [PL_DECIDE_LINK_RESET] = 'R',
+    [PL_DECIDE_PARTITION] = 'P',
+    [PL_DECIDE_CLOG] = 'C',
 };
 
 static const pl__dec_knob default_knobs[PL_DECIDE__COUNT] = {
@@ -42,6 +56,13 @@ static const pl__dec_knob default_knobs[PL_DECIDE__COUNT] = {
     [PL_DECIDE_DISK_FAULT] = {true, 1024},
     [PL_DECIDE_DISK_CORRUPT] = {true, 1024},
     [PL_DECIDE_DISK_LOSE] = {true, 32768},
+    [PL_DECIDE_LINK_LATENCY] = {true, 16384},
+    [PL_DECIDE_LINK_LOSS] = {true, 1024},
+    [PL_DECIDE_LINK_DUP] = {true, 512},
+    [PL_DECIDE_LINK_REORDER] = {true, 1024},
+    [PL_DECIDE_LINK_RESET] = {true, 128},
+    [PL_DECIDE_PARTITION] = {true, 256},
+    [PL_DECIDE_CLOG] = {true, 256},
 };
 
 /* Kind names and letters ----------------------------------------------- */
@@ -54,7 +75,8 @@ const char *pl__dec_kind_name(uint32_t kind)
 int pl__dec_kind_from_name(const char *text, size_t len)
 {
     for (int i = 0; i < PL__DEC_KINDS; i++) {
-        if (strlen(kind_names[i]) == len && memcmp(kind_names[i], text, len) == 0) {
+        if (kind_names[i] != NULL && strlen(kind_names[i]) == len &&
+            memcmp(kind_names[i], text, len) == 0) {
             return i;
         }
     }
@@ -69,7 +91,7 @@ char pl__dec_kind_letter(uint32_t kind)
 int pl__dec_kind_from_letter(char c)
 {
     for (int i = 0; i < PL__DEC_KINDS; i++) {
-        if (kind_letters[i] == c) {
+        if (kind_letters[i] != 0 && kind_letters[i] == c) {
             return i;
         }
     }
@@ -97,6 +119,10 @@ void pl__dec_knobs_swarm(pl__dec_knobs *k, uint64_t seed)
     pl__prng p;
     pl__prng_seed(&p, pl__prng_subseed(seed, PL__SEED_SWARM));
     for (int i = 0; i < PL__DEC_KINDS; i++) {
+        if (kind_names[i] == NULL) {
+            k->kind[i] = (pl__dec_knob){false, 0}; /* not assigned: draws nothing */
+            continue;
+        }
         uint32_t on_prob = PL__PROB_ONE / 2;
         if (is_ordering_kind(i)) {
             on_prob = PL__PROB_ONE / 8 * 7;
@@ -114,7 +140,10 @@ int pl__dec_knobs_format(const pl__dec_knobs *k, char *buf, size_t len)
     char tmp[PL__DEC_KNOBS_TEXT_MAX];
     size_t used = 0;
     for (int i = 0; i < PL__DEC_KINDS; i++) {
-        const char *sep = i == 0 ? "" : ",";
+        if (kind_names[i] == NULL) {
+            continue;
+        }
+        const char *sep = used == 0 ? "" : ",";
         int w;
         if (k->kind[i].enabled) {
             w = snprintf(tmp + used, sizeof(tmp) - used, "%s%s=%" PRIu32, sep,

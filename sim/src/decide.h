@@ -30,6 +30,14 @@
  *                                  probe          on   4096
  *     disk_latency   on   8192     disk_fault     on   1024
  *     disk_corrupt   on   1024     disk_lose      on  32768
+ *     link_latency   on  16384     link_loss      on   1024
+ *     link_dup       on    512     link_reorder   on   1024
+ *     link_reset     on    128     partition      on    256
+ *     clog           on    256
+ *
+ * The link kinds are consulted only for traffic between two distinct
+ * hosts (net/link.c), so a run whose sockets stay on one host never asks
+ * one and keeps its decisions and trace hash.
  *
  * spurious_poll is off because extra polls hide lost wakeups. cancel is
  * on: it is only ever consulted for tasks marked abortable
@@ -108,7 +116,18 @@
 #define PL_DECIDE_DISK_CORRUPT ((pl_decision_kind)15) /* flip a bit of what a read returns */
 #define PL_DECIDE_DISK_LOSE ((pl_decision_kind)16)    /* at a crash: which unsynced writes
                                                          survive (none, all, a torn prefix) */
-#define PL_DECIDE__COUNT 17                           /* every kind, core's and these */
+/* Links between hosts (net/link.c; the
+ * key of each is the link, from-host << 32 | to-host, IPv4 host order): */
+#define PL_DECIDE_LINK_LATENCY ((pl_decision_kind)17) /* extra delay bucket of one crossing */
+#define PL_DECIDE_LINK_LOSS ((pl_decision_kind)18)    /* lose a datagram */
+#define PL_DECIDE_LINK_DUP ((pl_decision_kind)19)     /* deliver a datagram twice */
+#define PL_DECIDE_LINK_REORDER ((pl_decision_kind)20) /* hold a datagram back (overtaken) */
+#define PL_DECIDE_LINK_RESET ((pl_decision_kind)21)   /* a stream write breaks its connection */
+#define PL_DECIDE_PARTITION ((pl_decision_kind)22)    /* cut the link (or both ways) a while */
+#define PL_DECIDE_CLOG ((pl_decision_kind)23)         /* hold the link's traffic a while */
+#define PL_DECIDE__COUNT 24                           /* every kind, core's and these; a
+                                                         number without a name is not
+                                                         assigned in this build */
 
 #define PL__DEC_KINDS ((int)PL_DECIDE__COUNT)
 
@@ -208,7 +227,9 @@ void pl__dec_knobs_default(pl__dec_knobs *k);
  *   then prob = menu[below(8)] (drawn for disabled kinds too), where
  *   ordering kinds use {2048, 4096, 8192, 16384, 32768, 40960, 49152,
  *   65536} and the others {128, 256, 512, 1024, 2048, 4096, 8192,
- *   16384}. */
+ *   16384}. Kinds not assigned in this build draw nothing, so the
+ *   kinds numbered after 12 (drawn after the older ones) leave every
+ *   older kind's choice as it was. */
 void pl__dec_knobs_swarm(pl__dec_knobs *k, uint64_t seed);
 
 /* Writes knobs as "schedule=32768,io_order=32768,...,cancel=off" (every
@@ -233,14 +254,17 @@ bool pl__dec_knobs_equal(const pl__dec_knobs *a, const pl__dec_knobs *b);
 
 /* Kind names ---------------------------------------------------------- */
 
-/* "schedule", "io_order", ...; NULL for a kind out of range. */
+/* "schedule", "io_order", ...; NULL for a kind out of range or a number
+ * not assigned in this build (such a kind is off, never formatted, parsed
+ * or drawn by swarm). */
 const char *pl__dec_kind_name(uint32_t kind);
 
 /* The kind named text[0, len), or -1. */
 int pl__dec_kind_from_name(const char *text, size_t len);
 
 /* The one-letter code of a kind in replay files (s i t l w p d c f j b B q
- * k e x u, in enum order), or 0 for a kind out of range. */
+ * k e x u, in enum order, then g L D r R P C for 17..23), or 0 for a kind
+ * out of range or not assigned. */
 char pl__dec_kind_letter(uint32_t kind);
 
 /* The kind with letter c, or -1. */

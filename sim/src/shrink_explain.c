@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "disk/disk.h"
+#include "net/net.h"
 #include "shrink.h"
 #include "sim_internal.h"
 #include "strategy.h"
@@ -168,9 +169,12 @@ static void explain_other(explainer *x, size_t i, uint32_t kind, uint64_t key, u
         break;
     default: {
         char disk[400];
+        char link[160];
         if (pl__disk_explain(disk, sizeof disk, kind, key, v, n, x->rec->files_blob,
                              x->rec->files_count)) {
             sb_printf(&x->out, "%s", disk);
+        } else if (pl__net_explain(link, sizeof link, kind, key, v, n, e->time_ns)) {
+            sb_printf(&x->out, "%s", link);
         } else {
             sb_printf(&x->out, "%s: choice %u of %u", pl__dec_kind_name(kind), v, n);
         }

@@ -35,9 +35,10 @@ static const char *const zoo[] = {
     "event_clear",    "idle_timeout",       "join_repoll",        "log_ack",
     "poll_hang",
     "poll_spin",      "prefetch_leak",      "race_double_drop",   "reaper_orphan",
-    "reply_busy",     "retry_stale",        "select_first_waker", "sem_release",
-    "signal_drop",    "spin_wait",          "ticker_flush",       "ticker_lock",
-    "wake_by_ref_leak", "wake_means_ready", "wiped_permit",
+    "reply_busy",     "resend_twice",       "retry_stale",        "select_first_waker",
+    "sem_release",    "signal_drop",        "spin_wait",          "stale_reply",
+    "ticker_flush",   "ticker_lock",        "wake_by_ref_leak",   "wake_means_ready",
+    "wiped_permit",
 };
 
 #define ZOO_LEN (sizeof zoo / sizeof zoo[0])
@@ -171,11 +172,13 @@ ZOO_PAIR(prefetch_leak)
 ZOO_PAIR(race_double_drop)
 ZOO_PAIR(reaper_orphan)
 ZOO_PAIR(reply_busy)
+ZOO_PAIR(resend_twice)
 ZOO_PAIR(retry_stale)
 ZOO_PAIR(select_first_waker)
 ZOO_PAIR(sem_release)
 ZOO_PAIR(signal_drop)
 ZOO_PAIR(spin_wait)
+ZOO_PAIR(stale_reply)
 ZOO_PAIR(ticker_flush)
 ZOO_PAIR(ticker_lock)
 ZOO_PAIR(wake_by_ref_leak)

@@ -1825,8 +1825,9 @@ Test(cli, bounded_strategy_enumerates_schedules)
                                      "io_order, timer_order, timer_late, spurious_wake, "
                                      "wake_delay, cancel, io_fault, io_latency, buggify_site, "
                                      "buggify_fire, probe, disk_latency, disk_fault, "
-                                     "disk_corrupt, disk_lose; not explored: spurious_poll "
-                                     "(off)\n"),
+                                     "disk_corrupt, disk_lose, link_latency, link_loss, "
+                                     "link_dup, link_reorder, link_reset, partition, clog; "
+                                     "not explored: spurious_poll (off)\n"),
                        "%s", p.out);
     proc_free(&p);
     /* The claim names the kinds its knobs left off. */

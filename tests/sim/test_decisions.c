@@ -215,7 +215,13 @@ Test(decisions, every_kind_is_consulted_and_deviates)
         }
         pl_sim_result_free(&r);
     }
-    for (int k = 0; k < PL_DECIDE__COUNT; k++) {
+    /* The link kinds need two hosts and change what correct code computes
+     * (a lost datagram, a reset): tests/sim/test_links.c exercises them. A
+     * number without a name is not assigned in this build. */
+    for (int k = 0; k < (int)PL_DECIDE_LINK_LATENCY; k++) {
+        if (pl__dec_kind_name((uint32_t)k) == NULL) {
+            continue;
+        }
         cr_expect_gt(asked[k], 0, "%s never consulted", pl__dec_kind_name((uint32_t)k));
         cr_expect_gt(deviated[k], 0, "%s never left choice 0", pl__dec_kind_name((uint32_t)k));
     }

@@ -527,16 +527,15 @@ static void udp_receiver_drop(pl_future *f) { pl_drop_child(&((udp_receiver *)f)
 static const pl_future_vtable udp_receiver_vt = {"udp_receiver", udp_receiver_poll,
                                                  udp_receiver_drop};
 
-static int udp_setup(pl_executor *ex, void *state)
+static int udp_setup_on(pl_executor *ex, udp_state *st, const char *rx, const char *tx)
 {
-    udp_state *st = state;
-    int rc = pl_udp_bind_str(ex, &st->rx, "127.0.0.1:0");
+    int rc = pl_udp_bind_str(ex, &st->rx, rx);
     if (rc == 0) {
         st->rx_addr_len = sizeof st->rx_addr;
         rc = pl_udp_local_addr(&st->rx, &st->rx_addr, &st->rx_addr_len);
     }
     if (rc == 0) {
-        rc = pl_udp_bind_str(ex, &st->tx, "127.0.0.1:0");
+        rc = pl_udp_bind_str(ex, &st->tx, tx);
     }
     if (rc != 0) {
         return rc;
@@ -545,6 +544,17 @@ static int udp_setup(pl_executor *ex, void *state)
     udp_receiver rcv = {.base = PL_FUTURE_INIT(&udp_receiver_vt), .st = st};
     rc = PL_SPAWN(ex, rcv, "udp_receiver", NULL);
     return rc != 0 ? rc : PL_SPAWN(ex, snd, "udp_sender", NULL);
+}
+
+static int udp_setup(pl_executor *ex, void *state)
+{
+    return udp_setup_on(ex, state, "127.0.0.1:0", "127.0.0.1:0");
+}
+
+/* The same across the link 10.0.0.1 -> 10.0.0.2 (its table, its copies). */
+static int udp_hosts_setup(pl_executor *ex, void *state)
+{
+    return udp_setup_on(ex, state, "10.0.0.2:0", "10.0.0.1:0");
 }
 
 static int udp_check(pl_executor *ex, void *state, char *msg, size_t len)
@@ -566,6 +576,9 @@ static void udp_teardown(void *state)
 
 PL_SCENARIO(oom_udp, .name = "oom_udp", .summary = "datagrams between two sockets",
             .state_size = sizeof(udp_state), .setup = udp_setup, .check = udp_check,
+            .teardown = udp_teardown);
+PL_SCENARIO(oom_udp_hosts, .name = "oom_udp_hosts", .summary = "datagrams between two hosts",
+            .state_size = sizeof(udp_state), .setup = udp_hosts_setup, .check = udp_check,
             .teardown = udp_teardown);
 
 /* ---- Scenario: a lost wakeup ----------------------------------------- */
@@ -811,6 +824,8 @@ LEAK_TEST(sim_oom, tcp_echo)
 LEAK_TEST(sim_oom, udp)
 {
     sweep(&(run_spec){"oom_udp", 8, NULL, "io_fault=off", PL_FINDING_NONE, false});
+    sweep(&(run_spec){"oom_udp_hosts", 8, NULL, "io_fault=off,link_loss=off,partition=off",
+                      PL_FINDING_NONE, false});
 }
 
 /* oom_disk.c's scenario. */

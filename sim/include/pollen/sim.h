@@ -3,7 +3,8 @@
  * The simulator is a pl_system: the same executor runs on it unchanged,
  * with a virtual clock that jumps to the next deadline when nothing is
  * runnable, an in-memory reactor (pipes, stream and datagram sockets on
- * loopback addresses) and one decision stream from which every
+ * loopback and on simulated hosts linked by a faulty network:
+ * pollen/sim_net.h) and one decision stream from which every
  * nondeterministic choice is drawn. A seed, a replay file or a fuzzer
  * input therefore reproduces a run exactly, down to the trace hash.
  *
@@ -33,6 +34,7 @@
 #include <stdint.h>
 
 #include "pollen/pollen.h"
+#include "pollen/sim_net.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -186,6 +188,9 @@ typedef struct pl_sim_fault_options {
                                       (0..PL_SIM_TIMER_LATE_MAX; 0: never); default 4 */
     pl_time timer_late_quantum_ns; /* one lateness step (0..PL_SIM_FAULT_QUANTUM_MAX);
                                       default 1 ms */
+    pl_sim_link_options link;      /* every link between two hosts until pl_sim_link_set
+                                      changes one (pollen/sim_net.h); default
+                                      pl_sim_link_options_default */
 } pl_sim_fault_options;
 
 #define PL_SIM_LATENCY_STEPS_MAX 1024u

@@ -353,7 +353,8 @@ static void bounded_kinds(const run_opts *o, char *buf, size_t len)
     for (int pass = 0; pass < 2; pass++) {
         bool first = true;
         for (uint32_t i = 0; i < PL_DECIDE__COUNT; i++) {
-            if (k.kind[i].enabled != (pass == 0) || used >= len) {
+            if (pl__dec_kind_name(i) == NULL || k.kind[i].enabled != (pass == 0) ||
+                used >= len) {
                 continue;
             }
             int n = snprintf(buf + used, len - used, "%s%s%s", first ? heads[pass] : ", ",

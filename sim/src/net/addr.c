@@ -1,4 +1,4 @@
-/* sim/src/net/addr.c: loopback addresses, the table of bound endpoints
+/* sim/src/net/addr.c: host addresses (loopback and 10.0.0.0/8), the table of bound endpoints
  * (in bind order: lookups scan it and must stay deterministic), ephemeral
  * ports, and the bind, listen and local_addr entries. */
 #include <netinet/in.h>
@@ -44,13 +44,16 @@ static bool addr_is_loopback(const addr *a)
     return memcmp(a->ip, v6_loopback, 16) == 0;
 }
 
+/* The simulated hosts besides loopback (pollen/sim_net.h). */
+static bool addr_is_host(const addr *a) { return a->family == AF_INET && a->ip[0] == 10; }
+
 int pl__net_addr_parse(const struct sockaddr *sa, socklen_t len, int family, addr *out)
 {
     int rc = addr_parse_any(sa, len, family, out);
     if (rc < 0) {
         return rc;
     }
-    return addr_is_loopback(out) ? 0 : PL_EADDRNOTAVAIL;
+    return addr_is_loopback(out) || addr_is_host(out) ? 0 : PL_EADDRNOTAVAIL;
 }
 
 static addr addr_loopback(int family)

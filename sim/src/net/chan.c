@@ -1,8 +1,10 @@
 /* sim/src/net/chan.c: byte channels, one per pipe and per direction of a
  * connection. Bytes are written into a ring at once and become readable
  * when their segment's delivery event comes; segments are delivered in
- * write order whatever latencies are drawn. Also the reset of a
- * connection, which drops both of its channels without an end of stream. */
+ * write order whatever latencies are drawn, and a segment that crosses a
+ * cut or held link waits without being passed (link.c). Also the reset of
+ * a connection, which drops both of its channels without an end of
+ * stream. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,7 +116,9 @@ static void ring_get(chan *c, uint8_t *dst, size_t n)
  * Room in the heap and in c->segs must be reserved. */
 static void chan_schedule(pl__reactor *r, chan *c, seg s, const ep *by)
 {
-    pl_time at_ns = pl__sim_now(r->sim) + pl__net_latency(r, by);
+    pl_time latency = c->link != 0 ? pl__net_link_latency(r, pl__net_link_at(r, c->link))
+                                   : pl__net_latency(r, by);
+    pl_time at_ns = pl__sim_now(r->sim) + latency;
     if (at_ns < c->last_ns) {
         at_ns = c->last_ns;
     }
@@ -171,11 +175,52 @@ void pl__net_chan_detach(pl__reactor *r, ep *e, bool graceful)
     }
 }
 
+/* A connection whose segments waited too long: both ends are reset at
+ * once (neither can reach the other to say so), as TCP gives up. */
+static void break_conn(pl__reactor *r, chan *c)
+{
+    ep *ends[2] = {c->writer, c->reader};
+    if (ends[0] == NULL && c->reader != NULL && c->reader->tx != NULL) {
+        ends[0] = c->reader->tx->reader; /* the writer shut down: it still reads */
+    }
+    for (int i = 0; i < 2; i++) {
+        if (ends[i] != NULL && ends[i]->state == ST_CONNECTED) {
+            pl__net_reset_conn(r, ends[i], false);
+            pl__net_mark_ready(r, ends[i], PL_IO_READABLE | PL_IO_WRITABLE | PL_IO_ERROR);
+        }
+    }
+}
+
+/* The head segment of c crosses a link: true when it must wait, having
+ * either come due again (the popped event's heap slot) when the link
+ * opens or break_after_ns is up, or broken the connection. Every event of
+ * c delivers c's head segment, so waiting ones keep the stream's order. */
+static bool chan_waits(pl__reactor *r, chan *c)
+{
+    link *l = pl__net_link_at(r, c->link);
+    pl_time again;
+    switch (pl__net_link_wait(l, pl__sim_now(r->sim), &c->stalled, &c->stalled_ns, &again)) {
+    case LINK_GO:
+        return false;
+    case LINK_GIVE_UP:
+        l->count.resets++;
+        break_conn(r, c);
+        return true;
+    case LINK_WAIT:
+    default:
+        pl__net_heap_push(r, (event){.at_ns = again, .type = EV_SEGMENT, .target = c->hdr.id});
+        return true;
+    }
+}
+
 void pl__net_chan_arrive(pl__reactor *r, uint32_t id)
 {
     chan *c = pl__net_chan_get(r, id);
     if (c == NULL || c->segs_len == 0) {
         return; /* the reader went away and took the data with it */
+    }
+    if (c->link != 0 && chan_waits(r, c)) {
+        return;
     }
     seg s = segs_pop(c);
     if (s.fin) {
@@ -222,6 +267,19 @@ static ssize_t stream_fault(pl__reactor *r, ep *e, uint32_t bit, size_t *n)
     default:
         return 0;
     }
+}
+
+/* A write that crosses a link: the link may cut or clog itself, or break
+ * the connection (one heap slot: the peer hears after a latency). */
+static bool link_resets(pl__reactor *r, ep *e, link *l)
+{
+    pl__net_link_on_send(r, l);
+    if (!pl__net_link_reset(r, l)) {
+        return false;
+    }
+    l->count.resets++;
+    pl__net_reset_conn(r, e, true);
+    return true;
 }
 
 ssize_t pl__net_chan_read(pl__reactor *r, ep *e, chan *c, void *buf, size_t len)
@@ -272,6 +330,9 @@ ssize_t pl__net_chan_write(pl__reactor *r, ep *e, chan *c, const void *buf, size
     ssize_t rc = stream_fault(r, e, PL_IO_WRITABLE, &n);
     if (rc < 0) {
         return rc;
+    }
+    if (c->link != 0 && link_resets(r, e, pl__net_link_at(r, c->link))) {
+        return PL_ECONNRESET;
     }
     ring_put(c, buf, n);
     chan_schedule(r, c, (seg){.len = (uint32_t)n, .fin = 0}, e);

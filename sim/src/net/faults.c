@@ -21,15 +21,77 @@ void pl_sim_fault_options_default(pl_sim_fault_options *o)
         .timer_late_max = 4,
         .timer_late_quantum_ns = PL_MS,
     };
+    pl_sim_link_options_default(&o->link);
+}
+
+void pl_sim_link_options_default(pl_sim_link_options *o)
+{
+    *o = (pl_sim_link_options){
+        .latency_ns = 500 * PL_US,
+        .jitter_quantum_ns = 100 * PL_US,
+        .jitter_steps = 8,
+        .loss = true,
+        .dup = true,
+        .reorder = true,
+        .reorder_ns = 2 * PL_MS,
+        .reset = true,
+        .partition = true,
+        .clog = true,
+        .fault_steps = 8,
+        .break_after_ns = 100 * PL_MS,
+    };
+}
+
+static int invalid_in(char *err, size_t err_len, const char *where, const char *what,
+                      long long v, long long lo, long long hi)
+{
+    if (err != NULL && err_len > 0) {
+        snprintf(err, err_len, "%s: %s %lld is outside %lld..%lld", where, what, v, lo, hi);
+    }
+    return PL_EINVAL;
 }
 
 static int invalid(char *err, size_t err_len, const char *what, long long v, long long lo,
                    long long hi)
 {
-    if (err != NULL && err_len > 0) {
-        snprintf(err, err_len, "fault options: %s %lld is outside %lld..%lld", what, v, lo, hi);
+    return invalid_in(err, err_len, "fault options", what, v, lo, hi);
+}
+
+/* A duration field of the link options must lie in [lo, PL_S] (or an
+ * hour for break_after_ns). */
+static int link_time(char *err, size_t err_len, const char *what, pl_time v, pl_time lo,
+                     pl_time hi)
+{
+    return v < lo || v > hi ? invalid_in(err, err_len, "link options", what, v, lo, hi) : 0;
+}
+
+static int link_steps(char *err, size_t err_len, const char *what, uint32_t v)
+{
+    if (v < 1 || v > PL_SIM_LINK_STEPS_MAX) {
+        return invalid_in(err, err_len, "link options", what, v, 1, PL_SIM_LINK_STEPS_MAX);
     }
-    return PL_EINVAL;
+    return 0;
+}
+
+int pl_sim_link_options_validate(const pl_sim_link_options *o, char *err, size_t err_len)
+{
+    int rc = link_time(err, err_len, "latency_ns", o->latency_ns, 0, PL_S);
+    if (rc == 0) {
+        rc = link_time(err, err_len, "jitter_quantum_ns", o->jitter_quantum_ns, 0, PL_S);
+    }
+    if (rc == 0) {
+        rc = link_steps(err, err_len, "jitter_steps", o->jitter_steps);
+    }
+    if (rc == 0) {
+        rc = link_time(err, err_len, "reorder_ns", o->reorder_ns, 0, PL_S);
+    }
+    if (rc == 0) {
+        rc = link_steps(err, err_len, "fault_steps", o->fault_steps);
+    }
+    if (rc == 0) {
+        rc = link_time(err, err_len, "break_after_ns", o->break_after_ns, 1, 3600 * PL_S);
+    }
+    return rc;
 }
 
 int pl_sim_fault_options_validate(const pl_sim_fault_options *o, char *err, size_t err_len)
@@ -49,7 +111,7 @@ int pl_sim_fault_options_validate(const pl_sim_fault_options *o, char *err, size
         return invalid(err, err_len, "timer_late_quantum_ns", o->timer_late_quantum_ns, 0,
                        PL_SIM_FAULT_QUANTUM_MAX);
     }
-    return 0;
+    return pl_sim_link_options_validate(&o->link, err, err_len);
 }
 
 void pl__net_faults_of(const pl_sim_options *o, pl_sim_fault_options *out)

@@ -30,6 +30,7 @@ void pl__reactor_destroy(pl__reactor *r)
         return;
     }
     pl__net_heap_free(r);
+    pl__net_links_free(r);
     pl__net_table_free(r);
     free(r);
 }

@@ -4,8 +4,9 @@
  * Model. Handles are small integers from 3 upward, never reused within a
  * run. Objects:
  *   pipes            a read end and a write end sharing one byte channel;
- *   stream sockets   AF_INET / AF_INET6 SOCK_STREAM on loopback addresses
- *                    (127.0.0.0/8, ::1): bind, listen with a backlog,
+ *   stream sockets   AF_INET / AF_INET6 SOCK_STREAM on host addresses
+ *                    (127.0.0.0/8, ::1, and the simulated hosts of
+ *                    10.0.0.0/8): bind, listen with a backlog,
  *                    connect (always PL_EINPROGRESS, resolved after a
  *                    latency: established, or PL_ECONNREFUSED through
  *                    connect_result when nothing listens or the backlog
@@ -20,7 +21,10 @@
  * (pl_sim_fault_options; by default 0..700 us, choice 0 = no delay, as in
  * production). Byte streams stay in order: a chunk is never delivered
  * before an earlier one of the same direction. Datagrams draw their
- * latencies independently, so they may be reordered.
+ * latencies independently, so they may be reordered. Traffic between two
+ * distinct hosts crosses a link instead (link.c, pollen/sim_net.h): the
+ * link's latency replaces this one, and the link kinds add loss,
+ * duplication, hold-backs, resets, partitions and clogs.
  *
  * Faults. Each operation that could succeed may draw one
  * PL_DECIDE_IO_FAULT decision among the fault classes the run's
@@ -44,6 +48,8 @@
 #ifndef POLLEN_SIM_NET_H
 #define POLLEN_SIM_NET_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "sim_internal.h"
@@ -89,6 +95,12 @@ size_t pl__reactor_open_handles(const pl__reactor *r);
  * valid. */
 void pl__reactor_set_faults(pl__reactor *r, const pl_sim_fault_options *o);
 const pl_sim_fault_options *pl__reactor_faults(const pl__reactor *r);
+
+/* The shrinker's words for a non-zero decision of a link kind drawn at
+ * `at` (explain.c): writes one line without a newline into buf and
+ * returns true, or returns false for any other kind. */
+bool pl__net_explain(char *buf, size_t len, uint32_t kind, uint64_t key, uint32_t v, uint32_t n,
+                     pl_time at);
 
 /* The fault options a run uses: o->faults, or the defaults when NULL. */
 void pl__net_faults_of(const pl_sim_options *o, pl_sim_fault_options *out);

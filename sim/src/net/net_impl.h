@@ -6,6 +6,7 @@
  *   events.c  the delivery heap on (time, seq)
  *   ready.c   readiness gathered per delivery, registration
  *   faults.c  latency and fault decisions, the fault options
+ *   link.c    links between hosts: their state and decisions
  *   addr.c    addresses, the bound table, bind and listen
  *   chan.c    byte channels (pipes and stream directions), resets
  *   stream.c  connections: connect, accept, shutdown, stream I/O
@@ -77,6 +78,9 @@ typedef struct chan {
     bool fin_queued;
     bool reader_gone;    /* writes fail with PL_EPIPE */
     bool writer_blocked; /* a write said EAGAIN for lack of space */
+    uint32_t link;       /* the link writer -> reader crosses, index + 1; 0: one host */
+    bool stalled;        /* the head segment waits on a cut or held link */
+    pl_time stalled_ns;  /* since when */
 } chan;
 
 typedef struct dgram {
@@ -116,6 +120,9 @@ struct ep {
     /* Datagram socket: received datagrams (FIFO). */
     dgram *q_head, *q_tail;
     size_t q_bytes;
+    /* Connecting: the attempt waits on a cut or held link since. */
+    bool stalled;
+    pl_time stalled_ns;
     /* Readiness gathered during one pl__reactor_deliver. */
     uint32_t ready_bits;
     bool in_ready;
@@ -149,7 +156,19 @@ struct pl__reactor {
     size_t heap_len, heap_cap;
     uint64_t seq;
     ep *ready_head, *ready_tail;
+    struct link *links; /* links between hosts, in the order first used; never removed */
+    size_t links_len, links_cap;
 };
+
+/* The link from -> to between two distinct hosts (link.c). */
+typedef struct link {
+    uint32_t from, to; /* hosts, IPv4 in host order */
+    pl_sim_link_options o;
+    pl_time cut_until;  /* cut while now < it; PL_TIME_NEVER: until healed */
+    pl_time held_until; /* likewise, held */
+    dgram *held_head, *held_tail; /* arrived while held until released */
+    pl_sim_link_state count;      /* the counters of pl_sim_link_state */
+} link;
 
 /* Appends node to the FIFO list (head, tail) linked through node->next:
  * the backlog, the datagram queue and the ready list keep arrival order. */
@@ -251,11 +270,58 @@ uint32_t pl__net_send_faults(const pl__reactor *r, ep *e);
  * returns PL_EAGAIN. */
 ssize_t pl__net_spurious_eagain(pl__reactor *r, ep *e, uint32_t bit);
 
+/* ---- link.c: links between hosts ---------------------------------------- */
+
+/* The host of an address: its IPv4 address in host order, 127.0.0.1 for
+ * all of 127.0.0.0/8, 0 for IPv6 (::1 is the one IPv6 host). */
+uint32_t pl__net_host(const addr *a);
+/* The link from -> to, index + 1 (created with the run's default options,
+ * with its reverse), 0 when both are on one host, or PL_ENOMEM. */
+int pl__net_link_index(pl__reactor *r, const addr *from, const addr *to);
+/* The link of an index + 1 from pl__net_link_index (not 0). */
+link *pl__net_link_at(const pl__reactor *r, uint32_t index);
+/* A crossing's latency: base plus the link_latency extra. */
+pl_time pl__net_link_latency(pl__reactor *r, link *l);
+/* A send on l: on an open link, draws the partition and clog decisions. */
+void pl__net_link_on_send(pl__reactor *r, link *l);
+/* Whether a datagram on l is lost, duplicated, held back (decisions). */
+bool pl__net_link_lose(pl__reactor *r, link *l);
+bool pl__net_link_dup(pl__reactor *r, link *l);
+bool pl__net_link_reorder(pl__reactor *r, link *l);
+/* Whether a stream write on l breaks its connection (a decision). */
+bool pl__net_link_reset(pl__reactor *r, link *l);
+/* Cut or held at now. */
+bool pl__net_link_cut(const link *l, pl_time now);
+bool pl__net_link_held(const link *l, pl_time now);
+/* When l is neither cut nor held (now when open; PL_TIME_NEVER when that
+ * waits for a call). */
+pl_time pl__net_link_open_at(const link *l, pl_time now);
+/* What a stream crossing due now on l does (a segment, a connection
+ * attempt), waiting since *since when *waiting: LINK_GO on an open link
+ * (clearing *waiting); LINK_WAIT with *again, when to look again (the
+ * link opens, or break_after_ns is up); LINK_GIVE_UP once it waited
+ * break_after_ns. */
+typedef enum link_verdict { LINK_GO, LINK_WAIT, LINK_GIVE_UP } link_verdict;
+link_verdict pl__net_link_wait(const link *l, pl_time now, bool *waiting, pl_time *since,
+                               pl_time *again);
+/* Keeps d until the link's hold is released. */
+void pl__net_link_keep(link *l, dgram *d);
+/* The entries behind pollen/sim_net.h, on hosts (pl__net_host values).
+ * 0, PL_EINVAL (from == to) or PL_ENOMEM. */
+int pl__net_link_partition(pl__reactor *r, uint32_t from, uint32_t to, bool both);
+int pl__net_link_heal(pl__reactor *r, uint32_t a, uint32_t b);
+int pl__net_link_hold(pl__reactor *r, uint32_t a, uint32_t b);
+int pl__net_link_release(pl__reactor *r, uint32_t a, uint32_t b);
+int pl__net_link_set(pl__reactor *r, uint32_t from, uint32_t to, const pl_sim_link_options *o);
+int pl__net_link_get(const pl__reactor *r, uint32_t from, uint32_t to, pl_sim_link_state *out);
+/* Frees the held datagrams and the table (the reactor's teardown). */
+void pl__net_links_free(pl__reactor *r);
+
 /* ---- addr.c: addresses and binding -------------------------------------- */
 
-/* Parses a sockaddr of `family` that must be a loopback address: 0,
- * PL_EINVAL (malformed, other family) or PL_EADDRNOTAVAIL (not loopback:
- * nothing else exists here). */
+/* Parses a sockaddr of `family` that must be a host's address (loopback,
+ * or IPv4 in 10.0.0.0/8): 0, PL_EINVAL (malformed, other family) or
+ * PL_EADDRNOTAVAIL (nothing else exists here). */
 int pl__net_addr_parse(const struct sockaddr *sa, socklen_t len, int family, addr *out);
 /* Writes a as a sockaddr into out (truncated to *len) and sets *len to
  * the full length, like getsockname. NULL out or len: nothing. */

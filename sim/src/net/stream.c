@@ -47,7 +47,9 @@ static void refuse(pl__reactor *r, ep *c, int err)
  * handle until accepted), one channel per direction, and queue it. */
 static int establish(pl__reactor *r, ep *l, ep *c)
 {
-    if (!pl__net_objs_reserve(r, 3)) {
+    int up_link = pl__net_link_index(r, &c->local, &l->local);
+    int down_link = pl__net_link_index(r, &l->local, &c->local);
+    if (up_link < 0 || down_link < 0 || !pl__net_objs_reserve(r, 3)) {
         return PL_ENOMEM;
     }
     ep *s = pl__net_ep_new(r, EP_STREAM, c->family);
@@ -60,6 +62,8 @@ static int establish(pl__reactor *r, ep *l, ep *c)
     s->state = ST_CONNECTED;
     s->local = l->local;
     s->peer = c->local;
+    up->link = (uint32_t)up_link;
+    down->link = (uint32_t)down_link;
     up->writer = c;
     up->reader = s;
     down->writer = s;
@@ -75,11 +79,39 @@ static int establish(pl__reactor *r, ep *l, ep *c)
     return 0;
 }
 
+/* The attempt crosses a cut or held link: true when it waits (due again,
+ * in the popped event's heap slot, when the link opens or break_after_ns
+ * is up) or gave up with PL_ETIMEDOUT, as a SYN retried in vain. */
+static bool connect_waits(pl__reactor *r, ep *c)
+{
+    int i = pl__net_link_index(r, &c->local, &c->peer); /* made at the connect */
+    if (i == 0) {
+        return false;
+    }
+    PL__SIM_ASSERT(i > 0);
+    pl_time again;
+    switch (pl__net_link_wait(pl__net_link_at(r, (uint32_t)i), pl__sim_now(r->sim), &c->stalled,
+                              &c->stalled_ns, &again)) {
+    case LINK_GO:
+        return false;
+    case LINK_GIVE_UP:
+        refuse(r, c, PL_ETIMEDOUT);
+        return true;
+    case LINK_WAIT:
+    default:
+        pl__net_heap_push(r, (event){.at_ns = again, .type = EV_CONNECT, .target = c->hdr.id});
+        return true;
+    }
+}
+
 void pl__net_connect_arrive(pl__reactor *r, uint32_t id)
 {
     ep *c = pl__net_ep_get(r, id);
     if (c == NULL || c->state != ST_CONNECTING) {
         return; /* closed before it got anywhere */
+    }
+    if (connect_waits(r, c)) {
+        return;
     }
     /* A full backlog refuses rather than retrying, so runs end. */
     ep *l = pl__net_find_bound(r, &c->peer, false);
@@ -154,11 +186,22 @@ int pl__net_connect(void *self, int handle, const struct sockaddr *sa, socklen_t
     if (rc < 0) {
         return rc;
     }
+    int li = pl__net_link_index(r, &e->local, &to);
+    if (li < 0) {
+        return li;
+    }
+    pl_time latency;
+    if (li > 0) {
+        link *l = pl__net_link_at(r, (uint32_t)li);
+        pl__net_link_on_send(r, l);
+        latency = pl__net_link_latency(r, l);
+    } else {
+        latency = pl__net_latency(r, e);
+    }
     e->peer = to;
     e->state = ST_CONNECTING;
-    pl__net_heap_push(r, (event){.at_ns = pl__sim_now(r->sim) + pl__net_latency(r, e),
-                                 .type = EV_CONNECT,
-                                 .target = e->hdr.id});
+    pl_time at_ns = pl__sim_now(r->sim) + latency;
+    pl__net_heap_push(r, (event){.at_ns = at_ns, .type = EV_CONNECT, .target = e->hdr.id});
     return PL_EINPROGRESS;
 }
 
