@@ -82,6 +82,13 @@ static int source_detach(pl_io_source *src)
     return handle;
 }
 
+void pl_io_source_forget(pl_io_source *src)
+{
+    if (src != NULL && src->registered) {
+        (void)source_detach(src);
+    }
+}
+
 static void source_close(pl_io_source **srcp)
 {
     pl_io_source *src = *srcp;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "executor_internal.h"
+#include "pollen/timer.h"
 #include "ready.h"
 
 /* ---- Accessors -------------------------------------------------------- */
@@ -199,6 +200,37 @@ void pl_task_abort(pl_task *t)
         return;
     }
     pl__task_cancel(t);
+}
+
+/* ---- Forgetting (a simulated process kill) ------------------------------ */
+
+/* Disarms the armed timers that would wake t. Rescans after each removal:
+ * heap_remove reorders the heap, and a kill is rare. */
+static void disarm_timers_of(pl_executor *ex, pl_task *t)
+{
+    bool found = true;
+    while (found) {
+        found = false;
+        for (uint32_t i = 0; i < ex->timers.len && !found; i++) {
+            pl_timer *tm = ex->timers.items[i].t;
+            if (pl__executor_waker_task(ex, &tm->waker) == t) {
+                pl_timer_disarm(tm);
+                found = true;
+            }
+        }
+    }
+}
+
+void pl_executor_forget_task(pl_executor *ex, pl_task *t)
+{
+    PL_ASSERT(t->ex == ex && ex->running != t && t->state < TASK_DONE);
+    /* Never polled or dropped again; the extra reference keeps its bytes
+     * (which wakers elsewhere and wait lists may name) until
+     * pl_executor_destroy, so a stale wake finds a finished task. */
+    t->flags |= TASK_ABANDONED;
+    t->refs++;
+    disarm_timers_of(ex, t);
+    pl__task_finish(t, TASK_CANCELLED);
 }
 
 /* ---- Join ------------------------------------------------------------- */

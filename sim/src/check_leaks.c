@@ -12,6 +12,9 @@ void pl__leaks_verdict(pl__sim *s)
     PL__SIM_ASSERT(s->run_over); /* only once the tasks were cancelled */
     for (uint32_t id = 1; id <= s->tasks_spawned && s->finding.kind == PL_FINDING_NONE; id++) {
         pl__task_info *ti = &s->tasks[id];
+        if (ti->forgotten) {
+            continue; /* its node crashed: the crash discarded what it held */
+        }
         uint32_t clones = pl__oracle_live_clones(ti);
         if (clones > 0) {
             const char *holder = pl__oracle_holder_name(s, pl__oracle_clone_holder(ti, id));

@@ -48,6 +48,8 @@ static void on_spawn(void *ud, pl_task *t)
     PL__SIM_ASSERT(id > s->tasks_spawned); /* ids are handed out in increasing order */
     s->tasks[id].task = t;
     s->tasks[id].name = pl_task_name(t);
+    s->tasks[id].node = (uint8_t)pl__node_current(s); /* a node's tasks spawn its own */
+    s->tasks[id].forgotten = false;
     s->tasks_spawned = id;
     pl__trace_ring *ring = pl__sim_ring();
     if (ring != NULL) {
@@ -222,6 +224,7 @@ static void on_complete(void *ud, pl_task *t)
 static void on_drop(void *ud, pl_task *t, bool cancelled)
 {
     pl__sim *s = ud;
+    s->dropping = tid(t); /* a drop outside polls closes on its task's node */
     event(s, PL__EV_DROP, tid(t), cancelled, 0);
 }
 

@@ -88,9 +88,11 @@ void pl_sim_options_default(pl_sim_options *o)
 static void set_name_blob(pl__run_record *rec, const pl__sim *s)
 {
     size_t len = 0;
+    char full[128];
     for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
         const char *n = s->tasks[id].name != NULL ? s->tasks[id].name : "?";
-        len += strlen(n) + 1;
+        pl__node_task_name(s, id, n, full, sizeof full);
+        len += strlen(full) + 1;
     }
     rec->names_blob = malloc(len ? len : 1);
     if (rec->names_blob == NULL) {
@@ -99,8 +101,9 @@ static void set_name_blob(pl__run_record *rec, const pl__sim *s)
     char *p = rec->names_blob;
     for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
         const char *n = s->tasks[id].name != NULL ? s->tasks[id].name : "?";
-        size_t l = strlen(n) + 1;
-        memcpy(p, n, l);
+        pl__node_task_name(s, id, n, full, sizeof full);
+        size_t l = strlen(full) + 1;
+        memcpy(p, full, l);
         p += l;
     }
     rec->names_len = len;
@@ -234,6 +237,7 @@ static void run_escapable(pl__sim *s, const pl_scenario *sc, void *state)
     int rc = pl_run(s->ex);
     s->escape = NULL;
     s->run_over = true;
+    s->dropping = 0; /* the check runs on the scenario's own disk */
     pl__run_judge(s, sc, state, rc);
 }
 
@@ -270,6 +274,7 @@ static void fill_result(pl__sim *s, pl_sim_result *out)
 static void wind_down(pl__sim *s, const pl_scenario *sc, void *state)
 {
     pl_executor_cancel_all(s->ex);
+    s->dropping = 0;
     if (sc->teardown != NULL) {
         sc->teardown(state);
     }

@@ -176,7 +176,7 @@ static int sim_wait(void *self, pl_executor *ex, pl_time deadline_ns)
     }
     bool runnable = pl_executor_runnable(s->ex) > 0;
     pl_time io_next = s->reactor != NULL ? pl__reactor_next_event(s->reactor) : PL_TIME_NEVER;
-    pl_time disk_next = pl__disk_next_event(s->disk);
+    pl_time disk_next = pl__nodes_disk_next(s);
     io_next = disk_next < io_next ? disk_next : io_next;
     pl_time next = io_next < deadline_ns ? io_next : deadline_ns;
     if (!runnable && next == PL_TIME_NEVER && !s->remote_pending) {
@@ -210,7 +210,7 @@ static int sim_wait(void *self, pl_executor *ex, pl_time deadline_ns)
     if (s->reactor != NULL) {
         pl__reactor_deliver(s->reactor, s->now);
     }
-    pl__disk_deliver(s->disk, s->now);
+    pl__nodes_disk_deliver(s, s->now);
     return 0;
 }
 
@@ -370,6 +370,7 @@ void pl__sim_finish(pl__sim *s)
     s->reactor = NULL;
     pl__disk_destroy(s->disk);
     s->disk = NULL;
+    pl__nodes_free(s);
     pl__trace_destroy(s->trace);
     s->trace = NULL;
     pl__dec_finish(&s->dec);

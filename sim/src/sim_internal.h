@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "pollen/sim.h"
+#include "pollen/sim_node.h"
 #include "pollen/observer.h"
 #include "decide.h"
 #include "grow.h"
@@ -87,6 +88,8 @@ typedef struct pl__task_info {
     pl_time stale_ns;
     uint32_t stale_by;      /* task polling then (0: outside polls) */
     bool on_purpose;        /* its latest poll said it polls on purpose (a poll interval) */
+    bool forgotten;         /* its node crashed: never dropped, not a leak */
+    uint8_t node;           /* its node (index in s->nodes); 0: the scenario's own */
     uint32_t late_head;     /* its late timers (s->late), index + 1; 0: none */
     uint32_t quiet_rounds;  /* background: points since only background work was left
                                before which it was polled */
@@ -217,9 +220,65 @@ struct pl__sim {
     pl__follow follow;      /* this run is the follow-up of another */
     bool stuck_finding;     /* the finding names stuck tasks: append the scenario's check */
 
+    /* Nodes (node.c): index 0 is the scenario itself; NULL until the
+     * first pl_sim_node_add. */
+    struct pl__node *nodes;
+    uint32_t nodes_len;     /* declared nodes + 1 once nodes exist */
+    uint32_t booting;       /* node whose boot function runs; 0: none */
+    uint32_t dropping;      /* task whose drop runs outside polls; 0: none */
+
     bool stopped;
     pl_finding finding;
 };
+
+/* A node of a cluster scenario (pollen/sim_node.h; node.c). */
+typedef struct pl__node {
+    pl_node_def def;
+    uint32_t host;          /* IPv4, host order; 0 for the scenario itself */
+    bool up;
+    uint32_t crashes;
+    struct pl__disk *disk;  /* its own disk; NULL until a file is used */
+    struct pl__node_block *blocks; /* pl_node_alloc's, newest first */
+} pl__node;
+
+/* The node the current code runs on: the booting one, else the polled
+ * task's, else the dropped task's; 0: the scenario's own. Inline: the
+ * network asks at each socket it opens and links without node.c. */
+static inline uint32_t pl__node_current(const pl__sim *s)
+{
+    if (s->nodes == NULL) {
+        return 0;
+    }
+    if (s->booting != 0) {
+        return s->booting;
+    }
+    uint32_t id = s->polling != 0 ? s->polling : s->dropping;
+    return id != 0 ? s->tasks[id].node : 0;
+}
+
+/* The host of node n (0: none, the scenario's sockets keep loopback). */
+static inline uint32_t pl__node_host(const pl__sim *s, uint32_t n)
+{
+    return n != 0 && n < s->nodes_len ? s->nodes[n].host : 0;
+}
+
+/* The disk the current code uses: its node's (s->disk for the scenario).
+ * Inline: the disk links without node.c too. */
+static inline struct pl__disk **pl__node_disk_slot(pl__sim *s)
+{
+    uint32_t n = pl__node_current(s);
+    return n != 0 ? &s->nodes[n].disk : &s->disk;
+}
+/* The name of node n ("" for 0). */
+const char *pl__node_name(const pl__sim *s, uint32_t n);
+/* Writes "node2/worker" (or the plain task name outside nodes) into buf. */
+void pl__node_task_name(const pl__sim *s, uint32_t id, const char *name, char *buf,
+                        size_t len);
+/* Every node's disk: the earliest pending completion; delivery. */
+pl_time pl__nodes_disk_next(const pl__sim *s);
+void pl__nodes_disk_deliver(pl__sim *s, pl_time now);
+/* Frees the nodes, their disks and their memory (pl__sim_finish). */
+void pl__nodes_free(pl__sim *s);
 
 /* The simulator running on this thread (properties reach it this way);
  * pl__sim_init and pl__sim_finish set it (instance.c). */

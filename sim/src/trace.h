@@ -95,6 +95,8 @@ typedef enum pl__trace_kind {
     PL__EV_PROBE = 17,     /* a poll outside the schedule (quiescence probe,
                               spurious poll): a = poll number, b = gen */
     PL__EV_USER = 18,      /* log-only: a user trace event, see above */
+    PL__EV_NODE = 19,      /* a node crashed (b = 0) or restarted (b = 1): a = its
+                              index (sim_node.h); only in cluster scenarios */
     PL__EV__COUNT
 } pl__trace_kind;
 

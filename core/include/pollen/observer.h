@@ -149,6 +149,22 @@ pl_poll_result pl_executor_probe(pl_executor *ex, pl_task *t);
  * pl_executor_destroy. */
 void pl_executor_abandon_poll(pl_executor *ex);
 
+/* Forgets a task that is not being polled, as a process kill would: it
+ * finishes as cancelled (a joiner sees PL_ECANCELED) without its drop,
+ * leaves the ready queue, and the timers that would wake it are disarmed.
+ * Its memory stays allocated until pl_executor_destroy frees it by force:
+ * wakers held elsewhere stay safe to wake (a finished task ignores them)
+ * and to drop. What its future owned outside its own bytes is the
+ * caller's to free. The simulator's node crash calls it; executor thread
+ * only, outside the task's own poll. */
+void pl_executor_forget_task(pl_executor *ex, pl_task *t);
+
+/* Deregisters and frees an I/O source whose owner was forgotten
+ * (pl_executor_forget_task): its wakers are dropped, its handle stays
+ * open for the caller to close, and the forgotten future's pointer to it
+ * dangles (that future never runs again). NULL: no-op. */
+void pl_io_source_forget(pl_io_source *src);
+
 /* Wakes a parked task as if through its current waker. */
 void pl_executor_wake_task(pl_executor *ex, pl_task *t);
 

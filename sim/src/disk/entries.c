@@ -8,7 +8,8 @@
 #include "disk_impl.h"
 #include "pollen/file.h"
 
-static pl__disk *disk_of(void *self) { return ((pl__sim *)self)->disk; }
+/* The current node's disk (the run's own outside nodes). */
+static pl__disk *disk_of(void *self) { return *pl__node_disk_slot(self); }
 
 /* The handle of kind `kind` (0: either), or NULL with *err set. */
 static pl__disk_handle *handle_as(void *self, int handle, uint8_t kind, int *err)
@@ -69,18 +70,19 @@ int pl__disk_close(void *self, int handle)
 int pl__disk_dir_open(void *self, const char *path, int create)
 {
     pl__sim *s = self;
-    if (s->disk == NULL && pl__disk_create(&s->disk, s) != 0) {
+    pl__disk **slot = pl__node_disk_slot(s);
+    if (*slot == NULL && pl__disk_create(slot, s) != 0) {
         return PL_ENOMEM;
     }
-    if (s->disk->open_handles >= PL_SIM_DISK_HANDLES_MAX) {
+    if ((*slot)->open_handles >= PL_SIM_DISK_HANDLES_MAX) {
         return PL_EMFILE;
     }
     uint32_t obj;
     int err = PL_EBADF;
-    if (pl__disk_dir_find(s->disk, path, create != 0, &obj, &err) == NULL) {
+    if (pl__disk_dir_find(*slot, path, create != 0, &obj, &err) == NULL) {
         return err;
     }
-    return pl__disk_handle_new(s->disk, PL__DISK_H_DIR, obj, 0);
+    return pl__disk_handle_new(*slot, PL__DISK_H_DIR, obj, 0);
 }
 
 /* The file `name` of dir, created when the flags say so; its number. */

@@ -161,9 +161,20 @@ static int bind_addr(pl__reactor *r, ep *e, addr a)
     return 0;
 }
 
+/* A node's socket is on its node's host (sim_node.h), others on loopback. */
 int pl__net_autobind(pl__reactor *r, ep *e)
 {
-    return e->bound ? 0 : bind_addr(r, e, addr_loopback(e->family));
+    if (e->bound) {
+        return 0;
+    }
+    addr a = addr_loopback(e->family);
+    uint32_t host = pl__node_host(r->sim, e->node);
+    if (host != 0 && e->family == AF_INET) {
+        for (int i = 0; i < 4; i++) {
+            a.ip[i] = (uint8_t)(host >> (24 - 8 * i));
+        }
+    }
+    return bind_addr(r, e, a);
 }
 
 void pl__net_unbind(pl__reactor *r, ep *e)

@@ -112,6 +112,7 @@ struct ep {
     bool shut_rd, shut_wr;
     uint32_t eagain_owed; /* PL_IO_* directions just given a spurious EAGAIN */
     pl_io_source *src;    /* registration, NULL when none */
+    uint32_t node;        /* the node whose task opened it (sim_node.h); 0: none */
     addr local, peer;
     chan *rx, *tx;
     /* Listener: established connections not yet accepted (FIFO). */

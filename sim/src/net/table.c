@@ -80,6 +80,7 @@ int pl__net_handle_assign(pl__reactor *r, ep *e)
 {
     PL__SIM_ASSERT(e->handle == -1 && r->handles_len < r->handles_cap);
     e->handle = PL__NET_HANDLE_FIRST + (int)r->handles_len;
+    e->node = pl__node_current(r->sim);
     r->handles[r->handles_len++] = e;
     r->open_handles++;
     PL__SIM_ASSERT(r->open_handles <= r->handles_len);

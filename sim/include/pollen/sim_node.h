@@ -1,0 +1,94 @@
+/* pollen/sim_node.h: nodes of a cluster scenario, their crash and restart.
+ *
+ * A node is one simulated process: a name, a host address and a boot
+ * function that spawns its tasks. Every node runs on the run's one
+ * executor, clock and decision stream, so the scheduler's decisions
+ * interleave the nodes' tasks like any others. What belongs to a node:
+ *
+ *   tasks    the ones its boot function spawns, and every task a task of
+ *            the node spawns. Reports, findings and the trace's names
+ *            call them "node2/worker" (the scenario's own tasks keep
+ *            their plain names).
+ *   sockets  the ones its tasks open. One that connects or sends unbound
+ *            is on the node's host instead of 127.0.0.1, so the links of
+ *            pollen/sim_net.h apply between nodes. Bind to the node's
+ *            host address (or leave the socket unbound).
+ *   disk     one simulated disk per node (pollen/file.h): the files its
+ *            tasks open. The scenario's own tasks keep the run's disk.
+ *   memory   pl_node_alloc's blocks, made by its tasks.
+ *
+ * Crash (pl_sim_node_crash): the node stops as a killed process does.
+ * Its tasks are forgotten (no drop of their futures runs; a join of one
+ * sees PL_ECANCELED), its sockets are closed without a FIN (peers of its
+ * connections read PL_ECONNRESET after a latency, datagrams to it are
+ * lost), its disk crashes (unsynced writes lost by decision, as
+ * pl_sim_disk_crash) and its pl_node_alloc blocks are freed. The leak
+ * oracles do not count what the crash discarded. Restart
+ * (pl_sim_node_restart) calls the boot function again; the disk keeps
+ * what was durable.
+ *
+ * Rules for the program: nodes share nothing but the network. A node's
+ * tasks must not hold wakers, handles or memory of another node (a crash
+ * would leave them pointing at what it discarded); a node's own state
+ * outside its futures goes in pl_node_alloc blocks, or it leaks at a
+ * crash.
+ *
+ * Threads: everything here runs on the simulation's thread, inside the
+ * run (a scenario's setup, or its tasks' polls).
+ */
+#ifndef POLLEN_SIM_NODE_H
+#define POLLEN_SIM_NODE_H
+
+#include <stddef.h>
+
+#include "pollen/executor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Nodes one run may declare. */
+#define PL_SIM_NODES_MAX 16
+
+typedef struct pl_node_def {
+    const char *name;  /* [a-z0-9_]+, unique in the run; static storage */
+    const char *host;  /* its host address, "10.0.0.2" (10.0.0.0/8), one per node */
+    /* Spawns the node's tasks (at pl_sim_node_add and at each restart).
+     * Returns 0, or a negative code that fails the add or the restart. */
+    int (*boot)(pl_executor *ex, void *ud);
+    void *ud;          /* handed to boot; outlives the run (not node memory) */
+} pl_node_def;
+
+/* Declares a node and boots it. From a scenario's setup (or its tasks).
+ * The definition is copied. Returns 0; PL_EINVAL (no simulation running,
+ * a bad or taken name or host, no boot), PL_ENOSPC (PL_SIM_NODES_MAX
+ * nodes), PL_ENOMEM, or what boot returned. */
+int pl_sim_node_add(pl_executor *ex, const pl_node_def *def);
+
+/* Crashes the node named `name` (above). From scenario code outside the
+ * node: the polled task must not be one of the node's. Returns 0;
+ * PL_EINVAL (no such node, or called from the node itself), PL_EEXIST
+ * (it is down). */
+int pl_sim_node_crash(const char *name);
+
+/* Boots a crashed node again. Returns 0; PL_EINVAL (no such node),
+ * PL_EEXIST (it is up), or what boot returned. */
+int pl_sim_node_restart(const char *name);
+
+/* True while the node named `name` exists and is up. */
+bool pl_sim_node_is_up(const char *name);
+
+/* Memory of the current node (the one of the polled task, or of the boot
+ * function running): freed by pl_node_free, by the node's crash, or at the
+ * end of the run. Outside any node it belongs to the scenario, freed at
+ * the end of the run. Aligned as malloc's. NULL: no memory (or no
+ * simulation running). */
+void *pl_node_alloc(size_t size);
+/* Frees a pl_node_alloc block (NULL: no-op). Any node may free it. */
+void pl_node_free(void *p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

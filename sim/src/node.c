@@ -1,0 +1,216 @@
+/* sim/src/node.c: nodes of a cluster scenario (pollen/sim_node.h): their
+ * table, their tasks' names, their disks and memory, boot and restart.
+ * The crash itself is node_crash.c's.
+ *
+ * The table is allocated at the first pl_sim_node_add, so a run without
+ * nodes pays one NULL test where the current node is asked for.
+ */
+#include <arpa/inet.h>
+#include <stdalign.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "disk/disk.h"
+#include "node.h"
+
+/* A pl_node_alloc block: a header before the caller's bytes. */
+typedef struct pl__node_block {
+    struct pl__node_block *prev, *next;
+    uint32_t node;
+    alignas(max_align_t) unsigned char data[];
+} pl__node_block;
+
+pl__node *pl__node_find(pl__sim *s, const char *name)
+{
+    for (uint32_t i = 1; name != NULL && s != NULL && i < s->nodes_len; i++) {
+        if (strcmp(s->nodes[i].def.name, name) == 0) {
+            return &s->nodes[i];
+        }
+    }
+    return NULL;
+}
+
+pl_time pl__nodes_disk_next(const pl__sim *s)
+{
+    pl_time next = pl__disk_next_event(s->disk);
+    for (uint32_t i = 1; i < s->nodes_len; i++) {
+        pl_time t = pl__disk_next_event(s->nodes[i].disk);
+        next = t < next ? t : next;
+    }
+    return next;
+}
+
+void pl__nodes_disk_deliver(pl__sim *s, pl_time now)
+{
+    (void)pl__disk_deliver(s->disk, now);
+    for (uint32_t i = 1; i < s->nodes_len; i++) {
+        (void)pl__disk_deliver(s->nodes[i].disk, now);
+    }
+}
+
+void pl__node_blocks_free(pl__node *node)
+{
+    pl__node_block *b = node->blocks;
+    while (b != NULL) {
+        pl__node_block *next = b->next;
+        free(b);
+        b = next;
+    }
+    node->blocks = NULL;
+}
+
+void pl__nodes_free(pl__sim *s)
+{
+    for (uint32_t i = 0; i < s->nodes_len; i++) {
+        pl__node_blocks_free(&s->nodes[i]);
+        pl__disk_destroy(s->nodes[i].disk);
+    }
+    free(s->nodes);
+    s->nodes = NULL;
+    s->nodes_len = 0;
+}
+
+/* ---- Declaring and booting -------------------------------------------- */
+
+static bool name_ok(const char *name)
+{
+    size_t len = name != NULL ? strlen(name) : 0;
+    if (len == 0 || len > 32) {
+        return false;
+    }
+    return strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_") == len;
+}
+
+static int host_of(const char *text, uint32_t *out)
+{
+    struct in_addr in;
+    if (text == NULL || inet_pton(AF_INET, text, &in) != 1) {
+        return PL_EINVAL;
+    }
+    uint32_t h = ntohl(in.s_addr);
+    if (h >> 24 != 10) {
+        return PL_EINVAL;
+    }
+    *out = h;
+    return 0;
+}
+
+static int check_def(pl__sim *s, const pl_node_def *def, uint32_t *host)
+{
+    if (def == NULL || !name_ok(def->name) || def->boot == NULL ||
+        host_of(def->host, host) != 0 || pl__node_find(s, def->name) != NULL) {
+        return PL_EINVAL;
+    }
+    for (uint32_t i = 1; i < s->nodes_len; i++) {
+        if (s->nodes[i].host == *host) {
+            return PL_EINVAL;
+        }
+    }
+    return s->nodes_len > PL_SIM_NODES_MAX ? PL_ENOSPC : 0;
+}
+
+int pl__node_boot(pl__sim *s, pl__node *node)
+{
+    uint32_t saved = s->booting;
+    s->booting = (uint32_t)(node - s->nodes);
+    int rc = node->def.boot(s->ex, node->def.ud);
+    s->booting = saved;
+    node->up = rc == 0;
+    return rc;
+}
+
+int pl_sim_node_add(pl_executor *ex, const pl_node_def *def)
+{
+    pl__sim *s = pl__sim_current();
+    uint32_t host = 0;
+    if (s == NULL || s->ex != ex) {
+        return PL_EINVAL;
+    }
+    int rc = check_def(s, def, &host);
+    if (rc != 0) {
+        return rc;
+    }
+    if (s->nodes == NULL) {
+        s->nodes = calloc(PL_SIM_NODES_MAX + 1, sizeof *s->nodes);
+        if (s->nodes == NULL) {
+            return PL_ENOMEM;
+        }
+        s->nodes_len = 1; /* node 0: the scenario itself */
+    }
+    pl__node *node = &s->nodes[s->nodes_len++];
+    node->def = *def;
+    node->host = host;
+    return pl__node_boot(s, node);
+}
+
+int pl_sim_node_restart(const char *name)
+{
+    pl__sim *s = pl__sim_current();
+    pl__node *node = pl__node_find(s, name);
+    if (node == NULL) {
+        return PL_EINVAL;
+    }
+    if (node->up) {
+        return PL_EEXIST;
+    }
+    pl__sim_event(s, PL__EV_NODE, 0, (uint64_t)(node - s->nodes), 1);
+    return pl__node_boot(s, node);
+}
+
+bool pl_sim_node_is_up(const char *name)
+{
+    pl__node *node = pl__node_find(pl__sim_current(), name);
+    return node != NULL && node->up;
+}
+
+/* ---- Node memory ------------------------------------------------------ */
+
+void *pl_node_alloc(size_t size)
+{
+    pl__sim *s = pl__sim_current();
+    if (s == NULL || size > SIZE_MAX - sizeof(pl__node_block)) {
+        return NULL;
+    }
+    if (s->nodes == NULL) {
+        s->nodes = calloc(PL_SIM_NODES_MAX + 1, sizeof *s->nodes);
+        if (s->nodes == NULL) {
+            return NULL;
+        }
+        s->nodes_len = 1;
+    }
+    pl__node_block *b = malloc(sizeof *b + size);
+    if (b == NULL) {
+        return NULL;
+    }
+    pl__node *node = &s->nodes[pl__node_current(s)];
+    b->node = (uint32_t)(node - s->nodes);
+    b->prev = NULL;
+    b->next = node->blocks;
+    if (node->blocks != NULL) {
+        node->blocks->prev = b;
+    }
+    node->blocks = b;
+    return b->data;
+}
+
+void pl_node_free(void *p)
+{
+    if (p == NULL) {
+        return;
+    }
+    pl__sim *s = pl__sim_current();
+    pl__node_block *b = (pl__node_block *)(void *)((unsigned char *)p -
+                                                   offsetof(pl__node_block, data));
+    PL__SIM_ASSERT(s != NULL && b->node < s->nodes_len);
+    if (b->prev != NULL) {
+        b->prev->next = b->next;
+    } else {
+        s->nodes[b->node].blocks = b->next;
+    }
+    if (b->next != NULL) {
+        b->next->prev = b->prev;
+    }
+    free(b);
+}
