@@ -59,6 +59,7 @@ void pl__node_blocks_free(pl__node *node)
         b = next;
     }
     node->blocks = NULL;
+    node->blocks_len = 0;
 }
 
 void pl__nodes_free(pl__sim *s)
@@ -192,6 +193,7 @@ void *pl_node_alloc(size_t size)
         node->blocks->prev = b;
     }
     node->blocks = b;
+    node->blocks_len++;
     return b->data;
 }
 
@@ -212,5 +214,6 @@ void pl_node_free(void *p)
     if (b->next != NULL) {
         b->next->prev = b->prev;
     }
+    s->nodes[b->node].blocks_len--;
     free(b);
 }

@@ -239,6 +239,7 @@ typedef struct pl__node {
     uint32_t crashes;
     struct pl__disk *disk;  /* its own disk; NULL until a file is used */
     struct pl__node_block *blocks; /* pl_node_alloc's, newest first */
+    uint32_t blocks_len;
 } pl__node;
 
 /* The node the current code runs on: the booting one, else the polled

@@ -1,0 +1,374 @@
+/* tests/sim/test_nodes.c: nodes of a cluster scenario, their crash and
+ * restart (pollen/sim_node.h).
+ *
+ * Two nodes: "server" (10.0.0.2) listens on port 80 and keeps a log file
+ * on its disk: at each boot it reads the log back, writes "DURA" and
+ * syncs it, then writes "LOST" after it without a sync, and serves one
+ * connection. "client" (10.0.0.1) connects, sends 4 bytes and reads
+ * until the end. The scenario's own chaos task crashes the server at
+ * 3 ms and restarts it at 5 ms. Every run's outcome is copied out by the
+ * scenario's check; knobs switch off what would move the times. */
+#include <criterion/criterion.h>
+#include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <pollen/sim.h>
+#include <pollen/sim_node.h>
+
+#include "leakcheck.h"
+#include "sim_internal.h"
+#include "trace.h"
+
+TestSuite(nodes, .fini = pl_test_leak_check);
+
+#define QUIET                                                                                      \
+    "timer_late=off,io_fault=off,disk_latency=off,disk_fault=off,disk_corrupt=off,disk_lose=off,"  \
+    "link_latency=off,link_loss=off,link_dup=off,link_reorder=off,link_reset=off,partition=off,"   \
+    "clog=off"
+
+/* What the runs saw; reset before each run. */
+static struct seen {
+    int boots;
+    char log[3][16];    /* the log each boot read back */
+    ssize_t log_len[3];
+    int drops[3];       /* drops of the server's futures, by boot */
+    int self_crash;     /* pl_sim_node_crash from the node itself */
+    int crash_rc, crash_again_rc, restart_rc, restart_again_rc;
+    ssize_t client_read; /* the client's last read */
+    bool client_on_host; /* the client's socket is on 10.0.0.1 */
+    uint32_t server_blocks; /* the server's node memory blocks at the check */
+    uint32_t forgotten;  /* tasks the crash forgot */
+    pl_sim_link_state cs;
+} seen;
+
+static bool fail_after_restart; /* the second boot's store task fails an assertion */
+static bool wake_stale;         /* chaos wakes and drops a waker into the crashed task */
+static pl_waker stale;          /* held by the scenario, into the server's first store task */
+
+/* ---- The server ----------------------------------------------------------- */
+
+/* The server's state outside its futures: node memory. */
+typedef struct server_mem {
+    pl_tcp_listener l;
+    pl_dir dir;
+} server_mem;
+
+typedef struct store {
+    pl_future base;
+    server_mem *m;
+    int boot;
+    pl_file_open open;
+    pl_file f;
+    pl_file_pread rd;
+    pl_file_pwrite wr;
+    pl_file_fsync sync;
+    pl_tcp_accept acc;
+    pl_timeout acc_quiet;
+    pl_tcp_stream s;
+    uint8_t buf[16];
+    pl_io_read srd;
+} store;
+
+static pl_poll_result store_poll(pl_future *f, pl_context *cx)
+{
+    store *self = (store *)f;
+    PL_ASYNC_BEGIN(self);
+    if (self->boot == 1 && wake_stale) {
+        pl_waker_slot_set(&stale, &cx->waker);
+    }
+    seen.self_crash = pl_sim_node_crash("server");
+    self->open = pl_file_open_init(&self->m->dir, "log", PL_FILE_READ | PL_FILE_WRITE |
+                                                             PL_FILE_CREATE, 0644);
+    PL_AWAIT(cx, &self->open);
+    if (self->open.result != 0) {
+        return PL_READY; /* faults of seeded runs */
+    }
+    self->f = pl_file_open_take(&self->open);
+    self->rd = pl_file_read(&self->f, seen.log[self->boot], sizeof seen.log[0] - 1, 0);
+    PL_AWAIT(cx, &self->rd);
+    seen.log_len[self->boot] = self->rd.result;
+    pl_always(!fail_after_restart || self->boot == 1, "the log was read back");
+    self->wr = pl_file_write_all(&self->f, "DURA", 4, 0);
+    PL_AWAIT(cx, &self->wr);
+    self->sync = pl_file_sync(&self->f);
+    PL_AWAIT(cx, &self->sync);
+    self->sync = pl_dir_sync(&self->m->dir); /* the log's name, durable too */
+    PL_AWAIT(cx, &self->sync);
+    self->wr = pl_file_write_all(&self->f, "LOST", 4, 4);
+    PL_AWAIT(cx, &self->wr);
+    self->acc = pl_tcp_accept_init(&self->m->l);
+    self->acc_quiet = pl_timeout_init(&self->acc.base, 50 * PL_MS);
+    PL_AWAIT(cx, &self->acc_quiet);
+    if (self->acc_quiet.result == 0 && self->acc.result == 0) {
+        self->s = pl_tcp_accept_take(&self->acc);
+        for (;;) {
+            self->srd = pl_tcp_read(&self->s, self->buf, sizeof self->buf);
+            PL_AWAIT(cx, &self->srd);
+            if (self->srd.result <= 0) {
+                break;
+            }
+        }
+    }
+    pl_tcp_close(&self->s);
+    pl_file_close(&self->f);
+    PL_ASYNC_END;
+}
+
+static void store_drop(pl_future *f)
+{
+    store *self = (store *)f;
+    seen.drops[self->boot]++;
+    pl_drop_child(&self->open.base);
+    pl_drop_child(&self->rd.base);
+    pl_drop_child(&self->wr.base);
+    pl_drop_child(&self->sync.base);
+    pl_drop_child(&self->acc_quiet.base);
+    pl_drop_child(&self->srd.base);
+    pl_tcp_close(&self->s);
+    pl_file_close(&self->f);
+    pl_tcp_listener_close(&self->m->l);
+    pl_dir_close(&self->m->dir);
+}
+
+static const pl_future_vtable store_vt = {"store", store_poll, store_drop};
+
+static int server_boot(pl_executor *ex, void *ud)
+{
+    (void)ud;
+    server_mem *m = pl_node_alloc(sizeof *m);
+    if (m == NULL) {
+        return PL_ENOMEM;
+    }
+    memset(m, 0, sizeof *m);
+    int rc = pl_tcp_listen_str(ex, &m->l, "10.0.0.2:80", 4);
+    if (rc == 0) {
+        rc = pl_dir_open(ex, &m->dir, "/data", true);
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    store st = {.base = PL_FUTURE_INIT(&store_vt), .m = m, .boot = ++seen.boots};
+    return PL_SPAWN(ex, st, "store", NULL);
+}
+
+/* ---- The client ----------------------------------------------------------- */
+
+typedef struct caller {
+    pl_future base;
+    pl_tcp_connect conn;
+    pl_tcp_stream s;
+    pl_io_write_all wr;
+    uint8_t buf[16];
+    pl_io_read rd;
+} caller;
+
+static pl_poll_result caller_poll(pl_future *f, pl_context *cx)
+{
+    caller *self = (caller *)f;
+    PL_ASYNC_BEGIN(self);
+    self->conn = pl_tcp_connect_str("10.0.0.2:80");
+    PL_AWAIT(cx, &self->conn);
+    if (self->conn.result != 0) {
+        seen.client_read = self->conn.result; /* faults of seeded runs */
+        return PL_READY;
+    }
+    self->s = pl_tcp_connect_take(&self->conn);
+    struct sockaddr_storage a;
+    socklen_t len = sizeof a;
+    cr_assert_eq(pl_tcp_local_addr(&self->s, &a, &len), 0);
+    const uint8_t *ip = (const uint8_t *)&((const struct sockaddr_in *)&a)->sin_addr;
+    seen.client_on_host = ip[0] == 10 && ip[3] == 1;
+    self->wr = pl_tcp_write_all(&self->s, "ping", 4);
+    PL_AWAIT(cx, &self->wr);
+    for (;;) {
+        self->rd = pl_tcp_read(&self->s, self->buf, sizeof self->buf);
+        PL_AWAIT(cx, &self->rd);
+        if (self->rd.result <= 0) {
+            seen.client_read = self->rd.result;
+            break;
+        }
+    }
+    pl_tcp_close(&self->s);
+    PL_ASYNC_END;
+}
+
+static void caller_drop(pl_future *f)
+{
+    caller *self = (caller *)f;
+    pl_drop_child(&self->conn.base);
+    pl_drop_child(&self->wr.base);
+    pl_drop_child(&self->rd.base);
+    pl_tcp_close(&self->s);
+}
+
+static const pl_future_vtable caller_vt = {"caller", caller_poll, caller_drop};
+
+static int client_boot(pl_executor *ex, void *ud)
+{
+    (void)ud;
+    caller c = {.base = PL_FUTURE_INIT(&caller_vt)};
+    return PL_SPAWN(ex, c, "caller", NULL);
+}
+
+/* ---- The scenario --------------------------------------------------------- */
+
+typedef struct chaos {
+    pl_future base;
+    pl_sleep gap;
+} chaos;
+
+static pl_poll_result chaos_poll(pl_future *f, pl_context *cx)
+{
+    chaos *self = (chaos *)f;
+    PL_ASYNC_BEGIN(self);
+    self->gap = pl_sleep_for(3 * PL_MS);
+    PL_AWAIT(cx, &self->gap);
+    seen.crash_rc = pl_sim_node_crash("server");
+    seen.crash_again_rc = pl_sim_node_crash("server");
+    /* A waker into the forgotten task: waking and dropping it is harmless. */
+    pl_waker_slot_wake(&stale);
+    self->gap = pl_sleep_for(2 * PL_MS);
+    PL_AWAIT(cx, &self->gap);
+    seen.restart_rc = pl_sim_node_restart("server");
+    seen.restart_again_rc = pl_sim_node_restart("server");
+    PL_ASYNC_END;
+}
+
+static void chaos_drop(pl_future *f) { pl_drop_child(&((chaos *)f)->gap.base); }
+
+static const pl_future_vtable chaos_vt = {"chaos", chaos_poll, chaos_drop};
+
+static int cluster_setup(pl_executor *ex, void *state)
+{
+    (void)state;
+    static const pl_node_def server = {.name = "server", .host = "10.0.0.2", .boot = server_boot};
+    static const pl_node_def client = {.name = "client", .host = "10.0.0.1", .boot = client_boot};
+    int rc = pl_sim_node_add(ex, &server);
+    if (rc == 0) {
+        rc = pl_sim_node_add(ex, &client);
+    }
+    chaos c = {.base = PL_FUTURE_INIT(&chaos_vt)};
+    return rc != 0 ? rc : PL_SPAWN(ex, c, "chaos", NULL);
+}
+
+static int cluster_check(pl_executor *ex, void *state, char *msg, size_t len)
+{
+    (void)ex, (void)state, (void)msg, (void)len;
+    pl__sim *s = pl__sim_current();
+    seen.server_blocks = s->nodes[1].blocks_len;
+    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
+        seen.forgotten += s->tasks[id].forgotten;
+    }
+    pl_sim_link_get("10.0.0.1", "10.0.0.2", &seen.cs);
+    return 0;
+}
+
+PL_SCENARIO(cluster, .name = "test_nodes_cluster", .summary = "a server crashes and restarts",
+            .setup = cluster_setup, .check = cluster_check);
+
+static pl_sim_result run(const char *knobs, uint64_t seed, bool keep_events)
+{
+    memset(&seen, 0, sizeof seen);
+    stale = (pl_waker){0};
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.knobs = knobs;
+    o.seed = seed;
+    o.keep_events = keep_events;
+    pl_sim_result r;
+    cr_assert_eq(pl_sim_run(&cluster, &o, &r), 0, "%s", r.finding.message);
+    return r;
+}
+
+static void expect_clean(pl_sim_result *r)
+{
+    cr_assert_eq(r->finding.kind, PL_FINDING_NONE, "%s: %s (%s)", pl_finding_name(r->finding.kind),
+                 r->finding.message, r->finding.task_name);
+}
+
+/* ---- Tests ---------------------------------------------------------------- */
+
+LEAK_TEST(nodes, crash_forgets_tasks_and_restart_reads_the_durable_log)
+{
+    wake_stale = true;
+    fail_after_restart = false;
+    pl_sim_result r = run(QUIET, 0, false);
+    expect_clean(&r);
+    cr_assert_eq(seen.boots, 2);
+    cr_assert_eq(seen.crash_rc, 0);
+    cr_assert_eq(seen.crash_again_rc, PL_EEXIST);
+    cr_assert_eq(seen.restart_rc, 0);
+    cr_assert_eq(seen.restart_again_rc, PL_EEXIST);
+    cr_assert_eq(seen.self_crash, PL_EINVAL, "a node cannot crash itself");
+    /* No drop of the first boot's future ran; the second's ran at the end. */
+    cr_assert_eq(seen.drops[1], 0);
+    cr_assert_eq(seen.drops[2], 1);
+    cr_assert_eq(seen.forgotten, 1);
+    /* The first boot found an empty log; the second only what was synced. */
+    cr_assert_eq(seen.log_len[1], 0);
+    cr_assert_eq(seen.log_len[2], 4, "read back %zd bytes", seen.log_len[2]);
+    cr_assert_eq(memcmp(seen.log[2], "DURA", 4), 0);
+    /* The crash freed the first boot's node memory. */
+    cr_assert_eq(seen.server_blocks, 1);
+    pl_sim_result_free(&r);
+}
+
+LEAK_TEST(nodes, peers_see_a_reset_and_sockets_are_on_the_node_host)
+{
+    wake_stale = false;
+    fail_after_restart = false;
+    pl_sim_result r = run(QUIET, 0, false);
+    expect_clean(&r);
+    cr_assert_eq(seen.client_read, PL_ECONNRESET, "the client read %zd", seen.client_read);
+    cr_assert(seen.client_on_host, "the client's socket is not on 10.0.0.1");
+    cr_assert_eq(seen.cs.resets, 0, "the reset came from the crash, not the link");
+    pl_sim_result_free(&r);
+}
+
+LEAK_TEST(nodes, trace_and_findings_name_the_node)
+{
+    wake_stale = false;
+    fail_after_restart = true;
+    pl_sim_result r = run(QUIET, 0, true);
+    cr_assert_eq(r.finding.kind, PL_FINDING_ASSERTION, "%s", pl_finding_name(r.finding.kind));
+    cr_assert_str_eq(r.finding.task_name, "server/store");
+    const pl__run_record *rec = pl__sim_result_record(&r);
+    bool named = false;
+    for (uint32_t id = 1; id <= rec->names_count; id++) {
+        const char *n = pl__run_task_name(rec, id);
+        named |= strcmp(n, "client/caller") == 0;
+        cr_assert(strcmp(n, "store") != 0 && strcmp(n, "caller") != 0, "task %u is %s", id, n);
+    }
+    cr_assert(named);
+    int crashes = 0, restarts = 0;
+    for (size_t i = 0; i < rec->events_len; i++) {
+        if (rec->events[i].kind == PL__EV_NODE) {
+            cr_assert_eq(rec->events[i].a, 1); /* the server is node 1 */
+            crashes += rec->events[i].b == 0;
+            restarts += rec->events[i].b == 1;
+        }
+    }
+    cr_assert_eq(crashes, 1);
+    cr_assert_eq(restarts, 1);
+    pl_sim_result_free(&r);
+}
+
+LEAK_TEST(nodes, seeded_runs_with_every_kind_replay_exactly)
+{
+    wake_stale = true;
+    fail_after_restart = false;
+    for (uint64_t seed = 1; seed <= 40; seed++) {
+        pl_sim_result a = run(NULL, seed, false);
+        struct seen first = seen;
+        pl_sim_result b = run(NULL, seed, false);
+        cr_assert_eq(a.hash, b.hash, "seed %llu", (unsigned long long)seed);
+        cr_assert_eq(a.finding.kind, b.finding.kind);
+        cr_assert_eq(first.drops[1], 0, "seed %llu dropped a crashed future",
+                     (unsigned long long)seed);
+        cr_assert(a.finding.kind != PL_FINDING_TASK_LEAK && a.finding.kind != PL_FINDING_WAKER_LEAK,
+                  "seed %llu: %s", (unsigned long long)seed, a.finding.message);
+        pl_sim_result_free(&a);
+        pl_sim_result_free(&b);
+    }
+}
