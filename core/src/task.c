@@ -49,6 +49,8 @@ void pl_task_set_background(pl_task *t, bool background)
     }
 }
 
+void pl_task_rename(pl_task *t, const char *name) { t->name = name; }
+
 bool pl_task_is_background(const pl_task *t) { return (t->flags & TASK_BACKGROUND) != 0; }
 
 size_t pl_executor_live_background(const pl_executor *ex) { return ex->live_background; }

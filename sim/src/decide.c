@@ -25,6 +25,7 @@ static const char *const kind_names[PL_DECIDE__COUNT] = {
     [PL_DECIDE_LINK_RESET] = "link_reset",
     [PL_DECIDE_PARTITION] = "partition",
     [PL_DECIDE_CLOG] = "clog",
+    [PL_DECIDE_NODE_CRASH] = "node_crash",
 };
 
 static const char kind_letters[PL_DECIDE__COUNT] = {
@@ -36,6 +37,7 @@ static const char kind_letters[PL_DECIDE__COUNT] = {
     [PL_DECIDE_LINK_RESET] = 'R',
     [PL_DECIDE_PARTITION] = 'P',
     [PL_DECIDE_CLOG] = 'C',
+    [PL_DECIDE_NODE_CRASH] = 'K',
 };
 
 static const pl__dec_knob default_knobs[PL_DECIDE__COUNT] = {
@@ -63,6 +65,7 @@ static const pl__dec_knob default_knobs[PL_DECIDE__COUNT] = {
     [PL_DECIDE_LINK_RESET] = {true, 128},
     [PL_DECIDE_PARTITION] = {true, 256},
     [PL_DECIDE_CLOG] = {true, 256},
+    [PL_DECIDE_NODE_CRASH] = {true, 256},
 };
 
 /* Kind names and letters ----------------------------------------------- */

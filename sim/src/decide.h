@@ -125,7 +125,12 @@
 #define PL_DECIDE_LINK_RESET ((pl_decision_kind)21)   /* a stream write breaks its connection */
 #define PL_DECIDE_PARTITION ((pl_decision_kind)22)    /* cut the link (or both ways) a while */
 #define PL_DECIDE_CLOG ((pl_decision_kind)23)         /* hold the link's traffic a while */
-#define PL_DECIDE__COUNT 24                           /* every kind, core's and these; a
+/* Nodes (node_crash.c), consulted only for nodes declared crashable; the
+ * key is the node's index << 32 | its crashes so far (bit 63 set for the
+ * delay): */
+#define PL_DECIDE_NODE_CRASH ((pl_decision_kind)24)   /* at a wait: crash the node (n = 2);
+                                                         then its restart delay (n = 8) */
+#define PL_DECIDE__COUNT 25                           /* every kind, core's and these; a
                                                          number without a name is not
                                                          assigned in this build */
 

@@ -115,7 +115,7 @@ void pl__sim_finding(pl__sim *s, pl_finding_kind kind, const pl_task *t, const c
     if (t != NULL) {
         f->task_id = pl_task_id(t);
         f->task_polls = pl_task_polls(t);
-        pl__node_task_name(s, f->task_id, pl_task_name(t), f->task_name, sizeof f->task_name);
+        snprintf(f->task_name, sizeof f->task_name, "%s", pl_task_name(t));
     }
     va_list ap;
     va_start(ap, fmt);
@@ -133,16 +133,6 @@ void pl__sim_finding(pl__sim *s, pl_finding_kind kind, const pl_task *t, const c
 const char *pl__node_name(const pl__sim *s, uint32_t n)
 {
     return n != 0 && n < s->nodes_len ? s->nodes[n].def.name : "";
-}
-
-void pl__node_task_name(const pl__sim *s, uint32_t id, const char *name, char *buf, size_t len)
-{
-    uint32_t n = id != 0 && id <= s->tasks_spawned ? s->tasks[id].node : 0;
-    if (n != 0) {
-        snprintf(buf, len, "%s/%s", pl__node_name(s, n), name);
-    } else {
-        snprintf(buf, len, "%s", name);
-    }
 }
 
 /* ---- Site tables ------------------------------------------------------ */

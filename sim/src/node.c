@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "disk/disk.h"
+#include "grow.h"
 #include "node.h"
 
 /* A pl_node_alloc block: a header before the caller's bytes. */
@@ -32,22 +33,43 @@ pl__node *pl__node_find(pl__sim *s, const char *name)
     return NULL;
 }
 
-pl_time pl__nodes_disk_next(const pl__sim *s)
+pl_time pl__nodes_next_event(const pl__sim *s)
 {
     pl_time next = pl__disk_next_event(s->disk);
     for (uint32_t i = 1; i < s->nodes_len; i++) {
         pl_time t = pl__disk_next_event(s->nodes[i].disk);
         next = t < next ? t : next;
+        t = s->nodes[i].restart_at;
+        next = t != 0 && t < next ? t : next;
     }
     return next;
 }
 
-void pl__nodes_disk_deliver(pl__sim *s, pl_time now)
+/* One interned task name of a node. */
+typedef struct pl__task_alias {
+    uint32_t node;
+    const char *base; /* the task's own name (static storage) */
+    char *full;       /* "node/base", malloc'ed */
+} pl__task_alias;
+
+const char *pl__node_task_name(pl__sim *s, uint32_t n, const char *name)
 {
-    (void)pl__disk_deliver(s->disk, now);
-    for (uint32_t i = 1; i < s->nodes_len; i++) {
-        (void)pl__disk_deliver(s->nodes[i].disk, now);
+    for (size_t i = 0; i < s->task_names_len; i++) {
+        pl__task_alias *e = &s->task_names[i];
+        if (e->node == n && (e->base == name || strcmp(e->base, name) == 0)) {
+            return e->full;
+        }
     }
+    size_t len = strlen(s->nodes[n].def.name) + 1 + strlen(name) + 1;
+    char *full = malloc(len);
+    if (full == NULL || pl__grow((void **)&s->task_names, &s->task_names_cap,
+                                 s->task_names_len + 1, sizeof *s->task_names, 16, 0) != 0) {
+        free(full);
+        return name;
+    }
+    snprintf(full, len, "%s/%s", s->nodes[n].def.name, name);
+    s->task_names[s->task_names_len++] = (pl__task_alias){n, name, full};
+    return full;
 }
 
 void pl__node_blocks_free(pl__node *node)
@@ -71,6 +93,12 @@ void pl__nodes_free(pl__sim *s)
     free(s->nodes);
     s->nodes = NULL;
     s->nodes_len = 0;
+    for (size_t i = 0; i < s->task_names_len; i++) {
+        free(s->task_names[i].full);
+    }
+    free(s->task_names);
+    s->task_names = NULL;
+    s->task_names_len = s->task_names_cap = 0;
 }
 
 /* ---- Declaring and booting -------------------------------------------- */
@@ -156,6 +184,7 @@ int pl_sim_node_restart(const char *name)
     if (node->up) {
         return PL_EEXIST;
     }
+    node->restart_at = 0; /* a decided restart would come on top */
     pl__sim_event(s, PL__EV_NODE, 0, (uint64_t)(node - s->nodes), 1);
     return pl__node_boot(s, node);
 }

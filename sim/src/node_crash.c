@@ -50,19 +50,12 @@ static void crash_disk(pl__disk *d)
     (void)pl__disk_crash(d);
 }
 
-int pl_sim_node_crash(const char *name)
+static void crash(pl__sim *s, pl__node *node)
 {
-    pl__sim *s = pl__sim_current();
-    pl__node *node = pl__node_find(s, name);
-    uint32_t n = node != NULL ? (uint32_t)(node - s->nodes) : 0;
-    if (node == NULL || pl__node_current(s) == n) {
-        return PL_EINVAL;
-    }
-    if (!node->up) {
-        return PL_EEXIST;
-    }
+    uint32_t n = (uint32_t)(node - s->nodes);
     node->up = false;
     node->crashes++;
+    node->restart_at = 0;
     pl__sim_event(s, PL__EV_NODE, 0, n, 0);
     forget_tasks(s, n);
     /* The sources' deregistration reaches the node's own disk. */
@@ -72,5 +65,57 @@ int pl_sim_node_crash(const char *name)
     crash_disk(node->disk);
     s->booting = saved;
     pl__node_blocks_free(node);
+}
+
+int pl_sim_node_crash(const char *name)
+{
+    pl__sim *s = pl__sim_current();
+    pl__node *node = pl__node_find(s, name);
+    if (node == NULL || pl__node_current(s) == (uint32_t)(node - s->nodes)) {
+        return PL_EINVAL;
+    }
+    if (!node->up) {
+        return PL_EEXIST;
+    }
+    crash(s, node);
     return 0;
+}
+
+/* A crashable node that is up may crash at any wait, with the knob's
+ * probability per wait, and comes back after a decided delay. */
+static void crash_decisions(pl__sim *s)
+{
+    for (uint32_t n = 1; n < s->nodes_len; n++) {
+        pl__node *node = &s->nodes[n];
+        if (!node->def.crashable || !node->up) {
+            continue;
+        }
+        uint64_t key = (uint64_t)n << 32 | node->crashes;
+        if (pl__sim_choose(s, PL_DECIDE_NODE_CRASH, 2, key) == 0) {
+            continue;
+        }
+        uint32_t steps = pl__sim_choose(s, PL_DECIDE_NODE_CRASH, PL_SIM_NODE_RESTART_STEPS,
+                                        key | (uint64_t)1 << 63);
+        crash(s, node);
+        node->restart_at = s->now + (pl_time)(steps + 1) * PL_SIM_NODE_RESTART_QUANTUM_NS;
+    }
+}
+
+void pl__nodes_deliver(pl__sim *s, pl_time now)
+{
+    (void)pl__disk_deliver(s->disk, now);
+    for (uint32_t n = 1; n < s->nodes_len; n++) {
+        (void)pl__disk_deliver(s->nodes[n].disk, now);
+    }
+    for (uint32_t n = 1; n < s->nodes_len && !s->stopped; n++) {
+        pl__node *node = &s->nodes[n];
+        if (node->restart_at != 0 && node->restart_at <= now) {
+            node->restart_at = 0;
+            pl__sim_event(s, PL__EV_NODE, 0, n, 1);
+            (void)pl__node_boot(s, node);
+        }
+    }
+    if (!s->stopped) {
+        crash_decisions(s);
+    }
 }

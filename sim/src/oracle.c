@@ -50,6 +50,11 @@ static void on_spawn(void *ud, pl_task *t)
     s->tasks[id].name = pl_task_name(t);
     s->tasks[id].node = (uint8_t)pl__node_current(s); /* a node's tasks spawn its own */
     s->tasks[id].forgotten = false;
+    if (s->tasks[id].node != 0) {
+        /* Every report and the record name it "node2/worker" this way. */
+        s->tasks[id].name = pl__node_task_name(s, s->tasks[id].node, s->tasks[id].name);
+        pl_task_rename(t, s->tasks[id].name);
+    }
     s->tasks_spawned = id;
     pl__trace_ring *ring = pl__sim_ring();
     if (ring != NULL) {

@@ -88,11 +88,9 @@ void pl_sim_options_default(pl_sim_options *o)
 static void set_name_blob(pl__run_record *rec, const pl__sim *s)
 {
     size_t len = 0;
-    char full[128];
     for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
         const char *n = s->tasks[id].name != NULL ? s->tasks[id].name : "?";
-        pl__node_task_name(s, id, n, full, sizeof full);
-        len += strlen(full) + 1;
+        len += strlen(n) + 1;
     }
     rec->names_blob = malloc(len ? len : 1);
     if (rec->names_blob == NULL) {
@@ -101,9 +99,8 @@ static void set_name_blob(pl__run_record *rec, const pl__sim *s)
     char *p = rec->names_blob;
     for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
         const char *n = s->tasks[id].name != NULL ? s->tasks[id].name : "?";
-        pl__node_task_name(s, id, n, full, sizeof full);
-        size_t l = strlen(full) + 1;
-        memcpy(p, full, l);
+        size_t l = strlen(n) + 1;
+        memcpy(p, n, l);
         p += l;
     }
     rec->names_len = len;
@@ -194,6 +191,9 @@ static pl__run_record *make_record(pl__sim *s, const pl_scenario *sc)
     snprintf(rec->scenario, sizeof rec->scenario, "%s", sc->name);
     set_name_blob(rec, s);
     rec->files_blob = pl__disk_names_blob(s->disk, &rec->files_len, &rec->files_count);
+    for (uint32_t n = 1; n < s->nodes_len; n++) {
+        snprintf(rec->node_names[n], sizeof rec->node_names[n], "%s", pl__node_name(s, n));
+    }
     return rec;
 }
 

@@ -175,6 +175,8 @@ static void explain_other(explainer *x, size_t i, uint32_t kind, uint64_t key, u
             sb_printf(&x->out, "%s", disk);
         } else if (pl__net_explain(link, sizeof link, kind, key, v, n, e->time_ns)) {
             sb_printf(&x->out, "%s", link);
+        } else if (pl__node_explain(link, sizeof link, x->rec, i, kind, v, n)) {
+            sb_printf(&x->out, "%s", link);
         } else {
             sb_printf(&x->out, "%s: choice %u of %u", pl__dec_kind_name(kind), v, n);
         }

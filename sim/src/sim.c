@@ -176,7 +176,7 @@ static int sim_wait(void *self, pl_executor *ex, pl_time deadline_ns)
     }
     bool runnable = pl_executor_runnable(s->ex) > 0;
     pl_time io_next = s->reactor != NULL ? pl__reactor_next_event(s->reactor) : PL_TIME_NEVER;
-    pl_time disk_next = pl__nodes_disk_next(s);
+    pl_time disk_next = pl__nodes_next_event(s);
     io_next = disk_next < io_next ? disk_next : io_next;
     pl_time next = io_next < deadline_ns ? io_next : deadline_ns;
     if (!runnable && next == PL_TIME_NEVER && !s->remote_pending) {
@@ -210,7 +210,7 @@ static int sim_wait(void *self, pl_executor *ex, pl_time deadline_ns)
     if (s->reactor != NULL) {
         pl__reactor_deliver(s->reactor, s->now);
     }
-    pl__nodes_disk_deliver(s, s->now);
+    pl__nodes_deliver(s, s->now);
     return 0;
 }
 

@@ -226,6 +226,8 @@ struct pl__sim {
     uint32_t nodes_len;     /* declared nodes + 1 once nodes exist */
     uint32_t booting;       /* node whose boot function runs; 0: none */
     uint32_t dropping;      /* task whose drop runs outside polls; 0: none */
+    struct pl__task_alias *task_names; /* interned "node/task" names (grow.h) */
+    size_t task_names_len, task_names_cap;
 
     bool stopped;
     pl_finding finding;
@@ -237,6 +239,7 @@ typedef struct pl__node {
     uint32_t host;          /* IPv4, host order; 0 for the scenario itself */
     bool up;
     uint32_t crashes;
+    pl_time restart_at;     /* a decided restart is due then; 0: none */
     struct pl__disk *disk;  /* its own disk; NULL until a file is used */
     struct pl__node_block *blocks; /* pl_node_alloc's, newest first */
     uint32_t blocks_len;
@@ -272,12 +275,16 @@ static inline struct pl__disk **pl__node_disk_slot(pl__sim *s)
 }
 /* The name of node n ("" for 0). */
 const char *pl__node_name(const pl__sim *s, uint32_t n);
-/* Writes "node2/worker" (or the plain task name outside nodes) into buf. */
-void pl__node_task_name(const pl__sim *s, uint32_t id, const char *name, char *buf,
-                        size_t len);
-/* Every node's disk: the earliest pending completion; delivery. */
-pl_time pl__nodes_disk_next(const pl__sim *s);
-void pl__nodes_disk_deliver(pl__sim *s, pl_time now);
+/* The name "node2/worker" of a task of node n named `name`, interned for
+ * the run (the same pointer for the same pair); `name` itself when there
+ * is no memory (node.c). */
+const char *pl__node_task_name(pl__sim *s, uint32_t n, const char *name);
+/* Every node's disk and decided restart: the earliest pending event. */
+pl_time pl__nodes_next_event(const pl__sim *s);
+/* At a wait, once the clock moved: every node's disk completions due,
+ * the decided restarts due, then a node_crash decision per crashable node
+ * that is up (node_crash.c). */
+void pl__nodes_deliver(pl__sim *s, pl_time now);
 /* Frees the nodes, their disks and their memory (pl__sim_finish). */
 void pl__nodes_free(pl__sim *s);
 
@@ -451,6 +458,7 @@ typedef struct pl__run_record {
     pl__site *buggify;
     size_t buggify_len;
     char *files_blob;       /* the disk's file names, by number (disk.h) */
+    char node_names[PL_SIM_NODES_MAX + 1][33]; /* by node index; "" when none */
     size_t files_len;
     uint32_t files_count;
 } pl__run_record;
@@ -463,6 +471,11 @@ const pl__site *pl__run_buggify_site(const pl__run_record *rec, uint64_t key);
 const char *pl__site_base(const char *file);
 
 const pl__run_record *pl__sim_result_record(const pl_sim_result *r);
+/* Writes what the node_crash decision at event i of rec did ("node
+ * 'server' crashed at 3.000 ms, restarted at 5.000 ms"), v and n its
+ * value and range. False for another kind (node_explain.c). */
+bool pl__node_explain(char *buf, size_t len, const pl__run_record *rec, size_t i, uint32_t kind,
+                      uint32_t v, uint32_t n);
 /* The name of task `id` in a finished run, or NULL. */
 const char *pl__run_task_name(const pl__run_record *rec, uint32_t id);
 

@@ -1826,7 +1826,8 @@ Test(cli, bounded_strategy_enumerates_schedules)
                                      "wake_delay, cancel, io_fault, io_latency, buggify_site, "
                                      "buggify_fire, probe, disk_latency, disk_fault, "
                                      "disk_corrupt, disk_lose, link_latency, link_loss, "
-                                     "link_dup, link_reorder, link_reset, partition, clog; "
+                                     "link_dup, link_reorder, link_reset, partition, clog, "
+                                     "node_crash; "
                                      "not explored: spurious_poll (off)\n"),
                        "%s", p.out);
     proc_free(&p);

@@ -45,6 +45,8 @@ static struct seen {
 static bool fail_after_restart; /* the second boot's store task fails an assertion */
 static bool wake_stale;         /* chaos wakes and drops a waker into the crashed task */
 static pl_waker stale;          /* held by the scenario, into the server's first store task */
+static bool crashable;          /* the server is crashable and chaos leaves it alone */
+static bool fail_on_restart;    /* the check fails once the server booted twice */
 
 /* ---- The server ----------------------------------------------------------- */
 
@@ -148,7 +150,11 @@ static int server_boot(pl_executor *ex, void *ud)
     if (rc != 0) {
         return rc;
     }
-    store st = {.base = PL_FUTURE_INIT(&store_vt), .m = m, .boot = ++seen.boots};
+    /* This run's boot (1, then 2 for every restart): runs of the shrinker
+     * leave `seen` as it is. */
+    uint32_t crashes = pl__sim_current()->nodes[1].crashes;
+    seen.boots++;
+    store st = {.base = PL_FUTURE_INIT(&store_vt), .m = m, .boot = crashes > 0 ? 2 : 1};
     return PL_SPAWN(ex, st, "store", NULL);
 }
 
@@ -161,6 +167,7 @@ typedef struct caller {
     pl_io_write_all wr;
     uint8_t buf[16];
     pl_io_read rd;
+    pl_sleep linger;
 } caller;
 
 static pl_poll_result caller_poll(pl_future *f, pl_context *cx)
@@ -181,6 +188,9 @@ static pl_poll_result caller_poll(pl_future *f, pl_context *cx)
     seen.client_on_host = ip[0] == 10 && ip[3] == 1;
     self->wr = pl_tcp_write_all(&self->s, "ping", 4);
     PL_AWAIT(cx, &self->wr);
+    if (crashable) {
+        pl_tcp_shutdown(&self->s, SHUT_WR); /* no chaos task: the exchange ends */
+    }
     for (;;) {
         self->rd = pl_tcp_read(&self->s, self->buf, sizeof self->buf);
         PL_AWAIT(cx, &self->rd);
@@ -190,12 +200,16 @@ static pl_poll_result caller_poll(pl_future *f, pl_context *cx)
         }
     }
     pl_tcp_close(&self->s);
+    /* The run goes on a while: a decided restart comes 1 to 8 ms late. */
+    self->linger = pl_sleep_for(20 * PL_MS);
+    PL_AWAIT(cx, &self->linger);
     PL_ASYNC_END;
 }
 
 static void caller_drop(pl_future *f)
 {
     caller *self = (caller *)f;
+    pl_drop_child(&self->linger.base);
     pl_drop_child(&self->conn.base);
     pl_drop_child(&self->wr.base);
     pl_drop_child(&self->rd.base);
@@ -222,6 +236,9 @@ static pl_poll_result chaos_poll(pl_future *f, pl_context *cx)
 {
     chaos *self = (chaos *)f;
     PL_ASYNC_BEGIN(self);
+    if (crashable) {
+        return PL_READY; /* node_crash decisions do it */
+    }
     self->gap = pl_sleep_for(3 * PL_MS);
     PL_AWAIT(cx, &self->gap);
     seen.crash_rc = pl_sim_node_crash("server");
@@ -244,7 +261,9 @@ static int cluster_setup(pl_executor *ex, void *state)
     (void)state;
     static const pl_node_def server = {.name = "server", .host = "10.0.0.2", .boot = server_boot};
     static const pl_node_def client = {.name = "client", .host = "10.0.0.1", .boot = client_boot};
-    int rc = pl_sim_node_add(ex, &server);
+    static const pl_node_def crashy = {
+        .name = "server", .host = "10.0.0.2", .boot = server_boot, .crashable = true};
+    int rc = pl_sim_node_add(ex, crashable ? &crashy : &server);
     if (rc == 0) {
         rc = pl_sim_node_add(ex, &client);
     }
@@ -254,13 +273,16 @@ static int cluster_setup(pl_executor *ex, void *state)
 
 static int cluster_check(pl_executor *ex, void *state, char *msg, size_t len)
 {
-    (void)ex, (void)state, (void)msg, (void)len;
+    (void)ex, (void)state;
     pl__sim *s = pl__sim_current();
     seen.server_blocks = s->nodes[1].blocks_len;
     for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
         seen.forgotten += s->tasks[id].forgotten;
     }
     pl_sim_link_get("10.0.0.1", "10.0.0.2", &seen.cs);
+    if (fail_on_restart && s->nodes[1].crashes > 0) {
+        return pl_check_fail(msg, len, "the server crashed %u times", s->nodes[1].crashes);
+    }
     return 0;
 }
 
@@ -289,12 +311,21 @@ static void expect_clean(pl_sim_result *r)
 
 /* ---- Tests ---------------------------------------------------------------- */
 
+static void plan(bool stale_waker, bool fail_restarted, bool decided)
+{
+    wake_stale = stale_waker;
+    fail_after_restart = fail_restarted;
+    crashable = decided;
+    fail_on_restart = decided;
+}
+
 LEAK_TEST(nodes, crash_forgets_tasks_and_restart_reads_the_durable_log)
 {
-    wake_stale = true;
-    fail_after_restart = false;
+    plan(true, false, false);
     pl_sim_result r = run(QUIET, 0, false);
     expect_clean(&r);
+    /* No node is crashable: the kind is never consulted. */
+    cr_assert_eq(pl__sim_result_record(&r)->consulted[PL_DECIDE_NODE_CRASH], 0);
     cr_assert_eq(seen.boots, 2);
     cr_assert_eq(seen.crash_rc, 0);
     cr_assert_eq(seen.crash_again_rc, PL_EEXIST);
@@ -316,8 +347,7 @@ LEAK_TEST(nodes, crash_forgets_tasks_and_restart_reads_the_durable_log)
 
 LEAK_TEST(nodes, peers_see_a_reset_and_sockets_are_on_the_node_host)
 {
-    wake_stale = false;
-    fail_after_restart = false;
+    plan(false, false, false);
     pl_sim_result r = run(QUIET, 0, false);
     expect_clean(&r);
     cr_assert_eq(seen.client_read, PL_ECONNRESET, "the client read %zd", seen.client_read);
@@ -328,8 +358,7 @@ LEAK_TEST(nodes, peers_see_a_reset_and_sockets_are_on_the_node_host)
 
 LEAK_TEST(nodes, trace_and_findings_name_the_node)
 {
-    wake_stale = false;
-    fail_after_restart = true;
+    plan(false, true, false);
     pl_sim_result r = run(QUIET, 0, true);
     cr_assert_eq(r.finding.kind, PL_FINDING_ASSERTION, "%s", pl_finding_name(r.finding.kind));
     cr_assert_str_eq(r.finding.task_name, "server/store");
@@ -356,8 +385,7 @@ LEAK_TEST(nodes, trace_and_findings_name_the_node)
 
 LEAK_TEST(nodes, seeded_runs_with_every_kind_replay_exactly)
 {
-    wake_stale = true;
-    fail_after_restart = false;
+    plan(true, false, false);
     for (uint64_t seed = 1; seed <= 40; seed++) {
         pl_sim_result a = run(NULL, seed, false);
         struct seen first = seen;
@@ -371,4 +399,59 @@ LEAK_TEST(nodes, seeded_runs_with_every_kind_replay_exactly)
         pl_sim_result_free(&a);
         pl_sim_result_free(&b);
     }
+}
+
+LEAK_TEST(nodes, node_crash_decision_fires_replays_and_shrinks)
+{
+    plan(false, false, true);
+    pl_sim_result r = {0};
+    uint64_t seed = 1;
+    for (; seed <= 500; seed++) {
+        r = run(QUIET, seed, false);
+        if (r.finding.kind != PL_FINDING_NONE) {
+            break;
+        }
+        cr_assert_eq(seen.boots, 1, "seed %llu restarted without a finding",
+                     (unsigned long long)seed);
+        cr_assert_gt(pl__sim_result_record(&r)->consulted[PL_DECIDE_NODE_CRASH], 0);
+        pl_sim_result_free(&r);
+    }
+    cr_assert_eq(r.finding.kind, PL_FINDING_ASSERTION, "seed %llu: %s", (unsigned long long)seed,
+                 r.finding.message);
+    const pl__run_record *rec = pl__sim_result_record(&r);
+    cr_assert_gt(rec->deviated[PL_DECIDE_NODE_CRASH], 0);
+    cr_assert_eq(seen.drops[1], 0, "the decided crash ran a drop");
+    cr_assert_eq(memcmp(seen.log[2], "DURA", 4), 0, "the restart read %zd bytes",
+                 seen.log_len[2]);
+    /* The recorded decisions replay the run exactly. */
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.knobs = QUIET;
+    o.source = PL_SIM_SOURCE_LIST;
+    o.decisions = rec->decisions;
+    o.decisions_len = rec->decisions_len;
+    pl_sim_result again;
+    memset(&seen, 0, sizeof seen);
+    cr_assert_eq(pl_sim_run(&cluster, &o, &again), 0);
+    cr_assert_eq(again.hash, r.hash);
+    cr_assert(!again.diverged, "%s", again.divergence);
+    pl_sim_result_free(&again);
+    /* The shrunk run says which node crashed, when, and when it came back. */
+    pl_sim_options base;
+    pl_sim_options_default(&base);
+    base.knobs = QUIET;
+    base.seed = seed;
+    pl_sim_shrink_result s;
+    cr_assert_eq(pl_sim_shrink(&cluster, &base, rec->decisions, rec->decisions_len,
+                               PL_FINDING_ASSERTION, NULL, &s),
+                 0, "%s", s.message);
+    cr_assert_not_null(s.explanation);
+    const char *line = strstr(s.explanation, "node 'server' crashed at ");
+    cr_assert_not_null(line, "%s", s.explanation);
+    double at, back;
+    cr_assert_eq(sscanf(line, "node 'server' crashed at %lf ms, restarted at %lf ms", &at, &back),
+                 2, "%s", s.explanation);
+    cr_assert(back - at >= 0.999 && back - at <= 8.001, "%s", s.explanation);
+    pl_sim_shrink_result_free(&s);
+    pl_sim_result_free(&r);
 }

@@ -165,6 +165,10 @@ void pl_executor_forget_task(pl_executor *ex, pl_task *t);
  * dangles (that future never runs again). NULL: no-op. */
 void pl_io_source_forget(pl_io_source *src);
 
+/* Renames the task: pl_task_name returns `name` from now on (storage that
+ * outlives the task). The simulator names a node's tasks "node2/worker". */
+void pl_task_rename(pl_task *t, const char *name);
+
 /* Wakes a parked task as if through its current waker. */
 void pl_executor_wake_task(pl_executor *ex, pl_task *t);
 

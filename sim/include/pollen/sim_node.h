@@ -57,7 +57,14 @@ typedef struct pl_node_def {
      * Returns 0, or a negative code that fails the add or the restart. */
     int (*boot)(pl_executor *ex, void *ud);
     void *ud;          /* handed to boot; outlives the run (not node memory) */
+    /* The node_crash decision kind may crash it at any wait of the run and
+     * restart it 1 to 8 ms later (PL_SIM_NODE_RESTART_QUANTUM_NS each). */
+    bool crashable;
 } pl_node_def;
+
+/* One step of a decided restart delay. */
+#define PL_SIM_NODE_RESTART_QUANTUM_NS PL_MS
+#define PL_SIM_NODE_RESTART_STEPS 8
 
 /* Declares a node and boots it. From a scenario's setup (or its tasks).
  * The definition is copied. Returns 0; PL_EINVAL (no simulation running,
