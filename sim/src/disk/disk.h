@@ -1,8 +1,9 @@
 /* sim/src/disk/disk.h: the simulated disk, as the rest of the simulator
  * sees it. Its files and their layers are listed in disk_impl.h.
  *
- * Model. One in-memory file system per simulation (a node will own one),
- * created at the first pl_dir_open of a run and freed with the run.
+ * Model. One in-memory file system per node (sim_node.h; the scenario's
+ * own tasks use the run's), created at the node's first pl_dir_open and
+ * freed with the run.
  * Directories are named by their path string (they are not entries of
  * each other) and are durable as soon as they are created. A directory
  * holds entries (a name, a file); a file (an inode) holds durable bytes
