@@ -152,6 +152,23 @@ static bool dup_failed(const void *dst, const void *src, size_t n)
     return dst == NULL && src != NULL && n > 0;
 }
 
+/* The run's one disk, the scenario's or a node's, whose file names the
+ * record keeps; NULL when there are several (their file numbers collide:
+ * explanations then say "file #N"). */
+static const struct pl__disk *pl__run_only_disk(const pl__sim *s)
+{
+    const struct pl__disk *only = s->disk;
+    for (uint32_t n = 1; n < s->nodes_len; n++) {
+        if (s->nodes[n].disk != NULL) {
+            if (only != NULL) {
+                return NULL;
+            }
+            only = s->nodes[n].disk;
+        }
+    }
+    return only;
+}
+
 static pl__run_record *make_record(pl__sim *s, const pl_scenario *sc)
 {
     pl__run_record *rec = calloc(1, sizeof *rec);
@@ -190,7 +207,8 @@ static pl__run_record *make_record(pl__sim *s, const pl_scenario *sc)
     pl__dec_knobs_format(&s->dec.knobs, rec->knobs, sizeof rec->knobs);
     snprintf(rec->scenario, sizeof rec->scenario, "%s", sc->name);
     set_name_blob(rec, s);
-    rec->files_blob = pl__disk_names_blob(s->disk, &rec->files_len, &rec->files_count);
+    rec->files_blob = pl__disk_names_blob(pl__run_only_disk(s), &rec->files_len,
+                                          &rec->files_count);
     for (uint32_t n = 1; n < s->nodes_len; n++) {
         snprintf(rec->node_names[n], sizeof rec->node_names[n], "%s", pl__node_name(s, n));
     }

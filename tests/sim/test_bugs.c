@@ -32,7 +32,8 @@
 static const char *const zoo[] = {
     "abort_permit",   "chan_register_late", "checksum",           "deadline_reset",
     "edge_notify",
-    "event_clear",    "idle_timeout",       "join_repoll",        "log_ack",
+    "event_clear",    "idle_timeout",       "join_repoll",        "kv_ack",
+    "log_ack",
     "poll_hang",
     "poll_spin",      "prefetch_leak",      "race_double_drop",   "reaper_orphan",
     "reply_busy",     "resend_twice",       "retry_stale",        "select_first_waker",
@@ -166,6 +167,7 @@ ZOO_PAIR(edge_notify)
 ZOO_PAIR(event_clear)
 ZOO_PAIR(idle_timeout)
 ZOO_PAIR(join_repoll)
+ZOO_PAIR(kv_ack)
 ZOO_PAIR(log_ack)
 ZOO_PAIR(poll_spin)
 ZOO_PAIR(prefetch_leak)
