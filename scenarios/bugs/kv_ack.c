@@ -42,7 +42,7 @@ enum { PUTS = 12, REC = ZOO_REC, READ_TRIES = 64, CONNECTS = 200 };
 /* The client gives up starting connections then, and bounds each connect
  * and read: the run ends within its time limit whatever the links do. */
 #define GIVE_UP_AT (1 * PL_S)
-#define OP_LIMIT (100 * PL_MS)
+#define OP_LIMIT   (100 * PL_MS)
 
 typedef struct kv_state {
     bool fixed;
@@ -111,8 +111,8 @@ static pl_poll_result server_poll(pl_future *f, pl_context *cx)
 {
     server *v = (server *)f;
     PL_ASYNC_BEGIN(v);
-    v->op = pl_file_open_init(&v->m->dir, "log", PL_FILE_READ | PL_FILE_WRITE | PL_FILE_CREATE,
-                              0644);
+    v->op =
+        pl_file_open_init(&v->m->dir, "log", PL_FILE_READ | PL_FILE_WRITE | PL_FILE_CREATE, 0644);
     PL_AWAIT(cx, &v->op);
     if (v->op.result != 0) {
         server_close(v);
@@ -252,8 +252,8 @@ static pl_poll_result client_poll(pl_future *f, pl_context *cx)
 {
     client *c = (client *)f;
     PL_ASYNC_BEGIN(c);
-    for (c->connects = 0; c->st->acked < PUTS && c->connects < CONNECTS &&
-                          pl_now(cx->ex) < GIVE_UP_AT;
+    for (c->connects = 0;
+         c->st->acked < PUTS && c->connects < CONNECTS && pl_now(cx->ex) < GIVE_UP_AT;
          c->connects++) {
         c->conn = pl_tcp_connect_str("10.0.0.1:7000");
         c->limit = pl_timeout_init(&c->conn.base, OP_LIMIT);
@@ -315,10 +315,10 @@ static int setup(pl_executor *ex, kv_state *st, bool fixed)
 {
     st->fixed = fixed;
     st->lost = -1;
-    const pl_node_def server_def = {.name = "server", .host = "10.0.0.1",
-                                    .boot = server_boot, .ud = st, .crashable = true};
-    const pl_node_def client_def = {.name = "client", .host = "10.0.0.2",
-                                    .boot = client_boot, .ud = st};
+    const pl_node_def server_def = {
+        .name = "server", .host = "10.0.0.1", .boot = server_boot, .ud = st, .crashable = true};
+    const pl_node_def client_def = {
+        .name = "client", .host = "10.0.0.2", .boot = client_boot, .ud = st};
     int rc = pl_sim_node_add(ex, &server_def);
     return rc != 0 ? rc : pl_sim_node_add(ex, &client_def);
 }

@@ -62,8 +62,8 @@ const char *pl__node_task_name(pl__sim *s, uint32_t n, const char *name)
     }
     size_t len = strlen(s->nodes[n].def.name) + 1 + strlen(name) + 1;
     char *full = malloc(len);
-    if (full == NULL || pl__grow((void **)&s->task_names, &s->task_names_cap,
-                                 s->task_names_len + 1, sizeof *s->task_names, 16, 0) != 0) {
+    if (full == NULL || pl__grow((void **)&s->task_names, &s->task_names_cap, s->task_names_len + 1,
+                                 sizeof *s->task_names, 16, 0) != 0) {
         free(full);
         return name;
     }
@@ -128,8 +128,8 @@ static int host_of(const char *text, uint32_t *out)
 
 static int check_def(pl__sim *s, const pl_node_def *def, uint32_t *host)
 {
-    if (def == NULL || !name_ok(def->name) || def->boot == NULL ||
-        host_of(def->host, host) != 0 || pl__node_find(s, def->name) != NULL) {
+    if (def == NULL || !name_ok(def->name) || def->boot == NULL || host_of(def->host, host) != 0 ||
+        pl__node_find(s, def->name) != NULL) {
         return PL_EINVAL;
     }
     for (uint32_t i = 1; i < s->nodes_len; i++) {
@@ -232,8 +232,8 @@ void pl_node_free(void *p)
         return;
     }
     pl__sim *s = pl__sim_current();
-    pl__node_block *b = (pl__node_block *)(void *)((unsigned char *)p -
-                                                   offsetof(pl__node_block, data));
+    pl__node_block *b =
+        (pl__node_block *)(void *)((unsigned char *)p - offsetof(pl__node_block, data));
     PL__SIM_ASSERT(s != NULL && b->node < s->nodes_len);
     if (b->prev != NULL) {
         b->prev->next = b->next;

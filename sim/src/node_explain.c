@@ -23,9 +23,8 @@ static size_t next_node_event(const pl__run_record *rec, size_t i, uint64_t node
 
 static const char *name_of(const pl__run_record *rec, uint64_t node)
 {
-    return node <= PL_SIM_NODES_MAX && rec->node_names[node][0] != '\0'
-               ? rec->node_names[node]
-               : "?";
+    return node <= PL_SIM_NODES_MAX && rec->node_names[node][0] != '\0' ? rec->node_names[node]
+                                                                        : "?";
 }
 
 bool pl__node_explain(char *buf, size_t len, const pl__run_record *rec, size_t i, uint32_t kind,

@@ -9,8 +9,8 @@
  * 3 ms and restarts it at 5 ms. Every run's outcome is copied out by the
  * scenario's check; knobs switch off what would move the times. */
 #include <criterion/criterion.h>
-#include <string.h>
 #include <netinet/in.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include <pollen/sim.h>
@@ -30,15 +30,15 @@ TestSuite(nodes, .fini = pl_test_leak_check);
 /* What the runs saw; reset before each run. */
 static struct seen {
     int boots;
-    char log[3][16];    /* the log each boot read back */
+    char log[3][16]; /* the log each boot read back */
     ssize_t log_len[3];
-    int drops[3];       /* drops of the server's futures, by boot */
-    int self_crash;     /* pl_sim_node_crash from the node itself */
+    int drops[3];   /* drops of the server's futures, by boot */
+    int self_crash; /* pl_sim_node_crash from the node itself */
     int crash_rc, crash_again_rc, restart_rc, restart_again_rc;
-    ssize_t client_read; /* the client's last read */
-    bool client_on_host; /* the client's socket is on 10.0.0.1 */
+    ssize_t client_read;    /* the client's last read */
+    bool client_on_host;    /* the client's socket is on 10.0.0.1 */
     uint32_t server_blocks; /* the server's node memory blocks at the check */
-    uint32_t forgotten;  /* tasks the crash forgot */
+    uint32_t forgotten;     /* tasks the crash forgot */
     pl_sim_link_state cs;
 } seen;
 
@@ -80,8 +80,8 @@ static pl_poll_result store_poll(pl_future *f, pl_context *cx)
         pl_waker_slot_set(&stale, &cx->waker);
     }
     seen.self_crash = pl_sim_node_crash("server");
-    self->open = pl_file_open_init(&self->m->dir, "log", PL_FILE_READ | PL_FILE_WRITE |
-                                                             PL_FILE_CREATE, 0644);
+    self->open = pl_file_open_init(&self->m->dir, "log",
+                                   PL_FILE_READ | PL_FILE_WRITE | PL_FILE_CREATE, 0644);
     PL_AWAIT(cx, &self->open);
     if (self->open.result != 0) {
         return PL_READY; /* faults of seeded runs */
@@ -421,8 +421,7 @@ LEAK_TEST(nodes, node_crash_decision_fires_replays_and_shrinks)
     const pl__run_record *rec = pl__sim_result_record(&r);
     cr_assert_gt(rec->deviated[PL_DECIDE_NODE_CRASH], 0);
     cr_assert_eq(seen.drops[1], 0, "the decided crash ran a drop");
-    cr_assert_eq(memcmp(seen.log[2], "DURA", 4), 0, "the restart read %zd bytes",
-                 seen.log_len[2]);
+    cr_assert_eq(memcmp(seen.log[2], "DURA", 4), 0, "the restart read %zd bytes", seen.log_len[2]);
     /* The recorded decisions replay the run exactly. */
     pl_sim_options o;
     pl_sim_options_default(&o);

@@ -51,12 +51,12 @@ extern "C" {
 #define PL_SIM_NODES_MAX 16
 
 typedef struct pl_node_def {
-    const char *name;  /* [a-z0-9_]+, unique in the run; static storage */
-    const char *host;  /* its host address, "10.0.0.2" (10.0.0.0/8), one per node */
+    const char *name; /* [a-z0-9_]+, unique in the run; static storage */
+    const char *host; /* its host address, "10.0.0.2" (10.0.0.0/8), one per node */
     /* Spawns the node's tasks (at pl_sim_node_add and at each restart).
      * Returns 0, or a negative code that fails the add or the restart. */
     int (*boot)(pl_executor *ex, void *ud);
-    void *ud;          /* handed to boot; outlives the run (not node memory) */
+    void *ud; /* handed to boot; outlives the run (not node memory) */
     /* The node_crash decision kind may crash it at any wait of the run and
      * restart it 1 to 8 ms later (PL_SIM_NODE_RESTART_QUANTUM_NS each). */
     bool crashable;
@@ -64,7 +64,7 @@ typedef struct pl_node_def {
 
 /* One step of a decided restart delay. */
 #define PL_SIM_NODE_RESTART_QUANTUM_NS PL_MS
-#define PL_SIM_NODE_RESTART_STEPS 8
+#define PL_SIM_NODE_RESTART_STEPS      8
 
 /* Declares a node and boots it. From a scenario's setup (or its tasks).
  * The definition is copied. Returns 0; PL_EINVAL (no simulation running,
