@@ -468,7 +468,7 @@ int pl_run(pl_executor *ex) { return run_loop(ex, NULL); }
 int pl_block_on(pl_executor *ex, pl_future *fut, size_t size)
 {
     pl_task *t;
-    int rc = pl_spawn(ex, fut, size, NULL, &t);
+    int rc = pl_spawn_at(ex, fut, size, NULL, &t, NULL, NULL);
     if (rc != 0) {
         return rc;
     }
@@ -500,6 +500,14 @@ pl_poll_result pl__poll_watched(pl_future *f, pl_context *cx)
         w->leave(w->ud, f, r);
     }
     return r;
+}
+
+void pl__await_point(pl_context *cx, const char *file, int line, const char *func)
+{
+    const pl_poll_watch *w = cx->watch;
+    if (w->await != NULL) {
+        w->await(w->ud, file, line, func);
+    }
 }
 
 /* ---- Misuse and buggify ----------------------------------------------- */

@@ -49,6 +49,16 @@ static void on_spawn(void *ud, pl_task *t)
     event(s, PL__EV_SPAWN, id, s->polling, 0);
 }
 
+/* Log-only: the site names the task in reports, never enters the trace. */
+static void on_spawn_site(void *ud, pl_task *t, const char *where, const char *func)
+{
+    pl__sim *s = ud;
+    if (tid(t) < s->tasks_cap) {
+        info(s, t)->spawn_where = where;
+        info(s, t)->spawn_func = func;
+    }
+}
+
 static void on_poll_begin(void *ud, pl_task *t, uint32_t gen, bool probe)
 {
     pl__sim *s = ud;
@@ -62,6 +72,7 @@ static void on_poll_begin(void *ud, pl_task *t, uint32_t gen, bool probe)
     s->sub_polls = 0;
     s->firing_seq = 0;
     s->wakes_in_poll = 0;
+    pl__bt_poll_begin(s, t);
     pl__progress_poll(s, t);
     if (!probe) {
         pl__task_info *ti = info(s, t);
@@ -92,9 +103,11 @@ static void on_poll_end(void *ud, pl_task *t, pl_poll_result r, bool probe)
     pl__task_info *ti = info(s, t);
     const pl_task_head *h = pl_task_head_of(t);
     event(s, r == PL_READY ? PL__EV_READY : PL__EV_PENDING, h->id, h->polls, h->gen);
+    pl__bt_leave(s, r);
     if (r == PL_PENDING && !probe) {
         ti->parked_step = s->step;
         ti->parked_ns = s->now;
+        pl__bt_parked(s, ti);
         pl__contract_on_pending(s, t, ti);
     }
     s->polling = 0;
@@ -248,10 +261,21 @@ static void on_orphaned(void *ud, pl_task *t, pl_task *dropper)
 static void on_enter(void *ud, pl_future *f)
 {
     pl__sim *s = ud;
-    (void)f;
+    pl__bt_enter(s, f);
     if (++s->sub_polls > s->sub_polls_max) {
         pl__budget_sub_polls(s);
     }
+}
+
+static void on_leave(void *ud, pl_future *f, pl_poll_result r)
+{
+    (void)f;
+    pl__bt_leave(ud, r);
+}
+
+static void on_await(void *ud, const char *file, int line, const char *func)
+{
+    pl__bt_await(ud, file, line, func);
 }
 
 /* A declaration outlives the poll that made it: the task stays parked on
@@ -286,7 +310,7 @@ static void on_purpose(void *ud)
 
 void pl__oracle_watch_init(pl__sim *s)
 {
-    s->watch = (pl_poll_watch){s, on_enter, NULL, on_wait, on_purpose};
+    s->watch = (pl_poll_watch){s, on_enter, on_leave, on_wait, on_purpose, on_await};
 }
 
 const pl_observer pl__sim_observer = {
@@ -304,4 +328,5 @@ const pl_observer pl__sim_observer = {
     .free = on_free,
     .misuse = on_misuse,
     .orphaned = on_orphaned,
+    .spawn_site = on_spawn_site,
 };

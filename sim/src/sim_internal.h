@@ -66,6 +66,24 @@ typedef struct pl__task_waits {
     pl_wait w[PL__WAITS_MAX];
 } pl__task_waits;
 
+/* One future of an async backtrace (backtrace.c): its name and where it
+ * awaited (static strings; NULL, 0 while unknown). */
+typedef struct pl__frame {
+    const char *future;
+    const char *file;
+    const char *func;
+    int line;
+} pl__frame;
+
+#define PL__FRAMES_MAX PL_FINDING_FRAMES_MAX
+
+/* A chain of futures, outermost first; len may exceed PL__FRAMES_MAX
+ * (the deeper ones are not kept). */
+typedef struct pl__chain {
+    uint32_t len;
+    pl__frame f[PL__FRAMES_MAX];
+} pl__chain;
+
 /* What the oracles know of one task, indexed by task id. */
 typedef struct pl__task_info {
     pl_task *task;          /* NULL once freed; never hashed */
@@ -89,6 +107,10 @@ typedef struct pl__task_info {
     uint32_t late_head;     /* its late timers (s->late), index + 1; 0: none */
     uint32_t quiet_rounds;  /* background: points since only background work was left
                                before which it was polled */
+    const char *spawn_where; /* "file:line" of its pl_spawn (static); NULL: unknown */
+    const char *spawn_func;
+    uint32_t chain;         /* the chain of its latest PENDING poll: index + 1 in
+                               s->chains; 0: none yet */
 } pl__task_info;
 
 /* A timer that fires late (PL_DECIDE_TIMER_LATE): between its deadline
@@ -166,6 +188,18 @@ struct pl__sim {
     uint32_t stale_tasks;   /* tasks whose stale_wakes is not 0 */
 
     pl_poll_watch watch;    /* handed to every poll (pl_context.watch) */
+    /* Async backtraces (backtrace.c): the futures whose poll has not
+     * returned (frames[0] the task's own), the PENDING path found so far
+     * in this poll, and the distinct chains of the run (each task names
+     * one: a million tasks parked at one await share it). */
+    pl__frame frames[PL__FRAMES_MAX];
+    uint32_t depth;
+    pl__chain path;         /* frames 0..path.len-1; valid below path_top */
+    uint32_t path_top;      /* the shallowest frame the path is known to go through */
+    pl__chain *chains;
+    size_t chains_len;
+    size_t chains_cap;
+    pl__hashmap chain_index; /* content hash -> index in chains */
     uint64_t sub_polls;     /* pl_poll calls inside the current task poll */
     uint64_t sub_polls_max;
     uint64_t wakes_in_poll; /* self-wakes inside the current task poll */
@@ -273,6 +307,32 @@ bool pl__oracle_is_parked(const pl__task_info *ti);
 void pl__oracle_check(const pl__sim *s);
 /* Consecutive polls of task `id` that woke only itself (0: unknown id). */
 uint32_t pl__oracle_self_wakes(const pl__sim *s, uint32_t id);
+
+/* Async backtraces (backtrace.c). The watch's hooks keep the chain of
+ * futures being polled; poll_begin and poll_end bracket the task's own
+ * future; at a PENDING poll_end the chain is kept as the task's. */
+void pl__bt_poll_begin(pl__sim *s, const pl_task *t);
+void pl__bt_enter(pl__sim *s, const pl_future *f);
+void pl__bt_leave(pl__sim *s, pl_poll_result r);
+void pl__bt_await(pl__sim *s, const char *file, int line, const char *func);
+void pl__bt_parked(pl__sim *s, pl__task_info *ti);
+void pl__bt_free(pl__sim *s);
+/* ", spawned at outbox.c:120 in main" (or "" when unknown) into buf. */
+void pl__bt_spawn_text(const pl__task_info *ti, char *buf, size_t len);
+/* "worker (outbox.c:124 in worker_poll) > pl_notified": task `id`'s chain
+ * at its latest PENDING poll ("" when none was recorded). */
+void pl__bt_chain_text(const pl__sim *s, uint32_t id, char *buf, size_t len);
+/* Appends task `id` to the finding's parked tasks (pl_finding.tasks),
+ * when `fresh` (the finding was raised by the caller just now). */
+void pl__bt_note(pl__sim *s, bool fresh, uint32_t id);
+/* The line a finding's message gives a parked task: "\n<indent>parked in:
+ * CHAIN" (nothing when no chain was recorded), appended at buf + *used. */
+void pl__bt_append(const pl__sim *s, uint32_t id, const char *indent, char *buf, size_t len,
+                   size_t *used);
+/* For a finding about one task (lost wakeup, stale waker, orphan) raised
+ * just now (`fresh`): notes it and appends its chain and spawn site to
+ * the message. */
+void pl__bt_describe(pl__sim *s, bool fresh, uint32_t id);
 
 /* The task being polled (NULL: none). */
 static inline pl_task *pl__sim_polled(const pl__sim *s)
