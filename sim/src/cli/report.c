@@ -296,6 +296,52 @@ static void print_report_text(FILE *f, const run_opts *o, const report *rp)
     pl__cli_flush_out(f);
 }
 
+/* {"file":...,"line":...,"function":...}, null when unknown. */
+static void print_loc_json(FILE *f, const pl_source_loc *l)
+{
+    if (l->file[0] == '\0') {
+        fputs("null", f);
+        return;
+    }
+    fputs("{\"file\":", f);
+    pl__cli_json_string(f, l->file);
+    fprintf(f, ",\"line\":%d,\"function\":", l->line);
+    pl__cli_json_string(f, l->function);
+    fputc('}', f);
+}
+
+/* "parked": each parked task the finding names, with its spawn site and
+ * its async backtrace (frames outermost first). */
+static void print_parked_json(FILE *f, const pl_finding *fd)
+{
+    fputs(",\"parked\":[", f);
+    for (uint32_t i = 0; i < fd->tasks_len && i < PL_FINDING_TASKS_MAX; i++) {
+        const pl_finding_task *t = &fd->tasks[i];
+        fprintf(f, "%s{\"task_id\":%" PRIu32 ",\"task\":", i > 0 ? "," : "", t->id);
+        pl__cli_json_string(f, t->name);
+        fputs(",\"spawned_at\":", f);
+        print_loc_json(f, &t->spawned_at);
+        fputs(",\"frames\":[", f);
+        for (uint32_t j = 0; j < t->frames_len && j < PL_FINDING_FRAMES_MAX; j++) {
+            const pl_finding_frame *fr = &t->frames[j];
+            bool at = fr->await.file[0] != '\0';
+            fputs(j > 0 ? ",{\"function\":" : "{\"function\":", f);
+            pl__cli_json_string(f, at ? fr->await.function : fr->future);
+            fputs(",\"future\":", f);
+            pl__cli_json_string(f, fr->future);
+            fputs(",\"file\":", f);
+            if (at) {
+                pl__cli_json_string(f, fr->await.file);
+                fprintf(f, ",\"line\":%d}", fr->await.line);
+            } else {
+                fputs("null,\"line\":null}", f);
+            }
+        }
+        fprintf(f, "],\"frames_cut\":%s}", t->frames_cut ? "true" : "false");
+    }
+    fputc(']', f);
+}
+
 static void print_report_json(const report *rp)
 {
     FILE *f = stdout;
@@ -318,6 +364,7 @@ static void print_report_json(const report *rp)
                ",\"step\":%" PRIu64 ",\"message\":",
             rp->f.task_id, rp->f.task_polls, rp->f.time_ns, rp->f.step);
     pl__cli_json_string(f, rp->f.message);
+    print_parked_json(f, &rp->f);
     fputs(",\"replay\":", f);
     if (rp->replay[0] != '\0') {
         pl__cli_json_string(f, rp->replay);
