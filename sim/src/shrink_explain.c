@@ -52,13 +52,28 @@ typedef struct explainer {
     const pl__run_record *rec;
     const pl__capture *cap;
     sbuf out;
-    char names[2][80]; /* two task names may be in use at once */
+    char names[2][96]; /* two task names may be in use at once */
 } explainer;
 
+/* True when another task of the run has the name of task `id`. */
+static bool name_shared(const pl__run_record *rec, uint32_t id, const char *name)
+{
+    const char *p = rec->names_blob;
+    for (uint32_t i = 1; i <= rec->names_count; i++, p += strlen(p) + 1) {
+        if (i != id && strcmp(p, name) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* "'worker'", or "'producer' (#2)" when tasks share the name. */
 static const char *task_name(explainer *x, int slot, uint32_t id)
 {
     const char *n = pl__run_task_name(x->rec, id);
-    if (n != NULL) {
+    if (n != NULL && name_shared(x->rec, id, n)) {
+        snprintf(x->names[slot], sizeof x->names[slot], "'%s' (#%u)", n, id);
+    } else if (n != NULL) {
         snprintf(x->names[slot], sizeof x->names[slot], "'%s'", n);
     } else if (id == 0) {
         snprintf(x->names[slot], sizeof x->names[slot], "(no task)");

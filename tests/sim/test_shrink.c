@@ -55,16 +55,24 @@ static int spawn_worker(pl_executor *ex, noisy_state *s, int role, int steps, co
     return PL_SPAWN(ex, w, name, NULL);
 }
 
-static int noisy_setup(pl_executor *ex, void *state)
+static int race_setup(pl_executor *ex, void *state, const char *writer, const char *reader)
 {
     static const char *const noise[4] = {"noise-1", "noise-2", "noise-3", "noise-4"};
-    int rc = spawn_worker(ex, state, ROLE_WRITER, 1, "writer");
-    rc = rc != 0 ? rc : spawn_worker(ex, state, ROLE_READER, 1, "reader");
+    int rc = spawn_worker(ex, state, ROLE_WRITER, 1, writer);
+    rc = rc != 0 ? rc : spawn_worker(ex, state, ROLE_READER, 1, reader);
     for (int i = 0; i < 4 && rc == 0; i++) {
         rc = spawn_worker(ex, state, ROLE_NOISE, 90, noise[i]);
     }
     return rc;
 }
+
+static int noisy_setup(pl_executor *ex, void *state)
+{
+    return race_setup(ex, state, "writer", "reader");
+}
+
+/* The same race between two tasks of one name. */
+static int twin_setup(pl_executor *ex, void *state) { return race_setup(ex, state, "twin", "twin"); }
 
 static int noisy_check(pl_executor *ex, void *state, char *msg, size_t len)
 {
@@ -79,6 +87,10 @@ static int noisy_check(pl_executor *ex, void *state, char *msg, size_t len)
 
 PL_SCENARIO(noisy_scenario, .name = "t_noisy_race", .summary = "a race buried in noise",
             .state_size = sizeof(noisy_state), .setup = noisy_setup, .check = noisy_check,
+            .expect = "assertion");
+
+PL_SCENARIO(twin_scenario, .name = "t_twin_race", .summary = "the race between namesakes",
+            .state_size = sizeof(noisy_state), .setup = twin_setup, .check = noisy_check,
             .expect = "assertion");
 
 /* A failure that needs no decision at all: one task, and a check that
@@ -164,14 +176,14 @@ PL_SCENARIO(ticker_scenario, .name = "t_long_ticker", .summary = "ticks until th
 
 /* ---- Helpers ---------------------------------------------------------- */
 
-/* A failing random run with at least `min_decisions` decisions. */
-static void failing_run(pl_sim_result *r, size_t min_decisions)
+/* A failing random run of sc with at least `min_decisions` decisions. */
+static void failing_run_of(const pl_scenario *sc, pl_sim_result *r, size_t min_decisions)
 {
     pl_sim_options o;
     pl_sim_options_default(&o);
     for (uint64_t seed = 1; seed <= 500; seed++) {
         o.seed = seed;
-        cr_assert_eq(pl_sim_run(&noisy_scenario, &o, r), 0);
+        cr_assert_eq(pl_sim_run(sc, &o, r), 0);
         if (r->finding.kind == PL_FINDING_ASSERTION && r->decisions >= min_decisions &&
             r->nonzero_decisions >= 50) {
             return;
@@ -179,6 +191,11 @@ static void failing_run(pl_sim_result *r, size_t min_decisions)
         pl_sim_result_free(r);
     }
     cr_assert_fail("no noisy failing seed in 1..500");
+}
+
+static void failing_run(pl_sim_result *r, size_t min_decisions)
+{
+    failing_run_of(&noisy_scenario, r, min_decisions);
 }
 
 static const pl__dec_record *decisions_of(const pl_sim_result *r, size_t *n)
@@ -189,14 +206,20 @@ static const pl__dec_record *decisions_of(const pl_sim_result *r, size_t *n)
     return rec->decisions;
 }
 
-static void shrink_run(const pl_sim_result *in, pl_sim_shrink_result *out)
+static void shrink_run_of(const pl_scenario *sc, const pl_sim_result *in,
+                          pl_sim_shrink_result *out)
 {
     size_t n;
     const pl__dec_record *d = decisions_of(in, &n);
     pl_sim_options o;
     pl_sim_options_default(&o);
-    cr_assert_eq(pl_sim_shrink(&noisy_scenario, &o, d, n, PL_FINDING_ASSERTION, NULL, out), 0,
-                 "%s", out->message);
+    cr_assert_eq(pl_sim_shrink(sc, &o, d, n, PL_FINDING_ASSERTION, NULL, out), 0, "%s",
+                 out->message);
+}
+
+static void shrink_run(const pl_sim_result *in, pl_sim_shrink_result *out)
+{
+    shrink_run_of(&noisy_scenario, in, out);
 }
 
 static void temp_path(char *buf, size_t len, const char *tag)
@@ -274,6 +297,21 @@ LEAK_TEST(shrink, explanation_names_the_tasks)
     cr_assert(strstr(s.explanation, "schedule: polled 'reader' before 'writer'") != NULL, "%s",
               s.explanation);
     cr_assert(strstr(s.explanation, "step 0 (0.000 ms)") != NULL, "%s", s.explanation);
+    pl_sim_shrink_result_free(&s);
+    pl_sim_result_free(&r);
+}
+
+/* Namesakes print with their ids: "'twin' before 'twin'" says nothing. */
+LEAK_TEST(shrink, explanation_tells_namesakes_apart_by_id)
+{
+    pl_sim_result r;
+    failing_run_of(&twin_scenario, &r, 200);
+    pl_sim_shrink_result s;
+    shrink_run_of(&twin_scenario, &r, &s);
+    cr_assert(s.explanation != NULL);
+    cr_assert(strstr(s.explanation, "schedule: polled 'twin' (#2) before 'twin' (#1)") != NULL,
+              "%s", s.explanation);
+    cr_assert(strstr(s.explanation, "'noise-1' (#") == NULL, "%s", s.explanation);
     pl_sim_shrink_result_free(&s);
     pl_sim_result_free(&r);
 }
