@@ -169,6 +169,25 @@ void pl__cli_make_reproduce(const cli *c, const run_opts *o, report *rp)
     }
 }
 
+/* Who raised a finding that names no task, in words. */
+static const char *raised_by(pl_finding_kind kind)
+{
+    switch (kind) {
+    case PL_FINDING_ASSERTION:
+        return "the finding was raised by the run's end checks (the scenario's check, "
+               "pl_eventually) or outside any poll";
+    case PL_FINDING_WAKER_LEAK:
+    case PL_FINDING_TASK_LEAK:
+        return "the finding was raised by the leak check after the run's teardown";
+    case PL_FINDING_NONDETERMINISM:
+        return "the finding compares two runs of the same seed";
+    case PL_FINDING_DEADLOCK:
+        return "the finding was raised at quiescence, between polls";
+    default:
+        return "the finding was raised between polls";
+    }
+}
+
 static void print_task_line(FILE *f, const report *rp)
 {
     const pl_finding *fd = &rp->f;
@@ -181,7 +200,7 @@ static void print_task_line(FILE *f, const report *rp)
                 fd->task_name[0] != '\0' ? fd->task_name : "unnamed", fd->task_id,
                 fd->task_polls, when);
     } else {
-        fprintf(f, "  task: none, %s\n", when);
+        fprintf(f, "  task: no task was running: %s, at %s\n", raised_by(fd->kind), when);
     }
 }
 
@@ -221,7 +240,8 @@ void pl__cli_print_finding_head(FILE *f, const run_opts *o, const report *rp)
     if (rp->positioned) {
         print_task_line(f, rp);
     } else if (rp->has_seed) {
-        fprintf(f, "  task: unknown (the run did not finish)\n");
+        fprintf(f, "  task: not known: the run's process died before it could report which "
+                   "task it was polling (a crash, or a hang stopped by the watchdog)\n");
     }
     print_indented(f, rp->f.message);
     if (rp->sc->expect != NULL && !setup) {
