@@ -690,6 +690,13 @@ static int load(const char *in, pl__replay *rp, const pl_scenario **sc, int *kin
 int pl__shrink_file_ex(const char *in, const char *out, const pl_sim_shrink_limits *limits,
                        pl_sim_shrink_result *res, char *err, size_t err_len)
 {
+    return pl__shrink_file_rotation(in, out, limits, PL__ROTATION_FILE, res, err, err_len);
+}
+
+int pl__shrink_file_rotation(const char *in, const char *out, const pl_sim_shrink_limits *limits,
+                             pl__rotation rotation, pl_sim_shrink_result *res, char *err,
+                             size_t err_len)
+{
     memset(res, 0, sizeof *res);
     pl__replay rp;
     const pl_scenario *sc = NULL;
@@ -702,6 +709,9 @@ int pl__shrink_file_ex(const char *in, const char *out, const pl_sim_shrink_limi
     pl_sim_options o;
     char knobs[PL__DEC_KNOBS_TEXT_MAX];
     options_of(&rp, &o, knobs, sizeof knobs);
+    if (rotation != PL__ROTATION_FILE) {
+        o.rotate_wakers = rotation == PL__ROTATION_ON;
+    }
     rc = pl_sim_shrink(sc, &o, rp.decisions, rp.decisions_len, (pl_finding_kind)kind, limits,
                        res);
     if (rc != 0) {

@@ -23,6 +23,15 @@ int pl__shrink_file(const char *in, const char *out, char *err, size_t err_len);
 int pl__shrink_file_ex(const char *in, const char *out, const pl_sim_shrink_limits *limits,
                        pl_sim_shrink_result *res, char *err, size_t err_len);
 
+/* Waker rotation for pl__shrink_file_rotation: the file's, off, on. */
+typedef enum pl__rotation { PL__ROTATION_FILE, PL__ROTATION_OFF, PL__ROTATION_ON } pl__rotation;
+
+/* pl__shrink_file_ex whose runs rotate wakers as `rotation` says (the
+ * shrunk file records it: `shrink --waker-rotation`). */
+int pl__shrink_file_rotation(const char *in, const char *out, const pl_sim_shrink_limits *limits,
+                             pl__rotation rotation, pl_sim_shrink_result *res, char *err,
+                             size_t err_len);
+
 /* The default output path: `in` with a trailing ".replay" replaced by
  * ".shrunk.replay", or ".shrunk.replay" appended. Returns the length of
  * the full result like snprintf. */

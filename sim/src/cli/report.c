@@ -129,17 +129,22 @@ int pl__cli_write_all(int fd, const void *buf, size_t len)
     return 0;
 }
 
-/* "--strategy S --knobs K --poll-cost Nns" when they differ from the defaults. */
+/* "--strategy S --knobs K --poll-cost Nns --waker-rotation off" when they
+ * differ from the defaults. */
 static void schedule_args(const run_opts *o, char *buf, size_t len)
 {
     char knobs[512] = "";
-    char cost[48] = "";
+    char cost[80] = "";
     buf[0] = '\0';
     if (o->knobs != NULL) {
         pl__cli_shell_quote(o->knobs, knobs, sizeof knobs);
     }
     if (o->poll_cost_ns > 0) {
         snprintf(cost, sizeof cost, " --poll-cost %lldns", (long long)o->poll_cost_ns);
+    }
+    if (o->rotation_off) {
+        size_t used = strlen(cost);
+        snprintf(cost + used, sizeof cost - used, " --waker-rotation off");
     }
     snprintf(buf, len, "%s%s%s%s%s", strcmp(o->strategy, "random") != 0 ? " --strategy " : "",
              strcmp(o->strategy, "random") != 0 ? o->strategy : "",
@@ -450,6 +455,7 @@ int pl__cli_write_lost_replay(const run_opts *o, report *rp, const shared_rec *r
     r.has_knobs = true;
     pl__cli_knobs_for(o, rp->seed, &r.knobs);
     r.poll_cost_ns = o->poll_cost_ns;
+    r.rotation_off = o->rotation_off;
     r.finding = (char *)pl_finding_name(rp->f.kind);
     r.message = rp->f.message;
     bool have = rec != NULL;
