@@ -472,7 +472,7 @@ static int final_run(shrinker *sh, pl_sim_shrink_result *out)
         rc = PL_EINVAL;
     }
     if (rc == 0) {
-        out->explanation = pl__shrink_explain(&out->run, &cap);
+        out->explanation = pl__shrink_explain(&out->run, &cap, &o);
         rc = out->explanation != NULL ? 0 : PL_ENOMEM;
     }
     free(cap.notes);

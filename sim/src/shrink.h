@@ -56,11 +56,13 @@ void pl__shrink_print(FILE *f, const pl_sim_shrink_result *res, const char *out,
                       const char *indent);
 
 /* The shrunk run's explanation (shrink_explain.c): a malloc'd text, or
- * NULL when out of memory. pl__shrink_explain needs the run's event log
- * and the capture of its decisions; pl__shrink_explain_hung is for a run
- * that never returned (no timeline). */
+ * NULL when out of memory. pl__shrink_explain needs the run's event log,
+ * the capture of its decisions and the run's options (for the fault
+ * options' latency quantum; NULL: the defaults); pl__shrink_explain_hung
+ * is for a run that never returned (no timeline). */
 struct pl__capture;
-char *pl__shrink_explain(const pl_sim_result *run, const struct pl__capture *cap);
+char *pl__shrink_explain(const pl_sim_result *run, const struct pl__capture *cap,
+                         const pl_sim_options *o);
 char *pl__shrink_explain_hung(const pl_sim_result *run);
 
 #endif

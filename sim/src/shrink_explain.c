@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "net/net.h"
 #include "shrink.h"
 #include "sim_internal.h"
 #include "strategy.h"
@@ -53,6 +54,7 @@ typedef struct explainer {
     const pl__capture *cap;
     sbuf out;
     char names[2][96]; /* two task names may be in use at once */
+    pl_sim_fault_options faults; /* the run's: what one latency step is */
 } explainer;
 
 /* True when another task of the run has the name of task `id`. */
@@ -152,7 +154,11 @@ static void explain_other(explainer *x, size_t i, uint32_t kind, uint64_t key, u
                            "instead of a clean transfer", k, v, n);
         break;
     case PL_DECIDE_IO_LATENCY:
-        sb_printf(&x->out, "I/O latency: delivery on endpoint #%llu delayed by %u steps", k, v);
+        sb_printf(&x->out,
+                  "I/O latency: a delivery on endpoint #%llu (data, a connection or room to "
+                  "write) arrives %.3f ms late: %u latency steps of %.3f ms",
+                  k, (double)v * (double)x->faults.latency_quantum_ns / 1e6, v,
+                  (double)x->faults.latency_quantum_ns / 1e6);
         break;
     case PL_DECIDE_BUGGIFY_SITE:
         sb_printf(&x->out, "buggify: site %016llx enabled for this run", k);
@@ -189,9 +195,16 @@ static void explain_decision(explainer *x, size_t i, uint64_t index)
     sb_printf(&x->out, "\n");
 }
 
-char *pl__shrink_explain(const pl_sim_result *run, const pl__capture *cap)
+char *pl__shrink_explain(const pl_sim_result *run, const pl__capture *cap,
+                         const pl_sim_options *o)
 {
     explainer x = {.rec = pl__sim_result_record(run), .cap = cap};
+    pl_sim_options def;
+    if (o == NULL) {
+        pl_sim_options_default(&def);
+        o = &def;
+    }
+    pl__net_faults_of(o, &x.faults);
     if (x.rec == NULL) {
         return NULL;
     }

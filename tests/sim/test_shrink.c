@@ -174,6 +174,76 @@ static int ticker_setup(pl_executor *ex, void *state)
 PL_SCENARIO(ticker_scenario, .name = "t_long_ticker", .summary = "ticks until the time limit",
             .setup = ticker_setup, .time_limit_ns = (pl_time)TICKS * TICK_NS, .expect = "livelock");
 
+/* One byte through a pipe, read under a 250 us timeout: a delivery that
+ * I/O latency holds back 3 steps of 100 us (the default quantum) or more
+ * times the read out. */
+typedef struct courier_state {
+    bool timed_out;
+} courier_state;
+
+typedef struct courier {
+    pl_future base;
+    courier_state *st;
+    pl_pipe_reader r;
+    pl_pipe_writer w;
+    char byte;
+    pl_io_write wr;
+    pl_io_read rd;
+    pl_timeout limit;
+} courier;
+
+static pl_poll_result courier_poll(pl_future *f, pl_context *cx)
+{
+    courier *c = (courier *)f;
+    PL_ASYNC_BEGIN(c);
+    if (pl_pipe_open(cx->ex, &c->r, &c->w) != 0) {
+        return PL_READY;
+    }
+    c->wr = pl_pipe_write(&c->w, "x", 1);
+    PL_AWAIT(cx, &c->wr);
+    c->rd = pl_pipe_read(&c->r, &c->byte, 1);
+    c->limit = pl_timeout_init(&c->rd.base, 250 * PL_US);
+    PL_AWAIT(cx, &c->limit);
+    c->st->timed_out = c->limit.result == PL_ETIMEDOUT;
+    pl_pipe_writer_close(&c->w);
+    pl_pipe_reader_close(&c->r);
+    PL_ASYNC_END;
+}
+
+static void courier_drop(pl_future *f)
+{
+    courier *c = (courier *)f;
+    pl_drop_child(&c->limit.base);
+    pl_drop_child(&c->wr.base);
+    pl_pipe_writer_close(&c->w);
+    pl_pipe_reader_close(&c->r);
+}
+
+static const pl_future_vtable courier_vt = {"courier", courier_poll, courier_drop};
+
+static int courier_setup(pl_executor *ex, void *state)
+{
+    courier c;
+    memset(&c, 0, sizeof c);
+    c.base = PL_FUTURE_INIT(&courier_vt);
+    c.st = state;
+    return PL_SPAWN(ex, c, "courier", NULL);
+}
+
+static int courier_check(pl_executor *ex, void *state, char *msg, size_t len)
+{
+    (void)ex;
+    if (((courier_state *)state)->timed_out) {
+        snprintf(msg, len, "the read timed out");
+        return 1;
+    }
+    return 0;
+}
+
+PL_SCENARIO(courier_scenario, .name = "t_courier", .summary = "a read late by I/O latency",
+            .state_size = sizeof(courier_state), .setup = courier_setup, .check = courier_check,
+            .expect = "assertion");
+
 /* ---- Helpers ---------------------------------------------------------- */
 
 /* A failing random run of sc with at least `min_decisions` decisions. */
@@ -312,6 +382,32 @@ LEAK_TEST(shrink, explanation_tells_namesakes_apart_by_id)
     cr_assert(strstr(s.explanation, "schedule: polled 'twin' (#2) before 'twin' (#1)") != NULL,
               "%s", s.explanation);
     cr_assert(strstr(s.explanation, "'noise-1' (#") == NULL, "%s", s.explanation);
+    pl_sim_shrink_result_free(&s);
+    pl_sim_result_free(&r);
+}
+
+/* I/O latency is told in the run's time: 3 steps of 100 us is 0.300 ms. */
+LEAK_TEST(shrink, explanation_says_how_late_a_delivery_is)
+{
+    pl_sim_result r;
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    uint64_t seed = 1;
+    for (; seed <= 500; seed++) {
+        o.seed = seed;
+        cr_assert_eq(pl_sim_run(&courier_scenario, &o, &r), 0);
+        if (r.finding.kind == PL_FINDING_ASSERTION) {
+            break;
+        }
+        pl_sim_result_free(&r);
+    }
+    cr_assert_leq(seed, 500, "no seed in 1..500 times the read out");
+    pl_sim_shrink_result s;
+    shrink_run_of(&courier_scenario, &r, &s);
+    cr_assert(strstr(s.explanation, "I/O latency: a delivery on endpoint #") != NULL, "%s",
+              s.explanation);
+    cr_assert(strstr(s.explanation, "arrives 0.300 ms late: 3 latency steps of 0.100 ms") != NULL,
+              "%s", s.explanation);
     pl_sim_shrink_result_free(&s);
     pl_sim_result_free(&r);
 }
