@@ -502,11 +502,28 @@ pl_poll_result pl__poll_watched(pl_future *f, pl_context *cx)
     return r;
 }
 
-void pl__await_point(pl_context *cx, const char *file, int line, const char *func)
+/* One hook call after the poll, not two: a watched PENDING is on the
+ * simulator's path of every parked task. */
+pl_poll_result pl__poll_watched_at(pl_future *f, pl_context *cx, const pl_await_site *site)
+{
+    const pl_poll_watch *w = cx->watch;
+    if (w->await == NULL) {
+        return pl__poll_watched(f, cx);
+    }
+    w->enter(w->ud, f);
+    pl_poll_result r = f->vtable->poll(f, cx);
+    if (r == PL_READY) {
+        f->flags |= PL_FUTURE_DONE;
+    }
+    w->await(w->ud, f, r, site);
+    return r;
+}
+
+void pl__await_point(pl_context *cx, const pl_await_site *site)
 {
     const pl_poll_watch *w = cx->watch;
     if (w->await != NULL) {
-        w->await(w->ud, file, line, func);
+        w->await(w->ud, NULL, PL_PENDING, site);
     }
 }
 

@@ -25,89 +25,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim_internal.h"
+#include "backtrace.h"
 
-#define NO_PATH UINT32_MAX
+static uint32_t kept_of(const pl__chain *c) { return pl__bt_kept(c->len); }
 
-static pl__frame frame_of(const pl_future *f)
+
+/* Chain a against a chain of `len` futures whose kept frames are f. */
+static bool frames_equal(const pl__chain *a, uint32_t len, const pl__frame *f)
 {
-    return (pl__frame){f->vtable->name, NULL, NULL, 0};
-}
-
-static uint32_t kept_of(const pl__chain *c)
-{
-    return c->len < PL__FRAMES_MAX ? c->len : PL__FRAMES_MAX;
-}
-
-void pl__bt_poll_begin(pl__sim *s, const pl_task *t)
-{
-    /* A poll left through a longjmp (a livelock) never returned: its
-     * frames are forgotten here. */
-    s->frames[0] = frame_of((const pl_future *)pl_task_future((pl_task *)t));
-    s->depth = 1;
-    s->path.len = 0;
-    s->path_top = NO_PATH;
-}
-
-void pl__bt_enter(pl__sim *s, const pl_future *f)
-{
-    if (s->depth < PL__FRAMES_MAX) {
-        s->frames[s->depth] = frame_of(f);
-    }
-    s->depth++;
-}
-
-void pl__bt_leave(pl__sim *s, pl_poll_result r)
-{
-    PL__SIM_ASSERT(s->depth > 0);
-    uint32_t i = --s->depth;
-    if (r == PL_READY) {
-        if (s->path_top != NO_PATH && s->path_top > i) {
-            s->path.len = 0; /* the path went through this future, now done */
-            s->path_top = NO_PATH;
-        }
-        return;
-    }
-    if (s->path_top == i + 1) {
-        s->path_top = i; /* a child's path: this future is parked in it */
-        return;
-    }
-    s->path.len = i + 1;
-    memcpy(s->path.f, s->frames, kept_of(&s->path) * sizeof *s->frames);
-    s->path_top = i;
-}
-
-void pl__bt_await(pl__sim *s, const char *file, int line, const char *func)
-{
-    if (s->depth == 0 || s->depth > PL__FRAMES_MAX) {
-        return;
-    }
-    uint32_t k = s->depth - 1;
-    s->frames[k].file = file;
-    s->frames[k].line = line;
-    s->frames[k].func = func;
-    if (s->path_top == k + 1 && k < s->path.len) {
-        s->path.f[k] = s->frames[k]; /* the child it awaits is the path's */
-    }
-}
-
-static bool frame_equal(const pl__frame *a, const pl__frame *b)
-{
-    return a->future == b->future && a->file == b->file && a->func == b->func &&
-           a->line == b->line;
-}
-
-static bool chain_equal(const pl__chain *a, const pl__chain *b)
-{
-    if (a->len != b->len) {
+    if (a->len != len) {
         return false;
     }
     for (uint32_t i = 0; i < kept_of(a); i++) {
-        if (!frame_equal(&a->f[i], &b->f[i])) {
+        if (!pl__bt_frame_equal(&a->f[i], &f[i])) {
             return false;
         }
     }
     return true;
+}
+
+static bool chain_equal(const pl__chain *a, const pl__chain *b)
+{
+    return frames_equal(a, b->len, b->f);
 }
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -122,24 +61,75 @@ static uint64_t chain_hash(const pl__chain *c)
     for (uint32_t i = 0; i < kept_of(c); i++) {
         const pl__frame *f = &c->f[i];
         h = mix(h, (uint64_t)(uintptr_t)f->future);
-        h = mix(h, (uint64_t)(uintptr_t)f->file);
-        h = mix(h, (uint64_t)(uintptr_t)f->func);
-        h = mix(h, (uint64_t)(uint32_t)f->line);
+        h = mix(h, (uint64_t)(uintptr_t)f->site);
     }
     return h;
 }
 
+/* Chains a run finds by a scan, before it indexes them by hash. */
+#define CHAINS_SCANNED 16
+
+/* A hash already taken by another chain leaves that one unindexed: it
+ * is stored again when met again, which costs memory, not truth. Out of
+ * memory likewise. */
+static void index_one(pl__sim *s, uint64_t h, size_t at)
+{
+    uint32_t other;
+    if (!pl__hashmap_get(&s->chain_index, h, &other)) {
+        (void)pl__hashmap_put(&s->chain_index, h, (uint32_t)at);
+    }
+}
+
+static void index_all(pl__sim *s)
+{
+    for (size_t i = 0; i < s->chains_len; i++) {
+        index_one(s, chain_hash(&s->chains[i]), i);
+    }
+}
+
+/* The slow path of pl__bt_park (backtrace.h). */
+static void park_new(pl__sim *s, pl__task_info *ti);
+
 void pl__bt_parked(pl__sim *s, pl__task_info *ti)
 {
-    PL__SIM_ASSERT(s->depth == 0 && s->path_top == 0 && s->path.len > 0);
-    if (ti->chain != 0 && chain_equal(&s->chains[ti->chain - 1], &s->path)) {
-        return; /* parked where it parked before */
+    uint32_t before = ti->chain;
+    park_new(s, ti);
+    if (ti->chain != before) {
+        ti->chain_prev = before;
     }
-    uint64_t h = chain_hash(&s->path);
-    uint32_t at;
-    if (pl__hashmap_get(&s->chain_index, h, &at) && chain_equal(&s->chains[at], &s->path)) {
-        ti->chain = at + 1;
+}
+
+static void park_new(pl__sim *s, pl__task_info *ti)
+{
+    PL__SIM_ASSERT(s->depth == 0 && s->path_top == 0 && s->path.len > 0);
+    if (!s->path_saved) {
+        /* The live stack is the path: compare it in place, copy it only
+         * when it is new. */
+        if (ti->chain != 0 && frames_equal(&s->chains[ti->chain - 1], s->path.len, s->frames)) {
+            return; /* parked where it parked before */
+        }
+        memcpy(s->path.f, s->frames, kept_of(&s->path) * sizeof *s->frames);
+        s->path_saved = true;
+    }
+    if (ti->chain != 0 && chain_equal(&s->chains[ti->chain - 1], &s->path)) {
         return;
+    }
+    uint64_t h = 0;
+    uint32_t at;
+    if (s->chains_len <= CHAINS_SCANNED) {
+        /* Most runs know a few chains: a scan costs less than hashing. */
+        for (at = 0; at < s->chains_len; at++) {
+            if (chain_equal(&s->chains[at], &s->path)) {
+                ti->chain = at + 1;
+                return;
+            }
+        }
+    } else {
+        h = chain_hash(&s->path);
+        if (pl__hashmap_get(&s->chain_index, h, &at) && chain_equal(&s->chains[at], &s->path)) {
+            ti->chain = at + 1;
+            return;
+        }
     }
     /* Out of memory the task has no backtrace: a report shows none. */
     ti->chain = 0;
@@ -149,13 +139,12 @@ void pl__bt_parked(pl__sim *s, pl__task_info *ti)
         return;
     }
     s->chains[s->chains_len] = s->path;
-    /* A hash already taken by another chain leaves this one unindexed:
-     * it is stored again when met again, which costs memory, not truth. */
-    if (!pl__hashmap_get(&s->chain_index, h, &at) &&
-        pl__hashmap_put(&s->chain_index, h, (uint32_t)s->chains_len) != 0) {
-        return;
-    }
     ti->chain = (uint32_t)++s->chains_len;
+    if (s->chains_len == CHAINS_SCANNED + 1) {
+        index_all(s); /* from here on, chains are looked up by hash */
+    } else if (s->chains_len > CHAINS_SCANNED + 1) {
+        index_one(s, h, s->chains_len - 1);
+    }
 }
 
 void pl__bt_free(pl__sim *s)
@@ -200,9 +189,9 @@ void pl__bt_chain_text(const pl__sim *s, uint32_t id, char *buf, size_t len)
     for (uint32_t i = 0; c != NULL && i < kept_of(c) && used < len; i++) {
         const pl__frame *f = &c->f[i];
         int n;
-        if (f->file != NULL) {
+        if (f->site != NULL) {
             n = snprintf(buf + used, len - used, "%s%s (%s:%d in %s)", i > 0 ? " > " : "",
-                         f->future, base_name(f->file), f->line, f->func);
+                         f->future, base_name(f->site->file), f->site->line, f->site->func);
         } else {
             n = snprintf(buf + used, len - used, "%s%s", i > 0 ? " > " : "", f->future);
         }
@@ -230,28 +219,6 @@ void pl__bt_append(const pl__sim *s, uint32_t id, const char *indent, char *buf,
 
 /* ---- The finding's parked tasks ------------------------------------- */
 
-static void loc_set(pl_source_loc *l, const char *file, int line, const char *func)
-{
-    snprintf(l->file, sizeof l->file, "%s", file != NULL ? base_name(file) : "");
-    snprintf(l->function, sizeof l->function, "%s", func != NULL ? func : "");
-    l->line = line;
-}
-
-/* "path/file.c:120" -> file.c, 120. */
-static void spawn_loc(const pl__task_info *ti, pl_source_loc *l)
-{
-    memset(l, 0, sizeof *l);
-    if (ti->spawn_where == NULL) {
-        return;
-    }
-    const char *base = base_name(ti->spawn_where);
-    const char *colon = strrchr(base, ':');
-    size_t n = colon != NULL ? (size_t)(colon - base) : strlen(base);
-    snprintf(l->file, sizeof l->file, "%.*s", (int)n, base);
-    l->line = colon != NULL ? atoi(colon + 1) : 0;
-    snprintf(l->function, sizeof l->function, "%s", ti->spawn_func != NULL ? ti->spawn_func : "");
-}
-
 void pl__bt_note(pl__sim *s, bool fresh, uint32_t id)
 {
     pl_finding *fd = &s->finding;
@@ -263,8 +230,9 @@ void pl__bt_note(pl__sim *s, bool fresh, uint32_t id)
     pl_finding_task *ft = &fd->tasks[fd->tasks_len++];
     memset(ft, 0, sizeof *ft);
     ft->id = id;
-    snprintf(ft->name, sizeof ft->name, "%s", pl__run_name_of(s, id));
-    spawn_loc(ti, &ft->spawned_at);
+    ft->name = pl__run_name_of(s, id);
+    ft->spawn_site = ti->spawn_where != NULL ? base_name(ti->spawn_where) : NULL;
+    ft->spawn_function = ti->spawn_func;
     const pl__chain *c = chain_of(s, id);
     if (c == NULL) {
         return;
@@ -273,8 +241,9 @@ void pl__bt_note(pl__sim *s, bool fresh, uint32_t id)
     ft->frames_cut = c->len > PL__FRAMES_MAX;
     for (uint32_t i = 0; i < ft->frames_len; i++) {
         const pl__frame *f = &c->f[i];
-        snprintf(ft->frames[i].future, sizeof ft->frames[i].future, "%s", f->future);
-        loc_set(&ft->frames[i].await, f->file, f->line, f->func);
+        const pl_await_site *at = f->site;
+        ft->frames[i] = (pl_finding_frame){f->future, at ? base_name(at->file) : NULL,
+                                           at ? at->func : NULL, at ? at->line : 0};
     }
 }
 

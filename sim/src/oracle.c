@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backtrace.h"
 #include "check_contract.h"
 
 /* pl__sim_event, inline: the hooks append an event or two per poll and
@@ -45,6 +46,7 @@ static void on_spawn(void *ud, pl_task *t)
     PL__SIM_ASSERT(id > s->tasks_spawned); /* ids are handed out in increasing order */
     s->tasks[id].task = t;
     s->tasks[id].name = pl_task_name(t);
+    s->tasks[id].root = ((const pl_future *)pl_task_future(t))->vtable->name;
     s->tasks_spawned = id;
     event(s, PL__EV_SPAWN, id, s->polling, 0);
 }
@@ -72,7 +74,7 @@ static void on_poll_begin(void *ud, pl_task *t, uint32_t gen, bool probe)
     s->sub_polls = 0;
     s->firing_seq = 0;
     s->wakes_in_poll = 0;
-    pl__bt_poll_begin(s, t);
+    pl__bt_poll_begin(s, info(s, t)->root);
     pl__progress_poll(s, t);
     if (!probe) {
         pl__task_info *ti = info(s, t);
@@ -107,7 +109,7 @@ static void on_poll_end(void *ud, pl_task *t, pl_poll_result r, bool probe)
     if (r == PL_PENDING && !probe) {
         ti->parked_step = s->step;
         ti->parked_ns = s->now;
-        pl__bt_parked(s, ti);
+        pl__bt_park(s, ti);
         pl__contract_on_pending(s, t, ti);
     }
     s->polling = 0;
@@ -273,9 +275,16 @@ static void on_leave(void *ud, pl_future *f, pl_poll_result r)
     pl__bt_leave(ud, r);
 }
 
-static void on_await(void *ud, const char *file, int line, const char *func)
+/* A poll by PL_AWAIT ended (child NULL: a PL_YIELD, no poll). */
+static void on_await(void *ud, pl_future *child, pl_poll_result r, const pl_await_site *site)
 {
-    pl__bt_await(ud, file, line, func);
+    pl__sim *s = ud;
+    if (child != NULL) {
+        pl__bt_leave(s, r);
+    }
+    if (r == PL_PENDING) {
+        pl__bt_await(s, site);
+    }
 }
 
 /* A declaration outlives the poll that made it: the task stays parked on

@@ -67,12 +67,10 @@ typedef struct pl__task_waits {
 } pl__task_waits;
 
 /* One future of an async backtrace (backtrace.c): its name and where it
- * awaited (static strings; NULL, 0 while unknown). */
+ * awaited (static storage; site NULL while unknown). */
 typedef struct pl__frame {
     const char *future;
-    const char *file;
-    const char *func;
-    int line;
+    const pl_await_site *site;
 } pl__frame;
 
 #define PL__FRAMES_MAX PL_FINDING_FRAMES_MAX
@@ -107,10 +105,12 @@ typedef struct pl__task_info {
     uint32_t late_head;     /* its late timers (s->late), index + 1; 0: none */
     uint32_t quiet_rounds;  /* background: points since only background work was left
                                before which it was polled */
+    const char *root;       /* its future's vtable name (the chain's first frame) */
     const char *spawn_where; /* "file:line" of its pl_spawn (static); NULL: unknown */
     const char *spawn_func;
     uint32_t chain;         /* the chain of its latest PENDING poll: index + 1 in
                                s->chains; 0: none yet */
+    uint32_t chain_prev;    /* the one before it (a loop parks at two awaits in turn) */
 } pl__task_info;
 
 /* A timer that fires late (PL_DECIDE_TIMER_LATE): between its deadline
@@ -194,8 +194,9 @@ struct pl__sim {
      * one: a million tasks parked at one await share it). */
     pl__frame frames[PL__FRAMES_MAX];
     uint32_t depth;
-    pl__chain path;         /* frames 0..path.len-1; valid below path_top */
+    pl__chain path;         /* its length, and its frames once path_saved */
     uint32_t path_top;      /* the shallowest frame the path is known to go through */
+    bool path_saved;        /* the path is in path.f, not in frames (backtrace.h) */
     pl__chain *chains;
     size_t chains_len;
     size_t chains_cap;
@@ -308,13 +309,8 @@ void pl__oracle_check(const pl__sim *s);
 /* Consecutive polls of task `id` that woke only itself (0: unknown id). */
 uint32_t pl__oracle_self_wakes(const pl__sim *s, uint32_t id);
 
-/* Async backtraces (backtrace.c). The watch's hooks keep the chain of
- * futures being polled; poll_begin and poll_end bracket the task's own
- * future; at a PENDING poll_end the chain is kept as the task's. */
-void pl__bt_poll_begin(pl__sim *s, const pl_task *t);
-void pl__bt_enter(pl__sim *s, const pl_future *f);
-void pl__bt_leave(pl__sim *s, pl_poll_result r);
-void pl__bt_await(pl__sim *s, const char *file, int line, const char *func);
+/* Async backtraces (backtrace.c; the per-poll hooks are backtrace.h's).
+ * At a PENDING poll_end the chain found is kept as the task's. */
 void pl__bt_parked(pl__sim *s, pl__task_info *ti);
 void pl__bt_free(pl__sim *s);
 /* ", spawned at outbox.c:120 in main" (or "" when unknown) into buf. */

@@ -114,8 +114,45 @@ static const pl_scenario camp_keep = {
     .setup = keep_setup,
 };
 
+/* Parked forever in a notified: a deadlock whose backtrace the JSON
+ * gives. The await's line is noted when a poll runs it. */
+static int stuck_line;
+
+typedef struct stuck {
+    pl_future base;
+    pl_notify never;
+    pl_notified wait;
+} stuck;
+
+static pl_poll_result stuck_poll(pl_future *f, pl_context *cx)
+{
+    stuck *self = (stuck *)f;
+    PL_ASYNC_BEGIN(self);
+    pl_notify_init(&self->never);
+    self->wait = pl_notified_init(&self->never);
+    stuck_line = __LINE__ + 1;
+    PL_AWAIT(cx, &self->wait);
+    PL_ASYNC_END;
+}
+
+static void stuck_drop(pl_future *f) { pl_drop_child(&((stuck *)f)->wait.base); }
+
+static const pl_future_vtable stuck_vtable = {"stuck", stuck_poll, stuck_drop};
+
+static int stuck_setup(pl_executor *ex, void *state)
+{
+    (void)state;
+    stuck s = {.base = PL_FUTURE_INIT(&stuck_vtable)};
+    return PL_SPAWN(ex, s, "waiter", NULL);
+}
+
+static const pl_scenario camp_stuck = {
+    .name = "camp_stuck",
+    .setup = stuck_setup,
+};
+
 static const pl_scenario *const extra[] = {&selftest_sometimes, &selftest_nondet, &camp_clean,
-                                           &camp_keep, NULL};
+                                           &camp_keep, &camp_stuck, NULL};
 
 /* ---- The CLI's findings ---------------------------------------------------- */
 
@@ -125,6 +162,7 @@ typedef struct cli_findings {
     char kind[8][32];
     long long seed[8]; /* -1: null */
     char message[8][4096];
+    char first_json[16384]; /* the first finding's JSON line */
 } cli_findings;
 
 /* Copies the JSON string value after `"key":` in line, unescaping \" and
@@ -156,6 +194,9 @@ static void parse_findings(const char *out, cli_findings *cf)
         size_t len = strcspn(line, "\n");
         char *l = strndup(line, len);
         cr_assert_not_null(l);
+        if (strncmp(l, "{\"kind\":", 8) == 0 && cf->n == 0) {
+            snprintf(cf->first_json, sizeof cf->first_json, "%s", l);
+        }
         if (strncmp(l, "{\"kind\":", 8) == 0 && cf->n < 8) {
             json_field(l, "kind", cf->kind[cf->n], sizeof cf->kind[0]);
             json_field(l, "message", cf->message[cf->n], sizeof cf->message[0]);
@@ -399,4 +440,27 @@ LEAK_TEST(campaign, a_replay_file_records_waker_rotation_off)
     cr_assert_eq(pl__replay_parse_buffer(bad, strlen(bad), &file, err, sizeof err), PL_EFORMAT);
     cr_assert(strncmp(err, "line 3: ", 8) == 0, "%s", err);
     pl__replay_free(&file);
+}
+
+/* --json gives each parked task's backtrace as frames, outermost first,
+ * the same the library's finding has. */
+LEAK_TEST(campaign, the_json_finding_has_the_parked_tasks_frames)
+{
+    pl_campaign_result cr;
+    lib_run(&camp_stuck, 0, false, &cr);
+    cr_assert_eq(cr.first.kind, PL_FINDING_DEADLOCK, "%s", cr.first.message);
+    cr_assert_eq(cr.first.tasks_len, 1);
+    cr_assert_eq(cr.first.tasks[0].frames[0].line, stuck_line);
+    cli_findings cf;
+    cli_run("camp_stuck", "0..0", NULL, &cf);
+    assert_same(&camp_stuck, &cr, &cf, true);
+    char want[512];
+    snprintf(want, sizeof want,
+             "\"parked\":[{\"task_id\":1,\"task\":\"waiter\",\"spawned_at\":{\"file\":"
+             "\"test_campaign.c\",\"line\":%d,\"function\":\"stuck_setup\"},\"frames\":["
+             "{\"function\":\"stuck_poll\",\"future\":\"stuck\",\"file\":\"test_campaign.c\","
+             "\"line\":%d},{\"function\":\"pl_notified\",\"future\":\"pl_notified\","
+             "\"file\":null,\"line\":null}],\"frames_cut\":false}]",
+             atoi(strchr(cr.first.tasks[0].spawn_site, ':') + 1), stuck_line);
+    cr_assert_not_null(strstr(cf.first_json, want), "want %s in\n%s", want, cf.first_json);
 }

@@ -111,21 +111,17 @@ typedef enum pl_finding_kind {
 const char *pl_finding_name(pl_finding_kind kind);      /* "lost_wakeup" */
 int pl_finding_from_name(const char *name);             /* kind or PL_EINVAL */
 
-/* A source location: base name of the file, line, function; "" and 0
- * when unknown. */
-typedef struct pl_source_loc {
-    char file[48];
-    char function[48];
-    int line;
-} pl_source_loc;
-
 /* One frame of a parked task's async backtrace: a future whose poll
  * returned PENDING, and where it awaited (the PL_AWAIT or PL_YIELD that
- * returned PENDING; unknown for the innermost future, and for futures
- * written by hand without the coroutine macros). */
+ * returned PENDING): unknown (NULL, 0) for the innermost future and for
+ * futures written by hand without the coroutine macros. The strings are
+ * the program's own static strings (vtable names, __FILE__, __func__):
+ * valid as long as the program runs, in a fork of it too. */
 typedef struct pl_finding_frame {
-    char future[48];         /* the future's vtable name */
-    pl_source_loc await;     /* its await point */
+    const char *future;      /* the future's vtable name */
+    const char *file;        /* base name of the await's file; NULL: unknown */
+    const char *function;    /* the function of the await */
+    int line;
 } pl_finding_frame;
 
 #define PL_FINDING_FRAMES_MAX 8
@@ -136,10 +132,11 @@ typedef struct pl_finding_frame {
  * latest PENDING poll, outermost (the task's own future) first. */
 typedef struct pl_finding_task {
     uint32_t id;
-    char name[64];
-    pl_source_loc spawned_at; /* where pl_spawn was called; unknown: "" */
     uint32_t frames_len;      /* frames kept (at most PL_FINDING_FRAMES_MAX) */
     bool frames_cut;          /* deeper frames were left out */
+    const char *name;         /* the task's name (static, as pl_task_name's) */
+    const char *spawn_site;   /* "outbox.c:120": where pl_spawn was called; NULL: unknown */
+    const char *spawn_function;
     pl_finding_frame frames[PL_FINDING_FRAMES_MAX];
 } pl_finding_task;
 

@@ -321,45 +321,58 @@ static void print_report_text(FILE *f, const run_opts *o, const report *rp)
     pl__cli_flush_out(f);
 }
 
-/* {"file":...,"line":...,"function":...}, null when unknown. */
-static void print_loc_json(FILE *f, const pl_source_loc *l)
+/* A JSON string, or null for NULL. */
+static void json_string_or_null(FILE *f, const char *s)
 {
-    if (l->file[0] == '\0') {
+    if (s == NULL) {
+        fputs("null", f);
+    } else {
+        pl__cli_json_string(f, s);
+    }
+}
+
+/* {"file":...,"line":...,"function":...} of a "file.c:120" site, null when unknown. */
+static void print_site_json(FILE *f, const char *site, const char *function)
+{
+    const char *colon = site != NULL ? strrchr(site, ':') : NULL;
+    if (colon == NULL) {
         fputs("null", f);
         return;
     }
+    char file[PATH_MAX];
+    snprintf(file, sizeof file, "%.*s", (int)(colon - site), site);
     fputs("{\"file\":", f);
-    pl__cli_json_string(f, l->file);
-    fprintf(f, ",\"line\":%d,\"function\":", l->line);
-    pl__cli_json_string(f, l->function);
+    pl__cli_json_string(f, file);
+    fprintf(f, ",\"line\":%d,\"function\":", atoi(colon + 1));
+    json_string_or_null(f, function);
     fputc('}', f);
 }
 
 /* "parked": each parked task the finding names, with its spawn site and
- * its async backtrace (frames outermost first). */
+ * its async backtrace (frames outermost first). A frame's "function" is
+ * the C function of its await, or the future's name where it has none. */
 static void print_parked_json(FILE *f, const pl_finding *fd)
 {
     fputs(",\"parked\":[", f);
     for (uint32_t i = 0; i < fd->tasks_len && i < PL_FINDING_TASKS_MAX; i++) {
         const pl_finding_task *t = &fd->tasks[i];
         fprintf(f, "%s{\"task_id\":%" PRIu32 ",\"task\":", i > 0 ? "," : "", t->id);
-        pl__cli_json_string(f, t->name);
+        json_string_or_null(f, t->name);
         fputs(",\"spawned_at\":", f);
-        print_loc_json(f, &t->spawned_at);
+        print_site_json(f, t->spawn_site, t->spawn_function);
         fputs(",\"frames\":[", f);
         for (uint32_t j = 0; j < t->frames_len && j < PL_FINDING_FRAMES_MAX; j++) {
             const pl_finding_frame *fr = &t->frames[j];
-            bool at = fr->await.file[0] != '\0';
             fputs(j > 0 ? ",{\"function\":" : "{\"function\":", f);
-            pl__cli_json_string(f, at ? fr->await.function : fr->future);
+            json_string_or_null(f, fr->file != NULL ? fr->function : fr->future);
             fputs(",\"future\":", f);
-            pl__cli_json_string(f, fr->future);
+            json_string_or_null(f, fr->future);
             fputs(",\"file\":", f);
-            if (at) {
-                pl__cli_json_string(f, fr->await.file);
-                fprintf(f, ",\"line\":%d}", fr->await.line);
+            json_string_or_null(f, fr->file);
+            if (fr->file != NULL) {
+                fprintf(f, ",\"line\":%d}", fr->line);
             } else {
-                fputs("null,\"line\":null}", f);
+                fputs(",\"line\":null}", f);
             }
         }
         fprintf(f, "],\"frames_cut\":%s}", t->frames_cut ? "true" : "false");
