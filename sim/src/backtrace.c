@@ -9,9 +9,10 @@
  *
  * Which chain: the PENDING path from the task's future down to the
  * innermost future that returned PENDING. A future that polls several
- * children (a select, a join) is parked in all of them; the chain follows
- * the last one polled that returned PENDING. A child that completed
- * takes any path through it with it.
+ * children (a select, a join, a timeout) is parked in all of them; the
+ * chain follows the first one polled that returned PENDING, which is the
+ * operation where a timeout or a select puts its timer last. A child
+ * that completed takes any path through it with it.
  *
  * Chains are interned (s->chains): a task names its chain by index, so a
  * million tasks parked at one await cost a million indices and one

@@ -60,11 +60,12 @@ static inline void pl__bt_leave(pl__sim *s, pl_poll_result r)
         }
     } else if (s->path_top == i + 1) {
         s->path_top = i; /* a child's path: this future is parked in it */
-    } else {
+    } else if (s->path_top == PL__BT_NO_PATH) {
         s->path.len = i + 1; /* a path that ends here: the live stack */
         s->path_top = i;
         s->path_saved = false;
     }
+    /* Otherwise an earlier sibling's path stands: the first branch wins. */
 }
 
 static inline void pl__bt_await(pl__sim *s, const pl_await_site *site)
