@@ -1974,3 +1974,39 @@ Test(cli, strategies_say_what_they_promise)
     cr_assert_eq(p.status, 2, "%s%s", p.out, p.err);
     proc_free(&p);
 }
+
+/* --waker-rotation off runs as production does (one waker per task):
+ * the stale waker of bug_retry_stale is then no finding, in run, replay
+ * and shrink alike; a bad value is a usage error. */
+Test(cli, waker_rotation_off_in_run_replay_and_shrink)
+{
+    proc p = POLLEN("run", "bug_retry_stale", "--seed", "0", "--no-shrink");
+    cr_assert_eq(p.status, 10 + 4, "%s%s", p.out, p.err);
+    char copy[4096];
+    snprintf(copy, sizeof copy, "%s", replay_of(p.out));
+    proc_free(&p);
+
+    p = POLLEN("run", "bug_retry_stale", "--seed", "0", "--waker-rotation", "off");
+    cr_assert_eq(p.status, 4, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "expected stale_waker, not found"), "%s", p.out);
+    proc_free(&p);
+
+    p = POLLEN("replay", copy, "--waker-rotation=off");
+    cr_assert_eq(p.status, 1, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "DIFFERS: expected stale_waker, got no finding"), "%s",
+                       p.out);
+    proc_free(&p);
+    p = POLLEN("replay", copy, "--waker-rotation=on");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    proc_free(&p);
+
+    p = POLLEN("shrink", copy, "--waker-rotation", "off", "-o", "rot.shrunk.replay");
+    cr_assert_eq(p.status, 3, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.err, "do not reproduce stale_waker"), "%s", p.err);
+    proc_free(&p);
+
+    p = POLLEN("run", "bug_retry_stale", "--waker-rotation", "maybe");
+    cr_assert_eq(p.status, 2, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.err, "bad value for '--waker-rotation': 'maybe'"), "%s", p.err);
+    proc_free(&p);
+}
