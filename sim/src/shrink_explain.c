@@ -112,8 +112,8 @@ static void explain_schedule(explainer *x, size_t i, const pl__decision_note *no
 }
 
 /* Kinds other than schedule: what production would have done instead. */
-static void explain_other(explainer *x, size_t i, uint32_t kind, uint64_t key, uint32_t v,
-                          uint32_t n)
+static void explain_other(explainer *x, size_t i, uint32_t kind, uint64_t key, const char *what,
+                          uint32_t v, uint32_t n)
 {
     const pl__trace_rec *e = &x->rec->events[i];
     unsigned long long k = (unsigned long long)key;
@@ -150,8 +150,12 @@ static void explain_other(explainer *x, size_t i, uint32_t kind, uint64_t key, u
                   task_name(x, 0, (uint32_t)key));
         break;
     case PL_DECIDE_IO_FAULT:
-        sb_printf(&x->out, "I/O fault: endpoint #%llu got fault choice %u of %u "
-                           "instead of a clean transfer", k, v, n);
+        if (what != NULL && what[0] != '\0') {
+            sb_printf(&x->out, "I/O fault: %s (endpoint #%llu, choice %u of %u)", what, k, v, n);
+        } else {
+            sb_printf(&x->out, "I/O fault: endpoint #%llu got fault choice %u of %u "
+                               "instead of a clean transfer", k, v, n);
+        }
         break;
     case PL_DECIDE_IO_LATENCY:
         sb_printf(&x->out,
@@ -176,6 +180,22 @@ static void explain_other(explainer *x, size_t i, uint32_t kind, uint64_t key, u
     }
 }
 
+/* A short transfer's length is the next decision, on the same endpoint,
+ * and usually the default one (1 byte), which is not listed: its text
+ * ("moves 1 of 4 bytes") goes with the fault's line. NULL: none. */
+static const char *short_length(const explainer *x, uint64_t index)
+{
+    if (x->cap == NULL || index + 1 >= x->cap->len) {
+        return NULL;
+    }
+    const pl__decision_note *a = &x->cap->notes[index], *b = &x->cap->notes[index + 1];
+    bool is_short = strncmp(a->what, "a short transfer", 16) == 0;
+    const char *moves = strstr(b->what, " moves ");
+    return is_short && b->kind == PL_DECIDE_IO_FAULT && b->key == a->key && moves != NULL
+               ? moves + 1
+               : NULL;
+}
+
 static void explain_decision(explainer *x, size_t i, uint64_t index)
 {
     PL__SIM_ASSERT(i < x->rec->events_len);
@@ -190,7 +210,12 @@ static void explain_decision(explainer *x, size_t i, uint64_t index)
     if (kind == PL_DECIDE_SCHEDULE) {
         explain_schedule(x, i, note, v, n);
     } else {
-        explain_other(x, i, kind, note != NULL ? note->key : 0, v, n);
+        explain_other(x, i, kind, note != NULL ? note->key : 0, note != NULL ? note->what : NULL,
+                      v, n);
+    }
+    const char *len = short_length(x, index);
+    if (kind == PL_DECIDE_IO_FAULT && len != NULL) {
+        sb_printf(&x->out, "; %s", len);
     }
     sb_printf(&x->out, "\n");
 }

@@ -31,6 +31,14 @@ pl_time pl__sim_now(const pl__sim *s);
 /* A decision from the run's stream (0 = what production does). */
 uint32_t pl__sim_choose(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t key);
 
+/* While a run explains its decisions (the shrinker's final run, with a
+ * capture), the buffer, PL__DECISION_TEXT_MAX bytes, where the code that
+ * consulted the latest decision may say in words what it chose ("EAGAIN
+ * on pipe (read end)"); NULL otherwise, so that other runs pay a load
+ * and a branch. Valid until the next decision. Log-only: never hashed. */
+#define PL__DECISION_TEXT_MAX 256
+static inline char *pl__sim_decision_text(const pl__sim *s);
+
 /* Appends a trace event (kind from trace.h; task id 0 when none). */
 void pl__sim_event(pl__sim *s, uint32_t kind, uint32_t task, uint64_t a, uint64_t b);
 
@@ -171,6 +179,7 @@ struct pl__sim {
     struct pl__strategy *strategy; /* strategy.c's per-run state; NULL: none */
     pl__trace *trace;
     pl__reactor *reactor;
+    char *decision_text;    /* see pl__sim_decision_text */
     const pl_scenario *scenario;
     pl_sim_options opts;
 
@@ -329,6 +338,8 @@ void pl__bt_append(const pl__sim *s, uint32_t id, const char *indent, char *buf,
  * just now (`fresh`): notes it and appends its chain and spawn site to
  * the message. */
 void pl__bt_describe(pl__sim *s, bool fresh, uint32_t id);
+
+static inline char *pl__sim_decision_text(const pl__sim *s) { return s->decision_text; }
 
 /* The task being polled (NULL: none). */
 static inline pl_task *pl__sim_polled(const pl__sim *s)

@@ -244,6 +244,77 @@ PL_SCENARIO(courier_scenario, .name = "t_courier", .summary = "a read late by I/
             .state_size = sizeof(courier_state), .setup = courier_setup, .check = courier_check,
             .expect = "assertion");
 
+/* Four bytes through a pipe, read 10 ms later in one read: only a short
+ * read (an I/O fault) makes the read return fewer. */
+typedef struct sipper_state {
+    bool short_read;
+} sipper_state;
+
+typedef struct sipper {
+    pl_future base;
+    sipper_state *st;
+    pl_pipe_reader r;
+    pl_pipe_writer w;
+    char buf[4];
+    pl_io_write_all wr;
+    pl_sleep gap;
+    pl_io_read rd;
+} sipper;
+
+static pl_poll_result sipper_poll(pl_future *f, pl_context *cx)
+{
+    sipper *c = (sipper *)f;
+    PL_ASYNC_BEGIN(c);
+    if (pl_pipe_open(cx->ex, &c->r, &c->w) != 0) {
+        return PL_READY;
+    }
+    c->wr = pl_pipe_write_all(&c->w, "abcd", 4);
+    PL_AWAIT(cx, &c->wr);
+    c->gap = pl_sleep_for(10 * PL_MS);
+    PL_AWAIT(cx, &c->gap);
+    c->rd = pl_pipe_read(&c->r, c->buf, sizeof c->buf);
+    PL_AWAIT(cx, &c->rd);
+    c->st->short_read = c->rd.result >= 0 && c->rd.result < 4;
+    pl_pipe_writer_close(&c->w);
+    pl_pipe_reader_close(&c->r);
+    PL_ASYNC_END;
+}
+
+static void sipper_drop(pl_future *f)
+{
+    sipper *c = (sipper *)f;
+    pl_drop_child(&c->wr.base);
+    pl_drop_child(&c->gap.base);
+    pl_drop_child(&c->rd.base);
+    pl_pipe_writer_close(&c->w);
+    pl_pipe_reader_close(&c->r);
+}
+
+static const pl_future_vtable sipper_vt = {"sipper", sipper_poll, sipper_drop};
+
+static int sipper_setup(pl_executor *ex, void *state)
+{
+    sipper c;
+    memset(&c, 0, sizeof c);
+    c.base = PL_FUTURE_INIT(&sipper_vt);
+    c.st = state;
+    return PL_SPAWN(ex, c, "sipper", NULL);
+}
+
+static int sipper_check(pl_executor *ex, void *state, char *msg, size_t len)
+{
+    (void)ex;
+    if (((sipper_state *)state)->short_read) {
+        snprintf(msg, len, "the read was short");
+        return 1;
+    }
+    return 0;
+}
+
+PL_SCENARIO(sipper_scenario, .name = "t_sipper", .summary = "a read cut short by an I/O fault",
+            .state_size = sizeof(sipper_state), .setup = sipper_setup, .check = sipper_check,
+            .expect = "assertion");
+
 /* ---- Helpers ---------------------------------------------------------- */
 
 /* A failing random run of sc with at least `min_decisions` decisions. */
@@ -386,28 +457,49 @@ LEAK_TEST(shrink, explanation_tells_namesakes_apart_by_id)
     pl_sim_result_free(&r);
 }
 
+/* A failing seed of sc in 1..500, whatever its number of decisions. */
+static void any_failing_run(const pl_scenario *sc, pl_sim_result *r)
+{
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    for (uint64_t seed = 1; seed <= 500; seed++) {
+        o.seed = seed;
+        cr_assert_eq(pl_sim_run(sc, &o, r), 0);
+        if (r->finding.kind == PL_FINDING_ASSERTION) {
+            return;
+        }
+        pl_sim_result_free(r);
+    }
+    cr_assert_fail("no seed of %s in 1..500 fails", sc->name);
+}
+
 /* I/O latency is told in the run's time: 3 steps of 100 us is 0.300 ms. */
 LEAK_TEST(shrink, explanation_says_how_late_a_delivery_is)
 {
     pl_sim_result r;
-    pl_sim_options o;
-    pl_sim_options_default(&o);
-    uint64_t seed = 1;
-    for (; seed <= 500; seed++) {
-        o.seed = seed;
-        cr_assert_eq(pl_sim_run(&courier_scenario, &o, &r), 0);
-        if (r.finding.kind == PL_FINDING_ASSERTION) {
-            break;
-        }
-        pl_sim_result_free(&r);
-    }
-    cr_assert_leq(seed, 500, "no seed in 1..500 times the read out");
+    any_failing_run(&courier_scenario, &r);
     pl_sim_shrink_result s;
     shrink_run_of(&courier_scenario, &r, &s);
     cr_assert(strstr(s.explanation, "I/O latency: a delivery on endpoint #") != NULL, "%s",
               s.explanation);
     cr_assert(strstr(s.explanation, "arrives 0.300 ms late: 3 latency steps of 0.100 ms") != NULL,
               "%s", s.explanation);
+    pl_sim_shrink_result_free(&s);
+    pl_sim_result_free(&r);
+}
+
+/* A fault decision says which fault, on which endpoint. */
+LEAK_TEST(shrink, explanation_names_the_fault_and_the_endpoint)
+{
+    pl_sim_result r;
+    any_failing_run(&sipper_scenario, &r);
+    pl_sim_shrink_result s;
+    shrink_run_of(&sipper_scenario, &r, &s);
+    cr_assert(strstr(s.explanation, "I/O fault: a short transfer on pipe (read end) (endpoint #") !=
+                  NULL,
+              "%s", s.explanation);
+    cr_assert(strstr(s.explanation, "); moves 1 of 4 bytes\n") != NULL, "%s", s.explanation);
+    cr_assert(strstr(s.explanation, "got fault choice") == NULL, "%s", s.explanation);
     pl_sim_shrink_result_free(&s);
     pl_sim_result_free(&r);
 }
