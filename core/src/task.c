@@ -110,7 +110,7 @@ static int tasks_reserve(pl_executor *ex)
     return 0;
 }
 
-/* Out of line: production (no observer) never comes here. */
+/* Production (no observer) never comes here. */
 static void spawn_observed(pl_executor *ex, pl_task *t, const char *where, const char *func)
 {
     if (ex->obs->spawn != NULL) {

@@ -30,7 +30,6 @@
 
 static uint32_t kept_of(const pl__chain *c) { return pl__bt_kept(c->len); }
 
-
 /* Chain a against a chain of `len` futures whose kept frames are f. */
 static bool frames_equal(const pl__chain *a, uint32_t len, const pl__frame *f)
 {
@@ -104,11 +103,7 @@ static void park_new(pl__sim *s, pl__task_info *ti)
 {
     PL__SIM_ASSERT(s->depth == 0 && s->path_top == 0 && s->path.len > 0);
     if (!s->path_saved) {
-        /* The live stack is the path: compare it in place, copy it only
-         * when it is new. */
-        if (ti->chain != 0 && frames_equal(&s->chains[ti->chain - 1], s->path.len, s->frames)) {
-            return; /* parked where it parked before */
-        }
+        /* The live stack is the path (pl__bt_park compared it in place). */
         memcpy(s->path.f, s->frames, kept_of(&s->path) * sizeof *s->frames);
         s->path_saved = true;
     }
