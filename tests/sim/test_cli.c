@@ -935,6 +935,12 @@ Test(cli, crash_is_isolated_reported_and_replayable)
                   strstr(p.out, "exited with status 1") != NULL,
               "%s", p.out);
     cr_assert_not_null(strstr(p.out, "expected: yes"));
+    /* The task line says why it names no task (or names the crashed one). */
+    cr_assert(strstr(p.out, "  task: not known: the run's process died before it could report "
+                            "which task it was polling") != NULL ||
+                  strstr(p.out, "  task: crasher") != NULL,
+              "%s", p.out);
+    cr_assert_null(strstr(p.out, "task: unknown"), "%s", p.out);
     /* What the crashing run printed last, though it never ended its line. */
     cr_assert_not_null(strstr(p.out, "    | crasher: raising SIGSEGV in round "), "%s", p.out);
     cr_assert_eq(count_of(p.out, "FINDING"), 1, "stops at the first finding: %s", p.out);
