@@ -164,8 +164,9 @@ void pl__bt_spawn_text(const pl__task_info *ti, char *buf, size_t len)
 {
     buf[0] = '\0';
     if (ti->spawn_where != NULL) {
+        const char *func = ti->spawn_func;
         snprintf(buf, len, ", spawned at %s%s%s", base_name(ti->spawn_where),
-                 ti->spawn_func != NULL ? " in " : "", ti->spawn_func != NULL ? ti->spawn_func : "");
+                 func != NULL ? " in " : "", func != NULL ? func : "");
     }
 }
 

@@ -25,7 +25,8 @@
 
 static int spawn_line[4];
 
-#define SPAWN_AT(i, ex, fut, name, handle) (spawn_line[i] = __LINE__, PL_SPAWN(ex, fut, name, handle))
+#define SPAWN_AT(i, ex, fut, name, handle)                                                         \
+    (spawn_line[i] = __LINE__, PL_SPAWN(ex, fut, name, handle))
 
 /* ---- A deadlock two coroutines deep ------------------------------------ */
 

@@ -72,7 +72,10 @@ static int noisy_setup(pl_executor *ex, void *state)
 }
 
 /* The same race between two tasks of one name. */
-static int twin_setup(pl_executor *ex, void *state) { return race_setup(ex, state, "twin", "twin"); }
+static int twin_setup(pl_executor *ex, void *state)
+{
+    return race_setup(ex, state, "twin", "twin");
+}
 
 static int noisy_check(pl_executor *ex, void *state, char *msg, size_t len)
 {
