@@ -447,13 +447,13 @@ static bool final_run_verified(const shrinker *sh, pl_sim_shrink_result *out)
 /* A crashed run's explanation: its departures from production as the
  * timeline shows them when the crash ring kept the whole run, by their
  * index in the list otherwise, then where it died. */
-static char *explain_crash(const pl_sim_result *run)
+static char *explain_crash(const pl_sim_result *run, const pl_sim_options *o)
 {
     const pl__run_record *rec = pl__sim_result_record(run);
     bool whole = rec != NULL && rec->events_len > 0;
     pl__capture cap = {rec != NULL ? rec->notes : NULL, rec != NULL ? rec->notes_len : 0, 0,
                        false};
-    char *text = whole ? pl__shrink_explain(run, cap.notes != NULL ? &cap : NULL)
+    char *text = whole ? pl__shrink_explain(run, cap.notes != NULL ? &cap : NULL, o)
                        : pl__shrink_explain_hung(run);
     if (text == NULL) {
         return NULL;
@@ -484,7 +484,7 @@ static int final_crash(shrinker *sh, pl_sim_shrink_result *out)
     if (!final_run_verified(sh, out)) {
         return PL_EINVAL;
     }
-    out->explanation = explain_crash(&out->run);
+    out->explanation = explain_crash(&out->run, &sh->o);
     return out->explanation != NULL ? 0 : PL_ENOMEM;
 }
 
@@ -532,7 +532,7 @@ static int final_run(shrinker *sh, pl_sim_shrink_result *out)
         rc = PL_EINVAL;
     }
     if (rc == 0) {
-        out->explanation = pl__shrink_explain(&out->run, &cap);
+        out->explanation = pl__shrink_explain(&out->run, &cap, &o);
         rc = out->explanation != NULL ? 0 : PL_ENOMEM;
     }
     free(cap.notes);
@@ -755,6 +755,13 @@ static int load(const char *in, pl__replay *rp, const pl_scenario **sc, int *kin
 int pl__shrink_file_ex(const char *in, const char *out, const pl_sim_shrink_limits *limits,
                        pl_sim_shrink_result *res, char *err, size_t err_len)
 {
+    return pl__shrink_file_rotation(in, out, limits, PL__ROTATION_FILE, res, err, err_len);
+}
+
+int pl__shrink_file_rotation(const char *in, const char *out, const pl_sim_shrink_limits *limits,
+                             pl__rotation rotation, pl_sim_shrink_result *res, char *err,
+                             size_t err_len)
+{
     memset(res, 0, sizeof *res);
     pl__replay rp;
     const pl_scenario *sc = NULL;
@@ -767,6 +774,9 @@ int pl__shrink_file_ex(const char *in, const char *out, const pl_sim_shrink_limi
     pl_sim_options o;
     char knobs[PL__DEC_KNOBS_TEXT_MAX];
     options_of(&rp, &o, knobs, sizeof knobs);
+    if (rotation != PL__ROTATION_FILE) {
+        o.rotate_wakers = rotation == PL__ROTATION_ON;
+    }
     rc = pl_sim_shrink(sc, &o, rp.decisions, rp.decisions_len, (pl_finding_kind)kind, limits,
                        res);
     if (rc != 0) {

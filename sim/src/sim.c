@@ -386,4 +386,5 @@ void pl__sim_finish(pl__sim *s)
     s->late = NULL;
     pl__site_table_free(&s->buggify);
     pl__site_table_free(&s->eventually);
+    pl__bt_free(s);
 }
