@@ -329,6 +329,8 @@ void pl__sim_finish(pl__sim *s)
     free(s->late);
     free(s->waits);
     s->waits = NULL;
+    free(s->wait_sites);
+    s->wait_sites = NULL;
     s->late = NULL;
     pl__site_table_free(&s->buggify);
     pl__site_table_free(&s->eventually);

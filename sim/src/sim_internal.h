@@ -59,12 +59,24 @@ void pl__sim_break(const pl__sim *s, const pl_task *t);
 /* Wait conditions a parked task declared in its latest poll (pl_wait_declare).
  * Two: a select of two branches, a timeout around one. They live apart
  * from the task table (s->waits), allocated once a task declares one: a
- * run whose tasks declare nothing (a million sleeps) pays nothing. */
+ * run whose tasks declare nothing (a million sleeps) pays nothing. A
+ * declaration is kept as its subject and the index of its site: what
+ * every declaration made at one place shares (object, condition, holds,
+ * file and line), stored once per run in s->wait_sites (oracle.c keeps
+ * them, check_wait.c reads them). */
 #define PL__WAITS_MAX 2
 
+typedef struct pl__wait_decl {
+    const void *subject;
+    uint32_t site;          /* index in s->wait_sites */
+} pl__wait_decl;
+
 typedef struct pl__task_waits {
-    pl_wait w[PL__WAITS_MAX];
+    pl__wait_decl w[PL__WAITS_MAX];
 } pl__task_waits;
+
+/* Sites recently seen, by line: most declarations repeat the last few. */
+#define PL__WAIT_SITE_CACHE 16
 
 /* What the oracles know of one task, indexed by task id. */
 typedef struct pl__task_info {
@@ -193,6 +205,10 @@ struct pl__sim {
     uint64_t firing_seq;    /* timer whose wake is being delivered; 0: none */
     pl__task_waits *waits;  /* index = task id; NULL until a task declares */
     size_t waits_cap;
+    pl_wait *wait_sites;    /* distinct declaration sites, subject NULL (check_wait.c) */
+    size_t wait_sites_len;
+    size_t wait_sites_cap;
+    uint32_t wait_site_cache[PL__WAIT_SITE_CACHE]; /* site index + 1 by line; 0: none */
     pl__late_timer *late;   /* late timers whose firing time has not passed (a
                                disarmed one stays until then: it only costs probes) */
     uint32_t late_len;
