@@ -47,34 +47,21 @@ static void report(pl__sim *s, const pl__task_info *ti, uint32_t id, const pl_wa
                     pl_task_head_of(ti->task)->waker_clones);
 }
 
-/* Declaration `i` of task `id`, whole again (oracle.c keeps it in two
- * parts: its subject, and its site's index). */
-static pl_wait wait_of(const pl__sim *s, uint32_t id, uint32_t i)
-{
-    const pl__wait_decl *d = &s->waits[id].w[i];
-    PL__SIM_ASSERT(d->site < s->wait_sites_len);
-    pl_wait w = s->wait_sites[d->site];
-    w.subject = d->subject;
-    return w;
-}
-
-/* ---- The check ------------------------------------------------------------ */
-
-/* The first declared condition of the task that holds, if any, into *out;
- * its holds() says how in why. */
-static bool holding_wait(const pl__sim *s, uint32_t id, pl_wait *out, char *why, size_t why_len)
+/* The first declared condition of the task that holds, or NULL; its
+ * holds() says how in why. */
+static const pl_wait *holding_wait(const pl__sim *s, uint32_t id, char *why, size_t why_len)
 {
     const pl__task_info *ti = &s->tasks[id];
     uint32_t n = ti->waits_len < PL__WAITS_MAX ? ti->waits_len : PL__WAITS_MAX;
-    PL__SIM_ASSERT(n == 0 || id < s->waits_cap);
     for (uint32_t i = 0; i < n; i++) {
-        *out = wait_of(s, id, i);
+        PL__SIM_ASSERT(id < s->waits_cap[i]);
+        const pl_wait *w = &s->waits[i][id];
         why[0] = '\0';
-        if (out->holds != NULL && out->holds(out->subject, why, why_len)) {
-            return true;
+        if (w->holds != NULL && w->holds(w->subject, why, why_len)) {
+            return w;
         }
     }
-    return false;
+    return NULL;
 }
 
 bool pl__check_wait_of(pl__sim *s, uint32_t id)
@@ -84,12 +71,12 @@ bool pl__check_wait_of(pl__sim *s, uint32_t id)
         return false;
     }
     char why[160];
-    pl_wait w;
-    if (!holding_wait(s, id, &w, why, sizeof why)) {
+    const pl_wait *w = holding_wait(s, id, why, sizeof why);
+    if (w == NULL) {
         return false;
     }
     why[sizeof why - 1] = '\0';
-    report(s, ti, id, &w, why);
+    report(s, ti, id, w, why);
     return true;
 }
 

@@ -254,52 +254,6 @@ static void on_enter(void *ud, pl_future *f)
     }
 }
 
-static bool same_site(const pl_wait *a, const pl_wait *b)
-{
-    return a->line == b->line && a->file == b->file && a->holds == b->holds &&
-           a->object == b->object && a->condition == b->condition;
-}
-
-/* The index of w's site, added when new; UINT32_MAX without memory. The
- * cache makes a repeated site one comparison; a new or evicted one scans
- * the sites, which are places in the source: a few dozen. */
-static uint32_t site_of(pl__sim *s, const pl_wait *w)
-{
-    uint32_t *slot = &s->wait_site_cache[(uint32_t)w->line % PL__WAIT_SITE_CACHE];
-    if (*slot != 0 && same_site(&s->wait_sites[*slot - 1], w)) {
-        return *slot - 1;
-    }
-    size_t i = 0;
-    while (i < s->wait_sites_len && !same_site(&s->wait_sites[i], w)) {
-        i++;
-    }
-    if (i == s->wait_sites_len) {
-        if (i >= UINT32_MAX - 1 || pl__grow_append((void **)&s->wait_sites, &s->wait_sites_cap,
-                                                   i + 1, sizeof *s->wait_sites, 16, 0) != 0) {
-            return UINT32_MAX;
-        }
-        s->wait_sites[i] = *w;
-        s->wait_sites[i].subject = NULL;
-        s->wait_sites_len++;
-    }
-    *slot = (uint32_t)i + 1;
-    return (uint32_t)i;
-}
-
-/* Keeps *w as declaration `i` (< PL__WAITS_MAX) of task `id`'s latest
- * poll. Returns 0 or PL_ENOMEM (nothing kept). */
-static int wait_keep(pl__sim *s, uint32_t id, uint32_t i, const pl_wait *w)
-{
-    PL__SIM_ASSERT(i < PL__WAITS_MAX);
-    uint32_t site = site_of(s, w);
-    if (site == UINT32_MAX ||
-        pl__grow((void **)&s->waits, &s->waits_cap, (size_t)id + 1, sizeof *s->waits, 64, 0) != 0) {
-        return PL_ENOMEM;
-    }
-    s->waits[id].w[i] = (pl__wait_decl){w->subject, site};
-    return 0;
-}
-
 /* A declaration outlives the poll that made it: the task stays parked on
  * it until its next poll, which forgets it (on_poll_begin). */
 static void on_wait(void *ud, const pl_wait *w)
@@ -309,11 +263,16 @@ static void on_wait(void *ud, const pl_wait *w)
         return; /* a probe's declarations would double those of the real poll */
     }
     pl__task_info *ti = &s->tasks[s->polling];
-    if (ti->waits_len < PL__WAITS_MAX && wait_keep(s, s->polling, ti->waits_len, w) != 0) {
-        /* Without the record the task's condition goes unchecked: stop
-         * rather than judge it without. */
-        pl__run_out_of_memory(s, NULL, NULL);
-        return;
+    uint32_t i = ti->waits_len;
+    if (i < PL__WAITS_MAX) {
+        if (pl__grow((void **)&s->waits[i], &s->waits_cap[i], (size_t)s->polling + 1,
+                     sizeof *s->waits[i], 64, 0) != 0) {
+            /* Without the record the task's condition goes unchecked:
+             * stop rather than judge it without. */
+            pl__run_out_of_memory(s, NULL, NULL);
+            return;
+        }
+        s->waits[i][s->polling] = *w;
     }
     ti->waits_len++;
 }

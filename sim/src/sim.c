@@ -327,10 +327,10 @@ void pl__sim_finish(pl__sim *s)
     s->armers = NULL;
     s->armers_cap = 0;
     free(s->late);
-    free(s->waits);
-    s->waits = NULL;
-    free(s->wait_sites);
-    s->wait_sites = NULL;
+    for (int i = 0; i < PL__WAITS_MAX; i++) {
+        free(s->waits[i]);
+        s->waits[i] = NULL;
+    }
     s->late = NULL;
     pl__site_table_free(&s->buggify);
     pl__site_table_free(&s->eventually);

@@ -58,25 +58,12 @@ void pl__sim_break(const pl__sim *s, const pl_task *t);
 
 /* Wait conditions a parked task declared in its latest poll (pl_wait_declare).
  * Two: a select of two branches, a timeout around one. They live apart
- * from the task table (s->waits), allocated once a task declares one: a
- * run whose tasks declare nothing (a million sleeps) pays nothing. A
- * declaration is kept as its subject and the index of its site: what
- * every declaration made at one place shares (object, condition, holds,
- * file and line), stored once per run in s->wait_sites (oracle.c keeps
- * them, check_wait.c reads them). */
+ * from the task table, one table per position (s->waits[i][id] is task
+ * id's declaration i), each allocated once a task declares that many: a
+ * run whose tasks declare nothing (a million sleeps) pays nothing, one
+ * whose tasks declare one each (a million waiters on a notify) pays for
+ * one each. */
 #define PL__WAITS_MAX 2
-
-typedef struct pl__wait_decl {
-    const void *subject;
-    uint32_t site;          /* index in s->wait_sites */
-} pl__wait_decl;
-
-typedef struct pl__task_waits {
-    pl__wait_decl w[PL__WAITS_MAX];
-} pl__task_waits;
-
-/* Sites recently seen, by line: most declarations repeat the last few. */
-#define PL__WAIT_SITE_CACHE 16
 
 /* What the oracles know of one task, indexed by task id. */
 typedef struct pl__task_info {
@@ -203,12 +190,8 @@ struct pl__sim {
     uint32_t *armers;       /* task that armed timer #seq (index seq); 0: none */
     size_t armers_cap;
     uint64_t firing_seq;    /* timer whose wake is being delivered; 0: none */
-    pl__task_waits *waits;  /* index = task id; NULL until a task declares */
-    size_t waits_cap;
-    pl_wait *wait_sites;    /* distinct declaration sites, subject NULL (check_wait.c) */
-    size_t wait_sites_len;
-    size_t wait_sites_cap;
-    uint32_t wait_site_cache[PL__WAIT_SITE_CACHE]; /* site index + 1 by line; 0: none */
+    pl_wait *waits[PL__WAITS_MAX]; /* [i][task id]; NULL until a task declares i + 1 */
+    size_t waits_cap[PL__WAITS_MAX];
     pl__late_timer *late;   /* late timers whose firing time has not passed (a
                                disarmed one stays until then: it only costs probes) */
     uint32_t late_len;

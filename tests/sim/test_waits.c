@@ -355,11 +355,12 @@ PL_SCENARIO(waits_after_broadcast_sc, .name = "waits_after_broadcast",
             .summary = "a waiter registered after notify_waiters is owed nothing",
             .state_size = sizeof(cast_state), .setup = cast_setup, .expect = "deadlock");
 
-/* ---- Scenario: declarations from sites that share a cache slot ---------
- * The simulator keeps a declaration as its subject and its site's index
- * (the site's strings, holds, file and line stored once). Lines 5 and 21
- * share a slot of its cache of recent sites, and two sites at line 5
- * differ in their object only: the report must name the site declared. */
+/* ---- Scenario: two declarations, sites alike ----------------------------
+ * The simulator keeps a task's first and second declarations in tables of
+ * their own. The task declares two waits per poll from sites alike (the
+ * same file, two at line 5 that differ in their object only, one at line
+ * 21), and the one that holds is its latest poll's first: the report must
+ * name that site, not the earlier poll's nor the second declaration. */
 
 typedef struct two_state {
     bool open;     /* set by the opener, who wakes nobody */
