@@ -28,8 +28,14 @@ typedef struct pl__reactor pl__reactor;
 /* Virtual now. */
 pl_time pl__sim_now(const pl__sim *s);
 
-/* A decision from the run's stream (0 = what production does). */
+/* A decision from the run's stream (0 = what production does). Out of
+ * line: the network's files call it, and their tests link a fake. */
 uint32_t pl__sim_choose(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t key);
+/* The same for a decision known to be consulted (pl__dec_consulted):
+ * drawn, traced and mirrored. pl__sim_choose_fast, below struct pl__sim,
+ * is pl__sim_choose inline, for the hot callers (the executor's
+ * decisions, the probe decision at every timer-quiescent point). */
+uint32_t pl__sim_choose_consulted(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t key);
 
 /* Appends a trace event (kind from trace.h; task id 0 when none). */
 void pl__sim_event(pl__sim *s, uint32_t kind, uint32_t task, uint64_t a, uint64_t b);
@@ -214,6 +220,19 @@ struct pl__sim {
     bool stopped;
     pl_finding finding;
 };
+
+static inline uint32_t pl__sim_choose_fast(pl__sim *s, pl_decision_kind kind, uint32_t n,
+                                           uint64_t key)
+{
+    PL__SIM_ASSERT((uint32_t)kind < PL_DECIDE__COUNT);
+    if (pl__dec_consulted(&s->dec, kind, n)) {
+        return pl__sim_choose_consulted(s, kind, n, key);
+    }
+    if (kind == PL_DECIDE_SCHEDULE) {
+        s->passed_head = 0; /* production's order: the head was taken */
+    }
+    return 0;
+}
 
 /* The simulator running on this thread (properties reach it this way);
  * pl__sim_init and pl__sim_finish set it (instance.c). */
