@@ -104,22 +104,22 @@ const pl_observer *pl__executor_observer(const pl_executor *ex, void **ud);
  * (timer.c) on, a map from fire time to leader (open addressing, linear
  * probing) finds them, until the heap next empties. */
 typedef struct pl__heap_entry {
-    pl_time fire_ns;        /* the leader's, next to it: sifting reads no timer */
-    struct pl_timer *t;     /* the group's leader */
+    pl_time fire_ns;    /* the leader's, next to it: sifting reads no timer */
+    struct pl_timer *t; /* the group's leader */
 } pl__heap_entry;
 
 typedef struct pl__timer_heap {
-    size_t len;                 /* armed timers */
-    pl__heap_entry *items;      /* one slot per fire time */
+    size_t len;            /* armed timers */
+    pl__heap_entry *items; /* one slot per fire time */
     uint32_t items_len;
     uint32_t items_cap;
-    uint32_t map_mask;          /* map capacity - 1; 0 before the map is first used */
-    bool map_on;                /* the map indexes every group in the heap */
-    struct pl_timer **map;      /* leaders by hashed fire time; NULL: an empty slot */
-    uint64_t seq;               /* last arming number handed out */
-    struct pl_timer **batch;    /* scratch for equal-deadline batches */
+    uint32_t map_mask;       /* map capacity - 1; 0 before the map is first used */
+    bool map_on;             /* the map indexes every group in the heap */
+    struct pl_timer **map;   /* leaders by hashed fire time; NULL: an empty slot */
+    uint64_t seq;            /* last arming number handed out */
+    struct pl_timer **batch; /* scratch for equal-deadline batches */
     uint32_t batch_cap;
-    uint32_t late_max;          /* from the options */
+    uint32_t late_max; /* from the options */
     pl_time late_quantum_ns;
 } pl__timer_heap;
 

@@ -21,7 +21,7 @@ enum { HEAP_ARITY = 8 }; /* children per heap node */
 #else
 #define TIMER_NOINLINE
 #endif
-enum { MAP_MIN = 16 };   /* groups from which the map finds them, not a scan */
+enum { MAP_MIN = 16 }; /* groups from which the map finds them, not a scan */
 
 /* ---- The heap of groups --------------------------------------------- */
 

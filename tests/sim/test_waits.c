@@ -363,7 +363,7 @@ PL_SCENARIO(waits_after_broadcast_sc, .name = "waits_after_broadcast",
  * name that site, not the earlier poll's nor the second declaration. */
 
 typedef struct two_state {
-    bool open;     /* set by the opener, who wakes nobody */
+    bool open; /* set by the opener, who wakes nobody */
     uint32_t polls;
 } two_state;
 
@@ -383,8 +383,8 @@ static bool open_holds(const void *subject, char *why, size_t why_len)
 }
 
 static const pl_wait first_gate = {"first gate", "never", NULL, never_holds, "gates.c", 5};
-static const pl_wait first_gate_again = {"first gate again", "open", NULL, open_holds,
-                                         "gates.c", 5};
+static const pl_wait first_gate_again = {"first gate again", "open",    NULL,
+                                         open_holds,         "gates.c", 5};
 static const pl_wait second_gate = {"second gate", "never", NULL, never_holds, "gates.c", 21};
 
 typedef struct two_sites {

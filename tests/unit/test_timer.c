@@ -388,9 +388,9 @@ static int model_sort(const pl_time *deadline, const uint64_t *order, int n, int
     for (int i = 0; i < n; i++) {
         if (order[i] != 0) {
             int j = len++;
-            while (j > 0 && (deadline[model[j - 1]] > deadline[i] ||
-                             (deadline[model[j - 1]] == deadline[i] &&
-                              order[model[j - 1]] > order[i]))) {
+            while (j > 0 &&
+                   (deadline[model[j - 1]] > deadline[i] ||
+                    (deadline[model[j - 1]] == deadline[i] && order[model[j - 1]] > order[i]))) {
                 model[j] = model[j - 1];
                 j--;
             }
@@ -436,8 +436,8 @@ Test(timer, groups_match_a_sorted_model_as_the_heap_fills_and_empties)
         int len = model_sort(deadline, order, N, model);
         cr_assert_eq(pl_executor_timers(ex), (size_t)len);
         /* Fire the first half of the fire times (all, every third round). */
-        pl_time until = round % 3 == 2 || len == 0 ? m.now_ns + (pl_time)spread + 1
-                                                   : deadline[model[len / 2]];
+        pl_time until =
+            round % 3 == 2 || len == 0 ? m.now_ns + (pl_time)spread + 1 : deadline[model[len / 2]];
         int due = 0;
         while (due < len && deadline[model[due]] <= until) {
             due++;
