@@ -252,7 +252,7 @@ static uint32_t gather_suspects(pl__sim *s, uint32_t *ids)
  * points then cost one decision. */
 static bool decision_probe(pl__sim *s)
 {
-    if (pl__sim_choose(s, PL_DECIDE_PROBE, 2, s->points) == 0) {
+    if (pl__sim_choose_fast(s, PL_DECIDE_PROBE, 2, s->points) == 0) {
         return false;
     }
     uint32_t ids[PROBES_PER_POINT_MAX];

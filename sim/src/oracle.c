@@ -303,15 +303,16 @@ static void on_wait(void *ud, const pl_wait *w)
         return; /* a probe's declarations would double those of the real poll */
     }
     pl__task_info *ti = &s->tasks[s->polling];
-    if (ti->waits_len < PL__WAITS_MAX) {
-        if (pl__grow((void **)&s->waits, &s->waits_cap, (size_t)s->polling + 1,
-                     sizeof *s->waits, 64, 0) != 0) {
+    uint32_t i = ti->waits_len;
+    if (i < PL__WAITS_MAX) {
+        if (pl__grow((void **)&s->waits[i], &s->waits_cap[i], (size_t)s->polling + 1,
+                     sizeof *s->waits[i], 64, 0) != 0) {
             /* Without the record the task's condition goes unchecked:
              * stop rather than judge it without. */
             pl__run_out_of_memory(s, NULL, NULL);
             return;
         }
-        s->waits[s->polling].w[ti->waits_len] = *w;
+        s->waits[i][s->polling] = *w;
     }
     ti->waits_len++;
 }

@@ -29,8 +29,14 @@ struct pl__disk;
 /* Virtual now. */
 pl_time pl__sim_now(const pl__sim *s);
 
-/* A decision from the run's stream (0 = what production does). */
+/* A decision from the run's stream (0 = what production does). Out of
+ * line: the network's files call it, and their tests link a fake. */
 uint32_t pl__sim_choose(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t key);
+/* The same for a decision known to be consulted (pl__dec_consulted):
+ * drawn, traced and mirrored. pl__sim_choose_fast, below struct pl__sim,
+ * is pl__sim_choose inline, for the hot callers (the executor's
+ * decisions, the probe decision at every timer-quiescent point). */
+uint32_t pl__sim_choose_consulted(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t key);
 
 /* While a run explains its decisions (the shrinker's final run, with a
  * capture), the buffer, PL__DECISION_TEXT_MAX bytes, where the code that
@@ -67,13 +73,12 @@ void pl__sim_break(const pl__sim *s, const pl_task *t);
 
 /* Wait conditions a parked task declared in its latest poll (pl_wait_declare).
  * Two: a select of two branches, a timeout around one. They live apart
- * from the task table (s->waits), allocated once a task declares one: a
- * run whose tasks declare nothing (a million sleeps) pays nothing. */
+ * from the task table, one table per position (s->waits[i][id] is task
+ * id's declaration i), each allocated once a task declares that many: a
+ * run whose tasks declare nothing (a million sleeps) pays nothing, one
+ * whose tasks declare one each (a million waiters on a notify) pays for
+ * one each. */
 #define PL__WAITS_MAX 2
-
-typedef struct pl__task_waits {
-    pl_wait w[PL__WAITS_MAX];
-} pl__task_waits;
 
 /* One future of an async backtrace (backtrace.c): its name and where it
  * awaited (static storage; site NULL while unknown). */
@@ -240,8 +245,8 @@ struct pl__sim {
     uint32_t *armers;       /* task that armed timer #seq (index seq); 0: none */
     size_t armers_cap;
     uint64_t firing_seq;    /* timer whose wake is being delivered; 0: none */
-    pl__task_waits *waits;  /* index = task id; NULL until a task declares */
-    size_t waits_cap;
+    pl_wait *waits[PL__WAITS_MAX]; /* [i][task id]; NULL until a task declares i + 1 */
+    size_t waits_cap[PL__WAITS_MAX];
     pl__late_timer *late;   /* late timers whose firing time has not passed (a
                                disarmed one stays until then: it only costs probes) */
     uint32_t late_len;
@@ -264,6 +269,19 @@ struct pl__sim {
     bool stopped;
     pl_finding finding;
 };
+
+static inline uint32_t pl__sim_choose_fast(pl__sim *s, pl_decision_kind kind, uint32_t n,
+                                           uint64_t key)
+{
+    PL__SIM_ASSERT((uint32_t)kind < PL_DECIDE__COUNT);
+    if (pl__dec_consulted(&s->dec, kind, n)) {
+        return pl__sim_choose_consulted(s, kind, n, key);
+    }
+    if (kind == PL_DECIDE_SCHEDULE) {
+        s->passed_head = 0; /* production's order: the head was taken */
+    }
+    return 0;
+}
 
 /* The simulator running on this thread (properties reach it this way);
  * pl__sim_init and pl__sim_finish set it (instance.c). */
