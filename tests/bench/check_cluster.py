@@ -6,9 +6,10 @@
 Runs `pollen-bench cluster N --sim` once in this process's child and once
 as the median of two runs (the re-executing path), parses every line with
 compare.py's own LINE and line_key, and checks the lines a reader of the
-figures relies on: each metric for 5 hosts and for 1 host, the sizes it
-says it ran, and that crossing links consults decisions a single host does
-not (the link model ran). No timing is asserted. Exits 0, or 1 saying why.
+figures relies on: each metric of both exchanges (UDP, and the streams'
+stream_ lines) for 5 hosts and for 1 host, the sizes it says it ran, that
+one host delivers everything, and that crossing links consults decisions
+a single host does not (the link model ran). No timing is asserted. Exits 0, or 1 saying why.
 """
 
 import os
@@ -23,6 +24,9 @@ WANT = [
     ("ns_per_message", "hosts=5"), ("rss_per_message", "hosts=5"),
     ("decisions_per_message", "hosts=5"), ("ns_per_message", "hosts=1"),
     ("decisions_per_message", "hosts=1"), ("link_cost_ratio", None),
+    ("stream_ns_per_message", "hosts=5"), ("stream_decisions_per_message", "hosts=5"),
+    ("stream_ns_per_message", "hosts=1"), ("stream_decisions_per_message", "hosts=1"),
+    ("stream_link_cost_ratio", None),
 ]
 
 
@@ -52,23 +56,26 @@ def run(bench, extra):
     return lines
 
 
-def check(lines):
+def check(lines, prefix):
     def value(metric, hosts):
-        return lines[("cluster", "pollen/sim", metric, "hosts=%d" % hosts)]
+        return lines[("cluster", "pollen/sim", prefix + metric, "hosts=%d" % hosts)]
 
     across, one = value("decisions_per_message", 5), value("decisions_per_message", 1)
     if not across[0] > one[0] > 0:
-        fail("decisions per message: %.2f across hosts, %.2f on one host" % (across[0], one[0]))
+        fail("%sdecisions per message: %.2f across hosts, %.2f on one host"
+             % (prefix, across[0], one[0]))
     if int(one[1]["delivered"]) != MESSAGES or int(across[1]["delivered"]) == 0:
-        fail("delivered %s on one host, %s across hosts" % (one[1]["delivered"],
-                                                            across[1]["delivered"]))
+        fail("%sdelivered %s on one host, %s across hosts" % (prefix, one[1]["delivered"],
+                                                              across[1]["delivered"]))
 
 
 def main():
     if len(sys.argv) != 2:
         fail("usage: check_cluster.py PATH/TO/pollen-bench")
-    check(run(sys.argv[1], []))
-    check(run(sys.argv[1], ["--runs", "2"]))
+    for extra in ([], ["--runs", "2"]):
+        lines = run(sys.argv[1], extra)
+        check(lines, "")
+        check(lines, "stream_")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@
 #include "bench.h"
 
 #define RUNS_MAX 99
-#define LINES_MAX 8
+#define LINES_MAX 16
 
 enum { MODE_REAL = 1u << 0, MODE_SIM = 1u << 1 };
 
