@@ -468,7 +468,7 @@ int pl_run(pl_executor *ex) { return run_loop(ex, NULL); }
 int pl_block_on(pl_executor *ex, pl_future *fut, size_t size)
 {
     pl_task *t;
-    int rc = pl_spawn(ex, fut, size, NULL, &t);
+    int rc = pl_spawn_at(ex, fut, size, NULL, &t, NULL, NULL);
     if (rc != 0) {
         return rc;
     }
@@ -500,6 +500,31 @@ pl_poll_result pl__poll_watched(pl_future *f, pl_context *cx)
         w->leave(w->ud, f, r);
     }
     return r;
+}
+
+/* One hook call after the poll, not two: a watched PENDING is on the
+ * simulator's path of every parked task. */
+pl_poll_result pl__poll_watched_at(pl_future *f, pl_context *cx, const pl_await_site *site)
+{
+    const pl_poll_watch *w = cx->watch;
+    if (w->await == NULL) {
+        return pl__poll_watched(f, cx);
+    }
+    w->enter(w->ud, f);
+    pl_poll_result r = f->vtable->poll(f, cx);
+    if (r == PL_READY) {
+        f->flags |= PL_FUTURE_DONE;
+    }
+    w->await(w->ud, f, r, site);
+    return r;
+}
+
+void pl__await_point(pl_context *cx, const pl_await_site *site)
+{
+    const pl_poll_watch *w = cx->watch;
+    if (w->await != NULL) {
+        w->await(w->ud, NULL, PL_PENDING, site);
+    }
 }
 
 /* ---- Misuse and buggify ----------------------------------------------- */

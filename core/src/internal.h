@@ -90,25 +90,36 @@ void pl__executor_io_count(pl_executor *ex, int delta);
 uint32_t pl__executor_decide(pl_executor *ex, pl_decision_kind kind, uint32_t n, uint64_t key);
 const pl_observer *pl__executor_observer(const pl_executor *ex, void **ud);
 
-/* The executor's timer heap: an array-backed 8-ary min-heap ordered by
- * (fire_ns, seq). A slot keeps the key next to the timer pointer, so
- * sifting compares without touching the timers (scattered through task
- * allocations); timers record their slot, so one is removed in
- * O(log n) without a search. */
+/* The executor's timers, grouped by firing time: the timers armed for
+ * one fire_ns form a list in arming order (a new arming takes the highest
+ * sequence number, so appending keeps the order) whose first timer, the
+ * group's leader, has the group's one slot in an array-backed 8-ary
+ * min-heap ordered by fire_ns. Timers firing together (the simulator's
+ * whole-millisecond deadlines, a batch of equal timeouts) then share a
+ * slot: arming one costs a lookup and an append where a heap of timers
+ * would sift it through every armed timer's slot, and the (fire_ns, seq)
+ * order is a heap of timers'. When the leader leaves, the next in its
+ * list takes its slot in place (same fire time: the heap's order holds).
+ * A few groups are found by a scan of the heap's keys; from MAP_MIN
+ * (timer.c) on, a map from fire time to leader (open addressing, linear
+ * probing) finds them, until the heap next empties. */
 typedef struct pl__heap_entry {
-    pl_time fire_ns;
-    uint64_t seq;
-    struct pl_timer *t;
+    pl_time fire_ns;    /* the leader's, next to it: sifting reads no timer */
+    struct pl_timer *t; /* the group's leader */
 } pl__heap_entry;
 
 typedef struct pl__timer_heap {
-    pl__heap_entry *items;
-    uint32_t len;
-    uint32_t cap;
-    uint64_t seq;               /* last arming number handed out */
-    struct pl_timer **batch;    /* scratch for equal-deadline batches */
+    size_t len;            /* armed timers */
+    pl__heap_entry *items; /* one slot per fire time */
+    uint32_t items_len;
+    uint32_t items_cap;
+    uint32_t map_mask;       /* map capacity - 1; 0 before the map is first used */
+    bool map_on;             /* the map indexes every group in the heap */
+    struct pl_timer **map;   /* leaders by hashed fire time; NULL: an empty slot */
+    uint64_t seq;            /* last arming number handed out */
+    struct pl_timer **batch; /* scratch for equal-deadline batches */
     uint32_t batch_cap;
-    uint32_t late_max;          /* from the options */
+    uint32_t late_max; /* from the options */
     pl_time late_quantum_ns;
 } pl__timer_heap;
 

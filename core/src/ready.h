@@ -102,4 +102,16 @@ static inline pl_task *ready_pop(pl_executor *ex)
     return ready_take(ex, k);
 }
 
+/* The production waker's wake of task t, its reference kept: waker.c's
+ * fast vtable and core's own primitives (waiter.h) share it. */
+static inline void pl__fast_wake(pl_task *t)
+{
+    if (t->state == TASK_IDLE) {
+        t->state = TASK_SCHEDULED;
+        ready_push(t->ex, t);
+    } else if (t->state == TASK_RUNNING) {
+        t->flags |= TASK_WOKEN_IN_POLL;
+    }
+}
+
 #endif

@@ -113,8 +113,19 @@ static int tasks_reserve(pl_executor *ex)
     return 0;
 }
 
-int pl_spawn(pl_executor *ex, const pl_future *fut, size_t size, const char *name,
-             pl_task **handle)
+/* Production (no observer) never comes here. */
+static void spawn_observed(pl_executor *ex, pl_task *t, const char *where, const char *func)
+{
+    if (ex->obs->spawn != NULL) {
+        ex->obs->spawn(ex->obs_ud, t);
+    }
+    if (ex->obs->spawn_site != NULL) {
+        ex->obs->spawn_site(ex->obs_ud, t, where, func);
+    }
+}
+
+int pl_spawn_at(pl_executor *ex, const pl_future *fut, size_t size, const char *name,
+                pl_task **handle, const char *where, const char *func)
 {
     PL_ASSERT(fut != NULL && fut->vtable != NULL && fut->flags == 0);
     PL_ASSERT(size >= sizeof(pl_future) && size <= UINT32_MAX - sizeof(pl_task));
@@ -137,14 +148,22 @@ int pl_spawn(pl_executor *ex, const pl_future *fut, size_t size, const char *nam
     ex->live++;
     t->state = TASK_SCHEDULED;
     t->flags = TASK_CLONED_ELSEWHERE; /* no clone yet: nobody made the latest */
-    if (ex->obs != NULL && ex->obs->spawn != NULL) {
-        ex->obs->spawn(ex->obs_ud, t);
+    if (ex->obs != NULL) {
+        spawn_observed(ex, t, where, func);
     }
     ready_push(ex, t);
     if (handle != NULL) {
         *handle = t;
     }
     return 0;
+}
+
+/* The function behind the pl_spawn macro, for callers that name it in
+ * parentheses or take its address: the site is unknown. */
+int(pl_spawn)(pl_executor *ex, const pl_future *fut, size_t size, const char *name,
+              pl_task **handle)
+{
+    return pl_spawn_at(ex, fut, size, name, handle, NULL, NULL);
 }
 
 pl_task *pl_task_ref(pl_task *t)

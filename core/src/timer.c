@@ -1,8 +1,7 @@
-/* core/src/timer.c: the timer heap, sleep, timeout and interval.
+/* core/src/timer.c: the timers (grouped by firing time, see
+ * internal.h), sleep, timeout and interval.
  *
- * The heap is an 8-ary array of (fire_ns, seq, timer) slots; each timer
- * keeps its slot index so disarming is O(log n) without a search. The
- * sequence number makes the order total, so production fires equal
+ * The sequence number makes the order total, so production fires equal
  * deadlines in arming order and the simulator has a well-defined default
  * (choice 0) when it reorders them.
  */
@@ -15,15 +14,18 @@ enum { TIMER_IDLE = 0, TIMER_ARMED = 1, TIMER_FIRED = 2 };
 
 enum { HEAP_ARITY = 8 }; /* children per heap node */
 
-/* ---- Heap ------------------------------------------------------------- */
+/* For the paths a few timers never take (sifting, the map): out of line,
+ * their callers save no registers for them. */
+#if defined(__GNUC__)
+#define TIMER_NOINLINE __attribute__((noinline))
+#else
+#define TIMER_NOINLINE
+#endif
+enum { MAP_MIN = 16 }; /* groups from which the map finds them, not a scan */
 
-static inline bool entry_less(const pl__heap_entry *a, const pl__heap_entry *b)
-{
-    if (a->fire_ns != b->fire_ns) {
-        return a->fire_ns < b->fire_ns;
-    }
-    return a->seq < b->seq;
-}
+/* ---- The heap of groups --------------------------------------------- */
+
+#define NOT_LEADER UINT32_MAX
 
 static inline void heap_place(pl__timer_heap *h, uint32_t i, pl__heap_entry e)
 {
@@ -31,12 +33,13 @@ static inline void heap_place(pl__timer_heap *h, uint32_t i, pl__heap_entry e)
     e.t->heap_index = i;
 }
 
+/* Fire times in the heap are distinct (one group each): no tie-break. */
 static void sift_up(pl__timer_heap *h, uint32_t i)
 {
     pl__heap_entry e = h->items[i];
     while (i > 0) {
         uint32_t parent = (i - 1) / HEAP_ARITY;
-        if (!entry_less(&e, &h->items[parent])) {
+        if (e.fire_ns >= h->items[parent].fire_ns) {
             break;
         }
         heap_place(h, i, h->items[parent]);
@@ -50,20 +53,20 @@ static void sift_down(pl__timer_heap *h, uint32_t i)
     pl__heap_entry e = h->items[i];
     for (;;) {
         uint32_t first = HEAP_ARITY * i + 1;
-        if (first >= h->len) {
+        if (first >= h->items_len) {
             break;
         }
         /* Eight children per node: a third of a binary heap's depth, so a
          * third of the heap_index stores into (cold) timers per removal;
-         * the children's keys share three adjacent cache lines. */
-        uint32_t end = first + HEAP_ARITY < h->len ? first + HEAP_ARITY : h->len;
+         * the children's keys share two adjacent cache lines. */
+        uint32_t end = first + HEAP_ARITY < h->items_len ? first + HEAP_ARITY : h->items_len;
         uint32_t child = first;
         for (uint32_t c = first + 1; c < end; c++) {
-            if (entry_less(&h->items[c], &h->items[child])) {
+            if (h->items[c].fire_ns < h->items[child].fire_ns) {
                 child = c;
             }
         }
-        if (!entry_less(&h->items[child], &e)) {
+        if (h->items[child].fire_ns >= e.fire_ns) {
             break;
         }
         heap_place(h, i, h->items[child]);
@@ -72,57 +75,263 @@ static void sift_down(pl__timer_heap *h, uint32_t i)
     heap_place(h, i, e);
 }
 
-static int heap_reserve(pl_executor *ex, pl__timer_heap *h)
+/* Out of line: the common removal (the only group, or the last slot)
+ * moves nothing, and its callers stay small. */
+TIMER_NOINLINE static void heap_refill(pl__timer_heap *h, uint32_t i, pl__heap_entry last)
 {
-    if (h->len < h->cap) {
-        return 0;
-    }
-    uint32_t cap = h->cap ? h->cap * 2 : 64;
-    pl__heap_entry *items = pl_alloc(ex, (size_t)cap * sizeof *items);
-    if (items == NULL) {
-        return PL_ENOMEM;
-    }
-    if (h->len > 0) {
-        memcpy(items, h->items, (size_t)h->len * sizeof *items);
-    }
-    pl_free(ex, h->items, (size_t)h->cap * sizeof *items);
-    h->items = items;
-    h->cap = cap;
-    return 0;
-}
-
-static void heap_remove(pl__timer_heap *h, pl_timer *t)
-{
-    uint32_t i = t->heap_index;
-    PL_ASSERT(i < h->len && h->items[i].t == t);
-    pl__heap_entry last = h->items[--h->len];
-    if (last.t != t) {
-        heap_place(h, i, last);
-        sift_down(h, i);
+    heap_place(h, i, last);
+    sift_down(h, i);
+    if (i > 0) {
         sift_up(h, last.t->heap_index);
     }
 }
 
-/* Removes the root: the last slot sinks from the top, no sift-up needed. */
-static pl_timer *heap_pop(pl__timer_heap *h)
+static inline void heap_remove(pl__timer_heap *h, uint32_t i)
 {
-    pl_timer *t = h->items[0].t;
-    pl__heap_entry last = h->items[--h->len];
-    if (h->len > 0) {
-        h->items[0] = last;
-        sift_down(h, 0);
+    PL_ASSERT(i < h->items_len);
+    pl__heap_entry last = h->items[--h->items_len];
+    if (i < h->items_len) {
+        heap_refill(h, i, last);
     }
+}
+
+/* ---- The map from fire time to leader --------------------------------- */
+
+static inline uint32_t map_slot(const pl__timer_heap *h, pl_time fire_ns)
+{
+    /* Fibonacci hashing: the high bits of the product spread the
+     * millisecond-spaced times a simulator uses over the whole table. */
+    uint64_t x = (uint64_t)fire_ns * UINT64_C(0x9e3779b97f4a7c15);
+    return (uint32_t)(x >> 32) & h->map_mask;
+}
+
+/* The slot of fire_ns's leader, or the empty slot it would take. */
+static uint32_t map_find(const pl__timer_heap *h, pl_time fire_ns)
+{
+    uint32_t i = map_slot(h, fire_ns);
+    while (h->map[i] != NULL && h->map[i]->fire_ns != fire_ns) {
+        i = (i + 1) & h->map_mask;
+    }
+    return i;
+}
+
+/* Linear probing's deletion: later entries of the probe run move back
+ * into the hole, so lookups never need a tombstone. */
+TIMER_NOINLINE static void map_delete(pl__timer_heap *h, uint32_t i)
+{
+    uint32_t j = i;
+    for (;;) {
+        h->map[i] = NULL;
+        for (;;) {
+            j = (j + 1) & h->map_mask;
+            if (h->map[j] == NULL) {
+                return;
+            }
+            uint32_t home = map_slot(h, h->map[j]->fire_ns);
+            /* Stays unless its home is cyclically outside (i, j]. */
+            bool stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
+            if (!stays) {
+                break;
+            }
+        }
+        h->map[i] = h->map[j];
+        i = j;
+    }
+}
+
+/* Indexes every group in the heap afresh. */
+TIMER_NOINLINE static void map_fill(pl__timer_heap *h)
+{
+    memset(h->map, 0, ((size_t)h->map_mask + 1) * sizeof *h->map);
+    for (uint32_t k = 0; k < h->items_len; k++) {
+        h->map[map_find(h, h->items[k].fire_ns)] = h->items[k].t;
+    }
+}
+
+static int map_grow(pl_executor *ex, pl__timer_heap *h, uint32_t cap)
+{
+    pl_timer **map = pl_alloc(ex, (size_t)cap * sizeof *map);
+    if (map == NULL) {
+        return PL_ENOMEM;
+    }
+    if (h->map != NULL) {
+        pl_free(ex, h->map, ((size_t)h->map_mask + 1) * sizeof *h->map);
+    }
+    h->map = map;
+    h->map_mask = cap - 1;
+    if (h->map_on) {
+        map_fill(h);
+    }
+    return 0;
+}
+
+/* ---- Groups ------------------------------------------------------------ */
+
+/* The map's entry for fire_ns (the map on). */
+TIMER_NOINLINE static pl_timer **map_entry(const pl__timer_heap *h, pl_time fire_ns)
+{
+    return &h->map[map_find(h, fire_ns)];
+}
+
+/* The leader of the timers firing at fire_ns, or NULL. */
+static inline pl_timer *leader_of(const pl__timer_heap *h, pl_time fire_ns)
+{
+    if (h->map_on) {
+        return *map_entry(h, fire_ns);
+    }
+    for (uint32_t k = 0; k < h->items_len; k++) {
+        if (h->items[k].fire_ns == fire_ns) {
+            return h->items[k].t;
+        }
+    }
+    return NULL;
+}
+
+/* Room for one more group: a heap slot and, from MAP_MIN groups, a map
+ * kept at most half full. Allocates only when a table is full. */
+static int reserve_group(pl_executor *ex, pl__timer_heap *h)
+{
+    if (h->items_len == h->items_cap) {
+        if (h->items_cap > UINT32_MAX / 2) {
+            return PL_ENOMEM;
+        }
+        uint32_t cap = h->items_cap ? h->items_cap * 2 : 64;
+        pl__heap_entry *items = pl_alloc(ex, (size_t)cap * sizeof *items);
+        if (items == NULL) {
+            return PL_ENOMEM;
+        }
+        if (h->items_len > 0) {
+            memcpy(items, h->items, (size_t)h->items_len * sizeof *items);
+        }
+        pl_free(ex, h->items, (size_t)h->items_cap * sizeof *items);
+        h->items = items;
+        h->items_cap = cap;
+    }
+    if (h->items_len + 1 < MAP_MIN) {
+        return 0; /* found by a scan */
+    }
+    uint32_t map_cap = h->map_mask + 1;
+    if (h->map == NULL || (h->items_len + 1) * 2 > map_cap) {
+        if (h->map != NULL && map_cap > UINT32_MAX / 2) {
+            return PL_ENOMEM;
+        }
+        return map_grow(ex, h, h->map == NULL ? 4 * MAP_MIN : map_cap * 2);
+    }
+    return 0;
+}
+
+/* Appends t to the timers firing at t->fire_ns, or makes it the leader
+ * of a new group (reserve_group made room). */
+TIMER_NOINLINE static void timer_link_slow(pl__timer_heap *h, pl_timer *t)
+{
+    h->len++;
+    t->next = NULL;
+    pl_timer *lead = leader_of(h, t->fire_ns);
+    if (lead != NULL) {
+        t->heap_index = NOT_LEADER;
+        t->prev = lead->prev;
+        lead->prev->next = t;
+        lead->prev = t;
+        return;
+    }
+    PL_ASSERT(h->items_len < h->items_cap);
+    t->prev = t;
+    h->items[h->items_len] = (pl__heap_entry){t->fire_ns, t};
+    t->heap_index = h->items_len++;
+    sift_up(h, t->heap_index);
+    if (h->map_on) {
+        *map_entry(h, t->fire_ns) = t;
+    } else if (h->items_len >= MAP_MIN) {
+        h->map_on = true; /* reserve_group sized it */
+        map_fill(h);
+    }
+}
+
+/* Unlinks an armed timer. A leader's successor takes its heap slot (and
+ * map entry) in place; a group left empty leaves the heap and the map. */
+TIMER_NOINLINE static void timer_unlink_slow(pl__timer_heap *h, pl_timer *t)
+{
+    h->len--;
+    if (t->heap_index == NOT_LEADER) {
+        t->prev->next = t->next;
+        if (t->next != NULL) {
+            t->next->prev = t->prev;
+        } else {
+            leader_of(h, t->fire_ns)->prev = t->prev; /* the list's last left */
+        }
+        return;
+    }
+    PL_ASSERT(t->heap_index < h->items_len && h->items[t->heap_index].t == t);
+    pl_timer *next = t->next;
+    if (next != NULL) {
+        next->prev = t->prev; /* the list's last (itself when alone) */
+        next->heap_index = t->heap_index;
+        h->items[t->heap_index].t = next;
+        if (h->map_on) {
+            *map_entry(h, t->fire_ns) = next;
+        }
+        return;
+    }
+    if (h->map_on) {
+        map_delete(h, (uint32_t)(map_entry(h, t->fire_ns) - h->map));
+    }
+    heap_remove(h, t->heap_index);
+    h->map_on = h->map_on && h->items_len > 0;
+}
+
+/* A lone timer (one sleep at a time, the common case of a small program)
+ * arms into and leaves an empty heap without the general paths. */
+static inline void timer_link(pl__timer_heap *h, pl_timer *t)
+{
+    if (h->items_len == 0 && h->items_cap > 0) {
+        h->len++;
+        t->next = NULL;
+        t->prev = t;
+        t->heap_index = 0;
+        h->items[0] = (pl__heap_entry){t->fire_ns, t};
+        h->items_len = 1;
+        return;
+    }
+    timer_link_slow(h, t);
+}
+
+static inline void timer_unlink(pl__timer_heap *h, pl_timer *t)
+{
+    if (h->items_len == 1 && t->heap_index == 0 && t->next == NULL) {
+        PL_ASSERT(h->items[0].t == t && h->len == 1);
+        h->len = 0;
+        h->items_len = 0;
+        h->map_on = false;
+        return;
+    }
+    timer_unlink_slow(h, t);
+}
+
+/* The armed timer that fires first ((fire_ns, seq) order), or NULL. */
+static inline pl_timer *first_timer(const pl__timer_heap *h)
+{
+    return h->items_len > 0 ? h->items[0].t : NULL;
+}
+
+/* Removes and returns the first timer (h->len > 0). */
+static pl_timer *pop_first(pl__timer_heap *h)
+{
+    pl_timer *t = first_timer(h);
+    timer_unlink(h, t);
     return t;
 }
 
 pl_time pl__timers_next(const pl__timer_heap *h)
 {
-    return h->len > 0 ? h->items[0].fire_ns : PL_TIME_NEVER;
+    return h->items_len > 0 ? h->items[0].fire_ns : PL_TIME_NEVER;
 }
 
 void pl__timers_finish(pl_executor *ex, pl__timer_heap *h)
 {
-    pl_free(ex, h->items, (size_t)h->cap * sizeof *h->items);
+    pl_free(ex, h->items, (size_t)h->items_cap * sizeof *h->items);
+    if (h->map != NULL) {
+        pl_free(ex, h->map, ((size_t)h->map_mask + 1) * sizeof *h->map);
+    }
     pl_free(ex, h->batch, (size_t)h->batch_cap * sizeof *h->batch);
     memset(h, 0, sizeof *h);
 }
@@ -137,11 +346,15 @@ static pl_time sat_add(pl_time a, pl_time b)
 int pl_timer_arm(pl_executor *ex, pl_timer *t, pl_time deadline_ns, const pl_waker *w)
 {
     pl__timer_heap *h = pl__executor_timers(ex);
-    if (t->state == TIMER_ARMED) {
-        heap_remove(h, t);
-        t->state = TIMER_IDLE;
-    } else if (heap_reserve(ex, h) != 0) {
+    /* Room for a new group first, before anything changes: the fire
+     * time (and so whether it needs one) is known only after the
+     * lateness decision, which must not be drawn twice. */
+    if (reserve_group(ex, h) != 0) {
         return PL_ENOMEM;
+    }
+    if (t->state == TIMER_ARMED) {
+        timer_unlink(h, t);
+        t->state = TIMER_IDLE;
     }
     PL_ASSERT(t->ex == NULL || t->ex == ex);
     t->seq = ++h->seq;
@@ -160,9 +373,7 @@ int pl_timer_arm(pl_executor *ex, pl_timer *t, pl_time deadline_ns, const pl_wak
     if (w != &t->waker) {
         pl_waker_slot_set(&t->waker, w);
     }
-    h->items[h->len] = (pl__heap_entry){t->fire_ns, t->seq, t};
-    t->heap_index = h->len++;
-    sift_up(h, t->heap_index);
+    timer_link(h, t);
     void *ud;
     const pl_observer *obs = pl__executor_observer(ex, &ud);
     if (obs != NULL && obs->timer_arm != NULL) {
@@ -177,7 +388,7 @@ void pl_timer_set_waker(pl_timer *t, const pl_waker *w) { pl_waker_slot_set(&t->
 void pl_timer_disarm(pl_timer *t)
 {
     if (t->state == TIMER_ARMED) {
-        heap_remove(pl__executor_timers(t->ex), t);
+        timer_unlink(pl__executor_timers(t->ex), t);
     }
     t->state = TIMER_IDLE;
     pl_waker_slot_clear(&t->waker);
@@ -227,11 +438,11 @@ static size_t fire_tie_batch(pl_executor *ex, pl__timer_heap *h, pl_time now_ns)
 {
     pl_time at = h->items[0].fire_ns;
     uint32_t n = 0;
-    while (h->len > 0 && h->items[0].fire_ns == at) {
+    while (h->items_len > 0 && h->items[0].fire_ns == at) {
         if (batch_reserve(ex, h, n + 1) != 0) {
             break;
         }
-        pl_timer *t = heap_pop(h);
+        pl_timer *t = pop_first(h);
         /* Firing reads the timer's sequence, state and waker: start
          * fetching them now, while the rest of the batch leaves the heap. */
         PL_PREFETCH(&t->seq);
@@ -242,7 +453,7 @@ static size_t fire_tie_batch(pl_executor *ex, pl__timer_heap *h, pl_time now_ns)
         /* No memory for a batch: fire the root alone, in production
          * order. The caller loops while timers are due, so a batch that
          * cannot grow must still fire one timer or the loop would spin. */
-        fire(ex, heap_pop(h), now_ns);
+        fire(ex, pop_first(h), now_ns);
         return 1;
     }
     /* The unfired rest stays in order in batch[first, first + left): the
@@ -276,12 +487,12 @@ size_t pl__timers_fire_due(pl_executor *ex, pl__timer_heap *h, pl_time now_ns)
     uint64_t last_seq = h->seq;
     size_t fired = 0;
     bool deciding = pl__executor_system(ex)->vtable->decide != NULL;
-    while (h->len > 0 && h->items[0].fire_ns <= now_ns && h->items[0].seq <= last_seq) {
+    while (h->items_len > 0 && h->items[0].fire_ns <= now_ns && first_timer(h)->seq <= last_seq) {
         if (deciding) {
             fired += fire_tie_batch(ex, h, now_ns);
             continue;
         }
-        fire(ex, heap_pop(h), now_ns);
+        fire(ex, pop_first(h), now_ns);
         fired++;
     }
     return fired;
@@ -334,7 +545,13 @@ void pl_sleep_reset(pl_sleep *s, pl_time deadline_ns)
     s->deadline_ns = deadline_ns;
     s->duration_ns = -1;
     if (s->timer.state == TIMER_ARMED) {
-        pl_timer_arm(s->timer.ex, &s->timer, deadline_ns, &s->timer.waker);
+        if (pl_timer_arm(s->timer.ex, &s->timer, deadline_ns, &s->timer.waker) != 0) {
+            /* Out of memory: armed at the old deadline, it could fire
+             * early and complete the sleep. Wake its task instead, whose
+             * next poll arms it again (as sleep_poll does). */
+            pl_waker_slot_wake(&s->timer.waker);
+            pl_timer_disarm(&s->timer);
+        }
     } else if (s->timer.state == TIMER_FIRED) {
         s->timer.state = TIMER_IDLE;
     }
@@ -430,29 +647,36 @@ static pl_task *timer_task(const pl_executor *ex, const pl_timer *tm)
 
 pl_task *pl_executor_next_timer_task(const pl_executor *ex, uint64_t *seq)
 {
-    if (ex->timers.len == 0) {
+    const pl_timer *t = first_timer(&ex->timers);
+    if (t == NULL) {
         return NULL;
     }
-    *seq = ex->timers.items[0].seq;
-    return timer_task(ex, ex->timers.items[0].t);
+    *seq = t->seq;
+    return timer_task(ex, t);
 }
 
 size_t pl_executor_timer_task_ids(const pl_executor *ex, uint32_t *ids, size_t max)
 {
+    const pl__timer_heap *h = &ex->timers;
     size_t n = 0;
-    for (uint32_t i = 0; i < ex->timers.len && n < max; i++) {
-        const pl_task *t = timer_task(ex, ex->timers.items[i].t);
-        ids[n++] = t != NULL ? t->head.id : 0;
+    for (uint32_t i = 0; i < h->items_len && n < max; i++) {
+        for (const pl_timer *tm = h->items[i].t; tm != NULL && n < max; tm = tm->next) {
+            const pl_task *t = timer_task(ex, tm);
+            ids[n++] = t != NULL ? t->head.id : 0;
+        }
     }
     return n;
 }
 
 bool pl_executor_timers_wake_foreground(const pl_executor *ex)
 {
-    for (uint32_t i = 0; i < ex->timers.len; i++) {
-        const pl_task *t = timer_task(ex, ex->timers.items[i].t);
-        if (t == NULL || (t->state < TASK_DONE && !(t->flags & TASK_BACKGROUND))) {
-            return true;
+    const pl__timer_heap *h = &ex->timers;
+    for (uint32_t i = 0; i < h->items_len; i++) {
+        for (const pl_timer *tm = h->items[i].t; tm != NULL; tm = tm->next) {
+            const pl_task *t = timer_task(ex, tm);
+            if (t == NULL || (t->state < TASK_DONE && !(t->flags & TASK_BACKGROUND))) {
+                return true;
+            }
         }
     }
     return false;

@@ -123,25 +123,16 @@ static void fast_waker_clone(const pl_waker *w, pl_waker *out)
     out->reserved = 0;
 }
 
-/* Inline in both wake entries: a consuming wake is the common one, and a
- * call from it to wake_by_ref costs a tenth of the wake. */
-static inline void fast_wake(pl_task *t)
-{
-    if (t->state == TASK_IDLE) {
-        t->state = TASK_SCHEDULED;
-        ready_push(t->ex, t);
-    } else if (t->state == TASK_RUNNING) {
-        t->flags |= TASK_WOKEN_IN_POLL;
-    }
-}
-
-static void fast_waker_wake_by_ref(const pl_waker *w) { fast_wake(w->data); }
+/* pl__fast_wake (ready.h) is inline in both wake entries: a consuming
+ * wake is the common one, and a call from it to wake_by_ref costs a tenth
+ * of the wake. */
+static void fast_waker_wake_by_ref(const pl_waker *w) { pl__fast_wake(w->data); }
 
 static void fast_waker_drop(pl_waker w) { task_release(w.data); }
 
 static void fast_waker_wake(pl_waker w)
 {
-    fast_wake(w.data);
+    pl__fast_wake(w.data);
     task_release(w.data);
 }
 

@@ -30,10 +30,12 @@ void pl__contract_no_progress(pl__sim *s, pl_task *t)
 
 void pl__contract_orphan(pl__sim *s, pl_task *t)
 {
+    bool fresh = s->finding.kind == PL_FINDING_NONE;
     pl__sim_finding(s, PL_FINDING_ORPHAN, t,
-                    "'%s' returned PENDING without storing a clone of its waker anywhere: "
+                    "'%s' (#%u) returned PENDING without storing a clone of its waker anywhere: "
                     "nothing can ever wake it",
-                    pl_task_name(t));
+                    pl_task_name(t), pl_task_id(t));
+    pl__bt_describe(s, fresh, pl_task_id(t));
 }
 
 void pl__contract_busy_loop(pl__sim *s, pl_task *t, const pl__task_info *ti)
@@ -81,9 +83,11 @@ void pl__contract_on_orphaned(pl__sim *s, pl_task *t, pl_task *dropper)
     } else {
         snprintf(by, sizeof by, "outside any poll");
     }
+    bool fresh = s->finding.kind == PL_FINDING_NONE;
     pl__sim_finding(s, PL_FINDING_ORPHAN, t,
                     "'%s' (#%u) parked at step %llu after poll #%u; the last clone of its "
                     "waker was dropped %s, without a wake: nothing can ever wake it",
                     pl_task_name(t), pl_task_id(t), (unsigned long long)ti->parked_step,
                     pl_task_polls(t), by);
+    pl__bt_describe(s, fresh, pl_task_id(t));
 }

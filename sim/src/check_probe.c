@@ -116,6 +116,7 @@ static void report_progress(pl__sim *s, const pl_task *t, const probe_out *p, co
     pl__task_info *ti = &s->tasks[id];
     char clones[128];
     clone_text(s, id, p, clones, sizeof clones);
+    bool fresh = s->finding.kind == PL_FINDING_NONE;
     if (ti->stale_wakes > 0) {
         char by[96] = "code outside any poll";
         if (ti->stale_by != 0) {
@@ -129,6 +130,7 @@ static void report_progress(pl__sim *s, const pl_task *t, const probe_out *p, co
             "%.3f ms %s: it could have run%s. Its waker clones alive: %s",
             pl_task_name(t), id, ms(ti->stale_ns), by, ti->last_stale_gen, where, ms(p->at_ns),
             p->how, rescue, clones);
+        pl__bt_describe(s, fresh, id);
         return;
     }
     pl__sim_finding(s, PL_FINDING_LOST_WAKEUP, t,
@@ -137,6 +139,7 @@ static void report_progress(pl__sim *s, const pl_task *t, const probe_out *p, co
                     "happened%s. Its waker clones alive: %s",
                     pl_task_name(t), id, ms(p->parked_ns), (unsigned long long)p->parked_step,
                     p->polls, where, ms(p->at_ns), p->how, rescue, clones);
+    pl__bt_describe(s, fresh, id);
 }
 
 /* One probe poll of task `id`. Progress: it completed, woke a task (itself
@@ -249,7 +252,7 @@ static uint32_t gather_suspects(pl__sim *s, uint32_t *ids)
  * points then cost one decision. */
 static bool decision_probe(pl__sim *s)
 {
-    if (pl__sim_choose(s, PL_DECIDE_PROBE, 2, s->points) == 0) {
+    if (pl__sim_choose_fast(s, PL_DECIDE_PROBE, 2, s->points) == 0) {
         return false;
     }
     uint32_t ids[PROBES_PER_POINT_MAX];
@@ -284,15 +287,26 @@ static void list_task(pl__sim *s, uint32_t id, const char *note, char *buf, size
     if (*used >= len - 1) {
         return;
     }
+    char site[160];
+    pl__bt_spawn_text(ti, site, sizeof site);
     int n = snprintf(buf + *used, len - *used,
-                     "\n    '%s' (#%u) parked since step %llu (%.3f ms), waker clones: %u "
+                     "\n    '%s' (#%u%s) parked since step %llu (%.3f ms), waker clones: %u "
                      "(latest made while polling %s)%s",
-                     pl_task_name(ti->task), id, (unsigned long long)ti->parked_step,
+                     pl_task_name(ti->task), id, site, (unsigned long long)ti->parked_step,
                      ms(ti->parked_ns), pl__oracle_live_clones(ti),
                      pl__oracle_holder_name(s, pl__oracle_clone_holder(ti, id)), note);
     *used += n > 0 ? (size_t)n : 0;
     if (*used >= len) {
         *used = len - 1;
+    }
+    pl__bt_append(s, id, "      ", buf, len, used);
+}
+
+/* The finding just raised (fresh) names the tasks in ids as parked. */
+static void note_all(pl__sim *s, bool fresh, const uint32_t *ids, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        pl__bt_note(s, fresh, ids[i]);
     }
 }
 
@@ -391,10 +405,12 @@ static bool judge_foreground(pl__sim *s)
     size_t bg_used = 0;
     list_background(s, bg, sizeof bg, &bg_used);
     bg[bg_used] = '\0';
+    bool fresh = s->finding.kind == PL_FINDING_NONE;
     pl__sim_finding(s, PL_FINDING_DEADLOCK, n > 0 ? s->tasks[ids[0]].task : NULL,
                     "%u foreground task(s) parked and nothing but background work can "
                     "happen (still running: %s); no probe made progress:%s",
                     n, bg, list);
+    note_all(s, fresh, ids, n);
     free(ids);
     return true;
 }
@@ -534,6 +550,7 @@ void pl__probe_time_limit(pl__sim *s)
         stuck[su] = '\0';
         waiting[wu] = '\0';
         double limit_s = (double)s->time_limit_ns / 1e9;
+        bool fresh = s->finding.kind == PL_FINDING_NONE;
         if (nstuck > 0) {
             pl__sim_finding(s, PL_FINDING_DEADLOCK, first,
                             "virtual time limit of %.3f s reached; %u task(s) parked that no "
@@ -547,6 +564,7 @@ void pl__probe_time_limit(pl__sim *s)
                             "tickers background with pl_task_set_background):%s",
                             limit_s, pl_executor_live_tasks(s->ex), waiting);
         }
+        note_all(s, fresh, ids, n);
     }
     free(ids);
     free(timer_ids);
@@ -630,6 +648,7 @@ static bool find_stale(pl__sim *s)
                 pl_task_name(ti->task), id, ti->stale_wakes, ti->last_stale_gen,
                 ms(ti->stale_ns), pl__oracle_holder_name(s, ti->stale_by),
                 (unsigned long long)ti->parked_step);
+            pl__bt_describe(s, true, id);
             return true;
         }
     }
@@ -650,19 +669,24 @@ void pl__oracle_quiescence(pl__sim *s)
     if (pl__check_waits(s)) {
         return;
     }
-    char list[768];
+    char list[900];
     size_t used = 0;
-    size_t parked = 0;
+    uint32_t parked = 0;
+    uint32_t noted[PL_FINDING_TASKS_MAX];
     const pl_task *first = NULL;
     for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
         pl__task_info *ti = &s->tasks[id];
         if (pl__oracle_is_parked(ti)) {
             first = first != NULL ? first : ti->task;
+            if (parked < PL_FINDING_TASKS_MAX) {
+                noted[parked] = id;
+            }
             parked++;
             list_task(s, id, "", list, sizeof list, &used);
         }
     }
     list[used] = '\0';
     pl__sim_finding(s, PL_FINDING_DEADLOCK, first,
-                    "%zu task(s) parked forever and no probe made progress:%s", parked, list);
+                    "%u task(s) parked forever and no probe made progress:%s", parked, list);
+    note_all(s, true, noted, parked < PL_FINDING_TASKS_MAX ? parked : PL_FINDING_TASKS_MAX);
 }

@@ -53,9 +53,9 @@ static const pl_wait *holding_wait(const pl__sim *s, uint32_t id, char *why, siz
 {
     const pl__task_info *ti = &s->tasks[id];
     uint32_t n = ti->waits_len < PL__WAITS_MAX ? ti->waits_len : PL__WAITS_MAX;
-    PL__SIM_ASSERT(n == 0 || id < s->waits_cap);
     for (uint32_t i = 0; i < n; i++) {
-        const pl_wait *w = &s->waits[id].w[i];
+        PL__SIM_ASSERT(id < s->waits_cap[i]);
+        const pl_wait *w = &s->waits[i][id];
         why[0] = '\0';
         if (w->holds != NULL && w->holds(w->subject, why, why_len)) {
             return w;

@@ -477,9 +477,12 @@ static inline void record(pl__dec *d, pl_decision_kind kind, uint32_t n, uint32_
 uint32_t pl__dec_choose(pl__dec *d, pl_decision_kind kind, uint32_t n, uint64_t key)
 {
     PL__SIM_ASSERT((uint32_t)kind < PL_DECIDE__COUNT);
-    if (n <= 1 || !d->knobs.kind[kind].enabled) {
-        return 0;
-    }
+    return pl__dec_consulted(d, kind, n) ? pl__dec_choose_consulted(d, kind, n, key) : 0;
+}
+
+uint32_t pl__dec_choose_consulted(pl__dec *d, pl_decision_kind kind, uint32_t n, uint64_t key)
+{
+    PL__SIM_ASSERT(n > 1 && (uint32_t)kind < PL_DECIDE__COUNT);
     uint32_t v;
     switch (d->source) {
     case PL__DEC_SOURCE_BYTES:

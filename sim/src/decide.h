@@ -319,6 +319,17 @@ void pl__dec_set_record_max(pl__dec *d, size_t max);
  * top of this file. `kind` must be < PL_DECIDE__COUNT. */
 uint32_t pl__dec_choose(pl__dec *d, pl_decision_kind kind, uint32_t n, uint64_t key);
 
+/* True when pl__dec_choose(d, kind, n, ...) would be consulted: n >= 2
+ * and the kind enabled. `kind` must be < PL_DECIDE__COUNT. Inline, so a
+ * caller answers an unconsulted decision (0) without a call. */
+static inline bool pl__dec_consulted(const pl__dec *d, pl_decision_kind kind, uint32_t n)
+{
+    return n > 1 && d->knobs.kind[kind].enabled;
+}
+
+/* pl__dec_choose for a call pl__dec_consulted said is consulted. */
+uint32_t pl__dec_choose_consulted(pl__dec *d, pl_decision_kind kind, uint32_t n, uint64_t key);
+
 /* A yes/no decision: pl__dec_choose(d, kind, 2, key) != 0. */
 static inline bool pl__dec_flip(pl__dec *d, pl_decision_kind kind, uint64_t key)
 {

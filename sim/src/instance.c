@@ -74,20 +74,22 @@ void pl__sim_ring_restart(pl__sim *s)
 
 uint32_t pl__sim_choose(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t key)
 {
-    uint64_t before = s->dec.consulted;
-    uint32_t v = pl__dec_choose(&s->dec, kind, n, key);
+    return pl__sim_choose_fast(s, kind, n, key);
+}
+
+uint32_t pl__sim_choose_consulted(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t key)
+{
+    uint32_t v = pl__dec_choose_consulted(&s->dec, kind, n, key);
     if (kind == PL_DECIDE_SCHEDULE) {
         /* The oracles count only polls production would make too. */
         s->passed_head = v != 0 ? (uint32_t)key : 0;
     }
-    if (s->dec.consulted != before) {
-        pl__trace_decision(s->trace, s->step, s->now, s->polling, (uint32_t)kind, n, v);
-        if (mirror_len != NULL) {
-            mirror(kind, n, v);
-        }
-        if (ring_to != NULL) {
-            pl__ring_key(ring_to, key);
-        }
+    pl__trace_decision(s->trace, s->step, s->now, s->polling, (uint32_t)kind, n, v);
+    if (mirror_len != NULL) {
+        mirror(kind, n, v);
+    }
+    if (ring_to != NULL) {
+        pl__ring_key(ring_to, key);
     }
     return v;
 }

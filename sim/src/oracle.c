@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backtrace.h"
 #include "check_contract.h"
 #include "trace_ring.h"
 
@@ -48,6 +49,7 @@ static void on_spawn(void *ud, pl_task *t)
     PL__SIM_ASSERT(id > s->tasks_spawned); /* ids are handed out in increasing order */
     s->tasks[id].task = t;
     s->tasks[id].name = pl_task_name(t);
+    s->tasks[id].root = ((const pl_future *)pl_task_future(t))->vtable->name;
     s->tasks[id].node = (uint8_t)pl__node_current(s); /* a node's tasks spawn its own */
     s->tasks[id].forgotten = false;
     if (s->tasks[id].node != 0) {
@@ -63,6 +65,16 @@ static void on_spawn(void *ud, pl_task *t)
     event(s, PL__EV_SPAWN, id, s->polling, 0);
 }
 
+/* Log-only: the site names the task in reports, never enters the trace. */
+static void on_spawn_site(void *ud, pl_task *t, const char *where, const char *func)
+{
+    pl__sim *s = ud;
+    if (tid(t) < s->tasks_cap) {
+        info(s, t)->spawn_where = where;
+        info(s, t)->spawn_func = func;
+    }
+}
+
 static void on_poll_begin(void *ud, pl_task *t, uint32_t gen, bool probe)
 {
     pl__sim *s = ud;
@@ -76,6 +88,7 @@ static void on_poll_begin(void *ud, pl_task *t, uint32_t gen, bool probe)
     s->sub_polls = 0;
     s->firing_seq = 0;
     s->wakes_in_poll = 0;
+    pl__bt_poll_begin(s, info(s, t)->root);
     pl__progress_poll(s, t);
     if (!probe) {
         pl__task_info *ti = info(s, t);
@@ -106,9 +119,11 @@ static void on_poll_end(void *ud, pl_task *t, pl_poll_result r, bool probe)
     pl__task_info *ti = info(s, t);
     const pl_task_head *h = pl_task_head_of(t);
     event(s, r == PL_READY ? PL__EV_READY : PL__EV_PENDING, h->id, h->polls, h->gen);
+    pl__bt_leave(s, r);
     if (r == PL_PENDING && !probe) {
         ti->parked_step = s->step;
         ti->parked_ns = s->now;
+        pl__bt_park(s, ti);
         pl__contract_on_pending(s, t, ti);
     }
     s->polling = 0;
@@ -263,9 +278,27 @@ static void on_orphaned(void *ud, pl_task *t, pl_task *dropper)
 static void on_enter(void *ud, pl_future *f)
 {
     pl__sim *s = ud;
-    (void)f;
+    pl__bt_enter(s, f);
     if (++s->sub_polls > s->sub_polls_max) {
         pl__budget_sub_polls(s);
+    }
+}
+
+static void on_leave(void *ud, pl_future *f, pl_poll_result r)
+{
+    (void)f;
+    pl__bt_leave(ud, r);
+}
+
+/* A poll by PL_AWAIT ended (child NULL: a PL_YIELD, no poll). */
+static void on_await(void *ud, pl_future *child, pl_poll_result r, const pl_await_site *site)
+{
+    pl__sim *s = ud;
+    if (child != NULL) {
+        pl__bt_leave(s, r);
+    }
+    if (r == PL_PENDING) {
+        pl__bt_await(s, site);
     }
 }
 
@@ -278,15 +311,16 @@ static void on_wait(void *ud, const pl_wait *w)
         return; /* a probe's declarations would double those of the real poll */
     }
     pl__task_info *ti = &s->tasks[s->polling];
-    if (ti->waits_len < PL__WAITS_MAX) {
-        if (pl__grow((void **)&s->waits, &s->waits_cap, (size_t)s->polling + 1,
-                     sizeof *s->waits, 64, 0) != 0) {
+    uint32_t i = ti->waits_len;
+    if (i < PL__WAITS_MAX) {
+        if (pl__grow((void **)&s->waits[i], &s->waits_cap[i], (size_t)s->polling + 1,
+                     sizeof *s->waits[i], 64, 0) != 0) {
             /* Without the record the task's condition goes unchecked:
              * stop rather than judge it without. */
             pl__run_out_of_memory(s, NULL, NULL);
             return;
         }
-        s->waits[s->polling].w[ti->waits_len] = *w;
+        s->waits[i][s->polling] = *w;
     }
     ti->waits_len++;
 }
@@ -322,7 +356,7 @@ static void on_event(void *ud, const char *fmt, va_list ap)
 
 void pl__oracle_watch_init(pl__sim *s)
 {
-    s->watch = (pl_poll_watch){s, on_enter, NULL, on_wait, on_purpose, on_event};
+    s->watch = (pl_poll_watch){s, on_enter, on_leave, on_wait, on_purpose, on_event, on_await};
 }
 
 const pl_observer pl__sim_observer = {
@@ -340,4 +374,5 @@ const pl_observer pl__sim_observer = {
     .free = on_free,
     .misuse = on_misuse,
     .orphaned = on_orphaned,
+    .spawn_site = on_spawn_site,
 };

@@ -213,6 +213,9 @@ int pl__replay_write(FILE *f, const pl__replay *r)
     if (r->poll_cost_ns != 0) {
         fprintf(f, "poll-cost-ns %" PRId64 "\n", r->poll_cost_ns);
     }
+    if (r->rotation_off) {
+        fprintf(f, "waker-rotation off\n");
+    }
     write_text(f, "finding", r->finding);
     write_text(f, "message", r->message);
     fprintf(f, "steps %" PRIu64 "\nevents %" PRIu64 "\n", r->steps, r->events);
@@ -278,7 +281,8 @@ static bool same_array(const void *a, const void *b, size_t n, size_t size)
 bool pl__replay_same(const pl__replay *a, const pl__replay *b)
 {
     bool numbers = a->seed == b->seed && a->steps == b->steps && a->events == b->events &&
-                   a->poll_cost_ns == b->poll_cost_ns && a->has_hash == b->has_hash &&
+                   a->poll_cost_ns == b->poll_cost_ns && a->rotation_off == b->rotation_off &&
+                   a->has_hash == b->has_hash &&
                    (!a->has_hash || a->hash == b->hash) && a->truncated == b->truncated &&
                    a->has_knobs == b->has_knobs &&
                    (!a->has_knobs || pl__dec_knobs_equal(&a->knobs, &b->knobs));

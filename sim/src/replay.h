@@ -41,6 +41,9 @@
  *   - poll-cost-ns: the run's pl_sim_options.poll_cost_ns, a number up to
  *     PL_SIM_POLL_COST_MAX; written only when not 0, and a file without
  *     it (every file before the key existed) reads as 0.
+ *   - waker-rotation: "off" when the run did not rotate wakers
+ *     (pl_sim_options.rotate_wakers false, `--waker-rotation=off`);
+ *     written only then, and a file without it reads as "on".
  *   - truncated: 0 or 1 (1: the recorder dropped decisions past its cap,
  *     so the list is only a prefix of the run). The parser refuses
  *     "truncated 1" with any decision (PL_EFORMAT, "this run's decisions
@@ -113,6 +116,7 @@ typedef struct pl__replay {
     bool has_knobs;         /* false: omitted (readers use the defaults) */
     pl__dec_knobs knobs;
     int64_t poll_cost_ns;   /* virtual ns per poll; 0: omitted */
+    bool rotation_off;      /* "waker-rotation off"; false: omitted (rotation on) */
     char *finding;          /* finding name, e.g. "lost_wakeup"; NULL: none */
     char *message;          /* free text, may hold newlines (escaped) */
     uint64_t steps;         /* simulator steps of the run */

@@ -36,6 +36,7 @@ enum key_id {
     K_STRATEGY,
     K_KNOBS,
     K_POLL_COST,
+    K_ROTATION,
     K_FINDING,
     K_MESSAGE,
     K_STEPS,
@@ -50,7 +51,7 @@ enum key_id {
 
 static const char *const key_names[K__COUNT] = {
     "pollen-version", "build", "scenario", "seed",  "strategy",
-    "knobs",          "poll-cost-ns", "finding", "message", "steps", "events",
+    "knobs",          "poll-cost-ns", "waker-rotation", "finding", "message", "steps", "events",
     "hash",           "truncated", "checkpoints", "decisions", "end",
 };
 
@@ -305,6 +306,20 @@ static int parse_poll_cost(parser *ps, const char *v, size_t len)
     return 0;
 }
 
+static int parse_rotation(parser *ps, const char *v, size_t len)
+{
+    char ex[48];
+    if (len == 2 && memcmp(v, "on", 2) == 0) {
+        ps->out->rotation_off = false;
+    } else if (len == 3 && memcmp(v, "off", 3) == 0) {
+        ps->out->rotation_off = true;
+    } else {
+        return fail(ps, PL_EFORMAT, "expected 'waker-rotation on' or 'waker-rotation off', got "
+                    "'%s'", excerpt(ex, sizeof(ex), v, len));
+    }
+    return 0;
+}
+
 /* Handles a known key's value. */
 static int parse_key(parser *ps, enum key_id k, const char *v, size_t len)
 {
@@ -323,6 +338,7 @@ static int parse_key(parser *ps, enum key_id k, const char *v, size_t len)
     case K_EVENTS: return parse_number_key(ps, key_names[k], v, len, &r->events);
     case K_KNOBS: return parse_knobs(ps, v, len);
     case K_POLL_COST: return parse_poll_cost(ps, v, len);
+    case K_ROTATION: return parse_rotation(ps, v, len);
     case K_CHECKPOINTS: return parse_checkpoints_header(ps, v, len);
     case K_DECISIONS: return parse_decisions_header(ps, v, len);
     case K_HASH:

@@ -447,13 +447,13 @@ static bool final_run_verified(const shrinker *sh, pl_sim_shrink_result *out)
 /* A crashed run's explanation: its departures from production as the
  * timeline shows them when the crash ring kept the whole run, by their
  * index in the list otherwise, then where it died. */
-static char *explain_crash(const pl_sim_result *run)
+static char *explain_crash(const pl_sim_result *run, const pl_sim_options *o)
 {
     const pl__run_record *rec = pl__sim_result_record(run);
     bool whole = rec != NULL && rec->events_len > 0;
     pl__capture cap = {rec != NULL ? rec->notes : NULL, rec != NULL ? rec->notes_len : 0, 0,
                        false};
-    char *text = whole ? pl__shrink_explain(run, cap.notes != NULL ? &cap : NULL)
+    char *text = whole ? pl__shrink_explain(run, cap.notes != NULL ? &cap : NULL, o)
                        : pl__shrink_explain_hung(run);
     if (text == NULL) {
         return NULL;
@@ -484,7 +484,7 @@ static int final_crash(shrinker *sh, pl_sim_shrink_result *out)
     if (!final_run_verified(sh, out)) {
         return PL_EINVAL;
     }
-    out->explanation = explain_crash(&out->run);
+    out->explanation = explain_crash(&out->run, &sh->o);
     return out->explanation != NULL ? 0 : PL_ENOMEM;
 }
 
@@ -532,7 +532,7 @@ static int final_run(shrinker *sh, pl_sim_shrink_result *out)
         rc = PL_EINVAL;
     }
     if (rc == 0) {
-        out->explanation = pl__shrink_explain(&out->run, &cap);
+        out->explanation = pl__shrink_explain(&out->run, &cap, &o);
         rc = out->explanation != NULL ? 0 : PL_ENOMEM;
     }
     free(cap.notes);
@@ -635,182 +635,4 @@ void pl_sim_shrink_result_free(pl_sim_shrink_result *r)
     pl_sim_result_free(&r->run);
     free(r->explanation);
     r->explanation = NULL;
-}
-
-/* ---- Shrunk replay files ------------------------------------------------ */
-
-static void write_comments(FILE *f, const pl_sim_shrink_result *r)
-{
-    fprintf(f, "# shrunk-from %zu decisions (%zu non-default) to %zu (%zu non-default) in %llu "
-               "runs%s\n",
-            r->decisions_before, r->nonzero_before, r->decisions_after, r->nonzero_after,
-            (unsigned long long)r->runs, r->budget_hit ? ", stopped by its budget" : "");
-    fprintf(f, "# %s with these departures from production order\n", pl_finding_name(r->kind));
-    fprintf(f, "# (every other decision is production's: FIFO, no fault, no delay):\n");
-    for (const char *p = r->explanation; p != NULL && *p != '\0';) {
-        const char *nl = strchr(p, '\n');
-        size_t l = nl != NULL ? (size_t)(nl - p) : strlen(p);
-        fprintf(f, "#   %.*s\n", (int)l, p);
-        p += l + (nl != NULL);
-    }
-}
-
-/* Rewrites `path` with the comments after its first line (the format
- * line must stay first), through a temporary file and a rename. */
-static int insert_comments(const char *path, const pl_sim_shrink_result *r)
-{
-    size_t len;
-    char *data = NULL;
-    int rc = pl__replay_read_path(path, &data, &len, NULL, 0);
-    if (rc < 0) {
-        return rc;
-    }
-    const char *nl = memchr(data, '\n', len);
-    size_t head = nl != NULL ? (size_t)(nl - data) + 1 : len;
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (f == NULL) {
-        free(data);
-        return PL_EIO;
-    }
-    fwrite(data, 1, head, f);
-    write_comments(f, r);
-    fwrite(data + head, 1, len - head, f);
-    free(data);
-    bool ok = !ferror(f);
-    ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        remove(tmp);
-        return PL_EIO;
-    }
-    return 0;
-}
-
-int pl_sim_write_shrunk_replay(const pl_scenario *sc, const pl_sim_options *base,
-                               const pl_sim_shrink_result *r, const char *path)
-{
-    const pl__run_record *rec = pl__sim_result_record(&r->run);
-    if (rec == NULL || rec->decisions_truncated || r->decisions_after > rec->decisions_len) {
-        return PL_EINVAL;
-    }
-    /* The run consulted zeros past the shrunk list's end; the file keeps
-     * the list itself, which replays the same run. */
-    pl__run_record trimmed = *rec;
-    trimmed.decisions_len = r->decisions_after;
-    pl_sim_result run = r->run;
-    run.internal = &trimmed;
-    int rc = pl_sim_write_replay(sc, base, &run, path);
-    return rc != 0 ? rc : insert_comments(path, r);
-}
-
-int pl__shrink_default_out(const char *in, char *buf, size_t len)
-{
-    static const char ext[] = ".replay";
-    size_t n = strlen(in);
-    size_t e = sizeof ext - 1;
-    if (n > e && strcmp(in + n - e, ext) == 0) {
-        return snprintf(buf, len, "%.*s.shrunk.replay", (int)(n - e), in);
-    }
-    return snprintf(buf, len, "%s.shrunk.replay", in);
-}
-
-/* The options a replay file's run had (as `pollen replay` sets them):
- * the shrinker brings its own decisions. */
-static int options_of(const pl__replay *rp, pl_sim_options *o, char *knobs, size_t knobs_len)
-{
-    int rc = pl__replay_options(rp, o, knobs, knobs_len);
-    o->source = PL_SIM_SOURCE_LIST;
-    o->strategy = rp->strategy != NULL ? rp->strategy : "random";
-    o->decisions = NULL;
-    o->decisions_len = 0;
-    return rc;
-}
-
-static int load(const char *in, pl__replay *rp, const pl_scenario **sc, int *kind, char *err,
-                size_t err_len)
-{
-    char why[512] = "";
-    int rc = pl__replay_parse_file(in, rp, why, sizeof why);
-    if (rc != 0) {
-        /* Read errors name the path already; parse errors only the line. */
-        bool named = strstr(why, in) != NULL;
-        snprintf(err, err_len, "%s%s%s", named ? "" : in, named ? "" : ": ", why);
-        return rc;
-    }
-    *sc = rp->scenario != NULL ? pl_scenario_find(rp->scenario) : NULL;
-    if (*sc == NULL) {
-        snprintf(err, err_len, "%s: scenario '%s' is not linked into this program", in,
-                 rp->scenario != NULL ? rp->scenario : "(none)");
-        return PL_EFORMAT;
-    }
-    *kind = rp->finding != NULL ? pl_finding_from_name(rp->finding) : -1;
-    if (*kind <= 0) {
-        snprintf(err, err_len, "%s: the replay records no finding: nothing to shrink", in);
-        return PL_EINVAL;
-    }
-    return 0;
-}
-
-int pl__shrink_file_ex(const char *in, const char *out, const pl_sim_shrink_limits *limits,
-                       pl_sim_shrink_result *res, char *err, size_t err_len)
-{
-    memset(res, 0, sizeof *res);
-    pl__replay rp;
-    const pl_scenario *sc = NULL;
-    int kind = 0;
-    int rc = load(in, &rp, &sc, &kind, err, err_len);
-    if (rc != 0) {
-        pl__replay_free(&rp);
-        return rc;
-    }
-    pl_sim_options o;
-    char knobs[PL__DEC_KNOBS_TEXT_MAX];
-    options_of(&rp, &o, knobs, sizeof knobs);
-    rc = pl_sim_shrink(sc, &o, rp.decisions, rp.decisions_len, (pl_finding_kind)kind, limits,
-                       res);
-    if (rc != 0) {
-        snprintf(err, err_len, "%s: %s", in, res->message[0] ? res->message : pl_strerror(rc));
-    } else {
-        char def[4096];
-        if (out == NULL) {
-            pl__shrink_default_out(in, def, sizeof def);
-            out = def;
-        }
-        rc = pl_sim_write_shrunk_replay(sc, &o, res, out);
-        if (rc != 0) {
-            snprintf(err, err_len, "cannot write '%s': %s", out, pl_strerror(rc));
-        }
-    }
-    pl__replay_free(&rp);
-    return rc;
-}
-
-int pl__shrink_file(const char *in, const char *out, char *err, size_t err_len)
-{
-    pl_sim_shrink_result res;
-    int rc = pl__shrink_file_ex(in, out, NULL, &res, err, err_len);
-    pl_sim_shrink_result_free(&res);
-    return rc;
-}
-
-void pl__shrink_print(FILE *f, const pl_sim_shrink_result *res, const char *out,
-                      const char *indent)
-{
-    fprintf(f, "%sshrunk %s: %zu decisions (%zu non-default) -> %zu (%zu non-default), %llu "
-               "runs, %.1f s%s\n",
-            indent, pl_finding_name(res->kind), res->decisions_before, res->nonzero_before,
-            res->decisions_after, res->nonzero_after, (unsigned long long)res->runs,
-            (double)res->elapsed_ns / 1e9,
-            res->budget_hit ? " (budget reached: a smaller schedule may exist)" : "");
-    fprintf(f, "%sthe schedule that fails leaves production's order here:\n", indent);
-    for (const char *p = res->explanation; p != NULL && *p != '\0';) {
-        const char *nl = strchr(p, '\n');
-        size_t l = nl != NULL ? (size_t)(nl - p) : strlen(p);
-        fprintf(f, "%s  %.*s\n", indent, (int)l, p);
-        p += l + (nl != NULL);
-    }
-    if (out != NULL) {
-        fprintf(f, "%sshrunk replay: %s\n", indent, out);
-    }
 }

@@ -23,6 +23,15 @@ int pl__shrink_file(const char *in, const char *out, char *err, size_t err_len);
 int pl__shrink_file_ex(const char *in, const char *out, const pl_sim_shrink_limits *limits,
                        pl_sim_shrink_result *res, char *err, size_t err_len);
 
+/* Waker rotation for pl__shrink_file_rotation: the file's, off, on. */
+typedef enum pl__rotation { PL__ROTATION_FILE, PL__ROTATION_OFF, PL__ROTATION_ON } pl__rotation;
+
+/* pl__shrink_file_ex whose runs rotate wakers as `rotation` says (the
+ * shrunk file records it: `shrink --waker-rotation`). */
+int pl__shrink_file_rotation(const char *in, const char *out, const pl_sim_shrink_limits *limits,
+                             pl__rotation rotation, pl_sim_shrink_result *res, char *err,
+                             size_t err_len);
+
 /* The default output path: `in` with a trailing ".replay" replaced by
  * ".shrunk.replay", or ".shrunk.replay" appended. Returns the length of
  * the full result like snprintf. */
@@ -50,11 +59,13 @@ void pl__shrink_print(FILE *f, const pl_sim_shrink_result *res, const char *out,
                       const char *indent);
 
 /* The shrunk run's explanation (shrink_explain.c): a malloc'd text, or
- * NULL when out of memory. pl__shrink_explain needs the run's event log
- * and the capture of its decisions; pl__shrink_explain_hung is for a run
- * that never returned (no timeline). */
+ * NULL when out of memory. pl__shrink_explain needs the run's event log,
+ * the capture of its decisions and the run's options (for the fault
+ * options' latency quantum; NULL: the defaults); pl__shrink_explain_hung
+ * is for a run that never returned (no timeline). */
 struct pl__capture;
-char *pl__shrink_explain(const pl_sim_result *run, const struct pl__capture *cap);
+char *pl__shrink_explain(const pl_sim_result *run, const struct pl__capture *cap,
+                         const pl_sim_options *o);
 char *pl__shrink_explain_hung(const pl_sim_result *run);
 
 #endif

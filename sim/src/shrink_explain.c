@@ -54,14 +54,30 @@ typedef struct explainer {
     const pl__run_record *rec;
     const pl__capture *cap;
     sbuf out;
-    char names[2][80]; /* two task names may be in use at once */
+    char names[2][96]; /* two task names may be in use at once */
     char where[160];   /* a buggify site's location */
+    pl_sim_fault_options faults; /* the run's: what one latency step is */
 } explainer;
 
+/* True when another task of the run has the name of task `id`. */
+static bool name_shared(const pl__run_record *rec, uint32_t id, const char *name)
+{
+    const char *p = rec->names_blob;
+    for (uint32_t i = 1; i <= rec->names_count; i++, p += strlen(p) + 1) {
+        if (i != id && strcmp(p, name) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* "'worker'", or "'producer' (#2)" when tasks share the name. */
 static const char *task_name(explainer *x, int slot, uint32_t id)
 {
     const char *n = pl__run_task_name(x->rec, id);
-    if (n != NULL) {
+    if (n != NULL && name_shared(x->rec, id, n)) {
+        snprintf(x->names[slot], sizeof x->names[slot], "'%s' (#%u)", n, id);
+    } else if (n != NULL) {
         snprintf(x->names[slot], sizeof x->names[slot], "'%s'", n);
     } else if (id == 0) {
         snprintf(x->names[slot], sizeof x->names[slot], "(no task)");
@@ -112,8 +128,8 @@ static void explain_schedule(explainer *x, size_t i, const pl__decision_note *no
 }
 
 /* Kinds other than schedule: what production would have done instead. */
-static void explain_other(explainer *x, size_t i, uint32_t kind, uint64_t key, uint32_t v,
-                          uint32_t n)
+static void explain_other(explainer *x, size_t i, uint32_t kind, uint64_t key, const char *what,
+                          uint32_t v, uint32_t n)
 {
     const pl__trace_rec *e = &x->rec->events[i];
     unsigned long long k = (unsigned long long)key;
@@ -150,11 +166,19 @@ static void explain_other(explainer *x, size_t i, uint32_t kind, uint64_t key, u
                   task_name(x, 0, (uint32_t)key));
         break;
     case PL_DECIDE_IO_FAULT:
-        sb_printf(&x->out, "I/O fault: endpoint #%llu got fault choice %u of %u "
-                           "instead of a clean transfer", k, v, n);
+        if (what != NULL && what[0] != '\0') {
+            sb_printf(&x->out, "I/O fault: %s (endpoint #%llu, choice %u of %u)", what, k, v, n);
+        } else {
+            sb_printf(&x->out, "I/O fault: endpoint #%llu got fault choice %u of %u "
+                               "instead of a clean transfer", k, v, n);
+        }
         break;
     case PL_DECIDE_IO_LATENCY:
-        sb_printf(&x->out, "I/O latency: delivery on endpoint #%llu delayed by %u steps", k, v);
+        sb_printf(&x->out,
+                  "I/O latency: a delivery on endpoint #%llu (data, a connection or room to "
+                  "write) arrives %.3f ms late: %u latency steps of %.3f ms",
+                  k, (double)v * (double)x->faults.latency_quantum_ns / 1e6, v,
+                  (double)x->faults.latency_quantum_ns / 1e6);
         break;
     case PL_DECIDE_BUGGIFY_SITE:
         sb_printf(&x->out, "buggify at %s enabled for this run", buggify_at(x, key));
@@ -185,6 +209,22 @@ static void explain_other(explainer *x, size_t i, uint32_t kind, uint64_t key, u
     }
 }
 
+/* A short transfer's length is the next decision, on the same endpoint,
+ * and usually the default one (1 byte), which is not listed: its text
+ * ("moves 1 of 4 bytes") goes with the fault's line. NULL: none. */
+static const char *short_length(const explainer *x, uint64_t index)
+{
+    if (x->cap == NULL || index + 1 >= x->cap->len) {
+        return NULL;
+    }
+    const pl__decision_note *a = &x->cap->notes[index], *b = &x->cap->notes[index + 1];
+    bool is_short = strncmp(a->what, "a short transfer", 16) == 0;
+    const char *moves = strstr(b->what, " moves ");
+    return is_short && b->kind == PL_DECIDE_IO_FAULT && b->key == a->key && moves != NULL
+               ? moves + 1
+               : NULL;
+}
+
 static void explain_decision(explainer *x, size_t i, uint64_t index)
 {
     PL__SIM_ASSERT(i < x->rec->events_len);
@@ -199,14 +239,26 @@ static void explain_decision(explainer *x, size_t i, uint64_t index)
     if (kind == PL_DECIDE_SCHEDULE) {
         explain_schedule(x, i, note, v, n);
     } else {
-        explain_other(x, i, kind, note != NULL ? note->key : 0, v, n);
+        explain_other(x, i, kind, note != NULL ? note->key : 0, note != NULL ? note->what : NULL,
+                      v, n);
+    }
+    const char *len = short_length(x, index);
+    if (kind == PL_DECIDE_IO_FAULT && len != NULL) {
+        sb_printf(&x->out, "; %s", len);
     }
     sb_printf(&x->out, "\n");
 }
 
-char *pl__shrink_explain(const pl_sim_result *run, const pl__capture *cap)
+char *pl__shrink_explain(const pl_sim_result *run, const pl__capture *cap,
+                         const pl_sim_options *o)
 {
     explainer x = {.rec = pl__sim_result_record(run), .cap = cap};
+    pl_sim_options def;
+    if (o == NULL) {
+        pl_sim_options_default(&def);
+        o = &def;
+    }
+    pl__net_faults_of(o, &x.faults);
     if (x.rec == NULL) {
         return NULL;
     }

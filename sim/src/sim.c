@@ -53,9 +53,9 @@ static uint32_t decide_buggify(pl__sim *s, uint64_t key)
             site->line = at->line;
             site->func = at->func;
         }
-        site->enabled = pl__sim_choose(s, PL_DECIDE_BUGGIFY_SITE, 2, key) != 0;
+        site->enabled = pl__sim_choose_fast(s, PL_DECIDE_BUGGIFY_SITE, 2, key) != 0;
     }
-    uint32_t fire = site->enabled ? pl__sim_choose(s, PL_DECIDE_BUGGIFY_FIRE, 2, key) : 0;
+    uint32_t fire = site->enabled ? pl__sim_choose_fast(s, PL_DECIDE_BUGGIFY_FIRE, 2, key) : 0;
     site->reached++;
     site->fired += fire != 0;
     return fire;
@@ -67,7 +67,7 @@ static uint32_t sim_decide(void *self, pl_decision_kind kind, uint32_t n, uint64
     if (kind == PL_DECIDE_BUGGIFY_FIRE) {
         return decide_buggify(s, key);
     }
-    return pl__sim_choose(s, kind, n, key);
+    return pl__sim_choose_fast(s, kind, n, key);
 }
 
 static void sim_remote_wake(void *self) { ((pl__sim *)self)->remote_pending = true; }
@@ -98,7 +98,7 @@ static void inject_spurious(pl__sim *s, bool at_point)
      * long-parked task progress is evidence that its real wake was lost:
      * the task is probed first, and reported if it progresses. */
     bool probed = false;
-    pl_task *t = parked_task(s, pl__sim_choose(s, PL_DECIDE_SPURIOUS_WAKE, n, 0));
+    pl_task *t = parked_task(s, pl__sim_choose_fast(s, PL_DECIDE_SPURIOUS_WAKE, n, 0));
     if (t != NULL) {
         if (at_point && pl__probe_before_injection(s, t, false, &probed)) {
             return;
@@ -108,7 +108,7 @@ static void inject_spurious(pl__sim *s, bool at_point)
         s->injecting = false;
         return;
     }
-    t = parked_task(s, pl__sim_choose(s, PL_DECIDE_SPURIOUS_POLL, n, 0));
+    t = parked_task(s, pl__sim_choose_fast(s, PL_DECIDE_SPURIOUS_POLL, n, 0));
     if (t == NULL || (at_point && pl__probe_before_injection(s, t, true, &probed)) || probed) {
         return; /* a probe that changed nothing was the spurious poll */
     }
@@ -124,7 +124,7 @@ static void deliver_remote(pl__sim *s, bool nothing_else)
     if (!s->remote_pending) {
         return;
     }
-    if (!nothing_else && pl__sim_choose(s, PL_DECIDE_WAKE_DELAY, 2, 0) != 0) {
+    if (!nothing_else && pl__sim_choose_fast(s, PL_DECIDE_WAKE_DELAY, 2, 0) != 0) {
         return;
     }
     s->remote_pending = false;
@@ -382,9 +382,12 @@ void pl__sim_finish(pl__sim *s)
     s->armers = NULL;
     s->armers_cap = 0;
     free(s->late);
-    free(s->waits);
-    s->waits = NULL;
+    for (int i = 0; i < PL__WAITS_MAX; i++) {
+        free(s->waits[i]);
+        s->waits[i] = NULL;
+    }
     s->late = NULL;
     pl__site_table_free(&s->buggify);
     pl__site_table_free(&s->eventually);
+    pl__bt_free(s);
 }

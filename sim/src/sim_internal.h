@@ -30,8 +30,22 @@ struct pl__disk;
 /* Virtual now. */
 pl_time pl__sim_now(const pl__sim *s);
 
-/* A decision from the run's stream (0 = what production does). */
+/* A decision from the run's stream (0 = what production does). Out of
+ * line: the network's files call it, and their tests link a fake. */
 uint32_t pl__sim_choose(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t key);
+/* The same for a decision known to be consulted (pl__dec_consulted):
+ * drawn, traced and mirrored. pl__sim_choose_fast, below struct pl__sim,
+ * is pl__sim_choose inline, for the hot callers (the executor's
+ * decisions, the probe decision at every timer-quiescent point). */
+uint32_t pl__sim_choose_consulted(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t key);
+
+/* While a run explains its decisions (the shrinker's final run, with a
+ * capture), the buffer, PL__DECISION_TEXT_MAX bytes, where the code that
+ * consulted the latest decision may say in words what it chose ("EAGAIN
+ * on pipe (read end)"); NULL otherwise, so that other runs pay a load
+ * and a branch. Valid until the next decision. Log-only: never hashed. */
+#define PL__DECISION_TEXT_MAX 256
+static inline char *pl__sim_decision_text(const pl__sim *s);
 
 /* Appends a trace event (kind from trace.h; task id 0 when none). */
 void pl__sim_event(pl__sim *s, uint32_t kind, uint32_t task, uint64_t a, uint64_t b);
@@ -60,13 +74,28 @@ void pl__sim_break(const pl__sim *s, const pl_task *t);
 
 /* Wait conditions a parked task declared in its latest poll (pl_wait_declare).
  * Two: a select of two branches, a timeout around one. They live apart
- * from the task table (s->waits), allocated once a task declares one: a
- * run whose tasks declare nothing (a million sleeps) pays nothing. */
+ * from the task table, one table per position (s->waits[i][id] is task
+ * id's declaration i), each allocated once a task declares that many: a
+ * run whose tasks declare nothing (a million sleeps) pays nothing, one
+ * whose tasks declare one each (a million waiters on a notify) pays for
+ * one each. */
 #define PL__WAITS_MAX 2
 
-typedef struct pl__task_waits {
-    pl_wait w[PL__WAITS_MAX];
-} pl__task_waits;
+/* One future of an async backtrace (backtrace.c): its name and where it
+ * awaited (static storage; site NULL while unknown). */
+typedef struct pl__frame {
+    const char *future;
+    const pl_await_site *site;
+} pl__frame;
+
+#define PL__FRAMES_MAX PL_FINDING_FRAMES_MAX
+
+/* A chain of futures, outermost first; len may exceed PL__FRAMES_MAX
+ * (the deeper ones are not kept). */
+typedef struct pl__chain {
+    uint32_t len;
+    pl__frame f[PL__FRAMES_MAX];
+} pl__chain;
 
 /* What the oracles know of one task, indexed by task id. */
 typedef struct pl__task_info {
@@ -93,6 +122,12 @@ typedef struct pl__task_info {
     uint32_t late_head;     /* its late timers (s->late), index + 1; 0: none */
     uint32_t quiet_rounds;  /* background: points since only background work was left
                                before which it was polled */
+    const char *root;       /* its future's vtable name (the chain's first frame) */
+    const char *spawn_where; /* "file:line" of its pl_spawn (static); NULL: unknown */
+    const char *spawn_func;
+    uint32_t chain;         /* the chain of its latest PENDING poll: index + 1 in
+                               s->chains; 0: none yet */
+    uint32_t chain_prev;    /* the one before it (a loop parks at two awaits in turn) */
 } pl__task_info;
 
 /* A timer that fires late (PL_DECIDE_TIMER_LATE): between its deadline
@@ -157,6 +192,7 @@ struct pl__sim {
     pl__trace *trace;
     pl__reactor *reactor;
     struct pl__disk *disk;  /* the simulated disk (disk/); NULL until a file is used */
+    char *decision_text;    /* see pl__sim_decision_text */
     const pl_scenario *scenario;
     pl_sim_options opts;
 
@@ -174,6 +210,19 @@ struct pl__sim {
     uint32_t stale_tasks;   /* tasks whose stale_wakes is not 0 */
 
     pl_poll_watch watch;    /* handed to every poll (pl_context.watch) */
+    /* Async backtraces (backtrace.c): the futures whose poll has not
+     * returned (frames[0] the task's own), the PENDING path found so far
+     * in this poll, and the distinct chains of the run (each task names
+     * one: a million tasks parked at one await share it). */
+    pl__frame frames[PL__FRAMES_MAX];
+    uint32_t depth;
+    pl__chain path;         /* its length, and its frames once path_saved */
+    uint32_t path_top;      /* the shallowest frame the path is known to go through */
+    bool path_saved;        /* the path is in path.f, not in frames (backtrace.h) */
+    pl__chain *chains;
+    size_t chains_len;
+    size_t chains_cap;
+    pl__hashmap chain_index; /* content hash -> index in chains */
     uint64_t sub_polls;     /* pl_poll calls inside the current task poll */
     uint64_t sub_polls_max;
     uint64_t wakes_in_poll; /* self-wakes inside the current task poll */
@@ -199,8 +248,8 @@ struct pl__sim {
     uint32_t *armers;       /* task that armed timer #seq (index seq); 0: none */
     size_t armers_cap;
     uint64_t firing_seq;    /* timer whose wake is being delivered; 0: none */
-    pl__task_waits *waits;  /* index = task id; NULL until a task declares */
-    size_t waits_cap;
+    pl_wait *waits[PL__WAITS_MAX]; /* [i][task id]; NULL until a task declares i + 1 */
+    size_t waits_cap[PL__WAITS_MAX];
     pl__late_timer *late;   /* late timers whose firing time has not passed (a
                                disarmed one stays until then: it only costs probes) */
     uint32_t late_len;
@@ -288,6 +337,19 @@ void pl__nodes_deliver(pl__sim *s, pl_time now);
 /* Frees the nodes, their disks and their memory (pl__sim_finish). */
 void pl__nodes_free(pl__sim *s);
 
+static inline uint32_t pl__sim_choose_fast(pl__sim *s, pl_decision_kind kind, uint32_t n,
+                                           uint64_t key)
+{
+    PL__SIM_ASSERT((uint32_t)kind < PL_DECIDE__COUNT);
+    if (pl__dec_consulted(&s->dec, kind, n)) {
+        return pl__sim_choose_consulted(s, kind, n, key);
+    }
+    if (kind == PL_DECIDE_SCHEDULE) {
+        s->passed_head = 0; /* production's order: the head was taken */
+    }
+    return 0;
+}
+
 /* The simulator running on this thread (properties reach it this way);
  * pl__sim_init and pl__sim_finish set it (instance.c). */
 pl__sim *pl__sim_current(void);
@@ -353,6 +415,29 @@ bool pl__oracle_is_parked(const pl__task_info *ti);
 void pl__oracle_check(const pl__sim *s);
 /* Consecutive polls of task `id` that woke only itself (0: unknown id). */
 uint32_t pl__oracle_self_wakes(const pl__sim *s, uint32_t id);
+
+/* Async backtraces (backtrace.c; the per-poll hooks are backtrace.h's).
+ * At a PENDING poll_end the chain found is kept as the task's. */
+void pl__bt_parked(pl__sim *s, pl__task_info *ti);
+void pl__bt_free(pl__sim *s);
+/* ", spawned at outbox.c:120 in main" (or "" when unknown) into buf. */
+void pl__bt_spawn_text(const pl__task_info *ti, char *buf, size_t len);
+/* "worker (outbox.c:124 in worker_poll) > pl_notified": task `id`'s chain
+ * at its latest PENDING poll ("" when none was recorded). */
+void pl__bt_chain_text(const pl__sim *s, uint32_t id, char *buf, size_t len);
+/* Appends task `id` to the finding's parked tasks (pl_finding.tasks),
+ * when `fresh` (the finding was raised by the caller just now). */
+void pl__bt_note(pl__sim *s, bool fresh, uint32_t id);
+/* The line a finding's message gives a parked task: "\n<indent>parked in:
+ * CHAIN" (nothing when no chain was recorded), appended at buf + *used. */
+void pl__bt_append(const pl__sim *s, uint32_t id, const char *indent, char *buf, size_t len,
+                   size_t *used);
+/* For a finding about one task (lost wakeup, stale waker, orphan) raised
+ * just now (`fresh`): notes it and appends its chain and spawn site to
+ * the message. */
+void pl__bt_describe(pl__sim *s, bool fresh, uint32_t id);
+
+static inline char *pl__sim_decision_text(const pl__sim *s) { return s->decision_text; }
 
 /* The task being polled (NULL: none). */
 static inline pl_task *pl__sim_polled(const pl__sim *s)

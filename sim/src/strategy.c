@@ -250,11 +250,14 @@ static uint32_t capture_choose(void *ud, pl_decision_kind kind, uint32_t n, uint
                                uint32_t fallback)
 {
     pl__strategy *st = ud;
-    pl__decision_note note = {key, 0, (uint32_t)kind};
+    pl__decision_note note = {.key = key, .kind = (uint32_t)kind};
     if (kind == PL_DECIDE_SCHEDULE && candidates(st, n)) {
         note.chosen = st->ids[fallback];
     }
     capture_note(st->capture, note);
+    /* Valid until the next decision: the asker may say what it chose. */
+    pl__capture *c = st->capture;
+    st->sim->decision_text = c->truncated ? NULL : c->notes[c->len - 1].what;
     return fallback;
 }
 

@@ -66,6 +66,7 @@
 #include <stdint.h>
 
 #include "pollen/sim.h"
+#include "sim_internal.h" /* PL__DECISION_TEXT_MAX */
 
 typedef enum pl__strategy_kind {
     PL__STRATEGY_RANDOM = 0,
@@ -122,6 +123,8 @@ typedef struct pl__decision_note {
     uint64_t key;    /* the decision's subject (head task id, timer seq, ...) */
     uint32_t chosen; /* schedule: id of the task polled; otherwise 0 */
     uint32_t kind;
+    char what[PL__DECISION_TEXT_MAX]; /* what it chose, in words, when the code
+                                         that asked said (pl__sim_decision_text) */
 } pl__decision_note;
 
 struct pl__capture {

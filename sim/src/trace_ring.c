@@ -235,7 +235,7 @@ int pl__ring_to_record(const pl__trace_ring *r, pl__run_record *rec)
     pl__decision_note *notes = nk > 0 && nk <= PL__RING_KEYS ? malloc(nk * sizeof *notes) : NULL;
     for (uint64_t i = 0; notes != NULL && i < nk; i++) {
         /* The kind is not needed: the explainer reads it from the event. */
-        notes[i] = (pl__decision_note){r->keys[i], 0, 0};
+        notes[i] = (pl__decision_note){.key = r->keys[i]};
     }
     rec->notes = notes;
     rec->notes_len = notes != NULL ? (size_t)nk : 0;

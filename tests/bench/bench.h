@@ -27,6 +27,7 @@ typedef struct bench_region {
     size_t rss1;       /* ru_maxrss in bytes after the region */
     pl_time now0_ns;   /* the executor's clock (virtual under the sim) */
     pl_time now1_ns;
+    uint64_t decisions; /* sim: decisions the run consulted (and recorded) */
     bool begun;
     bool ended;
 } bench_region;
@@ -76,5 +77,6 @@ int bench_timers(uint64_t n, bool sim);
 int bench_outbox(uint64_t n, bool sim);
 int bench_fuzz(uint64_t n, bool sim);
 int bench_campaign(uint64_t n, bool sim); /* n: seeds; always under the simulator */
+int bench_cluster(uint64_t n, bool sim);  /* n: messages in total */
 
 #endif

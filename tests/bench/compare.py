@@ -34,7 +34,7 @@ import sys
 import tempfile
 
 SIZES = {"pingpong": 2000000, "spawn": 1000000, "timers": 1000000, "outbox": 10000,
-         "dispatches": 200000000}
+         "cluster": 100000, "dispatches": 200000000}
 OUTBOX_RUNS = 20
 TIMEOUT_S = 600
 LINE = re.compile(r"^([a-z_]+) (\S+) ([a-z_]+)=([0-9.eE+-]+) (\S+)(.*)$")
@@ -70,6 +70,10 @@ CONTEXT = [
      ("timers", "tokio/paused", "ns_per_timer")),
     ("outbox ns/item sim / tokio (paused)", ("outbox", "pollen/sim", "ns_per_item"),
      ("outbox", "tokio/paused", "ns_per_item")),
+    # pollen only (the peers simulate no network): what the link model adds.
+    ("cluster ns/message 5 hosts / 1 host", ("cluster", "pollen/sim", "ns_per_message",
+                                            "hosts=5"),
+     ("cluster", "pollen/sim", "ns_per_message", "hosts=1")),
 ]
 
 
@@ -150,6 +154,7 @@ def commands(b, quick):
         [p, "timers", str(n["timers"]), "--sim"],
         [p, "outbox", str(n["outbox"]), "--sim"],
         [p, "campaign"],
+        [p, "cluster", str(n["cluster"]), "--sim"],
         [b["c"], "dispatch", "2", str(n["dispatches"])],
         [b["c"], "spawn", str(n["spawn"])],
         [b["c"], "timers", str(n["timers"])],
@@ -179,9 +184,9 @@ def commands(b, quick):
 
 
 def line_key(m):
-    """(workload, impl, metric[, variant]): tasks= and scenario= tell lines apart."""
+    """(workload, impl, metric[, variant]): tasks=, scenario= and hosts= tell lines apart."""
     variant = " ".join(f for f in m.group(6).split()
-                       if f.startswith("tasks=") or f.startswith("scenario="))
+                       if f.startswith(("tasks=", "scenario=", "hosts=")))
     return (m.group(1), m.group(2), m.group(3)) + ((variant,) if variant else ())
 
 
@@ -263,8 +268,8 @@ def print_tables(values, units, reps):
                                                 fmt(b * factor), unit_of(units, den),
                                                 a / (b * factor)))
     print()
-    print("Medians of %d interleaved rounds; the last three rows are context, not goals."
-          % reps)
+    print("Medians of %d interleaved rounds; the last %d rows are context, not goals."
+          % (reps, len(CONTEXT)))
 
 
 def main():

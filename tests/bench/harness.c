@@ -126,6 +126,7 @@ static int execute_sim(const pl_scenario *sc, const bench_mode *mode)
     o.keep_decisions = true;
     pl_sim_result r;
     int rc = pl_sim_run(sc, &o, &r);
+    current.decisions = rc == 0 ? r.decisions : 0;
     if (rc != 0) {
         bench_fail(sc->name, "the simulator did not start: %s (%s)", pl_strerror(rc),
                    r.finding.message);

@@ -20,7 +20,7 @@
 #include "bench.h"
 
 #define RUNS_MAX 99
-#define LINES_MAX 8
+#define LINES_MAX 16
 
 enum { MODE_REAL = 1u << 0, MODE_SIM = 1u << 1 };
 
@@ -45,6 +45,8 @@ static const workload workloads[] = {
     /* Always the simulator (a campaign is one), so --sim is optional. */
     {"campaign", MODE_REAL | MODE_SIM, MODE_SIM, bench_campaign,
      "seeds/s of the outbox and handle lessons' campaigns, always simulated (SEEDS = 20000)"},
+    {"cluster", MODE_SIM, MODE_SIM, bench_cluster,
+     "5 hosts exchanging N UDP datagrams over default links, and on one host (N = 100000)"},
 };
 
 #define WORKLOADS_LEN (sizeof workloads / sizeof workloads[0])

@@ -13,7 +13,10 @@
 #include <unistd.h>
 
 #include "cli_selftests.h"
+#include "decide.h"
 #include "leakcheck.h"
+#include "replay.h"
+#include "run.h"
 
 /* ---- Scenarios ------------------------------------------------------------ */
 /* selftest_sometimes and selftest_nondet are the CLI harness's
@@ -42,8 +45,114 @@ static const pl_scenario camp_clean = {
     .setup = quick_setup,
 };
 
+/* Keeps the waker of its first poll, then polls once more (it wakes
+ * itself), so under waker rotation the kept waker is superseded: the
+ * setter's wake is stale and the task stuck. Without rotation, as in
+ * production, the kept waker is the task's only one and works. */
+typedef struct keep_state {
+    bool flag;
+    pl_waker kept;
+} keep_state;
+
+typedef struct keeper {
+    pl_future base;
+    keep_state *st;
+} keeper;
+
+static pl_poll_result keeper_poll(pl_future *f, pl_context *cx)
+{
+    keep_state *st = ((keeper *)f)->st;
+    if (st->flag) {
+        pl_waker_slot_clear(&st->kept);
+        return PL_READY;
+    }
+    if (st->kept.vtable == NULL) {
+        st->kept = pl_waker_clone(&cx->waker);
+        pl_waker_wake_by_ref(&cx->waker);
+    }
+    return PL_PENDING;
+}
+
+static void keeper_drop(pl_future *f) { pl_waker_slot_clear(&((keeper *)f)->st->kept); }
+
+static const pl_future_vtable keeper_vtable = {"keeper", keeper_poll, keeper_drop};
+
+typedef struct setter {
+    pl_future base;
+    keep_state *st;
+    pl_sleep gap;
+} setter;
+
+static pl_poll_result setter_poll(pl_future *f, pl_context *cx)
+{
+    setter *self = (setter *)f;
+    PL_ASYNC_BEGIN(self);
+    self->gap = pl_sleep_for(1 * PL_MS);
+    PL_AWAIT(cx, &self->gap);
+    self->st->flag = true;
+    pl_waker_wake_by_ref(&self->st->kept);
+    PL_ASYNC_END;
+}
+
+static void setter_drop(pl_future *f) { pl_drop_child(&((setter *)f)->gap.base); }
+
+static const pl_future_vtable setter_vtable = {"setter", setter_poll, setter_drop};
+
+static int keep_setup(pl_executor *ex, void *state)
+{
+    keep_state *st = state;
+    st->kept = PL_WAKER_EMPTY;
+    keeper k = {PL_FUTURE_INIT(&keeper_vtable), st};
+    setter t = {.base = PL_FUTURE_INIT(&setter_vtable), .st = st};
+    int rc = PL_SPAWN(ex, k, "keeper", NULL);
+    return rc != 0 ? rc : PL_SPAWN(ex, t, "setter", NULL);
+}
+
+static const pl_scenario camp_keep = {
+    .name = "camp_keep",
+    .state_size = sizeof(keep_state),
+    .setup = keep_setup,
+};
+
+/* Parked forever in a notified: a deadlock whose backtrace the JSON
+ * gives. The await's line is noted when a poll runs it. */
+static int stuck_line;
+
+typedef struct stuck {
+    pl_future base;
+    pl_notify never;
+    pl_notified wait;
+} stuck;
+
+static pl_poll_result stuck_poll(pl_future *f, pl_context *cx)
+{
+    stuck *self = (stuck *)f;
+    PL_ASYNC_BEGIN(self);
+    pl_notify_init(&self->never);
+    self->wait = pl_notified_init(&self->never);
+    stuck_line = __LINE__ + 1;
+    PL_AWAIT(cx, &self->wait);
+    PL_ASYNC_END;
+}
+
+static void stuck_drop(pl_future *f) { pl_drop_child(&((stuck *)f)->wait.base); }
+
+static const pl_future_vtable stuck_vtable = {"stuck", stuck_poll, stuck_drop};
+
+static int stuck_setup(pl_executor *ex, void *state)
+{
+    (void)state;
+    stuck s = {.base = PL_FUTURE_INIT(&stuck_vtable)};
+    return PL_SPAWN(ex, s, "waiter", NULL);
+}
+
+static const pl_scenario camp_stuck = {
+    .name = "camp_stuck",
+    .setup = stuck_setup,
+};
+
 static const pl_scenario *const extra[] = {&selftest_sometimes, &selftest_nondet, &camp_clean,
-                                           NULL};
+                                           &camp_keep, &camp_stuck, NULL};
 
 /* ---- The CLI's findings ---------------------------------------------------- */
 
@@ -53,6 +162,7 @@ typedef struct cli_findings {
     char kind[8][32];
     long long seed[8]; /* -1: null */
     char message[8][4096];
+    char first_json[16384]; /* the first finding's JSON line */
 } cli_findings;
 
 /* Copies the JSON string value after `"key":` in line, unescaping \" and
@@ -84,6 +194,9 @@ static void parse_findings(const char *out, cli_findings *cf)
         size_t len = strcspn(line, "\n");
         char *l = strndup(line, len);
         cr_assert_not_null(l);
+        if (strncmp(l, "{\"kind\":", 8) == 0 && cf->n == 0) {
+            snprintf(cf->first_json, sizeof cf->first_json, "%s", l);
+        }
         if (strncmp(l, "{\"kind\":", 8) == 0 && cf->n < 8) {
             json_field(l, "kind", cf->kind[cf->n], sizeof cf->kind[0]);
             json_field(l, "message", cf->message[cf->n], sizeof cf->message[0]);
@@ -146,14 +259,21 @@ static void cli_run(const char *name, const char *seeds, const char *flag, cli_f
     cr_assert_eq(system(cmd), 0);
 }
 
-static void lib_run(const pl_scenario *sc, uint64_t hi, bool check_det, pl_campaign_result *cr)
+static void lib_run_with(const pl_scenario *sc, uint64_t hi, bool check_det,
+                         const pl_sim_options *so, pl_campaign_result *cr)
 {
     pl_campaign_options co;
     pl_campaign_options_default(&co);
     co.seed_lo = 0;
     co.seed_hi = hi;
     co.check_determinism = check_det;
+    co.sim = so;
     cr_assert_eq(pl_sim_campaign_run(sc, &co, cr), 0);
+}
+
+static void lib_run(const pl_scenario *sc, uint64_t hi, bool check_det, pl_campaign_result *cr)
+{
+    lib_run_with(sc, hi, check_det, NULL, cr);
 }
 
 /* The library's first finding is the CLI's (reported first, the lowest
@@ -252,4 +372,95 @@ LEAK_TEST(campaign, the_old_entry_point_judges_pl_sometimes_too)
     cr_assert_eq(pl_sim_campaign(&camp_clean, 5, 4, NULL, true, &cr), 0);
     cr_assert_eq(cr.runs, 0);
     cr_assert_eq(cr.findings, 0);
+}
+
+/* `--waker-rotation=off` is pl_sim_options.rotate_wakers = false: a
+ * stale waker that only rotation makes stale is found with rotation on,
+ * by both, and by neither with it off. */
+LEAK_TEST(campaign, waker_rotation_off_is_the_same_in_both)
+{
+    pl_campaign_result cr;
+    cli_findings cf;
+    lib_run(&camp_keep, 9, false, &cr);
+    cr_assert_eq(cr.first.kind, PL_FINDING_STALE_WAKER, "%s: %s", pl_finding_name(cr.first.kind),
+                 cr.first.message);
+    cli_run("camp_keep", "0..9", NULL, &cf);
+    assert_same(&camp_keep, &cr, &cf, true);
+    pl_sim_options so;
+    pl_sim_options_default(&so);
+    so.rotate_wakers = false;
+    lib_run_with(&camp_keep, 9, false, &so, &cr);
+    cr_assert_eq(cr.findings, 0, "%s", cr.first.message);
+    cli_run("camp_keep", "0..9", "--waker-rotation=off", &cf);
+    assert_same(&camp_keep, &cr, &cf, true);
+}
+
+/* A replay file records rotation off ("waker-rotation off") and its
+ * replay reruns without rotation; a file without the key rotates, and a
+ * bad value is a format error naming its line. */
+LEAK_TEST(campaign, a_replay_file_records_waker_rotation_off)
+{
+    char path[] = "/tmp/pollen-rotation-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    pl_sim_options so;
+    pl_sim_options_default(&so);
+    so.source = PL_SIM_SOURCE_SEED;
+    so.seed = 3;
+    so.rotate_wakers = false;
+    pl_sim_result r;
+    cr_assert_eq(pl_sim_run(&camp_keep, &so, &r), 0);
+    cr_assert_eq(r.finding.kind, PL_FINDING_NONE, "%s", r.finding.message);
+    cr_assert_eq(pl_sim_write_replay(&camp_keep, &so, &r, path), 0);
+    pl__replay file;
+    char err[256] = "";
+    cr_assert_eq(pl__replay_parse_file(path, &file, err, sizeof err), 0, "%s", err);
+    cr_assert(file.rotation_off);
+    /* The file's run options (as `replay` and `shrink` read them) run
+     * without rotation: with it, this run finds a stale waker. */
+    pl_sim_options ro;
+    char knobs[PL__DEC_KNOBS_TEXT_MAX];
+    cr_assert_eq(pl__replay_options(&file, &ro, knobs, sizeof knobs), 0);
+    cr_assert(!ro.rotate_wakers);
+    pl_sim_result again;
+    cr_assert_eq(pl_sim_run(&camp_keep, &ro, &again), 0);
+    pl__replay_free(&file);
+    cr_assert_eq(again.hash, r.hash);
+    cr_assert_eq(again.finding.kind, PL_FINDING_NONE, "%s", again.finding.message);
+    pl_sim_result_free(&again);
+    pl_sim_result_free(&r);
+    unlink(path);
+
+    static const char old[] = "pollen-replay 1\nseed 3\ndecisions 0\nend\n";
+    cr_assert_eq(pl__replay_parse_buffer(old, strlen(old), &file, err, sizeof err), 0, "%s", err);
+    cr_assert(!file.rotation_off);
+    pl__replay_free(&file);
+    static const char bad[] = "pollen-replay 1\nseed 3\nwaker-rotation maybe\ndecisions 0\nend\n";
+    cr_assert_eq(pl__replay_parse_buffer(bad, strlen(bad), &file, err, sizeof err), PL_EFORMAT);
+    cr_assert(strncmp(err, "line 3: ", 8) == 0, "%s", err);
+    pl__replay_free(&file);
+}
+
+/* --json gives each parked task's backtrace as frames, outermost first,
+ * the same the library's finding has. */
+LEAK_TEST(campaign, the_json_finding_has_the_parked_tasks_frames)
+{
+    pl_campaign_result cr;
+    lib_run(&camp_stuck, 0, false, &cr);
+    cr_assert_eq(cr.first.kind, PL_FINDING_DEADLOCK, "%s", cr.first.message);
+    cr_assert_eq(cr.first.tasks_len, 1);
+    cr_assert_eq(cr.first.tasks[0].frames[0].line, stuck_line);
+    cli_findings cf;
+    cli_run("camp_stuck", "0..0", NULL, &cf);
+    assert_same(&camp_stuck, &cr, &cf, true);
+    char want[512];
+    snprintf(want, sizeof want,
+             "\"parked\":[{\"task_id\":1,\"task\":\"waiter\",\"spawned_at\":{\"file\":"
+             "\"test_campaign.c\",\"line\":%d,\"function\":\"stuck_setup\"},\"frames\":["
+             "{\"function\":\"stuck_poll\",\"future\":\"stuck\",\"file\":\"test_campaign.c\","
+             "\"line\":%d},{\"function\":\"pl_notified\",\"future\":\"pl_notified\","
+             "\"file\":null,\"line\":null}],\"frames_cut\":false}]",
+             atoi(strchr(cr.first.tasks[0].spawn_site, ':') + 1), stuck_line);
+    cr_assert_not_null(strstr(cf.first_json, want), "want %s in\n%s", want, cf.first_json);
 }

@@ -935,6 +935,12 @@ Test(cli, crash_is_isolated_reported_and_replayable)
                   strstr(p.out, "exited with status 1") != NULL,
               "%s", p.out);
     cr_assert_not_null(strstr(p.out, "expected: yes"));
+    /* The task line says why it names no task (or names the crashed one). */
+    cr_assert(strstr(p.out, "  task: not known: the run's process died before it could report "
+                            "which task it was polling") != NULL ||
+                  strstr(p.out, "  task: crasher") != NULL,
+              "%s", p.out);
+    cr_assert_null(strstr(p.out, "task: unknown"), "%s", p.out);
     /* What the crashing run printed last, though it never ended its line. */
     cr_assert_not_null(strstr(p.out, "    | crasher: raising SIGSEGV in round "), "%s", p.out);
     cr_assert_eq(count_of(p.out, "FINDING"), 1, "stops at the first finding: %s", p.out);
@@ -1497,7 +1503,10 @@ static void assert_finding(char *path, size_t len)
     cr_assert_not_null(strstr(p.out, "FINDING assertion in selftest_assert (seed "), "%s",
                        p.out);
     cr_assert_not_null(strstr(p.out, "a buggify site fired"), "%s", p.out);
-    cr_assert_not_null(strstr(p.out, "  task: "), "%s", p.out);
+    /* Raised by the scenario's check: the task line says so, not "none". */
+    cr_assert_not_null(strstr(p.out, "  task: no task was running: the finding was raised by "
+                                     "the run's end checks"),
+                       "%s", p.out);
     snprintf(path, len, "%s", replay_of(p.out));
     proc_free(&p);
 }
@@ -1978,5 +1987,41 @@ Test(cli, strategies_say_what_they_promise)
     proc_free(&p);
     p = POLLEN("run", "selftest_clean", "--shrink-time", "0s");
     cr_assert_eq(p.status, 2, "%s%s", p.out, p.err);
+    proc_free(&p);
+}
+
+/* --waker-rotation off runs as production does (one waker per task):
+ * the stale waker of bug_retry_stale is then no finding, in run, replay
+ * and shrink alike; a bad value is a usage error. */
+Test(cli, waker_rotation_off_in_run_replay_and_shrink)
+{
+    proc p = POLLEN("run", "bug_retry_stale", "--seed", "0", "--no-shrink");
+    cr_assert_eq(p.status, 10 + 4, "%s%s", p.out, p.err);
+    char copy[4096];
+    snprintf(copy, sizeof copy, "%s", replay_of(p.out));
+    proc_free(&p);
+
+    p = POLLEN("run", "bug_retry_stale", "--seed", "0", "--waker-rotation", "off");
+    cr_assert_eq(p.status, 4, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "expected stale_waker, not found"), "%s", p.out);
+    proc_free(&p);
+
+    p = POLLEN("replay", copy, "--waker-rotation=off");
+    cr_assert_eq(p.status, 1, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "DIFFERS: expected stale_waker, got no finding"), "%s",
+                       p.out);
+    proc_free(&p);
+    p = POLLEN("replay", copy, "--waker-rotation=on");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    proc_free(&p);
+
+    p = POLLEN("shrink", copy, "--waker-rotation", "off", "-o", "rot.shrunk.replay");
+    cr_assert_eq(p.status, 3, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.err, "do not reproduce stale_waker"), "%s", p.err);
+    proc_free(&p);
+
+    p = POLLEN("run", "bug_retry_stale", "--waker-rotation", "maybe");
+    cr_assert_eq(p.status, 2, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.err, "bad value for '--waker-rotation': 'maybe'"), "%s", p.err);
     proc_free(&p);
 }

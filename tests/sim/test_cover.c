@@ -411,6 +411,25 @@ Test(cover, summary_counts_follow_by_hand)
     leave_workdir();
 }
 
+/* A campaign stopped at its first finding never gets the tallies of the
+ * slices it cut short: it says so instead of printing a part as the
+ * range's coverage; --keep-going gathers the whole range. */
+Test(cover, a_campaign_stopped_at_its_finding_says_coverage_was_not_gathered)
+{
+    enter_workdir();
+    ran r = CLI("run", "cov_always", "--seeds", "0..19", "--no-shrink");
+    cr_assert_eq(r.status, 10 + PL_FINDING_ASSERTION, "%s%s", r.out, r.err);
+    assert_has(r.out, "coverage: not gathered: the campaign stopped at its first finding");
+    cr_assert_null(strstr(r.out, "decisions (consulted"), "%s", r.out);
+    ran_free(&r);
+    r = CLI("run", "cov_always", "--seeds", "0..19", "--no-shrink", "--keep-going");
+    cr_assert_eq(r.status, 10 + PL_FINDING_ASSERTION, "%s%s", r.out, r.err);
+    assert_has(r.out, "decisions (consulted");
+    cr_assert_null(strstr(r.out, "not gathered"), "%s", r.out);
+    ran_free(&r);
+    leave_workdir();
+}
+
 /* ---- pl_sometimes and single seeds ----------------------------------------- */
 
 Test(cover, a_single_seed_is_not_judged_on_pl_sometimes)

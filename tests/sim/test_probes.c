@@ -369,7 +369,8 @@ LEAK_TEST(background, the_time_limit_names_the_stuck_task)
     cr_assert_str_eq(r.finding.task_name, "waiter");
     cr_assert(strstr(r.finding.message, "virtual time limit of 1.000 s reached") != NULL, "%s",
               r.finding.message);
-    cr_assert(strstr(r.finding.message, "'ticker' (#1)") != NULL, "%s", r.finding.message);
+    cr_assert(strstr(r.finding.message, "'ticker' (#1, spawned at test_probes.c:") != NULL, "%s",
+              r.finding.message);
     pl_sim_result_free(&r);
 }
 

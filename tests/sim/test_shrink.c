@@ -55,15 +55,26 @@ static int spawn_worker(pl_executor *ex, noisy_state *s, int role, int steps, co
     return PL_SPAWN(ex, w, name, NULL);
 }
 
-static int noisy_setup(pl_executor *ex, void *state)
+static int race_setup(pl_executor *ex, void *state, const char *writer, const char *reader)
 {
     static const char *const noise[4] = {"noise-1", "noise-2", "noise-3", "noise-4"};
-    int rc = spawn_worker(ex, state, ROLE_WRITER, 1, "writer");
-    rc = rc != 0 ? rc : spawn_worker(ex, state, ROLE_READER, 1, "reader");
+    int rc = spawn_worker(ex, state, ROLE_WRITER, 1, writer);
+    rc = rc != 0 ? rc : spawn_worker(ex, state, ROLE_READER, 1, reader);
     for (int i = 0; i < 4 && rc == 0; i++) {
         rc = spawn_worker(ex, state, ROLE_NOISE, 90, noise[i]);
     }
     return rc;
+}
+
+static int noisy_setup(pl_executor *ex, void *state)
+{
+    return race_setup(ex, state, "writer", "reader");
+}
+
+/* The same race between two tasks of one name. */
+static int twin_setup(pl_executor *ex, void *state)
+{
+    return race_setup(ex, state, "twin", "twin");
 }
 
 static int noisy_check(pl_executor *ex, void *state, char *msg, size_t len)
@@ -79,6 +90,10 @@ static int noisy_check(pl_executor *ex, void *state, char *msg, size_t len)
 
 PL_SCENARIO(noisy_scenario, .name = "t_noisy_race", .summary = "a race buried in noise",
             .state_size = sizeof(noisy_state), .setup = noisy_setup, .check = noisy_check,
+            .expect = "assertion");
+
+PL_SCENARIO(twin_scenario, .name = "t_twin_race", .summary = "the race between namesakes",
+            .state_size = sizeof(noisy_state), .setup = twin_setup, .check = noisy_check,
             .expect = "assertion");
 
 /* A failure that needs no decision at all: one task, and a check that
@@ -162,16 +177,157 @@ static int ticker_setup(pl_executor *ex, void *state)
 PL_SCENARIO(ticker_scenario, .name = "t_long_ticker", .summary = "ticks until the time limit",
             .setup = ticker_setup, .time_limit_ns = (pl_time)TICKS * TICK_NS, .expect = "livelock");
 
+/* One byte through a pipe, read under a 250 us timeout: a delivery that
+ * I/O latency holds back 3 steps of 100 us (the default quantum) or more
+ * times the read out. */
+typedef struct courier_state {
+    bool timed_out;
+} courier_state;
+
+typedef struct courier {
+    pl_future base;
+    courier_state *st;
+    pl_pipe_reader r;
+    pl_pipe_writer w;
+    char byte;
+    pl_io_write wr;
+    pl_io_read rd;
+    pl_timeout limit;
+} courier;
+
+static pl_poll_result courier_poll(pl_future *f, pl_context *cx)
+{
+    courier *c = (courier *)f;
+    PL_ASYNC_BEGIN(c);
+    if (pl_pipe_open(cx->ex, &c->r, &c->w) != 0) {
+        return PL_READY;
+    }
+    c->wr = pl_pipe_write(&c->w, "x", 1);
+    PL_AWAIT(cx, &c->wr);
+    c->rd = pl_pipe_read(&c->r, &c->byte, 1);
+    c->limit = pl_timeout_init(&c->rd.base, 250 * PL_US);
+    PL_AWAIT(cx, &c->limit);
+    c->st->timed_out = c->limit.result == PL_ETIMEDOUT;
+    pl_pipe_writer_close(&c->w);
+    pl_pipe_reader_close(&c->r);
+    PL_ASYNC_END;
+}
+
+static void courier_drop(pl_future *f)
+{
+    courier *c = (courier *)f;
+    pl_drop_child(&c->limit.base);
+    pl_drop_child(&c->wr.base);
+    pl_pipe_writer_close(&c->w);
+    pl_pipe_reader_close(&c->r);
+}
+
+static const pl_future_vtable courier_vt = {"courier", courier_poll, courier_drop};
+
+static int courier_setup(pl_executor *ex, void *state)
+{
+    courier c;
+    memset(&c, 0, sizeof c);
+    c.base = PL_FUTURE_INIT(&courier_vt);
+    c.st = state;
+    return PL_SPAWN(ex, c, "courier", NULL);
+}
+
+static int courier_check(pl_executor *ex, void *state, char *msg, size_t len)
+{
+    (void)ex;
+    if (((courier_state *)state)->timed_out) {
+        snprintf(msg, len, "the read timed out");
+        return 1;
+    }
+    return 0;
+}
+
+PL_SCENARIO(courier_scenario, .name = "t_courier", .summary = "a read late by I/O latency",
+            .state_size = sizeof(courier_state), .setup = courier_setup, .check = courier_check,
+            .expect = "assertion");
+
+/* Four bytes through a pipe, read 10 ms later in one read: only a short
+ * read (an I/O fault) makes the read return fewer. */
+typedef struct sipper_state {
+    bool short_read;
+} sipper_state;
+
+typedef struct sipper {
+    pl_future base;
+    sipper_state *st;
+    pl_pipe_reader r;
+    pl_pipe_writer w;
+    char buf[4];
+    pl_io_write_all wr;
+    pl_sleep gap;
+    pl_io_read rd;
+} sipper;
+
+static pl_poll_result sipper_poll(pl_future *f, pl_context *cx)
+{
+    sipper *c = (sipper *)f;
+    PL_ASYNC_BEGIN(c);
+    if (pl_pipe_open(cx->ex, &c->r, &c->w) != 0) {
+        return PL_READY;
+    }
+    c->wr = pl_pipe_write_all(&c->w, "abcd", 4);
+    PL_AWAIT(cx, &c->wr);
+    c->gap = pl_sleep_for(10 * PL_MS);
+    PL_AWAIT(cx, &c->gap);
+    c->rd = pl_pipe_read(&c->r, c->buf, sizeof c->buf);
+    PL_AWAIT(cx, &c->rd);
+    c->st->short_read = c->rd.result >= 0 && c->rd.result < 4;
+    pl_pipe_writer_close(&c->w);
+    pl_pipe_reader_close(&c->r);
+    PL_ASYNC_END;
+}
+
+static void sipper_drop(pl_future *f)
+{
+    sipper *c = (sipper *)f;
+    pl_drop_child(&c->wr.base);
+    pl_drop_child(&c->gap.base);
+    pl_drop_child(&c->rd.base);
+    pl_pipe_writer_close(&c->w);
+    pl_pipe_reader_close(&c->r);
+}
+
+static const pl_future_vtable sipper_vt = {"sipper", sipper_poll, sipper_drop};
+
+static int sipper_setup(pl_executor *ex, void *state)
+{
+    sipper c;
+    memset(&c, 0, sizeof c);
+    c.base = PL_FUTURE_INIT(&sipper_vt);
+    c.st = state;
+    return PL_SPAWN(ex, c, "sipper", NULL);
+}
+
+static int sipper_check(pl_executor *ex, void *state, char *msg, size_t len)
+{
+    (void)ex;
+    if (((sipper_state *)state)->short_read) {
+        snprintf(msg, len, "the read was short");
+        return 1;
+    }
+    return 0;
+}
+
+PL_SCENARIO(sipper_scenario, .name = "t_sipper", .summary = "a read cut short by an I/O fault",
+            .state_size = sizeof(sipper_state), .setup = sipper_setup, .check = sipper_check,
+            .expect = "assertion");
+
 /* ---- Helpers ---------------------------------------------------------- */
 
-/* A failing random run with at least `min_decisions` decisions. */
-static void failing_run(pl_sim_result *r, size_t min_decisions)
+/* A failing random run of sc with at least `min_decisions` decisions. */
+static void failing_run_of(const pl_scenario *sc, pl_sim_result *r, size_t min_decisions)
 {
     pl_sim_options o;
     pl_sim_options_default(&o);
     for (uint64_t seed = 1; seed <= 500; seed++) {
         o.seed = seed;
-        cr_assert_eq(pl_sim_run(&noisy_scenario, &o, r), 0);
+        cr_assert_eq(pl_sim_run(sc, &o, r), 0);
         if (r->finding.kind == PL_FINDING_ASSERTION && r->decisions >= min_decisions &&
             r->nonzero_decisions >= 50) {
             return;
@@ -179,6 +335,11 @@ static void failing_run(pl_sim_result *r, size_t min_decisions)
         pl_sim_result_free(r);
     }
     cr_assert_fail("no noisy failing seed in 1..500");
+}
+
+static void failing_run(pl_sim_result *r, size_t min_decisions)
+{
+    failing_run_of(&noisy_scenario, r, min_decisions);
 }
 
 static const pl__dec_record *decisions_of(const pl_sim_result *r, size_t *n)
@@ -189,14 +350,20 @@ static const pl__dec_record *decisions_of(const pl_sim_result *r, size_t *n)
     return rec->decisions;
 }
 
-static void shrink_run(const pl_sim_result *in, pl_sim_shrink_result *out)
+static void shrink_run_of(const pl_scenario *sc, const pl_sim_result *in,
+                          pl_sim_shrink_result *out)
 {
     size_t n;
     const pl__dec_record *d = decisions_of(in, &n);
     pl_sim_options o;
     pl_sim_options_default(&o);
-    cr_assert_eq(pl_sim_shrink(&noisy_scenario, &o, d, n, PL_FINDING_ASSERTION, NULL, out), 0,
-                 "%s", out->message);
+    cr_assert_eq(pl_sim_shrink(sc, &o, d, n, PL_FINDING_ASSERTION, NULL, out), 0, "%s",
+                 out->message);
+}
+
+static void shrink_run(const pl_sim_result *in, pl_sim_shrink_result *out)
+{
+    shrink_run_of(&noisy_scenario, in, out);
 }
 
 static void temp_path(char *buf, size_t len, const char *tag)
@@ -274,6 +441,68 @@ LEAK_TEST(shrink, explanation_names_the_tasks)
     cr_assert(strstr(s.explanation, "schedule: polled 'reader' before 'writer'") != NULL, "%s",
               s.explanation);
     cr_assert(strstr(s.explanation, "step 0 (0.000 ms)") != NULL, "%s", s.explanation);
+    pl_sim_shrink_result_free(&s);
+    pl_sim_result_free(&r);
+}
+
+/* Namesakes print with their ids: "'twin' before 'twin'" says nothing. */
+LEAK_TEST(shrink, explanation_tells_namesakes_apart_by_id)
+{
+    pl_sim_result r;
+    failing_run_of(&twin_scenario, &r, 200);
+    pl_sim_shrink_result s;
+    shrink_run_of(&twin_scenario, &r, &s);
+    cr_assert(s.explanation != NULL);
+    cr_assert(strstr(s.explanation, "schedule: polled 'twin' (#2) before 'twin' (#1)") != NULL,
+              "%s", s.explanation);
+    cr_assert(strstr(s.explanation, "'noise-1' (#") == NULL, "%s", s.explanation);
+    pl_sim_shrink_result_free(&s);
+    pl_sim_result_free(&r);
+}
+
+/* A failing seed of sc in 1..500, whatever its number of decisions. */
+static void any_failing_run(const pl_scenario *sc, pl_sim_result *r)
+{
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    for (uint64_t seed = 1; seed <= 500; seed++) {
+        o.seed = seed;
+        cr_assert_eq(pl_sim_run(sc, &o, r), 0);
+        if (r->finding.kind == PL_FINDING_ASSERTION) {
+            return;
+        }
+        pl_sim_result_free(r);
+    }
+    cr_assert_fail("no seed of %s in 1..500 fails", sc->name);
+}
+
+/* I/O latency is told in the run's time: 3 steps of 100 us is 0.300 ms. */
+LEAK_TEST(shrink, explanation_says_how_late_a_delivery_is)
+{
+    pl_sim_result r;
+    any_failing_run(&courier_scenario, &r);
+    pl_sim_shrink_result s;
+    shrink_run_of(&courier_scenario, &r, &s);
+    cr_assert(strstr(s.explanation, "I/O latency: a delivery on endpoint #") != NULL, "%s",
+              s.explanation);
+    cr_assert(strstr(s.explanation, "arrives 0.300 ms late: 3 latency steps of 0.100 ms") != NULL,
+              "%s", s.explanation);
+    pl_sim_shrink_result_free(&s);
+    pl_sim_result_free(&r);
+}
+
+/* A fault decision says which fault, on which endpoint. */
+LEAK_TEST(shrink, explanation_names_the_fault_and_the_endpoint)
+{
+    pl_sim_result r;
+    any_failing_run(&sipper_scenario, &r);
+    pl_sim_shrink_result s;
+    shrink_run_of(&sipper_scenario, &r, &s);
+    cr_assert(strstr(s.explanation, "I/O fault: a short transfer on pipe (read end) (endpoint #") !=
+                  NULL,
+              "%s", s.explanation);
+    cr_assert(strstr(s.explanation, "); moves 1 of 4 bytes\n") != NULL, "%s", s.explanation);
+    cr_assert(strstr(s.explanation, "got fault choice") == NULL, "%s", s.explanation);
     pl_sim_shrink_result_free(&s);
     pl_sim_result_free(&r);
 }

@@ -355,6 +355,103 @@ PL_SCENARIO(waits_after_broadcast_sc, .name = "waits_after_broadcast",
             .summary = "a waiter registered after notify_waiters is owed nothing",
             .state_size = sizeof(cast_state), .setup = cast_setup, .expect = "deadlock");
 
+/* ---- Scenario: two declarations, sites alike ----------------------------
+ * The simulator keeps a task's first and second declarations in tables of
+ * their own. The task declares two waits per poll from sites alike (the
+ * same file, two at line 5 that differ in their object only, one at line
+ * 21), and the one that holds is its latest poll's first: the report must
+ * name that site, not the earlier poll's nor the second declaration. */
+
+typedef struct two_state {
+    bool open; /* set by the opener, who wakes nobody */
+    uint32_t polls;
+} two_state;
+
+static bool never_holds(const void *subject, char *why, size_t why_len)
+{
+    (void)subject;
+    (void)why;
+    (void)why_len;
+    return false;
+}
+
+static bool open_holds(const void *subject, char *why, size_t why_len)
+{
+    (void)why;
+    (void)why_len;
+    return ((const two_state *)subject)->open;
+}
+
+static const pl_wait first_gate = {"first gate", "never", NULL, never_holds, "gates.c", 5};
+static const pl_wait first_gate_again = {"first gate again", "open",    NULL,
+                                         open_holds,         "gates.c", 5};
+static const pl_wait second_gate = {"second gate", "never", NULL, never_holds, "gates.c", 21};
+
+typedef struct two_sites {
+    pl_future base;
+    two_state *st;
+    pl_waker waker; /* held, never woken: the task parks for good */
+} two_sites;
+
+static void declare(pl_context *cx, const pl_wait *site, two_state *st)
+{
+    pl_wait w = *site;
+    w.subject = st;
+    pl_wait_declare(cx, &w);
+}
+
+/* Poll 1 declares the first and second gates and yields; later polls
+ * declare the first gate again (same line, another object) and the
+ * second, and park. */
+static pl_poll_result two_sites_poll(pl_future *f, pl_context *cx)
+{
+    two_sites *self = (two_sites *)f;
+    pl_waker_slot_set(&self->waker, &cx->waker);
+    if (self->st->polls++ == 0) {
+        declare(cx, &first_gate, self->st);
+        declare(cx, &second_gate, self->st);
+        pl_waker_wake_by_ref(&cx->waker);
+        return PL_PENDING;
+    }
+    declare(cx, &first_gate_again, self->st);
+    declare(cx, &second_gate, self->st);
+    return PL_PENDING;
+}
+
+static void two_sites_drop(pl_future *f) { pl_waker_slot_clear(&((two_sites *)f)->waker); }
+
+static const pl_future_vtable two_sites_vtable = {"two_sites", two_sites_poll, two_sites_drop};
+
+typedef struct opener {
+    pl_future base;
+    two_state *st;
+} opener;
+
+static pl_poll_result opener_poll(pl_future *f, pl_context *cx)
+{
+    opener *self = (opener *)f;
+    PL_ASYNC_BEGIN(self);
+    PL_YIELD(cx);
+    PL_YIELD(cx);
+    self->st->open = true;
+    PL_ASYNC_END;
+}
+
+static const pl_future_vtable opener_vtable = {"opener", opener_poll, NULL};
+
+static int two_sites_setup(pl_executor *ex, void *state)
+{
+    two_state *st = state;
+    two_sites t = {.base = PL_FUTURE_INIT(&two_sites_vtable), .st = st, .waker = PL_WAKER_EMPTY};
+    opener o = {.base = PL_FUTURE_INIT(&opener_vtable), .st = st};
+    int rc = PL_SPAWN(ex, t, "two_sites", NULL);
+    return rc != 0 ? rc : PL_SPAWN(ex, o, "opener", NULL);
+}
+
+PL_SCENARIO(waits_two_sites_sc, .name = "waits_two_sites",
+            .summary = "a wait declared at a site sharing a line and a cache slot with others",
+            .state_size = sizeof(two_state), .setup = two_sites_setup, .expect = "lost_wakeup");
+
 /* ---- Tests -------------------------------------------------------------- */
 
 static const pl_scenario *scenario(const char *name)
@@ -425,4 +522,18 @@ LEAK_TEST(waits, an_acquire_behind_an_unmet_head_is_not_reported)
 LEAK_TEST(waits, a_waiter_registered_after_a_broadcast_is_not_reported)
 {
     expect_no_false_alarm("waits_after_broadcast", 500);
+}
+
+LEAK_TEST(waits, a_declaration_names_its_own_site_among_sites_alike)
+{
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.strategy = "bounded:0";
+    pl_campaign_result cr;
+    cr_assert_eq(pl_sim_campaign(scenario("waits_two_sites"), 0, 0, &o, true, &cr), 0);
+    cr_assert_eq(cr.first.kind, PL_FINDING_LOST_WAKEUP, "%s: %s", pl_finding_name(cr.first.kind),
+                 cr.first.message);
+    cr_assert_not_null(strstr(cr.first.message, "parked on first gate again (gates.c:5) while "
+                                                "open holds"),
+                       "%s", cr.first.message);
 }

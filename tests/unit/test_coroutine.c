@@ -357,3 +357,97 @@ Test(coroutine, block_on_returns_the_output)
     cr_assert_eq(c.n, 0);
     pl_executor_destroy(ex);
 }
+
+/* ---- Await sites reach a poll watch, and only a watch --------------------- */
+
+typedef struct sites_seen {
+    int n;
+    pl_future *child[8];
+    pl_poll_result r[8];
+    const pl_await_site *site[8];
+    int enters;
+} sites_seen;
+
+static void seen_enter(void *ud, pl_future *f)
+{
+    (void)f;
+    ((sites_seen *)ud)->enters++;
+}
+
+static void seen_await(void *ud, pl_future *child, pl_poll_result r, const pl_await_site *site)
+{
+    sites_seen *s = ud;
+    cr_assert_lt(s->n, 8);
+    s->child[s->n] = child;
+    s->r[s->n] = r;
+    s->site[s->n++] = site;
+}
+
+static void seen_wait(void *ud, const pl_wait *w) { (void)ud, (void)w; }
+static void seen_purpose(void *ud) { (void)ud; }
+
+static int await_line, yield_line;
+
+/* Awaits a notified, then yields once. */
+typedef struct sited {
+    pl_future base;
+    pl_notify *n;
+    pl_notified wait;
+} sited;
+
+static pl_poll_result sited_poll(pl_future *f, pl_context *cx)
+{
+    sited *self = (sited *)f;
+    PL_ASYNC_BEGIN(self);
+    self->wait = pl_notified_init(self->n);
+    await_line = __LINE__ + 1;
+    PL_AWAIT(cx, &self->wait);
+    yield_line = __LINE__ + 1;
+    PL_YIELD(cx);
+    PL_ASYNC_END;
+}
+
+static const pl_future_vtable sited_vtable = {"sited", sited_poll, NULL};
+
+static bool ends_with(const char *s, const char *tail)
+{
+    size_t a = strlen(s), b = strlen(tail);
+    return a >= b && strcmp(s + a - b, tail) == 0;
+}
+
+Test(coroutine, await_sites_reach_the_watch_and_nothing_else)
+{
+    pl_notify n;
+    pl_notify_init(&n);
+    sited s = {.base = PL_FUTURE_INIT(&sited_vtable), .n = &n};
+    sites_seen seen = {0};
+    pl_poll_watch watch = {&seen, seen_enter, NULL, seen_wait, seen_purpose, NULL, seen_await};
+    pl_context cx = {{&counting_vtable, NULL, 1, 0}, NULL, NULL, &watch};
+    cr_assert_eq(pl_poll(&s.base, &cx), PL_PENDING);
+    cr_assert_eq(seen.n, 1);
+    cr_assert_eq(seen.child[0], &s.wait.base);
+    cr_assert_eq(seen.r[0], PL_PENDING);
+    cr_assert_eq(seen.site[0]->line, await_line);
+    cr_assert_str_eq(seen.site[0]->func, "sited_poll");
+    cr_assert(ends_with(seen.site[0]->file, "test_coroutine.c"), "%s", seen.site[0]->file);
+    const pl_await_site *first = seen.site[0];
+    cr_assert_eq(pl_poll(&s.base, &cx), PL_PENDING, "a spurious poll parks at the same await");
+    cr_assert_eq(seen.site[1], first, "one site object per await");
+    pl_notify_one(&n);
+    cr_assert_eq(pl_poll(&s.base, &cx), PL_PENDING);
+    cr_assert_eq(seen.n, 4);
+    cr_assert_eq(seen.r[2], PL_READY, "an await that completes ends through the hook too");
+    cr_assert_null(seen.child[3], "a yield polls no child");
+    cr_assert_eq(seen.site[3]->line, yield_line);
+    cr_assert_eq(seen.enters, 6, "three polls of the coroutine, three of its child");
+    cr_assert_eq(pl_poll(&s.base, &cx), PL_READY);
+
+    /* Without a watch nobody hears of a site. */
+    sited t = {.base = PL_FUTURE_INIT(&sited_vtable), .n = &n};
+    cx.watch = NULL;
+    seen.n = 0;
+    cr_assert_eq(pl_poll(&t.base, &cx), PL_PENDING);
+    cr_assert_eq(seen.n, 0);
+    pl_drop(&t.base);
+    pl_drop_child(&t.wait.base);
+}

@@ -668,3 +668,52 @@ Test(executor, create_refuses_observer_and_testing_options_of_another_version)
     cr_assert_eq(pl_executor_create(&ex, &o), 0);
     pl_executor_destroy(ex);
 }
+
+/* ---- Spawn sites --------------------------------------------------------- */
+
+static const char *site_where[4];
+static const char *site_func[4];
+static int sites;
+
+static void note_site(void *ud, pl_task *t, const char *where, const char *func)
+{
+    (void)ud;
+    (void)t;
+    cr_assert_lt(sites, 4);
+    site_where[sites] = where;
+    site_func[sites++] = func;
+}
+
+/* pl_spawn and PL_SPAWN hand the observer their call site; the function
+ * (pl_spawn) and pl_block_on have none. */
+Test(executor, spawns_tell_the_observer_where_they_were_made)
+{
+    reset();
+    sites = 0;
+    static const pl_observer obs = {.version = PL_OBSERVER_VERSION, .spawn_site = note_site};
+    manual_system m = {0};
+    pl_executor_options o;
+    pl_executor_options_default(&o);
+    o.observer = &obs;
+    pl_executor *ex = manual_executor(&m, false, &o);
+    yielder a = make_yielder(1, 0), b = make_yielder(2, 0), c = make_yielder(3, 0);
+    int line_a = __LINE__ + 1;
+    cr_assert_eq(PL_SPAWN(ex, a, "a", NULL), 0);
+    int line_b = __LINE__ + 1;
+    cr_assert_eq(pl_spawn(ex, &b.base, sizeof b, "b", NULL), 0);
+    cr_assert_eq((pl_spawn)(ex, &c.base, sizeof c, "c", NULL), 0);
+    cr_assert_eq(pl_run(ex), 0);
+    cr_assert_eq(sites, 3);
+    char want[64];
+    snprintf(want, sizeof want, "test_executor.c:%d", line_a);
+    size_t n = strlen(site_where[0]), w = strlen(want);
+    cr_assert(n >= w && strcmp(site_where[0] + n - w, want) == 0, "%s", site_where[0]);
+    snprintf(want, sizeof want, "test_executor.c:%d", line_b);
+    n = strlen(site_where[1]), w = strlen(want);
+    cr_assert(n >= w && strcmp(site_where[1] + n - w, want) == 0, "%s", site_where[1]);
+    cr_assert_str_eq(site_func[0], __func__);
+    cr_assert_str_eq(site_func[1], __func__);
+    cr_assert_null(site_where[2]);
+    cr_assert_null(site_func[2]);
+    pl_executor_destroy(ex);
+}

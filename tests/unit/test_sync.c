@@ -1572,7 +1572,7 @@ static void decl_wait(void *ud, const pl_wait *w)
 static pl_poll_result poll_declaring(void *fut, tw *t, decls *d)
 {
     d->n = 0;
-    pl_poll_watch watch = {d, decl_enter, decl_leave, decl_wait, decl_purpose, NULL};
+    pl_poll_watch watch = {d, decl_enter, decl_leave, decl_wait, decl_purpose, NULL, NULL};
     pl_context cx = cx_of(t, 1);
     cx.watch = &watch;
     return pl_poll((pl_future *)fut, &cx);

@@ -369,6 +369,101 @@ Test(timer, heap_matches_a_sorted_model)
     pl_executor_destroy(ex);
 }
 
+/* A waker that stops the executor: armed last for a time, it fires after
+ * every timer due then, and pl_run returns before the next. */
+static pl_executor *stop_ex;
+static void stop_wake_by_ref(const pl_waker *w)
+{
+    (void)w;
+    pl_executor_stop(stop_ex);
+}
+static void stop_wake(pl_waker w) { stop_wake_by_ref(&w); }
+static const pl_waker_vtable stop_vt = {rec_clone, stop_wake, stop_wake_by_ref, rec_drop};
+
+/* Sorts the armed timers of `order` (0: not armed) by (deadline, arming
+ * order) into model; returns how many. */
+static int model_sort(const pl_time *deadline, const uint64_t *order, int n, int *model)
+{
+    int len = 0;
+    for (int i = 0; i < n; i++) {
+        if (order[i] != 0) {
+            int j = len++;
+            while (j > 0 &&
+                   (deadline[model[j - 1]] > deadline[i] ||
+                    (deadline[model[j - 1]] == deadline[i] && order[model[j - 1]] > order[i]))) {
+                model[j] = model[j - 1];
+                j--;
+            }
+            model[j] = i;
+        }
+    }
+    return len;
+}
+
+/* Timers sharing fire times form groups (a leader in the heap, the rest
+ * behind it): rounds of arms, re-arms and disarms over few and many
+ * groups (a scan finds a few, a map many, and the map goes when the heap
+ * empties), each round firing a prefix that must match the model. */
+Test(timer, groups_match_a_sorted_model_as_the_heap_fills_and_empties)
+{
+    manual_system m = {0};
+    pl_executor *ex = manual_executor(&m, false, NULL);
+    enum { N = 300 };
+    static pl_timer timers[N];
+    pl_time deadline[N];
+    uint64_t order[N];
+    uint64_t seq = 0;
+    for (int i = 0; i < N; i++) {
+        timers[i] = PL_TIMER_INIT;
+        order[i] = 0;
+    }
+    static const uint32_t spreads[] = {3, 40, 200, 1, 9, 120};
+    for (int round = 0; round < 12; round++) {
+        uint32_t spread = spreads[round % 6];
+        for (int op = 0; op < 400; op++) {
+            int i = (int)rnd(round % 3 == 0 ? 20 : N);
+            if (rnd(3) == 0) {
+                pl_timer_disarm(&timers[i]);
+                order[i] = 0;
+            } else {
+                pl_waker w = {&rec_vt, (void *)(intptr_t)i, 0, 0};
+                deadline[i] = m.now_ns + (pl_time)rnd(spread) + 1;
+                cr_assert_eq(pl_timer_arm(ex, &timers[i], deadline[i], &w), 0);
+                order[i] = ++seq;
+            }
+        }
+        int model[N];
+        int len = model_sort(deadline, order, N, model);
+        cr_assert_eq(pl_executor_timers(ex), (size_t)len);
+        /* Fire the first half of the fire times (all, every third round). */
+        pl_time until =
+            round % 3 == 2 || len == 0 ? m.now_ns + (pl_time)spread + 1 : deadline[model[len / 2]];
+        int due = 0;
+        while (due < len && deadline[model[due]] <= until) {
+            due++;
+        }
+        fired_len = 0;
+        stop_ex = ex;
+        pl_timer stopper = PL_TIMER_INIT;
+        pl_waker sw = {&stop_vt, NULL, 0, 0};
+        cr_assert_eq(pl_timer_arm(ex, &stopper, until, &sw), 0);
+        cr_assert_eq(pl_run(ex), PL_ECANCELED);
+        cr_assert_eq(m.now_ns, until);
+        cr_assert_eq(fired_len, due, "round %d", round);
+        cr_assert_arr_eq(fired_ids, model, (size_t)due * sizeof(int), "round %d", round);
+        for (int k = 0; k < due; k++) {
+            order[model[k]] = 0;
+            pl_timer_disarm(&timers[model[k]]);
+        }
+        cr_assert_eq(pl_executor_timers(ex), (size_t)(len - due));
+    }
+    for (int i = 0; i < N; i++) {
+        pl_timer_disarm(&timers[i]);
+    }
+    cr_assert_eq(pl_executor_timers(ex), 0);
+    pl_executor_destroy(ex);
+}
+
 /* timer.h: a past deadline is clamped to now, so the next deadline never
  * reads as overdue; lateness counts from the clamped time. */
 Test(timer, a_past_deadline_is_clamped_to_now)

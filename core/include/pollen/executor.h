@@ -77,6 +77,23 @@ void pl_executor_destroy(pl_executor *ex);
 int pl_spawn(pl_executor *ex, const pl_future *fut, size_t size, const char *name,
              pl_task **handle);
 
+/* pl_spawn that says where it is called from: `where` is "file:line" and
+ * `func` the calling function (static strings, as the pl_spawn macro
+ * passes them; either may be NULL: unknown). Only an observer sees them
+ * (pl_observer.spawn_site), so production pays for two constant
+ * arguments and nothing is stored in the task. Same returns as pl_spawn. */
+int pl_spawn_at(pl_executor *ex, const pl_future *fut, size_t size, const char *name,
+                pl_task **handle, const char *where, const char *func);
+
+#define PL__STR2(x) #x
+#define PL__STR(x) PL__STR2(x)
+/* "file.c:120", a string literal: the spawn site as one constant pointer. */
+#define PL__WHERE __FILE__ ":" PL__STR(__LINE__)
+
+/* Every pl_spawn call records its site; (pl_spawn) names the function. */
+#define pl_spawn(ex, fut, size, name, handle)                               \
+    pl_spawn_at((ex), (fut), (size), (name), (handle), PL__WHERE, __func__)
+
 /* pl_spawn for a future struct lvalue. */
 #define PL_SPAWN(ex, fut, name, handle)                                     \
     pl_spawn((ex), (const pl_future *)&(fut), sizeof(fut), (name), (handle))

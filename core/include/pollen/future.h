@@ -40,6 +40,14 @@ typedef struct pl_future pl_future;
 
 typedef struct pl_poll_watch pl_poll_watch;
 
+/* Where a coroutine macro stands (PL_AWAIT, PL_YIELD): a static object
+ * each macro use defines, so that one pointer names the site. */
+typedef struct pl_await_site {
+    const char *file; /* __FILE__ */
+    int line;
+    const char *func; /* __func__ */
+} pl_await_site;
+
 /* What a poll receives. Read-only for futures; valid only during the
  * poll it was passed to. Clone `waker` to keep it. */
 typedef struct pl_context {
@@ -85,6 +93,12 @@ struct pl_poll_watch {
     /* pl_trace_event: a line for the timeline, formatted by the watch
      * only if it keeps one (may be NULL). */
     void (*event)(void *ud, const char *fmt, va_list ap);
+    /* A pl_poll made by PL_AWAIT ends: called instead of leave, with the
+     * await's site (static storage); the innermost future whose pl_poll
+     * has not returned is the one awaiting. For a PL_YIELD, child is NULL
+     * and r PL_PENDING (no child was polled). May be NULL (leave is
+     * called instead). */
+    void (*await)(void *ud, pl_future *child, pl_poll_result r, const pl_await_site *site);
 };
 
 typedef struct pl_future_vtable {
@@ -117,6 +131,10 @@ enum { PL__MISUSE_POLL_AFTER_READY = 1, PL__MISUSE_DOUBLE_DROP = 2 };
 /* pl_poll under a watch: enter, poll, leave. Internal. */
 pl_poll_result pl__poll_watched(pl_future *f, pl_context *cx);
 
+/* The same for PL_AWAIT at `site`: its end goes to the watch's await
+ * hook. Internal. */
+pl_poll_result pl__poll_watched_at(pl_future *f, pl_context *cx, const pl_await_site *site);
+
 /* Polls `f` once. Returns PL_READY (and marks it done) or PL_PENDING.
  * Allowed from within a poll (to poll a child) and from the executor.
  * Polling a done or dropped future is a contract violation. */
@@ -147,6 +165,26 @@ static inline void pl_drop(pl_future *f)
     if (f->vtable->drop != NULL) {
         f->vtable->drop(f);
     }
+}
+
+/* pl_poll for PL_AWAIT: the await's site reaches the watch only, so in
+ * production this is pl_poll instruction for instruction (the site's
+ * address is materialised in the watched branch alone). Internal. */
+static inline pl_poll_result pl__poll_at(pl_future *f, pl_context *cx,
+                                         const pl_await_site *site)
+{
+    if (f->flags != 0) {
+        pl__future_misuse(f, PL__MISUSE_POLL_AFTER_READY);
+        return PL_READY;
+    }
+    if (cx->watch != NULL) {
+        return pl__poll_watched_at(f, cx, site);
+    }
+    pl_poll_result r = f->vtable->poll(f, cx);
+    if (r == PL_READY) {
+        f->flags |= PL_FUTURE_DONE;
+    }
+    return r;
 }
 
 static inline bool pl_future_is_done(const pl_future *f)
@@ -200,6 +238,10 @@ static inline void pl_poll_interval_declare(pl_context *cx)
         cx->watch->on_purpose(cx->watch->ud);
     }
 }
+
+/* Reports an await point to the watch (PL_YIELD under a watch only).
+ * Internal. */
+void pl__await_point(pl_context *cx, const pl_await_site *site);
 
 /* Buggify: a fault-injection point in user code. In production it is
  * always false. Under the simulator each site (file basename and line) is
@@ -261,12 +303,31 @@ void pl_trace_event(pl_context *cx, const char *fmt, ...) PL__PRINTF(2, 3);
  * Rules: locals do not survive an await (keep state in the struct); at
  * most one PL_AWAIT / PL_YIELD per source line; no awaits inside a
  * nested switch. `self` must point to the struct whose first member is
- * the pl_future. */
+ * the pl_future.
+ *
+ * Under a poll watch (the simulator) an await that returns PL_PENDING
+ * reports where it stands (file, line, function) so that a parked task's
+ * async backtrace names the awaits it is parked in. PL_AWAIT pays nothing
+ * for it in production: the site rides on pl_poll's own watch branch
+ * (pl__poll_at). PL_YIELD, which wakes itself anyway, pays one branch. */
 #if defined(__GNUC__) && (defined(__clang__) || __GNUC__ >= 7)
 #define PL__FALLTHROUGH __attribute__((fallthrough))
 #else
 #define PL__FALLTHROUGH ((void)0)
 #endif
+
+/* The site of the macro that expands this: a static const object (its
+ * initialiser is an address constant, __func__ included). */
+#define PL__AWAIT_SITE                                                      \
+    static const pl_await_site pl__await_here = {__FILE__, __LINE__, __func__}
+
+#define PL__AWAIT_POINT(cx)                                                 \
+    do {                                                                    \
+        PL__AWAIT_SITE;                                                     \
+        if ((cx)->watch != NULL) {                                          \
+            pl__await_point((cx), &pl__await_here);                         \
+        }                                                                   \
+    } while (0)
 
 #define PL_ASYNC_BEGIN(self)                                                \
     pl_future *pl__co = (pl_future *)(self);                                \
@@ -279,10 +340,13 @@ void pl_trace_event(pl_context *cx, const char *fmt, ...) PL__PRINTF(2, 3);
     do {                                                                    \
         pl__co->resume = __LINE__;                                          \
         PL__FALLTHROUGH;                                                    \
-    case __LINE__:                                                          \
-        if (pl_poll((pl_future *)(child), (cx)) == PL_PENDING) {            \
+    case __LINE__: {                                                        \
+        PL__AWAIT_SITE;                                                     \
+        if (pl__poll_at((pl_future *)(child), (cx), &pl__await_here) ==     \
+            PL_PENDING) {                                                   \
             return PL_PENDING;                                              \
         }                                                                   \
+    }                                                                       \
     } while (0)
 
 /* Gives other tasks a turn: wakes itself and returns PL_PENDING once. */
@@ -290,6 +354,7 @@ void pl_trace_event(pl_context *cx, const char *fmt, ...) PL__PRINTF(2, 3);
     do {                                                                    \
         pl__co->resume = __LINE__;                                          \
         pl_waker_wake_by_ref(&(cx)->waker);                                 \
+        PL__AWAIT_POINT(cx);                                                \
         return PL_PENDING;                                                  \
     case __LINE__:;                                                         \
     } while (0)

@@ -54,7 +54,7 @@ static inline const pl_task_head *pl_task_head_of(const pl_task *t)
     return (const pl_task_head *)(const void *)t;
 }
 
-#define PL_OBSERVER_VERSION 1u
+#define PL_OBSERVER_VERSION 2u
 
 /* Every hook is optional (NULL: not called). pl_executor_create refuses
  * an observer whose version is not PL_OBSERVER_VERSION. */
@@ -95,6 +95,10 @@ struct pl_observer {
      * its own drop (cancellation, teardown), nor after a consuming wake
      * (the task is runnable first). Observed executors only. */
     void (*orphaned)(void *ud, pl_task *t, pl_task *dropper);
+    /* Right after `spawn`: where the task was spawned, "file:line" and
+     * the calling function (static strings from pl_spawn_at; NULL when
+     * unknown, as for pl_block_on's task or a call of (pl_spawn)). */
+    void (*spawn_site)(void *ud, pl_task *t, const char *where, const char *func);
 };
 
 /* ---- For simulators: reaching into the executor ------------------- */

@@ -24,7 +24,7 @@
 extern "C" {
 #endif
 
-#define PL_TESTING_VERSION 1u
+#define PL_TESTING_VERSION 2u
 
 typedef struct pl_executor_testing_options {
     uint32_t version;              /* PL_TESTING_VERSION */

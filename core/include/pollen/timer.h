@@ -1,9 +1,9 @@
 /* pollen/timer.h: timers, sleep, timeout and interval.
  *
- * Timers live in the executor's min-heap ordered by (fire time, arming
- * sequence): equal deadlines fire in arming order in production, and in
- * an order the simulator decides under simulation. A timer never fires
- * early; under simulation it may fire late by whole lateness quanta.
+ * Timers fire in (fire time, arming sequence) order: equal deadlines
+ * fire in arming order in production, and in an order the simulator
+ * decides under simulation. A timer never fires early; under simulation
+ * it may fire late by whole lateness quanta.
  */
 #ifndef POLLEN_TIMER_H
 #define POLLEN_TIMER_H
@@ -24,13 +24,15 @@ extern "C" {
 typedef struct pl_timer {
     pl_time fire_ns;       /* deadline plus lateness */
     uint64_t seq;          /* arming order, for the tie-break */
-    uint32_t heap_index;   /* position in the heap while armed */
+    struct pl_timer *prev; /* while armed, in the list of its fire time (a */
+    struct pl_timer *next; /* leader's prev: the list's last) */
+    uint32_t heap_index;   /* a leader's slot in the heap; UINT32_MAX: not one */
     uint32_t state;        /* PL__TIMER_* */
     pl_executor *ex;       /* set while armed */
     pl_waker waker;        /* woken (and consumed) when it fires */
 } pl_timer;
 
-#define PL_TIMER_INIT ((pl_timer){0, 0, 0, 0, NULL, {NULL, NULL, 0, 0}})
+#define PL_TIMER_INIT ((pl_timer){0, 0, NULL, NULL, 0, 0, NULL, {NULL, NULL, 0, 0}})
 
 /* Arms `t` to fire at `deadline_ns`, waking a clone of `w`. A deadline
  * before the executor's now (pl_now) is clamped to now, so it fires at the
@@ -38,7 +40,7 @@ typedef struct pl_timer {
  * never early and never in the past. Under the simulator, lateness is
  * added after the clamp. Re-arming an armed timer moves it
  * and takes a new sequence number. Executor thread only. Returns 0 or
- * PL_ENOMEM. */
+ * PL_ENOMEM (then nothing changed: an armed timer stays as it was). */
 int pl_timer_arm(pl_executor *ex, pl_timer *t, pl_time deadline_ns, const pl_waker *w);
 
 /* Replaces the waker an armed timer will wake (keeps its place). */

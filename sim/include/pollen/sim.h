@@ -133,6 +133,35 @@ typedef enum pl_finding_kind {
 const char *pl_finding_name(pl_finding_kind kind);      /* "lost_wakeup" */
 int pl_finding_from_name(const char *name);             /* kind or PL_EINVAL */
 
+/* One frame of a parked task's async backtrace: a future whose poll
+ * returned PENDING, and where it awaited (the PL_AWAIT or PL_YIELD that
+ * returned PENDING): unknown (NULL, 0) for the innermost future and for
+ * futures written by hand without the coroutine macros. The strings are
+ * the program's own static strings (vtable names, __FILE__, __func__):
+ * valid as long as the program runs, in a fork of it too. */
+typedef struct pl_finding_frame {
+    const char *future;      /* the future's vtable name */
+    const char *file;        /* base name of the await's file; NULL: unknown */
+    const char *function;    /* the function of the await */
+    int line;
+} pl_finding_frame;
+
+#define PL_FINDING_FRAMES_MAX 8
+#define PL_FINDING_TASKS_MAX 4
+
+/* A task a finding names as parked (deadlock, lost wakeup, stale waker,
+ * orphan, time limit), with the chain of futures it was parked in at its
+ * latest PENDING poll, outermost (the task's own future) first. */
+typedef struct pl_finding_task {
+    uint32_t id;
+    uint32_t frames_len;      /* frames kept (at most PL_FINDING_FRAMES_MAX) */
+    bool frames_cut;          /* deeper frames were left out */
+    const char *name;         /* the task's name (static, as pl_task_name's) */
+    const char *spawn_site;   /* "outbox.c:120": where pl_spawn was called; NULL: unknown */
+    const char *spawn_function;
+    pl_finding_frame frames[PL_FINDING_FRAMES_MAX];
+} pl_finding_task;
+
 typedef struct pl_finding {
     pl_finding_kind kind;
     uint32_t task_id;        /* 0 when no task is involved */
@@ -141,6 +170,8 @@ typedef struct pl_finding {
     pl_time time_ns;         /* virtual time */
     uint64_t step;           /* polls since the run began */
     char message[1024];      /* what happened, in words */
+    uint32_t tasks_len;      /* parked tasks described below (the first ones) */
+    pl_finding_task tasks[PL_FINDING_TASKS_MAX];
 } pl_finding;
 
 /* A scenario whose setup returns an error never runs: the run records an

@@ -150,6 +150,7 @@ typedef struct run_opts {
     const char *strategy;   /* never NULL */
     const char *knobs;      /* NULL: the defaults */
     pl_time poll_cost_ns;   /* --poll-cost; 0: none */
+    bool rotation_off;      /* --waker-rotation off */
     uint32_t jobs;
     uint32_t shard_k, shard_n;
     char out_dir[PATH_MAX]; /* no trailing slash */
@@ -172,7 +173,7 @@ enum run_opt {
     R_SEEDS, R_SEED, R_TIME, R_STRATEGY, R_KNOBS, R_JOBS, R_SHARD, R_OUT, R_JSON,
     R_CHECK_DET, R_REAL, R_KEEP_GOING, R_QUIET, R_WATCHDOG, R_NO_SHRINK, R_SHRINK_TIME,
     R_RECYCLE_SEEDS, R_WORKER_RSS, R_HELP, R_POLL_COST, R_POLL_BUDGET, R_TRACE,
-    R_CHROME_TRACE, R__COUNT
+    R_CHROME_TRACE, R_ROTATION, R__COUNT
 };
 
 _Static_assert(R__COUNT <= OPTS_MAX, "opts_iter remembers at most OPTS_MAX options");
@@ -409,6 +410,8 @@ int pl__cli_opt_number(const opts_iter *it, int idx, const char *v, uint64_t lo,
                        uint64_t *out);
 int pl__cli_opt_duration(const opts_iter *it, int idx, const char *v, pl_time *out);
 int pl__cli_opt_poll_cost(const opts_iter *it, int idx, const char *v, pl_time *out);
+/* --waker-rotation on|off: *off receives whether rotation is off. */
+int pl__cli_opt_rotation(const opts_iter *it, int idx, const char *v, bool *off);
 int pl__cli_opt_poll_budget(const opts_iter *it, int idx, const char *v);
 int pl__cli_opt_candidate_watchdog(const opts_iter *it, int idx, const char *v);
 

@@ -12,12 +12,14 @@ typedef struct replay_opts {
     pl_time watchdog_ns;
     pl_time poll_cost_ns;   /* --poll-cost, when poll_cost_set */
     bool poll_cost_set;
+    bool rotation_off;      /* --waker-rotation, when rotation_set */
+    bool rotation_set;
     uint64_t break_at;      /* --break-at STEP; 0: none */
 } replay_opts;
 
 enum replay_opt {
     P_SCENARIO, P_TRACE, P_CHROME, P_WATCHDOG, P_NO_FORK, P_QUIET, P_HELP, P_POLL_COST,
-    P_POLL_BUDGET, P_BREAK_AT
+    P_POLL_BUDGET, P_BREAK_AT, P_ROTATION
 };
 
 static const opt_spec replay_specs[] = {
@@ -31,6 +33,7 @@ static const opt_spec replay_specs[] = {
     [P_POLL_COST] = {"poll-cost", 0, "DURATION"},
     [P_POLL_BUDGET] = {"poll-budget", 0, "DURATION"},
     [P_BREAK_AT] = {"break-at", 0, "STEP"},
+    [P_ROTATION] = {"waker-rotation", 0, "on|off"},
     {NULL, 0, NULL},
 };
 
@@ -68,11 +71,14 @@ static int replay_opts_parse(const cli *c, int argc, char **argv, replay_opts *r
             return ST_USAGE;
         } else if (id == P_POLL_BUDGET && pl__cli_opt_poll_budget(&it, id, v) != 0) {
             return ST_USAGE;
+        } else if (id == P_ROTATION && pl__cli_opt_rotation(&it, id, v, &ro->rotation_off) != 0) {
+            return ST_USAGE;
         } else if (id == P_BREAK_AT &&
                    pl__cli_opt_number(&it, id, v, 1, UINT64_MAX, &ro->break_at) != 0) {
             return ST_USAGE;
         }
         ro->poll_cost_set = ro->poll_cost_set || id == P_POLL_COST;
+        ro->rotation_set = ro->rotation_set || id == P_ROTATION;
         ro->scenario = id == P_SCENARIO ? v : ro->scenario;
         ro->chrome = id == P_CHROME ? v : ro->chrome;
         ro->trace = ro->trace || id == P_TRACE;
@@ -113,6 +119,7 @@ static int replay_load(const cli *c, const replay_opts *ro, const char *path, re
     }
     in->bytes = (uint8_t *)bytes;
     in->file.poll_cost_ns = ro->poll_cost_ns;
+    in->file.rotation_off = ro->rotation_off;
     if (!is_replay_file(in->bytes, in->bytes_len)) {
         in->raw = true;
         if (ro->scenario == NULL) {
@@ -142,6 +149,7 @@ static int replay_load(const cli *c, const replay_opts *ro, const char *path, re
             path, name, c->prog);
     }
     in->file.poll_cost_ns = ro->poll_cost_set ? ro->poll_cost_ns : in->file.poll_cost_ns;
+    in->file.rotation_off = ro->rotation_set ? ro->rotation_off : in->file.rotation_off;
     return 0;
 }
 
@@ -169,6 +177,7 @@ static void replay_sim_options(const replay_input *in, pl_sim_options *so, char 
     pl_sim_options_default(so);
     so->seed = in->file.seed;
     so->poll_cost_ns = in->file.poll_cost_ns; /* --poll-cost */
+    so->rotate_wakers = !in->file.rotation_off; /* --waker-rotation */
     so->source = PL_SIM_SOURCE_BYTES;
     so->bytes = in->bytes;
     so->bytes_len = in->bytes_len;
@@ -299,7 +308,7 @@ static int replay_exec(const cli *c, const replay_opts *ro, const replay_input *
     bool canonical = !in->raw && !seed_only(in) && in->file.scenario != NULL &&
                      strcmp(in->file.scenario, in->sc->name) == 0 &&
                      pl_scenario_find(in->sc->name) == in->sc && !ro->poll_cost_set &&
-                     ro->break_at == 0;
+                     !ro->rotation_set && ro->break_at == 0;
     if (canonical) {
         rc = pl_sim_replay_file(in->path, &r, err, sizeof err);
     } else {

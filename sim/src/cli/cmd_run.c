@@ -150,7 +150,13 @@ static void print_summary_line(const run_opts *o, const outcome *out)
         fprintf(f, "; expected %s, not found", out->sc->expect);
     }
     fputc('\n', f);
-    if (out->has_cover && o->seed_lo < o->seed_hi) {
+    if (out->first != PL_FINDING_NONE && !o->keep_going && o->seed_lo < o->seed_hi) {
+        /* The workers' tallies of the slices cut short never arrive: a
+         * partial block would read as the range's coverage. */
+        fputs("  coverage: not gathered: the campaign stopped at its first finding "
+              "(--keep-going runs the whole range)\n",
+              f);
+    } else if (out->has_cover && o->seed_lo < o->seed_hi) {
         pl__cli_cover_text(f, &out->cov, out->runs);
     } else if (out->has_cover && out->cov.nsometimes > 0) {
         fprintf(f, "  pl_sometimes: not judged: %s\n", out->cov.not_judged);

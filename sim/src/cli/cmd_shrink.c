@@ -7,6 +7,7 @@ typedef struct shrink_job {
     const char *out;                 /* NULL: the shrinker's default */
     const pl_sim_shrink_limits *limits;
     const char *indent;              /* of the printed lines */
+    pl__rotation rotation;           /* shrink --waker-rotation; else the file's */
 } shrink_job;
 
 typedef struct shrink_msg {
@@ -76,7 +77,8 @@ static void shrink_child(const void *ctx, void *result)
     } else {
         pl__shrink_default_out(sj->in, m->out, sizeof m->out);
     }
-    m->rc = pl__shrink_file_ex(sj->in, m->out, sj->limits, &res, m->err, sizeof m->err);
+    m->rc = pl__shrink_file_rotation(sj->in, m->out, sj->limits, sj->rotation, &res, m->err,
+                                     sizeof m->err);
     name_errno(m->err, sizeof m->err, m->rc);
     if (m->rc == 0) {
         /* One byte short: the text stays NUL-terminated when it is cut. */
@@ -97,9 +99,10 @@ static void shrink_child(const void *ctx, void *result)
 /* Shrinks replay file `in` in a child process. Returns 0 with m filled,
  * or nonzero with the reason in m->err. */
 static int shrink_isolated(const char *in, const char *out,
-                           const pl_sim_shrink_limits *limits, const char *indent, shrink_msg *m)
+                           const pl_sim_shrink_limits *limits, const char *indent,
+                           pl__rotation rotation, shrink_msg *m)
 {
-    shrink_job sj = {in, out, limits, indent};
+    shrink_job sj = {in, out, limits, indent, rotation};
     child_end end;
     memset(m, 0, sizeof *m);
     /* The shrinker keeps its own time budget; this is the backstop. */
@@ -163,7 +166,7 @@ void pl__cli_shrink_report(const cli *c, const run_opts *o, report *rp)
         return;
     }
     pl__budget_set_watchdog(o->watchdog_ns);
-    if (shrink_isolated(rp->replay, NULL, &limits, "  ", m) == 0) {
+    if (shrink_isolated(rp->replay, NULL, &limits, "  ", PL__ROTATION_FILE, m) == 0) {
         char prog[PATH_MAX], arg[PATH_MAX + 8];
         pl__cli_shell_quote(c->argv0, prog, sizeof prog);
         pl__cli_shell_quote(m->out, arg, sizeof arg);
@@ -181,7 +184,7 @@ void pl__cli_shrink_report(const cli *c, const run_opts *o, report *rp)
  * `shrink`, dispatch
  * ==================================================================== */
 
-enum shrink_opt { S_OUTPUT, S_TIME, S_RUNS, S_HELP, S_POLL_BUDGET, S_WATCHDOG };
+enum shrink_opt { S_OUTPUT, S_TIME, S_RUNS, S_HELP, S_POLL_BUDGET, S_WATCHDOG, S_ROTATION };
 
 static const opt_spec shrink_specs[] = {
     [S_OUTPUT] = {"output", 'o', "OUT"},
@@ -190,6 +193,7 @@ static const opt_spec shrink_specs[] = {
     [S_HELP] = {"help", 'h', NULL},
     [S_POLL_BUDGET] = {"poll-budget", 0, "DURATION"},
     [S_WATCHDOG] = {"watchdog", 0, "DURATION"},
+    [S_ROTATION] = {"waker-rotation", 0, "on|off"},
     {NULL, 0, NULL},
 };
 
@@ -197,6 +201,7 @@ typedef struct shrink_args {
     const char *in;
     const char *out; /* NULL: the shrinker's default */
     pl_sim_shrink_limits limits;
+    pl__rotation rotation;
 } shrink_args;
 
 static int shrink_opts_parse(const cli *c, int argc, char **argv, shrink_args *sa)
@@ -205,6 +210,7 @@ static int shrink_opts_parse(const cli *c, int argc, char **argv, shrink_args *s
     memset(sa, 0, sizeof *sa);
     const char *v;
     uint64_t n;
+    bool off;
     for (int id; (id = pl__cli_opts_next(&it, &v)) != OPT_END;) {
         if (id == OPT_ERROR) {
             return ST_USAGE;
@@ -219,6 +225,11 @@ static int shrink_opts_parse(const cli *c, int argc, char **argv, shrink_args *s
             return ST_USAGE;
         } else if (id == S_WATCHDOG && pl__cli_opt_candidate_watchdog(&it, id, v) != 0) {
             return ST_USAGE;
+        } else if (id == S_ROTATION) {
+            if (pl__cli_opt_rotation(&it, id, v, &off) != 0) {
+                return ST_USAGE;
+            }
+            sa->rotation = off ? PL__ROTATION_OFF : PL__ROTATION_ON;
         } else if (id == S_RUNS) {
             if (pl__cli_opt_number(&it, id, v, 1, UINT64_MAX, &n) != 0) {
                 return ST_USAGE;
@@ -244,7 +255,7 @@ int pl__cli_cmd_shrink(cli *c, int argc, char **argv)
         return rc < 0 ? ST_CLEAN : rc;
     }
     shrink_msg m;
-    if (shrink_isolated(sa.in, sa.out, &sa.limits, "", &m) != 0) {
+    if (shrink_isolated(sa.in, sa.out, &sa.limits, "", sa.rotation, &m) != 0) {
         return pl__cli_internal_error(c, "shrink", "%s", m.err);
     }
     char prog[PATH_MAX], arg[PATH_MAX + 8];

@@ -149,6 +149,16 @@ int pl__cli_opt_poll_cost(const opts_iter *it, int idx, const char *v, pl_time *
     return 0;
 }
 
+int pl__cli_opt_rotation(const opts_iter *it, int idx, const char *v, bool *off)
+{
+    if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) {
+        return usage_error(it->c, it->cmd, "bad value for '--%s': '%s' (expected on or off)",
+                           it->specs[idx].name, v);
+    }
+    *off = strcmp(v, "off") == 0;
+    return 0;
+}
+
 /* --poll-budget: the CPU time one poll may take in a child process
  * before it counts as never returning (budget.h). */
 int pl__cli_opt_poll_budget(const opts_iter *it, int idx, const char *v)
@@ -196,6 +206,7 @@ static const opt_spec run_specs[] = {
     [R_POLL_BUDGET] = {"poll-budget", 0, "DURATION"},
     [R_TRACE] = {"trace", 0, NULL},
     [R_CHROME_TRACE] = {"chrome-trace", 0, "OUT.json"},
+    [R_ROTATION] = {"waker-rotation", 0, "on|off"},
     [R__COUNT] = {NULL, 0, NULL},
 };
 
@@ -314,6 +325,8 @@ static int run_opt_apply(const opts_iter *it, int id, const char *v, run_opts *o
         return pl__cli_opt_duration(it, id, v, &o->shrink_ns);
     case R_POLL_COST:
         return pl__cli_opt_poll_cost(it, id, v, &o->poll_cost_ns);
+    case R_ROTATION:
+        return pl__cli_opt_rotation(it, id, v, &o->rotation_off);
     case R_POLL_BUDGET:
         return pl__cli_opt_poll_budget(it, id, v);
     case R_JOBS:
@@ -458,6 +471,7 @@ void pl__cli_sim_options(const run_opts *o, uint64_t seed, pl_sim_options *so)
     so->strategy = o->strategy;
     so->knobs = o->knobs;
     so->poll_cost_ns = o->poll_cost_ns;
+    so->rotate_wakers = !o->rotation_off;
     so->pct_horizon = o->pct_horizon;
 }
 

@@ -102,17 +102,22 @@ int pl__cli_write_all(int fd, const void *buf, size_t len)
     return 0;
 }
 
-/* "--strategy S --knobs K --poll-cost Nns" when they differ from the defaults. */
+/* "--strategy S --knobs K --poll-cost Nns --waker-rotation off" when they
+ * differ from the defaults. */
 static void schedule_args(const run_opts *o, char *buf, size_t len)
 {
     char knobs[512] = "";
-    char cost[48] = "";
+    char cost[80] = "";
     buf[0] = '\0';
     if (o->knobs != NULL) {
         pl__cli_shell_quote(o->knobs, knobs, sizeof knobs);
     }
     if (o->poll_cost_ns > 0) {
         snprintf(cost, sizeof cost, " --poll-cost %lldns", (long long)o->poll_cost_ns);
+    }
+    if (o->rotation_off) {
+        size_t used = strlen(cost);
+        snprintf(cost + used, sizeof cost - used, " --waker-rotation off");
     }
     snprintf(buf, len, "%s%s%s%s%s", strcmp(o->strategy, "random") != 0 ? " --strategy " : "",
              strcmp(o->strategy, "random") != 0 ? o->strategy : "",
@@ -142,6 +147,25 @@ void pl__cli_make_reproduce(const cli *c, const run_opts *o, report *rp)
     }
 }
 
+/* Who raised a finding that names no task, in words. */
+static const char *raised_by(pl_finding_kind kind)
+{
+    switch (kind) {
+    case PL_FINDING_ASSERTION:
+        return "the finding was raised by the run's end checks (the scenario's check, "
+               "pl_eventually) or outside any poll";
+    case PL_FINDING_WAKER_LEAK:
+    case PL_FINDING_TASK_LEAK:
+        return "the finding was raised by the leak check after the run's teardown";
+    case PL_FINDING_NONDETERMINISM:
+        return "the finding compares two runs of the same seed";
+    case PL_FINDING_DEADLOCK:
+        return "the finding was raised at quiescence, between polls";
+    default:
+        return "the finding was raised between polls";
+    }
+}
+
 static void print_task_line(FILE *f, const report *rp)
 {
     const pl_finding *fd = &rp->f;
@@ -154,7 +178,7 @@ static void print_task_line(FILE *f, const report *rp)
                 fd->task_name[0] != '\0' ? fd->task_name : "unnamed", fd->task_id,
                 fd->task_polls, when);
     } else {
-        fprintf(f, "  task: none, %s\n", when);
+        fprintf(f, "  task: no task was running: %s, at %s\n", raised_by(fd->kind), when);
     }
 }
 
@@ -195,7 +219,8 @@ void pl__cli_print_finding_head(FILE *f, const run_opts *o, const report *rp)
     if (rp->positioned) {
         print_task_line(f, rp);
     } else if (rp->has_seed) {
-        fprintf(f, "  task: unknown (the run did not finish)\n");
+        fprintf(f, "  task: not known: the run's process died before it could report which "
+                   "task it was polling (a crash, or a hang stopped by the watchdog)\n");
     }
     print_indented(f, rp->f.message);
     if (rp->sc->expect != NULL && !setup) {
@@ -271,6 +296,65 @@ static void print_report_text(FILE *f, const run_opts *o, const report *rp)
     pl__cli_flush_out(f);
 }
 
+/* A JSON string, or null for NULL. */
+static void json_string_or_null(FILE *f, const char *s)
+{
+    if (s == NULL) {
+        fputs("null", f);
+    } else {
+        pl__cli_json_string(f, s);
+    }
+}
+
+/* {"file":...,"line":...,"function":...} of a "file.c:120" site, null when unknown. */
+static void print_site_json(FILE *f, const char *site, const char *function)
+{
+    const char *colon = site != NULL ? strrchr(site, ':') : NULL;
+    if (colon == NULL) {
+        fputs("null", f);
+        return;
+    }
+    char file[PATH_MAX];
+    snprintf(file, sizeof file, "%.*s", (int)(colon - site), site);
+    fputs("{\"file\":", f);
+    pl__cli_json_string(f, file);
+    fprintf(f, ",\"line\":%d,\"function\":", atoi(colon + 1));
+    json_string_or_null(f, function);
+    fputc('}', f);
+}
+
+/* "parked": each parked task the finding names, with its spawn site and
+ * its async backtrace (frames outermost first). A frame's "function" is
+ * the C function of its await, or the future's name where it has none. */
+static void print_parked_json(FILE *f, const pl_finding *fd)
+{
+    fputs(",\"parked\":[", f);
+    for (uint32_t i = 0; i < fd->tasks_len && i < PL_FINDING_TASKS_MAX; i++) {
+        const pl_finding_task *t = &fd->tasks[i];
+        fprintf(f, "%s{\"task_id\":%" PRIu32 ",\"task\":", i > 0 ? "," : "", t->id);
+        json_string_or_null(f, t->name);
+        fputs(",\"spawned_at\":", f);
+        print_site_json(f, t->spawn_site, t->spawn_function);
+        fputs(",\"frames\":[", f);
+        for (uint32_t j = 0; j < t->frames_len && j < PL_FINDING_FRAMES_MAX; j++) {
+            const pl_finding_frame *fr = &t->frames[j];
+            fputs(j > 0 ? ",{\"function\":" : "{\"function\":", f);
+            json_string_or_null(f, fr->file != NULL ? fr->function : fr->future);
+            fputs(",\"future\":", f);
+            json_string_or_null(f, fr->future);
+            fputs(",\"file\":", f);
+            json_string_or_null(f, fr->file);
+            if (fr->file != NULL) {
+                fprintf(f, ",\"line\":%d}", fr->line);
+            } else {
+                fputs(",\"line\":null}", f);
+            }
+        }
+        fprintf(f, "],\"frames_cut\":%s}", t->frames_cut ? "true" : "false");
+    }
+    fputc(']', f);
+}
+
 static void print_report_json(const report *rp)
 {
     FILE *f = stdout;
@@ -293,6 +377,7 @@ static void print_report_json(const report *rp)
                ",\"step\":%" PRIu64 ",\"message\":",
             rp->f.task_id, rp->f.task_polls, rp->f.time_ns, rp->f.step);
     pl__cli_json_string(f, rp->f.message);
+    print_parked_json(f, &rp->f);
     fputs(",\"replay\":", f);
     if (rp->replay[0] != '\0') {
         pl__cli_json_string(f, rp->replay);
@@ -363,6 +448,7 @@ int pl__cli_write_lost_replay(const run_opts *o, report *rp, const shared_rec *r
     r.has_knobs = true;
     pl__cli_knobs_for(o, rp->seed, &r.knobs);
     r.poll_cost_ns = o->poll_cost_ns;
+    r.rotation_off = o->rotation_off;
     r.finding = (char *)pl_finding_name(rp->f.kind);
     r.message = rp->f.message;
     bool have = rec != NULL;

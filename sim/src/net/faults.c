@@ -133,6 +133,53 @@ pl_time pl__net_latency(pl__reactor *r, const ep *e)
     return (pl_time)steps * r->faults.latency_quantum_ns;
 }
 
+/* "pipe (read end)", "stream socket 127.0.0.1:8080 (peer 127.0.0.1:40000)". */
+static void ep_text(const ep *e, char *buf, size_t len)
+{
+    char local[PL_ADDR_STRLEN] = "unbound", peer[PL_ADDR_STRLEN] = "none";
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (e->local.family != 0) {
+        pl__net_addr_write(&e->local, (struct sockaddr *)&ss, &sl);
+        pl_addr_format((struct sockaddr *)&ss, local, sizeof local);
+    }
+    sl = sizeof ss;
+    if (e->peer.family != 0) {
+        pl__net_addr_write(&e->peer, (struct sockaddr *)&ss, &sl);
+        pl_addr_format((struct sockaddr *)&ss, peer, sizeof peer);
+    }
+    switch (e->kind) {
+    case EP_PIPE_R:
+        snprintf(buf, len, "pipe (read end)");
+        break;
+    case EP_PIPE_W:
+        snprintf(buf, len, "pipe (write end)");
+        break;
+    case EP_STREAM:
+        snprintf(buf, len, "stream socket %s (peer %s)", local, peer);
+        break;
+    case EP_DGRAM:
+    default:
+        snprintf(buf, len, "datagram socket %s", local);
+        break;
+    }
+}
+
+/* Says what a fault decision chose, for the explanation of a shrunk run
+ * (only while one is made: pl__sim_decision_text). */
+static void say_fault(pl__reactor *r, const ep *e, fault f)
+{
+    static const char *const names[] = {
+        [F_NONE] = "no fault", [F_SHORT] = "a short transfer", [F_EAGAIN] = "EAGAIN",
+        [F_LOSS] = "a lost datagram", [F_RESET] = "a connection reset"};
+    char *text = pl__sim_decision_text(r->sim);
+    if (text != NULL) {
+        char where[144];
+        ep_text(e, where, sizeof where);
+        snprintf(text, PL__DECISION_TEXT_MAX, "%s on %s", names[f], where);
+    }
+}
+
 fault pl__net_pick_fault(pl__reactor *r, const ep *e, uint32_t allowed)
 {
     fault opts[5];
@@ -148,6 +195,7 @@ fault pl__net_pick_fault(pl__reactor *r, const ep *e, uint32_t allowed)
     }
     uint32_t k = pl__sim_choose(r->sim, PL_DECIDE_IO_FAULT, n, e->hdr.id);
     PL__SIM_ASSERT(k < n);
+    say_fault(r, e, opts[k]);
     return opts[k];
 }
 
@@ -155,7 +203,15 @@ size_t pl__net_short_len(pl__reactor *r, const ep *e, size_t n)
 {
     PL__SIM_ASSERT(n >= 2);
     uint32_t span = n - 1 > UINT32_MAX ? UINT32_MAX : (uint32_t)(n - 1);
-    return 1 + pl__sim_choose(r->sim, PL_DECIDE_IO_FAULT, span, e->hdr.id);
+    size_t len = 1 + pl__sim_choose(r->sim, PL_DECIDE_IO_FAULT, span, e->hdr.id);
+    char *text = pl__sim_decision_text(r->sim);
+    if (text != NULL) {
+        char where[144];
+        ep_text(e, where, sizeof where);
+        snprintf(text, PL__DECISION_TEXT_MAX, "the short transfer on %s moves %zu of %zu bytes",
+                 where, len, n);
+    }
+    return len;
 }
 
 /* Never twice in a row on one endpoint and direction: the attempt after

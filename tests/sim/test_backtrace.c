@@ -1,0 +1,322 @@
+/* tests/sim/test_backtrace.c: spawn sites and async backtraces of parked
+ * tasks (sim/src/backtrace.c), in the finding's text and its structured
+ * pl_finding.tasks.
+ *
+ * Each scenario records the lines of its awaits and spawns with
+ * __LINE__ (AWAIT_AT, SPAWN_AT below), so the expected chains follow the
+ * source: a deadlock two coroutines deep, a lost wakeup in a hand-written
+ * future, a task stuck at the virtual time limit beside a ticker.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <pollen/sim.h>
+
+#include "leakcheck.h"
+
+/* PL_AWAIT that first notes its line in `var` (the macro's __LINE__ is
+ * the line it is invoked on, as is PL_AWAIT's inside it). */
+#define AWAIT_AT(var, cx, child)                                                                   \
+    do {                                                                                           \
+        (var) = __LINE__;                                                                          \
+        PL_AWAIT(cx, child);                                                                       \
+    } while (0)
+
+static int spawn_line[4];
+
+#define SPAWN_AT(i, ex, fut, name, handle)                                                         \
+    (spawn_line[i] = __LINE__, PL_SPAWN(ex, fut, name, handle))
+
+/* ---- A deadlock two coroutines deep ------------------------------------ */
+
+static int inner_line, outer_line;
+
+typedef struct deep_state {
+    pl_notify never; /* nobody notifies it */
+} deep_state;
+
+typedef struct inner {
+    pl_future base;
+    deep_state *st;
+    pl_notified wait;
+} inner;
+
+static pl_poll_result inner_poll(pl_future *f, pl_context *cx)
+{
+    inner *self = (inner *)f;
+    PL_ASYNC_BEGIN(self);
+    self->wait = pl_notified_init(&self->st->never);
+    AWAIT_AT(inner_line, cx, &self->wait);
+    PL_ASYNC_END;
+}
+
+static void inner_drop(pl_future *f) { pl_drop_child(&((inner *)f)->wait.base); }
+
+static const pl_future_vtable inner_vt = {"inner", inner_poll, inner_drop};
+
+typedef struct outer {
+    pl_future base;
+    deep_state *st;
+    inner in;
+} outer;
+
+static pl_poll_result outer_poll(pl_future *f, pl_context *cx)
+{
+    outer *self = (outer *)f;
+    PL_ASYNC_BEGIN(self);
+    self->in = (inner){.base = PL_FUTURE_INIT(&inner_vt), .st = self->st};
+    AWAIT_AT(outer_line, cx, &self->in);
+    PL_ASYNC_END;
+}
+
+static void outer_drop(pl_future *f) { pl_drop_child(&((outer *)f)->in.base); }
+
+static const pl_future_vtable outer_vt = {"outer", outer_poll, outer_drop};
+
+static int deep_setup(pl_executor *ex, void *state)
+{
+    deep_state *st = state;
+    pl_notify_init(&st->never);
+    outer a = {.base = PL_FUTURE_INIT(&outer_vt), .st = st};
+    outer b = {.base = PL_FUTURE_INIT(&outer_vt), .st = st};
+    int rc = SPAWN_AT(0, ex, a, "same", NULL);
+    return rc != 0 ? rc : SPAWN_AT(1, ex, b, "same", NULL);
+}
+
+PL_SCENARIO(bt_deep_sc, .name = "bt_deep", .state_size = sizeof(deep_state),
+            .setup = deep_setup);
+
+/* ---- A lost wakeup in a hand-written future ----------------------------- */
+
+static int flag_waiter_line;
+
+typedef struct flag_state {
+    bool flag;
+} flag_state;
+
+/* Waits for st->flag; keeps a waker clone, which the setter never wakes. */
+typedef struct flag_wait {
+    pl_future base;
+    flag_state *st;
+    pl_waker waker;
+} flag_wait;
+
+static pl_poll_result flag_wait_poll(pl_future *f, pl_context *cx)
+{
+    flag_wait *self = (flag_wait *)f;
+    if (self->st->flag) {
+        pl_waker_slot_clear(&self->waker);
+        return PL_READY;
+    }
+    pl_waker_slot_set(&self->waker, &cx->waker);
+    return PL_PENDING;
+}
+
+static void flag_wait_drop(pl_future *f) { pl_waker_slot_clear(&((flag_wait *)f)->waker); }
+
+static const pl_future_vtable flag_wait_vt = {"flag_wait", flag_wait_poll, flag_wait_drop};
+
+typedef struct flag_waiter {
+    pl_future base;
+    flag_state *st;
+    flag_wait wait;
+} flag_waiter;
+
+static pl_poll_result flag_waiter_poll(pl_future *f, pl_context *cx)
+{
+    flag_waiter *self = (flag_waiter *)f;
+    PL_ASYNC_BEGIN(self);
+    self->wait = (flag_wait){PL_FUTURE_INIT(&flag_wait_vt), self->st, PL_WAKER_EMPTY};
+    AWAIT_AT(flag_waiter_line, cx, &self->wait);
+    PL_ASYNC_END;
+}
+
+static void flag_waiter_drop(pl_future *f) { pl_drop_child(&((flag_waiter *)f)->wait.base); }
+
+static const pl_future_vtable flag_waiter_vt = {"flag_waiter", flag_waiter_poll,
+                                                flag_waiter_drop};
+
+/* Sets the flag after 1 ms and forgets to wake the waiter. */
+typedef struct flag_setter {
+    pl_future base;
+    flag_state *st;
+    pl_sleep gap;
+} flag_setter;
+
+static pl_poll_result flag_setter_poll(pl_future *f, pl_context *cx)
+{
+    flag_setter *self = (flag_setter *)f;
+    PL_ASYNC_BEGIN(self);
+    self->gap = pl_sleep_for(1 * PL_MS);
+    PL_AWAIT(cx, &self->gap);
+    self->st->flag = true;
+    PL_ASYNC_END;
+}
+
+static void flag_setter_drop(pl_future *f) { pl_drop_child(&((flag_setter *)f)->gap.base); }
+
+static const pl_future_vtable flag_setter_vt = {"flag_setter", flag_setter_poll,
+                                                flag_setter_drop};
+
+static int flag_setup(pl_executor *ex, void *state)
+{
+    flag_state *st = state;
+    flag_waiter w = {.base = PL_FUTURE_INIT(&flag_waiter_vt), .st = st};
+    flag_setter s = {.base = PL_FUTURE_INIT(&flag_setter_vt), .st = st};
+    int rc = SPAWN_AT(2, ex, w, "waiter", NULL);
+    return rc != 0 ? rc : PL_SPAWN(ex, s, "setter", NULL);
+}
+
+PL_SCENARIO(bt_flag_sc, .name = "bt_flag", .state_size = sizeof(flag_state), .setup = flag_setup);
+
+/* ---- Stuck at the time limit beside a ticker ---------------------------- */
+
+static int tick_line;
+
+typedef struct tick_state {
+    pl_notify never;
+} tick_state;
+
+typedef struct ticking {
+    pl_future base;
+    pl_interval iv;
+    pl_interval_tick tick;
+} ticking;
+
+static pl_poll_result ticking_poll(pl_future *f, pl_context *cx)
+{
+    ticking *self = (ticking *)f;
+    PL_ASYNC_BEGIN(self);
+    self->iv = pl_interval_init(5 * PL_MS);
+    for (;;) {
+        self->tick = pl_interval_tick_init(&self->iv);
+        AWAIT_AT(tick_line, cx, &self->tick);
+    }
+    PL_ASYNC_END;
+}
+
+static void ticking_drop(pl_future *f) { pl_drop_child(&((ticking *)f)->tick.base); }
+
+static const pl_future_vtable ticking_vt = {"ticking", ticking_poll, ticking_drop};
+
+static int tick_setup(pl_executor *ex, void *state)
+{
+    tick_state *st = state;
+    pl_notify_init(&st->never);
+    ticking tk = {.base = PL_FUTURE_INIT(&ticking_vt)};
+    outer w = {.base = PL_FUTURE_INIT(&outer_vt), .st = (deep_state *)(void *)st};
+    int rc = PL_SPAWN(ex, tk, "ticker", NULL);
+    return rc != 0 ? rc : SPAWN_AT(3, ex, w, "stuck", NULL);
+}
+
+PL_SCENARIO(bt_tick_sc, .name = "bt_tick", .state_size = sizeof(tick_state),
+            .setup = tick_setup, .time_limit_ns = 100 * PL_MS);
+
+/* ---- Checks ------------------------------------------------------------- */
+
+static void run_zero(const pl_scenario *sc, pl_sim_result *r)
+{
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.strategy = "bounded:0";
+    cr_assert_eq(pl_sim_run(sc, &o, r), 0, "%s", r->finding.message);
+}
+
+/* func NULL: a frame without an await point. */
+static void expect_frame(const pl_finding_frame *f, const char *future, int line,
+                         const char *func)
+{
+    cr_assert_str_eq(f->future, future);
+    cr_assert_eq(f->line, line, "%s awaited at line %d, want %d", future, f->line, line);
+    if (func == NULL) {
+        cr_assert_null(f->file);
+        cr_assert_null(f->function);
+        return;
+    }
+    cr_assert_str_eq(f->file, "test_backtrace.c");
+    cr_assert_str_eq(f->function, func);
+}
+
+static void expect_text(const pl_finding *fd, const char *want)
+{
+    cr_assert_not_null(strstr(fd->message, want), "want <%s> in:\n%s", want, fd->message);
+}
+
+LEAK_TEST(backtrace, a_deadlock_names_the_chain_of_each_parked_task)
+{
+    pl_sim_result r;
+    run_zero(&bt_deep_sc, &r);
+    const pl_finding *fd = &r.finding;
+    cr_assert_eq(fd->kind, PL_FINDING_DEADLOCK, "%s", fd->message);
+    cr_assert_eq(fd->tasks_len, 2);
+    for (uint32_t i = 0; i < 2; i++) {
+        const pl_finding_task *t = &fd->tasks[i];
+        cr_assert_eq(t->id, i + 1);
+        cr_assert_eq(t->frames_len, 3);
+        expect_frame(&t->frames[0], "outer", outer_line, "outer_poll");
+        expect_frame(&t->frames[1], "inner", inner_line, "inner_poll");
+        expect_frame(&t->frames[2], "pl_notified", 0, NULL);
+        char site[64];
+        snprintf(site, sizeof site, "test_backtrace.c:%d", spawn_line[i]);
+        cr_assert_str_eq(t->spawn_site, site);
+        cr_assert_str_eq(t->spawn_function, "deep_setup");
+        cr_assert_str_eq(t->name, "same");
+    }
+    char want[256];
+    snprintf(want, sizeof want,
+             "parked in: outer (test_backtrace.c:%d in outer_poll) > inner "
+             "(test_backtrace.c:%d in inner_poll) > pl_notified",
+             outer_line, inner_line);
+    expect_text(fd, want);
+    snprintf(want, sizeof want, "'same' (#2, spawned at test_backtrace.c:%d in deep_setup)",
+             spawn_line[1]);
+    expect_text(fd, want);
+    pl_sim_result_free(&r);
+}
+
+LEAK_TEST(backtrace, a_lost_wakeup_names_where_the_task_awaits)
+{
+    pl_sim_result r;
+    run_zero(&bt_flag_sc, &r);
+    const pl_finding *fd = &r.finding;
+    cr_assert_eq(fd->kind, PL_FINDING_LOST_WAKEUP, "%s: %s", pl_finding_name(fd->kind),
+                 fd->message);
+    cr_assert_eq(fd->tasks_len, 1);
+    cr_assert_eq(fd->tasks[0].frames_len, 2);
+    expect_frame(&fd->tasks[0].frames[0], "flag_waiter", flag_waiter_line, "flag_waiter_poll");
+    expect_frame(&fd->tasks[0].frames[1], "flag_wait", 0, NULL);
+    char want[256];
+    snprintf(want, sizeof want,
+             "parked in: flag_waiter (test_backtrace.c:%d in flag_waiter_poll) > flag_wait",
+             flag_waiter_line);
+    expect_text(fd, want);
+    snprintf(want, sizeof want, "'waiter' (#1) was spawned at test_backtrace.c:%d in flag_setup",
+             spawn_line[2]);
+    expect_text(fd, want);
+    pl_sim_result_free(&r);
+}
+
+LEAK_TEST(backtrace, the_time_limit_names_the_chains_of_the_stuck_and_the_ticking)
+{
+    pl_sim_result r;
+    run_zero(&bt_tick_sc, &r);
+    const pl_finding *fd = &r.finding;
+    cr_assert_eq(fd->kind, PL_FINDING_DEADLOCK, "%s: %s", pl_finding_name(fd->kind),
+                 fd->message);
+    expect_text(fd, "virtual time limit");
+    char want[256];
+    snprintf(want, sizeof want,
+             "parked in: outer (test_backtrace.c:%d in outer_poll) > inner "
+             "(test_backtrace.c:%d in inner_poll) > pl_notified",
+             outer_line, inner_line);
+    expect_text(fd, want);
+    snprintf(want, sizeof want,
+             "parked in: ticking (test_backtrace.c:%d in ticking_poll) > interval > sleep",
+             tick_line);
+    expect_text(fd, want);
+    snprintf(want, sizeof want, "'stuck' (#2, spawned at test_backtrace.c:%d in tick_setup)",
+             spawn_line[3]);
+    expect_text(fd, want);
+    pl_sim_result_free(&r);
+}
