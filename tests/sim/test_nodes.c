@@ -47,6 +47,7 @@ static bool wake_stale;         /* chaos wakes and drops a waker into the crashe
 static pl_waker stale;          /* held by the scenario, into the server's first store task */
 static bool crashable;          /* the server is crashable and chaos leaves it alone */
 static bool fail_on_restart;    /* the check fails once the server booted twice */
+static bool hang;               /* no chaos, no shutdown: server and client wait on each other */
 
 /* ---- The server ----------------------------------------------------------- */
 
@@ -236,8 +237,8 @@ static pl_poll_result chaos_poll(pl_future *f, pl_context *cx)
 {
     chaos *self = (chaos *)f;
     PL_ASYNC_BEGIN(self);
-    if (crashable) {
-        return PL_READY; /* node_crash decisions do it */
+    if (crashable || hang) {
+        return PL_READY; /* node_crash decisions do it, or nothing does */
     }
     self->gap = pl_sleep_for(3 * PL_MS);
     PL_AWAIT(cx, &self->gap);
@@ -317,6 +318,7 @@ static void plan(bool stale_waker, bool fail_restarted, bool decided)
     fail_after_restart = fail_restarted;
     crashable = decided;
     fail_on_restart = decided;
+    hang = false;
 }
 
 LEAK_TEST(nodes, crash_forgets_tasks_and_restart_reads_the_durable_log)
@@ -452,5 +454,16 @@ LEAK_TEST(nodes, node_crash_decision_fires_replays_and_shrinks)
                  2, "%s", s.explanation);
     cr_assert(back - at >= 0.999 && back - at <= 8.001, "%s", s.explanation);
     pl_sim_shrink_result_free(&s);
+    pl_sim_result_free(&r);
+}
+
+LEAK_TEST(nodes, parked_task_lines_name_the_node)
+{
+    plan(false, false, false);
+    hang = true;
+    pl_sim_result r = run(QUIET, 0, false);
+    cr_assert_eq(r.finding.kind, PL_FINDING_DEADLOCK, "%s", pl_finding_name(r.finding.kind));
+    cr_assert_not_null(strstr(r.finding.message, "'server/store' (#"), "%s", r.finding.message);
+    cr_assert_not_null(strstr(r.finding.message, "'client/caller' (#"), "%s", r.finding.message);
     pl_sim_result_free(&r);
 }
