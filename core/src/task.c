@@ -244,10 +244,15 @@ static void disarm_timers_of(pl_executor *ex, pl_task *t)
 
 void pl_executor_forget_task(pl_executor *ex, pl_task *t)
 {
-    PL_ASSERT(t->ex == ex && ex->running != t && t->state < TASK_DONE);
-    /* Never polled or dropped again; the extra reference keeps its bytes
-     * (which wakers elsewhere and wait lists may name) until
-     * pl_executor_destroy, so a stale wake finds a finished task. */
+    PL_ASSERT(t->ex == ex && ex->running != t);
+    if (t->state >= TASK_DONE) {
+        disarm_timers_of(ex, t); /* armed in memory the caller is about to free */
+        return;
+    }
+    /* Never polled or dropped again (and no orphan report for the clones
+     * the disarms drop); the extra reference keeps its bytes (which wakers
+     * elsewhere and wait lists may name) until pl_executor_destroy, so a
+     * stale wake finds a finished task. */
     t->flags |= TASK_ABANDONED;
     t->refs++;
     disarm_timers_of(ex, t);

@@ -15,9 +15,11 @@ static void forget_tasks(pl__sim *s, uint32_t n)
 {
     for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
         pl__task_info *ti = &s->tasks[id];
-        if (ti->node != n || ti->task == NULL || pl_task_is_finished(ti->task)) {
+        if (ti->node != n || ti->task == NULL) {
             continue;
         }
+        /* A finished one too: its handles and timers may live in the
+         * node's memory, which is about to go. */
         ti->forgotten = true;
         pl_executor_forget_task(s->ex, ti->task);
     }

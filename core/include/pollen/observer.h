@@ -159,7 +159,8 @@ void pl_executor_abandon_poll(pl_executor *ex);
  * Its memory stays allocated until pl_executor_destroy frees it by force:
  * wakers held elsewhere stay safe to wake (a finished task ignores them)
  * and to drop. What its future owned outside its own bytes is the
- * caller's to free. The simulator's node crash calls it; executor thread
+ * caller's to free. A finished task only has the timers that would wake
+ * it disarmed. The simulator's node crash calls it; executor thread
  * only, outside the task's own poll. */
 void pl_executor_forget_task(pl_executor *ex, pl_task *t);
 
