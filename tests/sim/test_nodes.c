@@ -48,6 +48,7 @@ static pl_waker stale;          /* held by the scenario, into the server's first
 static bool crashable;          /* the server is crashable and chaos leaves it alone */
 static bool fail_on_restart;    /* the check fails once the server booted twice */
 static bool hang;               /* no chaos, no shutdown: server and client wait on each other */
+static bool stray_timer;        /* each boot leaves a timer armed in node memory */
 
 /* ---- The server ----------------------------------------------------------- */
 
@@ -136,6 +137,35 @@ static void store_drop(pl_future *f)
 
 static const pl_future_vtable store_vt = {"store", store_poll, store_drop};
 
+/* Arms a timer that lives in node memory with its own waker, and
+ * finishes at once: the timer stays armed for a finished task. */
+typedef struct arm {
+    pl_future base;
+    pl_timer *tm;
+} arm;
+
+static pl_poll_result arm_poll(pl_future *f, pl_context *cx)
+{
+    arm *self = (arm *)f;
+    cr_assert_eq(pl_timer_arm(cx->ex, self->tm, pl_now(cx->ex) + 10 * PL_MS, &cx->waker), 0);
+    return PL_READY;
+}
+
+static void arm_drop(pl_future *f) { (void)f; }
+
+static const pl_future_vtable arm_vt = {"arm", arm_poll, arm_drop};
+
+static int spawn_stray_timer(pl_executor *ex)
+{
+    pl_timer *tm = pl_node_alloc(sizeof *tm);
+    if (tm == NULL) {
+        return PL_ENOMEM;
+    }
+    *tm = PL_TIMER_INIT;
+    arm a = {.base = PL_FUTURE_INIT(&arm_vt), .tm = tm};
+    return PL_SPAWN(ex, a, "arm", NULL);
+}
+
 static int server_boot(pl_executor *ex, void *ud)
 {
     (void)ud;
@@ -144,6 +174,9 @@ static int server_boot(pl_executor *ex, void *ud)
         return PL_ENOMEM;
     }
     memset(m, 0, sizeof *m);
+    if (stray_timer && spawn_stray_timer(ex) != 0) {
+        return PL_ENOMEM;
+    }
     int rc = pl_tcp_listen_str(ex, &m->l, "10.0.0.2:80", 4);
     if (rc == 0) {
         rc = pl_dir_open(ex, &m->dir, "/data", true);
@@ -319,6 +352,7 @@ static void plan(bool stale_waker, bool fail_restarted, bool decided)
     crashable = decided;
     fail_on_restart = decided;
     hang = false;
+    stray_timer = false;
 }
 
 LEAK_TEST(nodes, crash_forgets_tasks_and_restart_reads_the_durable_log)
@@ -465,5 +499,20 @@ LEAK_TEST(nodes, parked_task_lines_name_the_node)
     cr_assert_eq(r.finding.kind, PL_FINDING_DEADLOCK, "%s", pl_finding_name(r.finding.kind));
     cr_assert_not_null(strstr(r.finding.message, "'server/store' (#"), "%s", r.finding.message);
     cr_assert_not_null(strstr(r.finding.message, "'client/caller' (#"), "%s", r.finding.message);
+    pl_sim_result_free(&r);
+}
+
+/* The first boot's timer is armed in memory the crash frees, for a task
+ * that already finished: the crash disarms it (ASan: no use after free
+ * when it would have fired at 10 ms). */
+LEAK_TEST(nodes, crash_disarms_timers_in_node_memory)
+{
+    plan(false, false, false);
+    stray_timer = true;
+    pl_sim_result r = run(QUIET, 0, false);
+    expect_clean(&r);
+    cr_assert_eq(seen.boots, 2);
+    cr_assert_eq(seen.forgotten, 2, "the store and the finished arm task");
+    cr_assert_eq(seen.server_blocks, 2, "the second boot's state and timer");
     pl_sim_result_free(&r);
 }
