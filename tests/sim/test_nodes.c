@@ -516,3 +516,67 @@ LEAK_TEST(nodes, crash_disarms_timers_in_node_memory)
     cr_assert_eq(seen.server_blocks, 2, "the second boot's state and timer");
     pl_sim_result_free(&r);
 }
+
+/* ---- Declaring nodes ------------------------------------------------------ */
+
+static int add_rc[8];
+static int node_free_ok;
+
+static int empty_boot(pl_executor *ex, void *ud)
+{
+    (void)ex, (void)ud;
+    /* Node memory made and freed by the node itself. */
+    void *p = pl_node_alloc(32);
+    node_free_ok =
+        p != NULL && pl__sim_current()->nodes[pl__node_current(pl__sim_current())].blocks_len == 1;
+    pl_node_free(p);
+    return 0;
+}
+
+static int failing_boot(pl_executor *ex, void *ud)
+{
+    (void)ex, (void)ud;
+    return PL_EIO;
+}
+
+static int declare_setup(pl_executor *ex, void *state)
+{
+    (void)state;
+    const pl_node_def ok = {.name = "a", .host = "10.0.0.1", .boot = empty_boot};
+    const pl_node_def bad_name = {.name = "B-1", .host = "10.0.0.2", .boot = empty_boot};
+    const pl_node_def same_name = {.name = "a", .host = "10.0.0.3", .boot = empty_boot};
+    const pl_node_def same_host = {.name = "b", .host = "10.0.0.1", .boot = empty_boot};
+    const pl_node_def loopback = {.name = "c", .host = "127.0.0.1", .boot = empty_boot};
+    const pl_node_def no_boot = {.name = "d", .host = "10.0.0.4"};
+    const pl_node_def fails = {.name = "e", .host = "10.0.0.5", .boot = failing_boot};
+    const pl_node_def *defs[] = {&ok,       &bad_name, &same_name, &same_host,
+                                 &loopback, &no_boot,  &fails};
+    for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++) {
+        add_rc[i] = pl_sim_node_add(ex, defs[i]);
+    }
+    add_rc[7] = pl_sim_node_restart("nobody");
+    return 0;
+}
+
+PL_SCENARIO(declare, .name = "test_nodes_declare", .summary = "pl_sim_node_add's checks",
+            .setup = declare_setup);
+
+LEAK_TEST(nodes, node_add_checks_its_definition)
+{
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    pl_sim_result r;
+    cr_assert_eq(pl_sim_run(&declare, &o, &r), 0);
+    expect_clean(&r);
+    static const int want[] = {0,         PL_EINVAL, PL_EINVAL, PL_EINVAL,
+                               PL_EINVAL, PL_EINVAL, PL_EIO,    PL_EINVAL};
+    for (size_t i = 0; i < 8; i++) {
+        cr_assert_eq(add_rc[i], want[i], "definition %zu: %d", i, add_rc[i]);
+    }
+    cr_assert(node_free_ok);
+    /* Outside a run there is nothing to add to. */
+    const pl_node_def ok = {.name = "a", .host = "10.0.0.1", .boot = empty_boot};
+    cr_assert_eq(pl_sim_node_add(NULL, &ok), PL_EINVAL);
+    cr_assert(!pl_sim_node_is_up("a"));
+    pl_sim_result_free(&r);
+}

@@ -69,7 +69,8 @@ typedef struct pl_node_def {
 /* Declares a node and boots it. From a scenario's setup (or its tasks).
  * The definition is copied. Returns 0; PL_EINVAL (no simulation running,
  * a bad or taken name or host, no boot), PL_ENOSPC (PL_SIM_NODES_MAX
- * nodes), PL_ENOMEM, or what boot returned. */
+ * nodes), PL_ENOMEM, or what boot returned (the node then stays declared
+ * and down: pl_sim_node_restart may boot it again). */
 int pl_sim_node_add(pl_executor *ex, const pl_node_def *def);
 
 /* Crashes the node named `name` (above). From scenario code outside the
