@@ -225,18 +225,21 @@ void pl_task_abort(pl_task *t)
 
 /* ---- Forgetting (a simulated process kill) ------------------------------ */
 
-/* Disarms the armed timers that would wake t. Rescans after each removal:
- * heap_remove reorders the heap, and a kill is rare. */
+/* Disarms the armed timers that would wake t. The heap holds one slot per
+ * fire time (items_len of them, not len: that counts timers), each the
+ * leader of its list of timers. Rescans after each removal: a removal
+ * reorders the heap and the lists, and a kill is rare. */
 static void disarm_timers_of(pl_executor *ex, pl_task *t)
 {
     bool found = true;
     while (found) {
         found = false;
-        for (uint32_t i = 0; i < ex->timers.len && !found; i++) {
-            pl_timer *tm = ex->timers.items[i].t;
-            if (pl__executor_waker_task(ex, &tm->waker) == t) {
-                pl_timer_disarm(tm);
-                found = true;
+        for (uint32_t i = 0; i < ex->timers.items_len && !found; i++) {
+            for (pl_timer *tm = ex->timers.items[i].t; tm != NULL && !found; tm = tm->next) {
+                if (pl__executor_waker_task(ex, &tm->waker) == t) {
+                    pl_timer_disarm(tm);
+                    found = true;
+                }
             }
         }
     }
