@@ -36,6 +36,7 @@ static const char *const zoo[] = {
     "log_ack",
     "poll_hang",
     "poll_spin",      "prefetch_leak",      "race_double_drop",   "reaper_orphan",
+    "repl_ack",
     "reply_busy",     "resend_twice",       "retry_stale",        "select_first_waker",
     "sem_release",    "signal_drop",        "spin_wait",          "stale_reply",
     "ticker_flush",   "ticker_lock",        "wake_by_ref_leak",   "wake_means_ready",
@@ -173,6 +174,7 @@ ZOO_PAIR(poll_spin)
 ZOO_PAIR(prefetch_leak)
 ZOO_PAIR(race_double_drop)
 ZOO_PAIR(reaper_orphan)
+ZOO_PAIR(repl_ack)
 ZOO_PAIR(reply_busy)
 ZOO_PAIR(resend_twice)
 ZOO_PAIR(retry_stale)
