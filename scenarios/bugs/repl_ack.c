@@ -10,7 +10,8 @@
  * sequence number k, stored as record k at offset k * 16 (idempotent),
  * and counts as acknowledged when the answer k arrives. Each connection
  * of the client starts and ends with a read (the word READ), answered
- * with how many records the server's log holds.
+ * with how many records the server's log holds, and judged when the answer
+ * arrives.
  *   primary  connects to the backup's port 7001, ships its recovered log
  *            to it (catch-up), then serves: a put is appended, fsynced,
  *            replicated (the backup answers k once it appended and
@@ -194,17 +195,6 @@ static void replica_close(replica *v)
         (self)->got += (size_t)(self)->get.result;                                                 \
     }
 
-/* The checker's view of a read: the client asked whoever serves. */
-static void judge_read(repl_state *st, int seen, bool backup, pl_time now)
-{
-    if (seen < st->acked && st->lost < 0) {
-        st->lost = seen;
-        st->seen = seen;
-        st->seen_backup = backup;
-        st->seen_at = now;
-    }
-}
-
 static pl_poll_result replica_poll(pl_future *f, pl_context *cx)
 {
     replica *v = (replica *)f;
@@ -241,6 +231,7 @@ static pl_poll_result replica_poll(pl_future *f, pl_context *cx)
     }
     v->m->count = v->i - 1;
     if (v->primary) {
+        pl_sometimes(v->m->count > 0, "the primary boots again on a log with records");
         goto connect;
     }
 
@@ -301,6 +292,8 @@ takeover:
     pl_tcp_listener_close(&v->m->f);
     v->m->has_f = false;
     v->st->takeover = pl_now(cx->ex);
+    pl_sometimes(v->st->acked > 0 && v->st->acked < PUTS,
+                 "the backup takes over between acknowledged puts");
     if (pl_tcp_listen_str(cx->ex, &v->m->l, "10.0.0.2:7000", 4) != 0) {
         goto out;
     }
@@ -374,7 +367,6 @@ serve:
                     }
                 }
                 zoo_put32(v->msg, (uint32_t)v->m->count);
-                judge_read(v->st, v->m->count, !v->primary, pl_now(cx->ex));
             } else {
                 v->i = (int)zoo_get32(v->msg);
                 if (v->i < 0 || v->i >= PUTS || v->i > v->m->count) {
@@ -494,6 +486,19 @@ typedef struct client {
     bool done;      /* every put acknowledged, and read back */
 } client;
 
+/* The checker's view of a read, judged when its answer reaches the client
+ * (one the client gave up on proves nothing): it must see every put
+ * acknowledged before the client sent it. */
+static void judge_read(repl_state *st, int seen, bool backup, pl_time now)
+{
+    if (seen < st->acked && st->lost < 0) {
+        st->lost = seen;
+        st->seen = seen;
+        st->seen_backup = backup;
+        st->seen_at = now;
+    }
+}
+
 static const char *const client_target[] = {"10.0.0.1:7000", "10.0.0.2:7000"};
 
 static pl_poll_result client_poll(pl_future *f, pl_context *cx)
@@ -523,9 +528,13 @@ static pl_poll_result client_poll(pl_future *f, pl_context *cx)
                         break;
                     }
                     c->st->acked++;
-                } else if (!c->first) {
-                    c->done = true;
-                    break;
+                } else {
+                    judge_read(c->st, (int)c->answer, c->at_backup, pl_now(cx->ex));
+                    if (!c->first) {
+                        pl_sometimes(c->at_backup, "every put is read back from the backup");
+                        c->done = true;
+                        break;
+                    }
                 }
                 c->first = false;
             }
