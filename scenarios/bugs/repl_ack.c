@@ -43,6 +43,9 @@
  * Simulator only: the nodes, their crash and the check need it (`--real`
  * fails at setup with PL_EINVAL).
  */
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <pollen/file.h>
 #include <pollen/io.h>
 #include <pollen/sim_node.h>
@@ -61,8 +64,17 @@ enum { PUTS = 8, REC = ZOO_REC, READ_TRIES = 64, CONNECTS = 400 };
 #define TAKEOVER   (20 * PL_MS)  /* the backup's patience */
 #define IDLE_LEAVE (50 * PL_MS)  /* a server leaves once no client came for this long */
 
+/* Where a node listens, as repl_state.at indexes it. */
+enum { AT_PRIMARY, AT_BACKUP, AT_FOLLOW, AT_LEN };
+
 typedef struct repl_state {
     bool fixed;
+    bool real;             /* on the real backend: loopback ports, a temporary directory */
+    char at[AT_LEN][32];   /* the primary's and the backup's client ports, the backup's 7001 */
+    char root[64];         /* the real run's directory; "": none */
+    char dir[2][96];       /* the primary's and the backup's log directories */
+    bool done;             /* the client had every put acknowledged and read back */
+    pl_time t0;            /* the run's start: times below are since then */
     int acked;          /* puts acknowledged to the client: 0..acked-1 */
     pl_time takeover;   /* when the backup took over; 0: never */
     int lost;           /* the first acknowledged put a read missed; -1: none */
@@ -70,6 +82,8 @@ typedef struct repl_state {
     bool seen_backup;   /* the backup answered it */
     pl_time seen_at;
 } repl_state;
+
+static pl_time since(const pl_executor *ex, const repl_state *st) { return pl_now(ex) - st->t0; }
 
 /* ---- A call: one word out, one word back, under a time limit ------------ */
 
@@ -126,6 +140,20 @@ static int64_t call_answer(const pl_timeout *t, const call *c)
 
 /* ---- A replica: recovery, then its role ---------------------------------- */
 
+/* Listens on st->at[i]; on the real backend that asked for an ephemeral
+ * loopback port, and at[i] becomes the port it got, for the peers. */
+static int listen_at(pl_executor *ex, repl_state *st, pl_tcp_listener *l, int i)
+{
+    int rc = pl_tcp_listen_str(ex, l, st->at[i], 4);
+    struct sockaddr_storage a;
+    socklen_t len = sizeof a;
+    if (rc == 0 && st->real && pl_tcp_listener_local_addr(l, &a, &len) == 0) {
+        snprintf(st->at[i], sizeof st->at[i], "127.0.0.1:%d",
+                 pl_addr_port((const struct sockaddr *)&a));
+    }
+    return rc;
+}
+
 /* A replica's state outside its future: node memory, freed by a crash. */
 typedef struct replica_mem {
     pl_tcp_listener l; /* 7000 for clients (the backup opens it at takeover) */
@@ -178,7 +206,11 @@ static void replica_close(replica *v)
         if (v->m->has_f) {
             pl_tcp_listener_close(&v->m->f);
         }
-        pl_node_free(v->m);
+        if (v->st->real) {
+            free(v->m);
+        } else {
+            pl_node_free(v->m);
+        }
         v->m = NULL;
     }
 }
@@ -291,10 +323,10 @@ takeover:
     pl_tcp_close(&v->peer);
     pl_tcp_listener_close(&v->m->f);
     v->m->has_f = false;
-    v->st->takeover = pl_now(cx->ex);
+    v->st->takeover = since(cx->ex, v->st);
     pl_sometimes(v->st->acked > 0 && v->st->acked < PUTS,
                  "the backup takes over between acknowledged puts");
-    if (pl_tcp_listen_str(cx->ex, &v->m->l, "10.0.0.2:7000", 4) != 0) {
+    if (listen_at(cx->ex, v->st, &v->m->l, AT_BACKUP) != 0) {
         goto out;
     }
     v->m->has_l = true;
@@ -302,8 +334,8 @@ takeover:
 
     /* ---- The primary: connect to the backup, ship the log, serve. */
 connect:
-    while (pl_now(cx->ex) < GIVE_UP_AT) {
-        v->conn = pl_tcp_connect_str("10.0.0.2:7001");
+    while (since(cx->ex, v->st) < GIVE_UP_AT) {
+        v->conn = pl_tcp_connect_str(v->st->at[AT_FOLLOW]);
         v->limit = pl_timeout_init(&v->conn.base, OP_LIMIT);
         PL_AWAIT(cx, &v->limit);
         if (v->limit.result == 0 && v->conn.result == PL_ECONNREFUSED) {
@@ -438,17 +470,16 @@ static const pl_future_vtable replica_vt = {"replica", replica_poll, replica_dro
 
 static int replica_boot(pl_executor *ex, repl_state *st, bool primary)
 {
-    replica_mem *m = pl_node_alloc(sizeof *m);
+    replica_mem *m = st->real ? malloc(sizeof *m) : pl_node_alloc(sizeof *m);
     if (m == NULL) {
         return PL_ENOMEM;
     }
     memset(m, 0, sizeof *m);
-    int rc = primary ? pl_tcp_listen_str(ex, &m->l, "10.0.0.1:7000", 4)
-                     : pl_tcp_listen_str(ex, &m->f, "10.0.0.2:7001", 4);
+    int rc = primary ? listen_at(ex, st, &m->l, AT_PRIMARY) : listen_at(ex, st, &m->f, AT_FOLLOW);
     m->has_l = primary && rc == 0;
     m->has_f = !primary && rc == 0;
     if (rc == 0) {
-        rc = pl_dir_open(ex, &m->dir, "db", true);
+        rc = pl_dir_open(ex, &m->dir, st->real ? st->dir[!primary] : "db", true);
     }
     if (rc != 0) {
         if (m->has_l) {
@@ -457,7 +488,11 @@ static int replica_boot(pl_executor *ex, repl_state *st, bool primary)
         if (m->has_f) {
             pl_tcp_listener_close(&m->f);
         }
-        pl_node_free(m);
+        if (st->real) {
+            free(m);
+        } else {
+            pl_node_free(m);
+        }
         return rc;
     }
     replica v = {.base = PL_FUTURE_INIT(&replica_vt), .st = st, .m = m, .primary = primary};
@@ -499,15 +534,14 @@ static void judge_read(repl_state *st, int seen, bool backup, pl_time now)
     }
 }
 
-static const char *const client_target[] = {"10.0.0.1:7000", "10.0.0.2:7000"};
-
 static pl_poll_result client_poll(pl_future *f, pl_context *cx)
 {
     client *c = (client *)f;
     PL_ASYNC_BEGIN(c);
-    for (c->connects = 0; !c->done && c->connects < CONNECTS && pl_now(cx->ex) < GIVE_UP_AT;
+    for (c->connects = 0;
+         !c->done && c->connects < CONNECTS && since(cx->ex, c->st) < GIVE_UP_AT;
          c->connects++) {
-        c->conn = pl_tcp_connect_str(client_target[c->at_backup]);
+        c->conn = pl_tcp_connect_str(c->st->at[c->at_backup ? AT_BACKUP : AT_PRIMARY]);
         c->limit = pl_timeout_init(&c->conn.base, OP_LIMIT);
         PL_AWAIT(cx, &c->limit);
         if (c->limit.result == 0 && c->conn.result == 0) {
@@ -529,10 +563,10 @@ static pl_poll_result client_poll(pl_future *f, pl_context *cx)
                     }
                     c->st->acked++;
                 } else {
-                    judge_read(c->st, (int)c->answer, c->at_backup, pl_now(cx->ex));
+                    judge_read(c->st, (int)c->answer, c->at_backup, since(cx->ex, c->st));
                     if (!c->first) {
                         pl_sometimes(c->at_backup, "every put is read back from the backup");
-                        c->done = true;
+                        c->done = c->st->done = true;
                         break;
                     }
                 }
@@ -570,10 +604,43 @@ static int client_boot(pl_executor *ex, void *ud)
  * (the client's acknowledgements, what the reads saw), not memory the
  * nodes share. The backup boots first, so the primary finds it. */
 
+/* On the real backend (no links to ask about) the three nodes are the
+ * scenario's own tasks in one process, each listening on an ephemeral
+ * loopback port, with their logs in a fresh temporary directory: only
+ * the fault-free path runs there, and it must keep the promise too. */
+static int setup_real(pl_executor *ex, repl_state *st)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(st->root, sizeof st->root, "%s/pollen-repl-XXXXXX",
+             tmp != NULL && tmp[0] != '\0' && strlen(tmp) < 40 ? tmp : P_tmpdir);
+    if (mkdtemp(st->root) == NULL) {
+        st->root[0] = '\0';
+        return PL_EIO;
+    }
+    for (int i = 0; i < 2; i++) {
+        snprintf(st->dir[i], sizeof st->dir[i], "%s/%s", st->root, i == 0 ? "primary" : "backup");
+    }
+    for (int i = 0; i < AT_LEN; i++) {
+        snprintf(st->at[i], sizeof st->at[i], "127.0.0.1:0");
+    }
+    int rc = backup_boot(ex, st);
+    rc = rc != 0 ? rc : primary_boot(ex, st);
+    return rc != 0 ? rc : client_boot(ex, st);
+}
+
 static int setup(pl_executor *ex, repl_state *st, bool fixed)
 {
     st->fixed = fixed;
     st->lost = -1;
+    st->t0 = pl_now(ex);
+    pl_sim_link_state link;
+    st->real = pl_sim_link_get("10.0.0.1", "10.0.0.2", &link) == PL_ENOSYS;
+    if (st->real) {
+        return setup_real(ex, st);
+    }
+    snprintf(st->at[AT_PRIMARY], sizeof st->at[0], "10.0.0.1:7000");
+    snprintf(st->at[AT_BACKUP], sizeof st->at[0], "10.0.0.2:7000");
+    snprintf(st->at[AT_FOLLOW], sizeof st->at[0], "10.0.0.2:7001");
     const pl_node_def defs[] = {
         {.name = "backup", .host = "10.0.0.2", .boot = backup_boot, .ud = st},
         {.name = "primary", .host = "10.0.0.1", .boot = primary_boot, .ud = st, .crashable = true},
@@ -588,6 +655,22 @@ static int setup(pl_executor *ex, repl_state *st, bool fixed)
     return 0;
 }
 
+/* The real run's files go with it. */
+static void teardown(void *state)
+{
+    repl_state *st = state;
+    if (st->root[0] == '\0') {
+        return;
+    }
+    char path[128];
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/log", st->dir[i]);
+        (void)unlink(path);
+        (void)rmdir(st->dir[i]);
+    }
+    (void)rmdir(st->root);
+}
+
 static int setup_buggy(pl_executor *ex, void *state) { return setup(ex, state, false); }
 
 static int setup_fixed(pl_executor *ex, void *state) { return setup(ex, state, true); }
@@ -596,6 +679,10 @@ static int check(pl_executor *ex, void *state, char *msg, size_t len)
 {
     (void)ex;
     repl_state *st = state;
+    if (st->lost < 0 && st->real && !st->done) {
+        return pl_check_fail(msg, len, "on the real backend the client had %d of %d put(s) "
+                             "acknowledged and did not read them back", st->acked, PUTS);
+    }
     if (st->lost < 0) {
         return 0;
     }
@@ -617,10 +704,12 @@ PL_SCENARIO(bug_repl_ack_sc, .name = "bug_repl_ack",
             .summary = "primary-backup log: the primary acknowledges a put before the backup "
                        "has it; the failover loses it (assertion)",
             .state_size = sizeof(repl_state), .setup = setup_buggy, .check = check,
+            .teardown = teardown,
             .expect = "assertion", .time_limit_ns = 2 * PL_S);
 
 PL_SCENARIO(fix_repl_ack_sc, .name = "fix_repl_ack",
             .summary = "primary-backup log: the primary acknowledges a put once the backup "
                        "has it",
             .state_size = sizeof(repl_state), .setup = setup_fixed, .check = check,
+            .teardown = teardown,
             .time_limit_ns = 2 * PL_S);
