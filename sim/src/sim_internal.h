@@ -528,6 +528,10 @@ typedef struct pl__run_record {
     char knobs[PL__DEC_KNOBS_TEXT_MAX];
     char scenario[64];
     char *names_blob;       /* "\0"-separated task names, by id (1-based) */
+    struct pl__spawn_site {
+        const char *where;  /* "file:line" of its pl_spawn (static); NULL: unknown */
+        const char *func;
+    } *spawn_sites;         /* by id - 1, names_count of them; log-only */
     char *texts;            /* the texts USER events point into (pl__trace_texts) */
     size_t texts_len;
     struct pl__decision_note *notes; /* a crashed run's decision subjects (its crash
@@ -563,5 +567,9 @@ bool pl__node_explain(char *buf, size_t len, const pl__run_record *rec, size_t i
                       uint32_t v, uint32_t n);
 /* The name of task `id` in a finished run, or NULL. */
 const char *pl__run_task_name(const pl__run_record *rec, uint32_t id);
+/* Where task `id` of the run record `ud` was spawned: its base
+ * "file:line" (*func: its function or NULL), or NULL when not known
+ * (a pl__trace_spawn_site_fn). */
+const char *pl__run_spawn_site(void *ud, uint32_t id, const char **func);
 
 #endif

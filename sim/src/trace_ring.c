@@ -71,7 +71,7 @@ static const char *ring_text(void *ud, const pl__trace_rec *e, size_t *len)
 
 pl__trace_namer pl__ring_namer(const pl__trace_ring *r)
 {
-    return (pl__trace_namer){ring_task, ring_text, (void *)r};
+    return (pl__trace_namer){ring_task, ring_text, (void *)r, NULL};
 }
 
 static bool begins_poll(uint32_t kind) { return kind == PL__EV_POLL || kind == PL__EV_PROBE; }

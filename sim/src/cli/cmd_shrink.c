@@ -46,8 +46,10 @@ static void shrunk_timeline(const pl_sim_result *run, char *buf, size_t len)
     if (f == NULL) {
         return;
     }
-    pl__trace_store_namer sn = {pl__result_task_name, (void *)rec, rec->texts, rec->texts_len};
-    pl__trace_namer nm = {pl__trace_store_task, pl__trace_store_text, &sn};
+    pl__trace_store_namer sn = {pl__result_task_name, (void *)rec, rec->texts, rec->texts_len,
+                                pl__run_spawn_site};
+    pl__trace_namer nm = {pl__trace_store_task, pl__trace_store_text, &sn,
+                          pl__trace_store_spawn_site};
     fputs("  the run's last events, the latest last:\n", f);
     /* Indented like the rest of the finding. */
     char *mem = NULL;
