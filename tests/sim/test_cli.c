@@ -1650,18 +1650,23 @@ Test(cli, replay_breaks_at_a_step_with_sigtrap)
     cr_assert_eq(setrlimit(RLIMIT_CORE, &no_core), 0);
     proc t = HARNESS("replay", path, "--trace");
     cr_assert_eq(t.status, 0, "%s%s", t.out, t.err);
-    /* The task the timeline polls at step 4 (its line "       4 ... poll  NAME"). */
+    /* The task the timeline polls at step 4 and when (its line
+     * "       4    TIMEms poll         NAME#ID ..."). */
     const char *line = strstr(t.out, "\n       4 ");
     cr_assert_not_null(line, "%s", t.out);
+    char time[32];
+    cr_assert_eq(sscanf(line, " %*u %31[0-9.]ms", time), 1, "%s", line);
     line = strstr(line, " poll ");
     cr_assert_not_null(line);
-    char task[64];
-    cr_assert_eq(sscanf(line, " poll %63s", task), 1);
+    char name[64];
+    unsigned id;
+    cr_assert_eq(sscanf(line, " poll %63[^#]#%u", name, &id), 2, "%s", line);
 
     proc p = HARNESS("replay", path, "--break-at", "4");
     cr_assert_eq(p.status, 128 + SIGTRAP, "%s%s", p.out, p.err);
-    char want[128];
-    snprintf(want, sizeof want, "pollen: break at step 4: task %s is polled next", task);
+    char want[160];
+    snprintf(want, sizeof want, "pollen: break at step 4: '%s' (#%u) is polled next, at %s ms\n",
+             name, id, time);
     cr_assert_not_null(strstr(p.err, want), "%s", p.err);
     /* Stopped there: no verdict. */
     cr_assert_null(strstr(p.out, "reproduced"), "%s", p.out);
