@@ -72,6 +72,10 @@ static void on_spawn_site(void *ud, pl_task *t, const char *where, const char *f
     if (tid(t) < s->tasks_cap) {
         info(s, t)->spawn_where = where;
         info(s, t)->spawn_func = func;
+        pl__trace_ring *ring = pl__sim_ring();
+        if (ring != NULL && where != NULL) {
+            pl__ring_site_task(ring, tid(t), pl__site_base(where), func);
+        }
     }
 }
 

@@ -451,14 +451,11 @@ static const char *decision_name(const pl__trace_rec *e)
     return name != NULL ? name : "?";
 }
 
-static void write_text_line(FILE *f, const pl__trace_rec *e, const pl__trace_namer *nm)
+static const pl__trace_namer no_namer = {NULL, NULL, NULL, NULL};
+
+void pl__trace_write_args(FILE *f, const pl__trace_rec *e, const pl__trace_namer *nm)
 {
-    char buf[96];
-    char time[32];
-    fmt_fixed(time, sizeof(time), e->time_ns, PL_MS, PL_US);
-    fprintf(f, "%8" PRIu64 " %10s", e->step, time);
-    fprintf(f, "ms %-12s %-12s", pl__trace_kind_name(e->kind),
-            task_label(buf, sizeof(buf), e->task, nm));
+    nm = nm != NULL ? nm : &no_namer;
     if (e->kind == PL__EV_USER) {
         size_t len = 0;
         const char *text = user_text(e, nm, &len);
@@ -478,10 +475,19 @@ static void write_text_line(FILE *f, const pl__trace_rec *e, const pl__trace_nam
     } else {
         fprintf(f, " a=%" PRIu64 " b=%" PRIu64, e->a, e->b);
     }
-    fputc('\n', f);
 }
 
-static const pl__trace_namer no_namer = {NULL, NULL, NULL, NULL};
+static void write_text_line(FILE *f, const pl__trace_rec *e, const pl__trace_namer *nm)
+{
+    char buf[96];
+    char time[32];
+    fmt_fixed(time, sizeof(time), e->time_ns, PL_MS, PL_US);
+    fprintf(f, "%8" PRIu64 " %10s", e->step, time);
+    fprintf(f, "ms %-12s %-12s", pl__trace_kind_name(e->kind),
+            task_label(buf, sizeof(buf), e->task, nm));
+    pl__trace_write_args(f, e, nm);
+    fputc('\n', f);
+}
 
 int pl__trace_write_text_ex(FILE *f, const pl__trace_rec *ev, size_t n,
                             const pl__trace_namer *nm)

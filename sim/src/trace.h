@@ -259,6 +259,10 @@ int pl__trace_write_text_ex(FILE *f, const pl__trace_rec *ev, size_t n,
 int pl__trace_write_chrome_ex(FILE *f, const pl__trace_rec *ev, size_t n,
                               const pl__trace_namer *nm);
 
+/* What a timeline line shows after the event's task: its arguments,
+ * each after a space (a USER event: its text), without the newline. */
+void pl__trace_write_args(FILE *f, const pl__trace_rec *e, const pl__trace_namer *nm);
+
 /* Writes one line per event:
  *     "<step> <time ms, 3 decimals>ms <kind> <task name> <args>"
  * e.g. "      12     1.234ms poll         relay-2      poll=3 gen=1".
