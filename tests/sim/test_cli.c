@@ -781,6 +781,17 @@ Test(cli, each_command_has_help)
     cr_assert_not_null(strstr(p.out, "default 0..999"));
     cr_assert_not_null(strstr(p.out, "pollen-out/"));
     cr_assert_not_null(strstr(p.out, "--check-determinism"));
+    /* The debugging options, each where it is accepted. */
+    cr_assert_not_null(strstr(p.out, "  --trace              with --seed N and one scenario"));
+    cr_assert_not_null(strstr(p.out, "  --chrome-trace OUT.json  with --seed N"));
+    cr_assert_not_null(strstr(p.out, "  --waker-rotation on|off\n"));
+    cr_assert_null(strstr(p.out, "--break-at"), "run has no --break-at: %s", p.out);
+    proc_free(&p);
+    p = POLLEN("replay", "-h");
+    cr_assert_not_null(strstr(p.out, "  --trace                 print the run's event timeline"));
+    cr_assert_not_null(strstr(p.out, "  --chrome-trace OUT.json write Chrome trace-event JSON"));
+    cr_assert_not_null(strstr(p.out, "  --break-at STEP         raise SIGTRAP as step STEP"));
+    cr_assert_not_null(strstr(p.out, "  --waker-rotation on|off\n"));
     proc_free(&p);
 }
 
