@@ -516,6 +516,12 @@ static inline void pl__progress_poll(const pl__sim *s, pl_task *t)
 pl__site *pl__site_lookup(pl__site_table *t, uint64_t key, bool *created);
 void pl__site_table_free(pl__site_table *t);
 
+/* Where a task was spawned, as a run record keeps it. */
+typedef struct pl__spawn_site {
+    const char *where; /* "file:line" of its pl_spawn (static); NULL: unknown */
+    const char *func;
+} pl__spawn_site;
+
 /* Result internals, for the CLI (run.c). */
 typedef struct pl__run_record {
     pl__dec_record *decisions;
@@ -528,10 +534,7 @@ typedef struct pl__run_record {
     char knobs[PL__DEC_KNOBS_TEXT_MAX];
     char scenario[64];
     char *names_blob;       /* "\0"-separated task names, by id (1-based) */
-    struct pl__spawn_site {
-        const char *where;  /* "file:line" of its pl_spawn (static); NULL: unknown */
-        const char *func;
-    } *spawn_sites;         /* by id - 1, names_count of them; log-only */
+    pl__spawn_site *spawn_sites; /* by id - 1, names_count of them; log-only */
     char *texts;            /* the texts USER events point into (pl__trace_texts) */
     size_t texts_len;
     struct pl__decision_note *notes; /* a crashed run's decision subjects (its crash

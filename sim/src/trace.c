@@ -411,14 +411,13 @@ const char *pl__trace_store_spawn_site(void *ud, uint32_t task, const char **fun
 }
 
 /* The spawn site of a SPAWN event's task, or NULL (*func NULL too). */
-static const char *spawn_site(const pl__trace_rec *e, const pl__trace_namer *nm,
-                              const char **func)
+static const char *spawn_site(const pl__trace_rec *e, const pl__trace_namer *nm, const char **func)
 {
     *func = NULL;
-    if (nm->spawn_site == NULL || e->task == PL__TRACE_NO_TASK || e->task > UINT32_MAX) {
+    if (nm->spawn_site == NULL || e->task == PL__TRACE_NO_TASK) {
         return NULL;
     }
-    const char *where = nm->spawn_site(nm->ud, (uint32_t)e->task, func);
+    const char *where = nm->spawn_site(nm->ud, e->task, func);
     if (where == NULL) {
         *func = NULL;
     }

@@ -1141,9 +1141,11 @@ Test(cli, time_running_out_still_judges_a_hanging_seed)
     cr_assert_not_null(strstr(p.out, "not run again alone"), "%s", p.out);
     /* Which of the two, and how to get the task. */
     char want[512];
-    snprintf(want, sizeof want, "  task: not known: the seed was not run again alone (--time had "
+    snprintf(want, sizeof want,
+             "  task: not known: the seed was not run again alone (--time had "
              "run out); to find it: %s replay pollen-out/selftest_hang_late-seed13.replay "
-             "--trace\n", getenv("POLLEN_HARNESS"));
+             "--trace\n",
+             getenv("POLLEN_HARNESS"));
     cr_assert_not_null(strstr(p.out, want), "%s", p.out);
     cr_assert(file_exists("pollen-out/selftest_hang_late-seed13.replay"));
     proc_free(&p);
@@ -1224,7 +1226,8 @@ Test(cli, a_kill_from_outside_is_not_pinned_on_its_seed)
                        "%s", p.out);
     cr_assert_not_null(strstr(p.out, "run again alone, the seed did not fail"), "%s", p.out);
     char want[512];
-    snprintf(want, sizeof want, "  task: not known: the seed did not fail when run again alone; "
+    snprintf(want, sizeof want,
+             "  task: not known: the seed did not fail when run again alone; "
              "to find it: %s replay pollen-out/selftest_oom-seed5.replay --trace\n",
              getenv("POLLEN_HARNESS"));
     cr_assert_not_null(strstr(p.out, want), "%s", p.out);

@@ -162,8 +162,7 @@ Test(crash, replay_trace_prints_the_timeline_up_to_the_crash)
     cr_assert(has(r.out, "  the replay process died in 'bob' (#2), poll "), "%s", r.out);
     cr_assert(has(r.out, "reproduced: crash"), "%s", r.out);
     /* The whole timeline from the first spawn, not just its tail. */
-    cr_assert(has(r.out, " spawn        alice#1      parent=- at selftest_trace.c:"), "%s",
-              r.out);
+    cr_assert(has(r.out, " spawn        alice#1      parent=- at selftest_trace.c:"), "%s", r.out);
     cr_assert(has(r.out, " in spawn_pair\n"), "%s", r.out);
     cr_assert(has(r.out, " event        alice#1      alice: round 1 of 4\n"), "%s", r.out);
     cr_assert(has(r.out, "bob: reading the peer table\n"), "%s", r.out);

@@ -57,8 +57,7 @@ static void event_json(FILE *f, const pl__trace_rec *e, const pl__trace_namer *n
     const char *name = e->task != PL__TRACE_NO_TASK && nm->task_name != NULL
                            ? nm->task_name(nm->ud, e->task)
                            : NULL;
-    fprintf(f, ",{\"step\":%" PRIu64 ",\"time_ns\":%" PRId64 ",\"event\":", e->step,
-            e->time_ns);
+    fprintf(f, ",{\"step\":%" PRIu64 ",\"time_ns\":%" PRId64 ",\"event\":", e->step, e->time_ns);
     pl__cli_json_string(f, pl__trace_kind_name(e->kind));
     fputs(",\"task\":", f);
     if (name != NULL) {

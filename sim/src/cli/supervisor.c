@@ -294,8 +294,7 @@ void pl__cli_lost_report(campaign *cp, const worker *w, pl_finding_kind kind, co
                  "\n(not run again alone to record its decisions: --time had run out)");
     }
     if (how == LOST_NOT_REPRODUCED) {
-        snprintf(rp->unknown, sizeof rp->unknown,
-                 "the seed did not fail when run again alone");
+        snprintf(rp->unknown, sizeof rp->unknown, "the seed did not fail when run again alone");
     } else if (how == LOST_NOT_RERUN) {
         snprintf(rp->unknown, sizeof rp->unknown,
                  "the seed was not run again alone (--time had run out)");
