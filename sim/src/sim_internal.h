@@ -210,15 +210,16 @@ struct pl__sim {
     uint32_t stale_tasks;   /* tasks whose stale_wakes is not 0 */
 
     pl_poll_watch watch;    /* handed to every poll (pl_context.watch) */
-    /* Async backtraces (backtrace.c): the futures whose poll has not
-     * returned (frames[0] the task's own), the PENDING path found so far
-     * in this poll, and the distinct chains of the run (each task names
-     * one: a million tasks parked at one await share it). */
-    pl__frame frames[PL__FRAMES_MAX];
+    /* Async backtraces (backtrace.c): how many futures' polls have not
+     * returned (the task's own counts), the PENDING path found so far in
+     * this poll, written bottom-up as its futures return (backtrace.h),
+     * and the distinct chains of the run (each task names one: a million
+     * tasks parked at one await share it). */
     uint32_t depth;
-    pl__chain path;         /* its length, and its frames once path_saved */
+    pl__chain path;         /* its length, and its frames from path_top down */
     uint32_t path_top;      /* the shallowest frame the path is known to go through */
-    bool path_saved;        /* the path is in path.f, not in frames (backtrace.h) */
+    uint32_t yield_at;      /* the depth of a PL_YIELD before any path, or PL__BT_NO_PATH */
+    const pl_await_site *yield_site;
     pl__chain *chains;
     size_t chains_len;
     size_t chains_cap;
