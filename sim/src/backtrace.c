@@ -102,11 +102,6 @@ void pl__bt_parked(pl__sim *s, pl__task_info *ti)
 static void park_new(pl__sim *s, pl__task_info *ti)
 {
     PL__SIM_ASSERT(s->depth == 0 && s->path_top == 0 && s->path.len > 0);
-    if (!s->path_saved) {
-        /* The live stack is the path (pl__bt_park compared it in place). */
-        memcpy(s->path.f, s->frames, kept_of(&s->path) * sizeof *s->frames);
-        s->path_saved = true;
-    }
     if (ti->chain != 0 && chain_equal(&s->chains[ti->chain - 1], &s->path)) {
         return;
     }

@@ -138,6 +138,17 @@ void pl__dec_knobs_swarm(pl__dec_knobs *k, uint64_t seed)
     }
 }
 
+/* Appends s to tmp at *used (tmp holds PL__DEC_KNOBS_TEXT_MAX). */
+static void knobs_put(char *tmp, size_t *used, const char *s, size_t n)
+{
+    PL__SIM_ASSERT(n < PL__DEC_KNOBS_TEXT_MAX - *used);
+    memcpy(tmp + *used, s, n);
+    *used += n;
+}
+
+/* Every run records its knobs: by hand, where two dozen snprintf calls
+ * were an eighth of a campaign's instructions. The text is what
+ * "%s%s=%u" / "%s%s=off" printed. */
 int pl__dec_knobs_format(const pl__dec_knobs *k, char *buf, size_t len)
 {
     char tmp[PL__DEC_KNOBS_TEXT_MAX];
@@ -146,16 +157,23 @@ int pl__dec_knobs_format(const pl__dec_knobs *k, char *buf, size_t len)
         if (kind_names[i] == NULL) {
             continue;
         }
-        const char *sep = used == 0 ? "" : ",";
-        int w;
-        if (k->kind[i].enabled) {
-            w = snprintf(tmp + used, sizeof(tmp) - used, "%s%s=%" PRIu32, sep,
-                         kind_names[i], k->kind[i].prob);
-        } else {
-            w = snprintf(tmp + used, sizeof(tmp) - used, "%s%s=off", sep, kind_names[i]);
+        if (used > 0) {
+            knobs_put(tmp, &used, ",", 1);
         }
-        PL__SIM_ASSERT(w > 0 && (size_t)w < sizeof(tmp) - used);
-        used += (size_t)w;
+        knobs_put(tmp, &used, kind_names[i], strlen(kind_names[i]));
+        if (!k->kind[i].enabled) {
+            knobs_put(tmp, &used, "=off", 4);
+            continue;
+        }
+        char digits[12];
+        size_t at = sizeof digits;
+        uint32_t v = k->kind[i].prob;
+        do {
+            digits[--at] = (char)('0' + v % 10);
+            v /= 10;
+        } while (v != 0);
+        digits[--at] = '=';
+        knobs_put(tmp, &used, digits + at, sizeof digits - at);
     }
     if (len > 0) {
         size_t n = used < len - 1 ? used : len - 1;

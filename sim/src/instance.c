@@ -96,11 +96,14 @@ uint32_t pl__sim_choose_consulted(pl__sim *s, pl_decision_kind kind, uint32_t n,
 
 void pl__sim_break(const pl__sim *s, const pl_task *t)
 {
-    /* The run's own state, before the poll: where a debugger's user is. */
+    /* The run's own state, before the poll: where a debugger's user is.
+     * Named and timed as findings are (a node's tasks carry its prefix);
+     * virtual time never goes below 0. */
+    int64_t now = (int64_t)s->now;
     fprintf(stderr,
-            "pollen: break at step %" PRIu64 ": task %s#%" PRIu32 " is polled next, virtual "
-            "time %" PRId64 " ns\n",
-            s->step, pl_task_name(t), pl_task_id(t), (int64_t)s->now);
+            "pollen: break at step %" PRIu64 ": '%s' (#%" PRIu32 ") is polled next, at "
+            "%" PRId64 ".%03" PRId64 " ms\n",
+            s->step, pl_task_name(t), pl_task_id(t), now / PL_MS, now % PL_MS / PL_US);
     fflush(NULL); /* what was printed so far, before a debugger holds the process */
     raise(SIGTRAP);
 }

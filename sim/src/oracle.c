@@ -72,6 +72,10 @@ static void on_spawn_site(void *ud, pl_task *t, const char *where, const char *f
     if (tid(t) < s->tasks_cap) {
         info(s, t)->spawn_where = where;
         info(s, t)->spawn_func = func;
+        pl__trace_ring *ring = pl__sim_ring();
+        if (ring != NULL && where != NULL) {
+            pl__ring_site_task(ring, tid(t), pl__site_base(where), func);
+        }
     }
 }
 
@@ -88,7 +92,7 @@ static void on_poll_begin(void *ud, pl_task *t, uint32_t gen, bool probe)
     s->sub_polls = 0;
     s->firing_seq = 0;
     s->wakes_in_poll = 0;
-    pl__bt_poll_begin(s, info(s, t)->root);
+    pl__bt_poll_begin(s);
     pl__progress_poll(s, t);
     if (!probe) {
         pl__task_info *ti = info(s, t);
@@ -119,7 +123,7 @@ static void on_poll_end(void *ud, pl_task *t, pl_poll_result r, bool probe)
     pl__task_info *ti = info(s, t);
     const pl_task_head *h = pl_task_head_of(t);
     event(s, r == PL_READY ? PL__EV_READY : PL__EV_PENDING, h->id, h->polls, h->gen);
-    pl__bt_leave(s, r);
+    pl__bt_leave(s, r, ti->root);
     if (r == PL_PENDING && !probe) {
         ti->parked_step = s->step;
         ti->parked_ns = s->now;
@@ -278,7 +282,8 @@ static void on_orphaned(void *ud, pl_task *t, pl_task *dropper)
 static void on_enter(void *ud, pl_future *f)
 {
     pl__sim *s = ud;
-    pl__bt_enter(s, f);
+    (void)f;
+    pl__bt_enter(s);
     if (++s->sub_polls > s->sub_polls_max) {
         pl__budget_sub_polls(s);
     }
@@ -286,20 +291,13 @@ static void on_enter(void *ud, pl_future *f)
 
 static void on_leave(void *ud, pl_future *f, pl_poll_result r)
 {
-    (void)f;
-    pl__bt_leave(ud, r);
+    pl__bt_leave(ud, r, f->vtable->name);
 }
 
 /* A poll by PL_AWAIT ended (child NULL: a PL_YIELD, no poll). */
 static void on_await(void *ud, pl_future *child, pl_poll_result r, const pl_await_site *site)
 {
-    pl__sim *s = ud;
-    if (child != NULL) {
-        pl__bt_leave(s, r);
-    }
-    if (r == PL_PENDING) {
-        pl__bt_await(s, site);
-    }
+    pl__bt_await(ud, child, r, site);
 }
 
 /* A declaration outlives the poll that made it: the task stays parked on

@@ -105,6 +105,25 @@ static void set_name_blob(pl__run_record *rec, const pl__sim *s)
     }
     rec->names_len = len;
     rec->names_count = s->tasks_spawned;
+    /* Without it the timeline only lacks the sites: not worth failing
+     * the record. */
+    rec->spawn_sites = calloc(s->tasks_spawned ? s->tasks_spawned : 1, sizeof *rec->spawn_sites);
+    for (uint32_t id = 1; rec->spawn_sites != NULL && id <= s->tasks_spawned; id++) {
+        rec->spawn_sites[id - 1].where = s->tasks[id].spawn_where;
+        rec->spawn_sites[id - 1].func = s->tasks[id].spawn_func;
+    }
+}
+
+const char *pl__run_spawn_site(void *ud, uint32_t id, const char **func)
+{
+    const pl__run_record *rec = ud;
+    *func = NULL;
+    if (rec == NULL || rec->spawn_sites == NULL || id == 0 || id > rec->names_count ||
+        rec->spawn_sites[id - 1].where == NULL) {
+        return NULL;
+    }
+    *func = rec->spawn_sites[id - 1].func;
+    return pl__site_base(rec->spawn_sites[id - 1].where);
 }
 
 const char *pl__run_task_name(const pl__run_record *rec, uint32_t id)
@@ -138,6 +157,7 @@ static void free_record(pl__run_record *rec)
         free(rec->checkpoints);
         free(rec->events);
         free(rec->names_blob);
+        free(rec->spawn_sites);
         free(rec->texts);
         free(rec->notes);
         free(rec->buggify);

@@ -210,15 +210,16 @@ struct pl__sim {
     uint32_t stale_tasks;   /* tasks whose stale_wakes is not 0 */
 
     pl_poll_watch watch;    /* handed to every poll (pl_context.watch) */
-    /* Async backtraces (backtrace.c): the futures whose poll has not
-     * returned (frames[0] the task's own), the PENDING path found so far
-     * in this poll, and the distinct chains of the run (each task names
-     * one: a million tasks parked at one await share it). */
-    pl__frame frames[PL__FRAMES_MAX];
+    /* Async backtraces (backtrace.c): how many futures' polls have not
+     * returned (the task's own counts), the PENDING path found so far in
+     * this poll, written bottom-up as its futures return (backtrace.h),
+     * and the distinct chains of the run (each task names one: a million
+     * tasks parked at one await share it). */
     uint32_t depth;
-    pl__chain path;         /* its length, and its frames once path_saved */
+    pl__chain path;         /* its length, and its frames from path_top down */
     uint32_t path_top;      /* the shallowest frame the path is known to go through */
-    bool path_saved;        /* the path is in path.f, not in frames (backtrace.h) */
+    uint32_t yield_at;      /* the depth of a PL_YIELD before any path, or PL__BT_NO_PATH */
+    const pl_await_site *yield_site;
     pl__chain *chains;
     size_t chains_len;
     size_t chains_cap;
@@ -516,6 +517,12 @@ static inline void pl__progress_poll(const pl__sim *s, pl_task *t)
 pl__site *pl__site_lookup(pl__site_table *t, uint64_t key, bool *created);
 void pl__site_table_free(pl__site_table *t);
 
+/* Where a task was spawned, as a run record keeps it. */
+typedef struct pl__spawn_site {
+    const char *where; /* "file:line" of its pl_spawn (static); NULL: unknown */
+    const char *func;
+} pl__spawn_site;
+
 /* Result internals, for the CLI (run.c). */
 typedef struct pl__run_record {
     pl__dec_record *decisions;
@@ -528,6 +535,7 @@ typedef struct pl__run_record {
     char knobs[PL__DEC_KNOBS_TEXT_MAX];
     char scenario[64];
     char *names_blob;       /* "\0"-separated task names, by id (1-based) */
+    pl__spawn_site *spawn_sites; /* by id - 1, names_count of them; log-only */
     char *texts;            /* the texts USER events point into (pl__trace_texts) */
     size_t texts_len;
     struct pl__decision_note *notes; /* a crashed run's decision subjects (its crash
@@ -563,5 +571,9 @@ bool pl__node_explain(char *buf, size_t len, const pl__run_record *rec, size_t i
                       uint32_t v, uint32_t n);
 /* The name of task `id` in a finished run, or NULL. */
 const char *pl__run_task_name(const pl__run_record *rec, uint32_t id);
+/* Where task `id` of the run record `ud` was spawned: its base
+ * "file:line" (*func: its function or NULL), or NULL when not known
+ * (a pl__trace_spawn_site_fn). */
+const char *pl__run_spawn_site(void *ud, uint32_t id, const char **func);
 
 #endif

@@ -403,6 +403,27 @@ const char *pl__trace_store_task(void *ud, uint32_t task)
     return sn->task_name != NULL ? sn->task_name(sn->ud, task) : NULL;
 }
 
+const char *pl__trace_store_spawn_site(void *ud, uint32_t task, const char **func)
+{
+    const pl__trace_store_namer *sn = ud;
+    *func = NULL;
+    return sn->spawn_site != NULL ? sn->spawn_site(sn->ud, task, func) : NULL;
+}
+
+/* The spawn site of a SPAWN event's task, or NULL (*func NULL too). */
+static const char *spawn_site(const pl__trace_rec *e, const pl__trace_namer *nm, const char **func)
+{
+    *func = NULL;
+    if (nm->spawn_site == NULL || e->task == PL__TRACE_NO_TASK) {
+        return NULL;
+    }
+    const char *where = nm->spawn_site(nm->ud, e->task, func);
+    if (where == NULL) {
+        *func = NULL;
+    }
+    return where;
+}
+
 /* Formats a duration of `mag` ns (negative when `neg`) as
  * "<whole>.<3 decimals>" of unit_ns (frac_div = unit_ns / 1000). Integer
  * only: output must not depend on floating-point formatting. */
@@ -429,14 +450,11 @@ static const char *decision_name(const pl__trace_rec *e)
     return name != NULL ? name : "?";
 }
 
-static void write_text_line(FILE *f, const pl__trace_rec *e, const pl__trace_namer *nm)
+static const pl__trace_namer no_namer = {NULL, NULL, NULL, NULL};
+
+void pl__trace_write_args(FILE *f, const pl__trace_rec *e, const pl__trace_namer *nm)
 {
-    char buf[96];
-    char time[32];
-    fmt_fixed(time, sizeof(time), e->time_ns, PL_MS, PL_US);
-    fprintf(f, "%8" PRIu64 " %10s", e->step, time);
-    fprintf(f, "ms %-12s %-12s", pl__trace_kind_name(e->kind),
-            task_label(buf, sizeof(buf), e->task, nm));
+    nm = nm != NULL ? nm : &no_namer;
     if (e->kind == PL__EV_USER) {
         size_t len = 0;
         const char *text = user_text(e, nm, &len);
@@ -448,13 +466,27 @@ static void write_text_line(FILE *f, const pl__trace_rec *e, const pl__trace_nam
         const arg_label *l = &arg_labels[e->kind];
         write_arg(f, l->a, l->a_task, "a", e->a, nm);
         write_arg(f, l->b, l->b_task, "b", e->b, nm);
+        const char *func;
+        const char *where = e->kind == PL__EV_SPAWN ? spawn_site(e, nm, &func) : NULL;
+        if (where != NULL) {
+            fprintf(f, " at %s%s%s", where, func != NULL ? " in " : "", func != NULL ? func : "");
+        }
     } else {
         fprintf(f, " a=%" PRIu64 " b=%" PRIu64, e->a, e->b);
     }
-    fputc('\n', f);
 }
 
-static const pl__trace_namer no_namer = {NULL, NULL, NULL};
+static void write_text_line(FILE *f, const pl__trace_rec *e, const pl__trace_namer *nm)
+{
+    char buf[96];
+    char time[32];
+    fmt_fixed(time, sizeof(time), e->time_ns, PL_MS, PL_US);
+    fprintf(f, "%8" PRIu64 " %10s", e->step, time);
+    fprintf(f, "ms %-12s %-12s", pl__trace_kind_name(e->kind),
+            task_label(buf, sizeof(buf), e->task, nm));
+    pl__trace_write_args(f, e, nm);
+    fputc('\n', f);
+}
 
 int pl__trace_write_text_ex(FILE *f, const pl__trace_rec *ev, size_t n,
                             const pl__trace_namer *nm)
@@ -469,7 +501,7 @@ int pl__trace_write_text_ex(FILE *f, const pl__trace_rec *ev, size_t n,
 int pl__trace_write_text(FILE *f, const pl__trace_rec *ev, size_t n,
                          pl__trace_task_name_fn task_name, void *ud)
 {
-    pl__trace_namer nm = {task_name, NULL, ud};
+    pl__trace_namer nm = {task_name, NULL, ud, NULL};
     return pl__trace_write_text_ex(f, ev, n, &nm);
 }
 
@@ -527,6 +559,21 @@ static void chrome_begin(chrome_out *c, const char *name, size_t name_len, const
     fprintf(f, ",\"ph\":\"%s\",\"ts\":%s,\"pid\":1,\"tid\":%" PRIu32, ph, ts, task);
 }
 
+/* A SPAWN's site, as args of its instant (the text timeline's " at"). */
+static void chrome_spawn_site(chrome_out *c, const pl__trace_rec *e)
+{
+    const char *func;
+    const char *where = e->kind == PL__EV_SPAWN ? spawn_site(e, c->nm, &func) : NULL;
+    if (where != NULL) {
+        fputs(",\"site\":", c->f);
+        json_string(c->f, where);
+        if (func != NULL) {
+            fputs(",\"function\":", c->f);
+            json_string(c->f, func);
+        }
+    }
+}
+
 static void chrome_instant(chrome_out *c, const pl__trace_rec *e, int64_t at)
 {
     FILE *f = c->f;
@@ -550,6 +597,7 @@ static void chrome_instant(chrome_out *c, const pl__trace_rec *e, int64_t at)
         chrome_begin(c, pl__trace_kind_name(e->kind), SIZE_MAX, "i", at, e->task);
         fprintf(f, ",\"s\":\"t\",\"args\":{\"%s\":%" PRIu64 ",\"%s\":%" PRIu64, la, e->a, lb,
                 e->b);
+        chrome_spawn_site(c, e);
     }
     fprintf(f, ",\"step\":%" PRIu64 ",\"time_ns\":%" PRId64 "}}", e->step, (int64_t)e->time_ns);
 }
@@ -623,7 +671,7 @@ int pl__trace_write_chrome_ex(FILE *f, const pl__trace_rec *ev, size_t n,
 int pl__trace_write_chrome(FILE *f, const pl__trace_rec *ev, size_t n,
                            pl__trace_task_name_fn task_name, void *ud)
 {
-    pl__trace_namer nm = {task_name, NULL, ud};
+    pl__trace_namer nm = {task_name, NULL, ud, NULL};
     return pl__trace_write_chrome_ex(f, ev, n, &nm);
 }
 

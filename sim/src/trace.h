@@ -224,13 +224,19 @@ size_t pl__trace_first_diff_window(const uint64_t *a, size_t na, const uint64_t 
 
 /* Output ---------------------------------------------------------------- */
 
+/* Where task `task` was spawned: "file:line" (static storage), *func
+ * its function or NULL; NULL when not known. */
+typedef const char *(*pl__trace_spawn_site_fn)(void *ud, uint32_t task, const char **func);
+
 /* What the writers below name things with: task names (NULL: tasks
- * print as "task#<id>") and the text of a USER event (NULL, or NULL
- * returned: "(text not kept)"). ud is handed to both. */
+ * print as "task#<id>"), the text of a USER event (NULL, or NULL
+ * returned: "(text not kept)") and spawn sites (NULL: not shown). ud is
+ * handed to all three. */
 typedef struct pl__trace_namer {
     pl__trace_task_name_fn task_name;
     const char *(*user_text)(void *ud, const pl__trace_rec *e, size_t *len);
     void *ud;
+    pl__trace_spawn_site_fn spawn_site;
 } pl__trace_namer;
 
 /* The namer of a log whose USER events point into `texts` (len bytes;
@@ -240,9 +246,11 @@ typedef struct pl__trace_store_namer {
     void *ud;
     const char *texts;
     size_t texts_len;
+    pl__trace_spawn_site_fn spawn_site; /* through ud too; NULL: none */
 } pl__trace_store_namer;
 const char *pl__trace_store_text(void *ud, const pl__trace_rec *e, size_t *len);
 const char *pl__trace_store_task(void *ud, uint32_t task);
+const char *pl__trace_store_spawn_site(void *ud, uint32_t task, const char **func);
 
 /* pl__trace_write_text / _chrome with a namer (NULL: names and texts
  * unknown). */
@@ -251,11 +259,16 @@ int pl__trace_write_text_ex(FILE *f, const pl__trace_rec *ev, size_t n,
 int pl__trace_write_chrome_ex(FILE *f, const pl__trace_rec *ev, size_t n,
                               const pl__trace_namer *nm);
 
+/* What a timeline line shows after the event's task: its arguments,
+ * each after a space (a USER event: its text), without the newline. */
+void pl__trace_write_args(FILE *f, const pl__trace_rec *e, const pl__trace_namer *nm);
+
 /* Writes one line per event:
  *     "<step> <time ms, 3 decimals>ms <kind> <task name> <args>"
  * e.g. "      12     1.234ms poll         relay-2      poll=3 gen=1".
- * task_name may be NULL (tasks print as "task-<id>"). Returns 0 or
- * PL_EIO on a write error. */
+ * task_name may be NULL (tasks print as "task-<id>"). A SPAWN whose
+ * site the namer knows ends in " at <file:line>[ in <function>]".
+ * Returns 0 or PL_EIO on a write error. */
 int pl__trace_write_text(FILE *f, const pl__trace_rec *ev, size_t n,
                          pl__trace_task_name_fn task_name, void *ud);
 
@@ -279,7 +292,8 @@ int pl__trace_write_text(FILE *f, const pl__trace_rec *ev, size_t n,
  * the poll (wakes, user events) lie inside it, and two polls never
  * overlap (the executor never nests them, and chrome_ns only grows).
  * Everything else is an instant ("ph":"i", "s":"t") on its task's track;
- * a USER event is named by its text. Each SPAWN also emits a thread_name
+ * a USER event is named by its text, a SPAWN whose site the namer knows
+ * carries it in args "site" (and "function"). Each SPAWN also emits a thread_name
  * metadata event so tracks carry task names. tid = task id (0: no
  * task). Returns 0 or PL_EIO. */
 int pl__trace_write_chrome(FILE *f, const pl__trace_rec *ev, size_t n,

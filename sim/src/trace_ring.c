@@ -57,6 +57,15 @@ static const char *ring_task(void *ud, uint32_t task)
     return slot->id == task ? slot->name : NULL;
 }
 
+static const char *ring_spawn_site(void *ud, uint32_t task, const char **func)
+{
+    const pl__trace_ring *r = ud;
+    const pl__ring_name *slot = &r->names[task % PL__RING_NAMES];
+    bool known = slot->id == task && slot->site[0] != '\0';
+    *func = known && slot->func[0] != '\0' ? slot->func : NULL;
+    return known ? slot->site : NULL;
+}
+
 /* A text the ring has since overwritten is "not kept". */
 static const char *ring_text(void *ud, const pl__trace_rec *e, size_t *len)
 {
@@ -71,7 +80,7 @@ static const char *ring_text(void *ud, const pl__trace_rec *e, size_t *len)
 
 pl__trace_namer pl__ring_namer(const pl__trace_ring *r)
 {
-    return (pl__trace_namer){ring_task, ring_text, (void *)r};
+    return (pl__trace_namer){ring_task, ring_text, (void *)r, ring_spawn_site};
 }
 
 static bool begins_poll(uint32_t kind) { return kind == PL__EV_POLL || kind == PL__EV_PROBE; }

@@ -40,9 +40,13 @@ typedef struct pl__ring_text {
     char text[PL_TRACE_EVENT_MAX];
 } pl__ring_text;
 
+#define PL__RING_SITE_MAX 48u
+
 typedef struct pl__ring_name {
     uint32_t id; /* 0: empty */
     char name[PL__RING_NAME_MAX];
+    char site[PL__RING_SITE_MAX]; /* its spawn site's base "file:line"; "": unknown */
+    char func[PL__RING_SITE_MAX]; /* the function that spawned it; "": unknown */
 } pl__ring_name;
 
 #define PL__RING_KEYS 4096u /* the subjects of the first decisions */
@@ -109,7 +113,21 @@ static inline void pl__ring_name_task(pl__trace_ring *r, uint32_t id, const char
     slot->id = 0;
     memcpy(slot->name, name != NULL ? name : "", n);
     slot->name[n] = '\0';
+    slot->site[0] = '\0';
+    slot->func[0] = '\0';
     slot->id = id;
+}
+
+/* Task id's spawn site (after pl__ring_name_task): copies, so that the
+ * parent reads them once the process is gone. where: a base "file:line". */
+static inline void pl__ring_site_task(pl__trace_ring *r, uint32_t id, const char *where,
+                                      const char *func)
+{
+    pl__ring_name *slot = &r->names[id % PL__RING_NAMES];
+    if (slot->id == id) {
+        snprintf(slot->site, sizeof slot->site, "%s", where != NULL ? where : "");
+        snprintf(slot->func, sizeof slot->func, "%s", func != NULL ? func : "");
+    }
 }
 
 /* ---- Reading, after the process is gone (trace_ring.c) ---------------- */

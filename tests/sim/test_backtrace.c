@@ -5,7 +5,8 @@
  * Each scenario records the lines of its awaits and spawns with
  * __LINE__ (AWAIT_AT, SPAWN_AT below), so the expected chains follow the
  * source: a deadlock two coroutines deep, a lost wakeup in a hand-written
- * future, a task stuck at the virtual time limit beside a ticker.
+ * future, a task stuck at the virtual time limit beside a ticker, a select
+ * parked in both of its branches.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -213,6 +214,57 @@ static int tick_setup(pl_executor *ex, void *state)
 PL_SCENARIO(bt_tick_sc, .name = "bt_tick", .state_size = sizeof(tick_state),
             .setup = tick_setup, .time_limit_ns = 100 * PL_MS);
 
+/* ---- A select parked in both branches ---------------------------------- */
+
+static int picker_line;
+
+/* Selects between `inner` (two futures deep) and a bare pl_notified: both
+ * stay PENDING, and the chain is the first branch's, the one the select
+ * polled first, however deep it is and though the second one is polled
+ * over it. */
+typedef struct picker {
+    pl_future base;
+    deep_state *st;
+    inner first;
+    pl_notified second;
+    pl_future *branches[2];
+    pl_select sel;
+} picker;
+
+static pl_poll_result picker_poll(pl_future *f, pl_context *cx)
+{
+    picker *self = (picker *)f;
+    PL_ASYNC_BEGIN(self);
+    self->first = (inner){.base = PL_FUTURE_INIT(&inner_vt), .st = self->st};
+    self->second = pl_notified_init(&self->st->never);
+    self->branches[0] = &self->first.base;
+    self->branches[1] = &self->second.base;
+    self->sel = pl_select_init(self->branches, 2);
+    AWAIT_AT(picker_line, cx, &self->sel);
+    PL_ASYNC_END;
+}
+
+static void picker_drop(pl_future *f)
+{
+    picker *self = (picker *)f;
+    if (self->base.resume != 0) {
+        pl_drop_child(&self->sel.base);
+    }
+}
+
+static const pl_future_vtable picker_vt = {"picker", picker_poll, picker_drop};
+
+static int picker_setup(pl_executor *ex, void *state)
+{
+    deep_state *st = state;
+    pl_notify_init(&st->never);
+    picker p = {.base = PL_FUTURE_INIT(&picker_vt), .st = st};
+    return PL_SPAWN(ex, p, "picker", NULL);
+}
+
+PL_SCENARIO(bt_select_sc, .name = "bt_select", .state_size = sizeof(deep_state),
+            .setup = picker_setup);
+
 /* ---- Checks ------------------------------------------------------------- */
 
 static void run_zero(const pl_scenario *sc, pl_sim_result *r)
@@ -317,6 +369,28 @@ LEAK_TEST(backtrace, the_time_limit_names_the_chains_of_the_stuck_and_the_tickin
     expect_text(fd, want);
     snprintf(want, sizeof want, "'stuck' (#2, spawned at test_backtrace.c:%d in tick_setup)",
              spawn_line[3]);
+    expect_text(fd, want);
+    pl_sim_result_free(&r);
+}
+
+LEAK_TEST(backtrace, a_select_names_its_first_parked_branch)
+{
+    pl_sim_result r;
+    run_zero(&bt_select_sc, &r);
+    const pl_finding *fd = &r.finding;
+    cr_assert_eq(fd->kind, PL_FINDING_DEADLOCK, "%s", fd->message);
+    cr_assert_eq(fd->tasks_len, 1);
+    const pl_finding_task *t = &fd->tasks[0];
+    cr_assert_eq(t->frames_len, 4);
+    expect_frame(&t->frames[0], "picker", picker_line, "picker_poll");
+    expect_frame(&t->frames[1], "pl_select", 0, NULL);
+    expect_frame(&t->frames[2], "inner", inner_line, "inner_poll");
+    expect_frame(&t->frames[3], "pl_notified", 0, NULL);
+    char want[256];
+    snprintf(want, sizeof want,
+             "parked in: picker (test_backtrace.c:%d in picker_poll) > pl_select > inner "
+             "(test_backtrace.c:%d in inner_poll) > pl_notified",
+             picker_line, inner_line);
     expect_text(fd, want);
     pl_sim_result_free(&r);
 }

@@ -781,6 +781,17 @@ Test(cli, each_command_has_help)
     cr_assert_not_null(strstr(p.out, "default 0..999"));
     cr_assert_not_null(strstr(p.out, "pollen-out/"));
     cr_assert_not_null(strstr(p.out, "--check-determinism"));
+    /* The debugging options, each where it is accepted. */
+    cr_assert_not_null(strstr(p.out, "  --trace              with --seed N and one scenario"));
+    cr_assert_not_null(strstr(p.out, "  --chrome-trace OUT.json  with --seed N"));
+    cr_assert_not_null(strstr(p.out, "  --waker-rotation on|off\n"));
+    cr_assert_null(strstr(p.out, "--break-at"), "run has no --break-at: %s", p.out);
+    proc_free(&p);
+    p = POLLEN("replay", "-h");
+    cr_assert_not_null(strstr(p.out, "  --trace                 print the run's event timeline"));
+    cr_assert_not_null(strstr(p.out, "  --chrome-trace OUT.json write Chrome trace-event JSON"));
+    cr_assert_not_null(strstr(p.out, "  --break-at STEP         raise SIGTRAP as step STEP"));
+    cr_assert_not_null(strstr(p.out, "  --waker-rotation on|off\n"));
     proc_free(&p);
 }
 
@@ -1128,6 +1139,14 @@ Test(cli, time_running_out_still_judges_a_hanging_seed)
                        p.out);
     cr_assert_not_null(strstr(p.out, "made no progress for 1 s"), "%s", p.out);
     cr_assert_not_null(strstr(p.out, "not run again alone"), "%s", p.out);
+    /* Which of the two, and how to get the task. */
+    char want[512];
+    snprintf(want, sizeof want,
+             "  task: not known: the seed was not run again alone (--time had "
+             "run out); to find it: %s replay pollen-out/selftest_hang_late-seed13.replay "
+             "--trace\n",
+             getenv("POLLEN_HARNESS"));
+    cr_assert_not_null(strstr(p.out, want), "%s", p.out);
     cr_assert(file_exists("pollen-out/selftest_hang_late-seed13.replay"));
     proc_free(&p);
     /* Keep going: the summary resumes past the hanging seed... */
@@ -1206,6 +1225,12 @@ Test(cli, a_kill_from_outside_is_not_pinned_on_its_seed)
                                      "pollen did not send it; the kernel's OOM killer does"),
                        "%s", p.out);
     cr_assert_not_null(strstr(p.out, "run again alone, the seed did not fail"), "%s", p.out);
+    char want[512];
+    snprintf(want, sizeof want,
+             "  task: not known: the seed did not fail when run again alone; "
+             "to find it: %s replay pollen-out/selftest_oom-seed5.replay --trace\n",
+             getenv("POLLEN_HARNESS"));
+    cr_assert_not_null(strstr(p.out, want), "%s", p.out);
     proc_free(&p);
 }
 
@@ -1638,7 +1663,9 @@ Test(cli, run_trace_of_a_crashing_seed_reports_the_crash)
     cr_assert_not_null(strstr(p.out, ": the traced run's process "), "%s", p.out);
     cr_assert_not_null(strstr(p.out, "  the traced run's process died in 'crasher' (#1), poll "),
                        "%s", p.out);
-    cr_assert_not_null(strstr(p.out, " spawn        crasher#1    parent=-\n"), "%s", p.out);
+    /* The crash ring keeps spawn sites too. */
+    cr_assert_not_null(strstr(p.out, " spawn        crasher#1    parent=- at selftest.c:"), "%s",
+                       p.out);
     proc_free(&p);
 }
 
@@ -1650,18 +1677,23 @@ Test(cli, replay_breaks_at_a_step_with_sigtrap)
     cr_assert_eq(setrlimit(RLIMIT_CORE, &no_core), 0);
     proc t = HARNESS("replay", path, "--trace");
     cr_assert_eq(t.status, 0, "%s%s", t.out, t.err);
-    /* The task the timeline polls at step 4 (its line "       4 ... poll  NAME"). */
+    /* The task the timeline polls at step 4 and when (its line
+     * "       4    TIMEms poll         NAME#ID ..."). */
     const char *line = strstr(t.out, "\n       4 ");
     cr_assert_not_null(line, "%s", t.out);
+    char time[32];
+    cr_assert_eq(sscanf(line, " %*u %31[0-9.]ms", time), 1, "%s", line);
     line = strstr(line, " poll ");
     cr_assert_not_null(line);
-    char task[64];
-    cr_assert_eq(sscanf(line, " poll %63s", task), 1);
+    char name[64];
+    unsigned id;
+    cr_assert_eq(sscanf(line, " poll %63[^#]#%u", name, &id), 2, "%s", line);
 
     proc p = HARNESS("replay", path, "--break-at", "4");
     cr_assert_eq(p.status, 128 + SIGTRAP, "%s%s", p.out, p.err);
-    char want[128];
-    snprintf(want, sizeof want, "pollen: break at step 4: task %s is polled next", task);
+    char want[160];
+    snprintf(want, sizeof want, "pollen: break at step 4: '%s' (#%u) is polled next, at %s ms\n",
+             name, id, time);
     cr_assert_not_null(strstr(p.err, want), "%s", p.err);
     /* Stopped there: no verdict. */
     cr_assert_null(strstr(p.out, "reproduced"), "%s", p.out);

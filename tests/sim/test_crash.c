@@ -110,6 +110,43 @@ Test(crash, finding_names_the_poll_and_prints_the_last_events)
     free(r.out);
 }
 
+/* The crash finding's JSON line of out, in line; returns how many
+ * events its timeline holds. */
+static size_t json_timeline_events(const char *out, char *line, size_t len)
+{
+    const char *p = strstr(out, "{\"kind\":\"crash\",");
+    cr_assert_not_null(p, "%s", out);
+    snprintf(line, len, "%.*s", (int)strcspn(p, "\n"), p);
+    const char *tl = strstr(line, ",\"timeline\":[{\"step\":");
+    cr_assert_not_null(tl, "%s", line);
+    size_t n = 0;
+    for (const char *q = strstr(tl, "{\"step\":"); q != NULL; q = strstr(q + 1, "{\"step\":")) {
+        n++;
+    }
+    return n;
+}
+
+Test(crash, json_finding_carries_its_timeline)
+{
+    const char *runs[] = {"run selftest_deref --seeds 0..99 --no-shrink --json",
+                          "run selftest_deref --seeds 0..99 --json"}; /* and shrunk */
+    for (size_t i = 0; i < 2; i++) {
+        ran r = pollen(runs[i]);
+        cr_assert_eq(r.status, 10 + 12, "%s", r.out);
+        static char line[1 << 15];
+        size_t n = json_timeline_events(r.out, line, sizeof line);
+        /* The events the text finding shows: the last 20 at most. */
+        cr_assert(n > 0 && n <= 20, "%zu events: %s", n, line);
+        cr_assert(has(line, ",\"time_ns\":0,\"event\":\"event\",\"task\":\"bob\","
+                            "\"task_id\":2,\"text\":\"bob: reading the peer table\"}"),
+                  "%s", line);
+        cr_assert(has(line, ",\"event\":\"poll\",\"task\":\"bob\",\"task_id\":2,"
+                            "\"text\":\"poll="),
+                  "%s", line);
+        free(r.out);
+    }
+}
+
 Test(crash, replay_trace_prints_the_timeline_up_to_the_crash)
 {
     ran r = pollen("run selftest_deref --seeds 0..99 --no-shrink --quiet");
@@ -125,7 +162,8 @@ Test(crash, replay_trace_prints_the_timeline_up_to_the_crash)
     cr_assert(has(r.out, "  the replay process died in 'bob' (#2), poll "), "%s", r.out);
     cr_assert(has(r.out, "reproduced: crash"), "%s", r.out);
     /* The whole timeline from the first spawn, not just its tail. */
-    cr_assert(has(r.out, " spawn        alice#1      parent=-\n"), "%s", r.out);
+    cr_assert(has(r.out, " spawn        alice#1      parent=- at selftest_trace.c:"), "%s", r.out);
+    cr_assert(has(r.out, " in spawn_pair\n"), "%s", r.out);
     cr_assert(has(r.out, " event        alice#1      alice: round 1 of 4\n"), "%s", r.out);
     cr_assert(has(r.out, "bob: reading the peer table\n"), "%s", r.out);
     cr_assert(has(r.out, "chrome trace: crash.json"), "%s", r.out);
@@ -137,6 +175,7 @@ Test(crash, replay_trace_prints_the_timeline_up_to_the_crash)
     json[n] = '\0';
     fclose(f);
     cr_assert(has(json, "{\"name\":\"bob: reading the peer table\",\"ph\":\"i\""), "%s", json);
+    cr_assert(has(json, ",\"site\":\"selftest_trace.c:"), "%s", json);
 }
 
 Test(crash, shrink_of_a_crash_succeeds_and_replays)

@@ -1,6 +1,7 @@
 /* tests/sim/test_decide.c: the PRNG and the decision stream. */
 #include <criterion/criterion.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,6 +119,38 @@ LEAK_TEST(knobs, defaults_are_the_documented_table)
                           "disk_lose=32768,link_latency=16384,link_loss=1024,link_dup=512,"
                           "link_reorder=1024,link_reset=128,partition=256,clog=256,node_crash=256");
     cr_assert_eq((size_t)n, strlen(buf));
+}
+
+/* The hand-written format against the printf it replaced, at the
+ * probabilities whose digits are edge cases (0, one digit, 65536) and
+ * with kinds switched off in between. */
+LEAK_TEST(knobs, format_prints_what_printf_printed)
+{
+    static const uint32_t probs[] = {0, 7, 10, 65535, 65536, 4096, 1};
+    pl__dec_knobs k;
+    pl__dec_knobs_default(&k);
+    char want[PL__DEC_KNOBS_TEXT_MAX];
+    size_t used = 0;
+    for (uint32_t i = 0; i < PL__DEC_KINDS; i++) {
+        k.kind[i].enabled = i % 3 != 1;
+        k.kind[i].prob = probs[i % (sizeof probs / sizeof probs[0])];
+        const char *name = pl__dec_kind_name(i);
+        if (name == NULL) {
+            continue;
+        }
+        const char *sep = used == 0 ? "" : ",";
+        int w = k.kind[i].enabled
+                    ? snprintf(want + used, sizeof want - used, "%s%s=%u", sep, name,
+                               (unsigned)k.kind[i].prob)
+                    : snprintf(want + used, sizeof want - used, "%s%s=off", sep, name);
+        used += (size_t)w;
+    }
+    char buf[PL__DEC_KNOBS_TEXT_MAX];
+    int n = pl__dec_knobs_format(&k, buf, sizeof(buf));
+    cr_assert_str_eq(buf, want);
+    cr_assert_eq((size_t)n, used);
+    cr_assert_not_null(strstr(buf, "=65536"));
+    cr_assert_not_null(strstr(buf, "=0,"));
 }
 
 LEAK_TEST(knobs, format_truncates_like_snprintf)

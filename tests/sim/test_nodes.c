@@ -9,9 +9,13 @@
  * 3 ms and restarts it at 5 ms. Every run's outcome is copied out by the
  * scenario's check; knobs switch off what would move the times. */
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <pollen/sim.h>
 #include <pollen/sim_node.h>
@@ -579,4 +583,69 @@ LEAK_TEST(nodes, node_add_checks_its_definition)
     cr_assert_eq(pl_sim_node_add(NULL, &ok), PL_EINVAL);
     cr_assert(!pl_sim_node_is_up("a"));
     pl_sim_result_free(&r);
+}
+
+/* ---- --break-at on a node's task ------------------------------------------ */
+
+static void ignore_trap(int sig) { (void)sig; }
+
+/* What the run with break_at_step = step wrote to stderr, its SIGTRAP
+ * caught (the line a debugger's user reads before it stops). */
+static char *break_line(uint64_t step)
+{
+    memset(&seen, 0, sizeof seen);
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.knobs = QUIET;
+    o.break_at_step = step;
+    struct sigaction sa = {.sa_handler = ignore_trap}, old;
+    sigemptyset(&sa.sa_mask);
+    cr_assert_eq(sigaction(SIGTRAP, &sa, &old), 0);
+    FILE *tmp = tmpfile();
+    cr_assert_not_null(tmp);
+    fflush(stderr);
+    int saved = dup(STDERR_FILENO);
+    cr_assert_geq(saved, 0);
+    cr_assert_geq(dup2(fileno(tmp), STDERR_FILENO), 0);
+    pl_sim_result r;
+    int rc = pl_sim_run(&cluster, &o, &r);
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    sigaction(SIGTRAP, &old, NULL);
+    cr_assert_eq(rc, 0);
+    pl_sim_result_free(&r);
+    static char text[512];
+    rewind(tmp);
+    size_t n = fread(text, 1, sizeof text - 1, tmp);
+    text[n] = '\0';
+    fclose(tmp);
+    return text;
+}
+
+LEAK_TEST(nodes, break_at_names_a_node_task_as_findings_do)
+{
+    plan(false, false, false);
+    pl_sim_result r = run(QUIET, 0, true);
+    const pl__run_record *rec = pl__sim_result_record(&r);
+    /* The first poll of a node's task after time began to pass. */
+    const pl__trace_rec *e = NULL;
+    for (size_t i = 0; e == NULL && i < rec->events_len; i++) {
+        const pl__trace_rec *c = &rec->events[i];
+        const char *name = pl__run_task_name(rec, c->task);
+        if (c->kind == PL__EV_POLL && c->time_ns > 0 && name != NULL && strchr(name, '/')) {
+            e = c;
+        }
+    }
+    cr_assert_not_null(e);
+    char want[256];
+    snprintf(want, sizeof want,
+             "pollen: break at step %" PRIu64 ": '%s' (#%" PRIu32 ") is polled next, at %" PRId64
+             ".%03" PRId64 " ms\n",
+             e->step, pl__run_task_name(rec, e->task), e->task, e->time_ns / PL_MS,
+             e->time_ns % PL_MS / PL_US);
+    uint64_t step = e->step;
+    pl_sim_result_free(&r);
+    const char *text = break_line(step);
+    cr_assert_str_eq(text, want);
 }

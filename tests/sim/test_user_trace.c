@@ -45,8 +45,10 @@ static char *render(writer_fn fn, const pl_sim_result *r)
     size_t n = 0;
     const pl__trace_rec *ev = pl__result_events(r, &n);
     const pl__run_record *rec = pl__sim_result_record(r);
-    pl__trace_store_namer sn = {pl__result_task_name, (void *)rec, rec->texts, rec->texts_len};
-    pl__trace_namer nm = {pl__trace_store_task, pl__trace_store_text, &sn};
+    pl__trace_store_namer sn = {pl__result_task_name, (void *)rec, rec->texts, rec->texts_len,
+                                pl__run_spawn_site};
+    pl__trace_namer nm = {pl__trace_store_task, pl__trace_store_text, &sn,
+                          pl__trace_store_spawn_site};
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
@@ -78,6 +80,34 @@ LEAK_TEST(user, events_show_in_the_timeline_on_their_task)
     cr_assert(strstr(text, " event        bob#2        bob: round 4 of 4\n") != NULL, "%s", text);
     cr_assert_eq(count_of(text, " event "), 8, "%s", text);
     free(text);
+    pl_sim_result_free(&r);
+}
+
+/* The text of the line of `text` that holds `needle`, in buf. */
+static const char *line_of(const char *text, const char *needle, char *buf, size_t len)
+{
+    const char *p = strstr(text, needle);
+    cr_assert_not_null(p, "no '%s' in:\n%s", needle, text);
+    snprintf(buf, len, "%.*s", (int)strcspn(p, "\n"), p);
+    return buf;
+}
+
+LEAK_TEST(user, spawns_show_their_site_in_the_timeline)
+{
+    pl_sim_result r;
+    run("selftest_traced", 3, true, &r);
+    char *text = render(pl__trace_write_text_ex, &r);
+    char line[256];
+    line_of(text, " spawn        bob#2        parent=- at ", line, sizeof line);
+    cr_assert(strstr(line, " at selftest_trace.c:") != NULL, "%s", line);
+    cr_assert(strstr(line, " in spawn_pair") != NULL, "%s", line);
+    free(text);
+    char *json = render(pl__trace_write_chrome_ex, &r);
+    line_of(json, "{\"name\":\"spawn\",\"ph\":\"i\",\"ts\":0.001,\"pid\":1,\"tid\":2,", line,
+            sizeof line);
+    cr_assert(strstr(line, ",\"site\":\"selftest_trace.c:") != NULL, "%s", line);
+    cr_assert(strstr(line, ",\"function\":\"spawn_pair\",") != NULL, "%s", line);
+    free(json);
     pl_sim_result_free(&r);
 }
 

@@ -270,6 +270,8 @@ typedef struct report {
     char shrunk_reproduce[PATH_MAX + 512];
     char shrink_text[8192];   /* the shrinker's account, lines indented */
     char timeline[8192];      /* a crashed run's last events, lines indented; "" none */
+    char timeline_json[8192]; /* the same events as a JSON array; "" none */
+    char unknown[160];        /* unpositioned: why the task is not known; "" the usual */
     char original[512];       /* shrunk: the line saying what the original run was */
     bool has_original;        /* shrunk: f is the shrunk run's, these the original's */
     uint64_t original_step;
@@ -498,6 +500,12 @@ void pl__cli_shrink_report(const cli *c, const run_opts *o, report *rp);
  * died in), says so in its message, and keeps the ring's last
  * CRASH_TIMELINE_EVENTS events in rp->timeline. */
 void pl__cli_crash_timeline(report *rp, const pl__trace_ring *ring);
+/* The last `max` of the n events ev as a JSON array of {step, time_ns,
+ * event, task, task_id, text} (text: what the timeline line shows after
+ * the task), into buf. The earliest are left out until it fits: buf is
+ * always a whole array, or "" when not even one event fits. */
+void pl__cli_timeline_json(char *buf, size_t len, const pl__trace_rec *ev, size_t n, size_t max,
+                           const pl__trace_namer *nm);
 /* After process `who` died running a run with a crash ring: where (the
  * poll it died in), then its events on `out`: all the ring kept as
  * --trace / --chrome-trace, else the last CRASH_TIMELINE_EVENTS. Nothing

@@ -240,8 +240,9 @@ int pl__cli_write_trace(const cli *c, const char *cmd, FILE *text, const char *c
     const pl__trace_rec *ev = pl__result_events(r, &n);
     const pl__run_record *rec = pl__sim_result_record(r);
     pl__trace_store_namer sn = {pl__result_task_name, (void *)rec, rec != NULL ? rec->texts : NULL,
-                                rec != NULL ? rec->texts_len : 0};
-    pl__trace_namer nm = {pl__trace_store_task, pl__trace_store_text, &sn};
+                                rec != NULL ? rec->texts_len : 0, pl__run_spawn_site};
+    pl__trace_namer nm = {pl__trace_store_task, pl__trace_store_text, &sn,
+                          pl__trace_store_spawn_site};
     return pl__cli_write_events(c, cmd, text, chrome, quiet, what, ev, n, &nm);
 }
 

@@ -18,6 +18,7 @@ typedef struct shrink_msg {
     pl_finding finding;              /* the shrunk run's */
     size_t decisions_before;         /* the original list's length */
     char timeline[4096];             /* a shrunk crash's last events */
+    char timeline_json[8192];        /* the same, as pl__cli_timeline_json writes them */
 } shrink_msg;
 
 /* The shrinker names errors with pl_strerror, which knows only pollen's
@@ -36,8 +37,10 @@ static void name_errno(char *err, size_t len, int rc)
 
 /* The last events of a shrunk crash (its record holds what the crash
  * ring kept), as the finding shows a crash's. */
-static void shrunk_timeline(const pl_sim_result *run, char *buf, size_t len)
+static void shrunk_timeline(const pl_sim_result *run, char *buf, size_t len, char *json,
+                            size_t json_len)
 {
+    json[0] = '\0';
     size_t n = 0;
     const pl__trace_rec *ev = pl__result_events(run, &n);
     const pl__run_record *rec = pl__sim_result_record(run);
@@ -46,8 +49,11 @@ static void shrunk_timeline(const pl_sim_result *run, char *buf, size_t len)
     if (f == NULL) {
         return;
     }
-    pl__trace_store_namer sn = {pl__result_task_name, (void *)rec, rec->texts, rec->texts_len};
-    pl__trace_namer nm = {pl__trace_store_task, pl__trace_store_text, &sn};
+    pl__trace_store_namer sn = {pl__result_task_name, (void *)rec, rec->texts, rec->texts_len,
+                                pl__run_spawn_site};
+    pl__trace_namer nm = {pl__trace_store_task, pl__trace_store_text, &sn,
+                          pl__trace_store_spawn_site};
+    pl__cli_timeline_json(json, json_len, ev, n, CRASH_TIMELINE_EVENTS, &nm);
     fputs("  the run's last events, the latest last:\n", f);
     /* Indented like the rest of the finding. */
     char *mem = NULL;
@@ -90,7 +96,8 @@ static void shrink_child(const void *ctx, void *result)
         m->finding = res.run.finding;
         m->decisions_before = res.decisions_before;
         if (res.kind == PL_FINDING_CRASH) {
-            shrunk_timeline(&res.run, m->timeline, sizeof m->timeline);
+            shrunk_timeline(&res.run, m->timeline, sizeof m->timeline, m->timeline_json,
+                            sizeof m->timeline_json);
         }
     }
     pl_sim_shrink_result_free(&res);
@@ -147,6 +154,7 @@ static void adopt_shrunk_head(report *rp, const shrink_msg *m)
     rp->f = m->finding;
     if (m->timeline[0] != '\0' || rp->timeline[0] != '\0') {
         snprintf(rp->timeline, sizeof rp->timeline, "%s", m->timeline);
+        snprintf(rp->timeline_json, sizeof rp->timeline_json, "%s", m->timeline_json);
     }
 }
 

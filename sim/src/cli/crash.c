@@ -45,6 +45,66 @@ static void ring_lines(const pl__trace_ring *ring, size_t max, const char *head,
     fclose(f);
 }
 
+static void event_json(FILE *f, const pl__trace_rec *e, const pl__trace_namer *nm)
+{
+    char *args = NULL;
+    size_t args_len = 0;
+    FILE *m = open_memstream(&args, &args_len);
+    if (m != NULL) {
+        pl__trace_write_args(m, e, nm);
+        fclose(m);
+    }
+    const char *name = e->task != PL__TRACE_NO_TASK && nm->task_name != NULL
+                           ? nm->task_name(nm->ud, e->task)
+                           : NULL;
+    fprintf(f, ",{\"step\":%" PRIu64 ",\"time_ns\":%" PRId64 ",\"event\":", e->step, e->time_ns);
+    pl__cli_json_string(f, pl__trace_kind_name(e->kind));
+    fputs(",\"task\":", f);
+    if (name != NULL) {
+        pl__cli_json_string(f, name);
+    } else {
+        fputs("null", f);
+    }
+    fprintf(f, ",\"task_id\":%" PRIu32 ",\"text\":", e->task);
+    /* The arguments each begin with a space: the first one is not kept. */
+    pl__cli_json_string(f, args == NULL ? "" : args + (args[0] == ' '));
+    fputc('}', f);
+    free(args);
+}
+
+void pl__cli_timeline_json(char *buf, size_t len, const pl__trace_rec *ev, size_t n, size_t max,
+                           const pl__trace_namer *nm)
+{
+    buf[0] = '\0';
+    size_t from = n > max ? n - max : 0;
+    size_t *at = calloc(n - from + 1, sizeof *at);
+    char *mem = NULL;
+    size_t mem_len = 0;
+    FILE *f = at != NULL ? open_memstream(&mem, &mem_len) : NULL;
+    if (f == NULL) {
+        free(at);
+        return;
+    }
+    /* Each object after a comma, its offset kept: the suffix that fits
+     * is cut at an object's start, and its comma becomes the '['. */
+    for (size_t i = from; i < n; i++) {
+        at[i - from] = (size_t)ftell(f);
+        event_json(f, &ev[i], nm);
+    }
+    fclose(f);
+    for (size_t k = 0; mem != NULL && k < n - from; k++) {
+        if (mem_len - at[k] + 2 <= len) {
+            snprintf(buf, len, "[%s]", mem + at[k] + 1);
+            break;
+        }
+    }
+    if (mem != NULL && n == from && len >= 3) {
+        snprintf(buf, len, "[]");
+    }
+    free(mem);
+    free(at);
+}
+
 void pl__cli_crash_timeline(report *rp, const pl__trace_ring *ring)
 {
     if (!pl__ring_position(ring, &rp->f)) {
@@ -57,6 +117,15 @@ void pl__cli_crash_timeline(report *rp, const pl__trace_ring *ring)
                   sizeof rp->f.message - strlen(rp->f.message), "\nit died %s", where);
     ring_lines(ring, CRASH_TIMELINE_EVENTS, "  the run's last events, the latest last:\n",
                rp->timeline, sizeof rp->timeline);
+    size_t n = 0;
+    uint64_t lost = 0;
+    pl__trace_rec *ev = pl__ring_events(ring, &n, &lost);
+    pl__trace_namer nm = pl__ring_namer(ring);
+    if (ev != NULL) {
+        pl__cli_timeline_json(rp->timeline_json, sizeof rp->timeline_json, ev, n,
+                              CRASH_TIMELINE_EVENTS, &nm);
+    }
+    free(ev);
 }
 
 void pl__cli_print_crash_events(const cli *c, const char *cmd, FILE *out, const char *who,

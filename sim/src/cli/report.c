@@ -218,6 +218,10 @@ void pl__cli_print_finding_head(FILE *f, const run_opts *o, const report *rp)
     fputs(rp->original, f); /* a shrunk finding: what the original run was */
     if (rp->positioned) {
         print_task_line(f, rp);
+    } else if (rp->has_seed && rp->unknown[0] != '\0') {
+        /* The reproduce command, with --trace: a replay, or the seed's run. */
+        fprintf(f, "  task: not known: %s; to find it: %s --trace\n", rp->unknown,
+                pl__cli_safe_text(rp->reproduce).s);
     } else if (rp->has_seed) {
         fprintf(f, "  task: not known: the run's process died before it could report which "
                    "task it was polling (a crash, or a hang stopped by the watchdog)\n");
@@ -378,6 +382,10 @@ static void print_report_json(const report *rp)
             rp->f.task_id, rp->f.task_polls, rp->f.time_ns, rp->f.step);
     pl__cli_json_string(f, rp->f.message);
     print_parked_json(f, &rp->f);
+    if (rp->f.kind == PL_FINDING_CRASH) {
+        /* The events the text finding shows; null when no run kept them. */
+        fprintf(f, ",\"timeline\":%s", rp->timeline_json[0] != '\0' ? rp->timeline_json : "null");
+    }
     fputs(",\"replay\":", f);
     if (rp->replay[0] != '\0') {
         pl__cli_json_string(f, rp->replay);

@@ -293,6 +293,12 @@ void pl__cli_lost_report(campaign *cp, const worker *w, pl_finding_kind kind, co
         snprintf(rp->f.message + n, sizeof rp->f.message - (size_t)n,
                  "\n(not run again alone to record its decisions: --time had run out)");
     }
+    if (how == LOST_NOT_REPRODUCED) {
+        snprintf(rp->unknown, sizeof rp->unknown, "the seed did not fail when run again alone");
+    } else if (how == LOST_NOT_RERUN) {
+        snprintf(rp->unknown, sizeof rp->unknown,
+                 "the seed was not run again alone (--time had run out)");
+    }
     rp->output = w->tail;
     if (how == LOST_REPRODUCED && w->rec != NULL && kind == PL_FINDING_CRASH) {
         /* A watchdog hang stays unpositioned: its shrink candidates
