@@ -26,6 +26,7 @@ static const char *const kind_names[PL_DECIDE__COUNT] = {
     [PL_DECIDE_PARTITION] = "partition",
     [PL_DECIDE_CLOG] = "clog",
     [PL_DECIDE_NODE_CRASH] = "node_crash",
+    [PL_DECIDE_CRASH_SILENCE] = "crash_silence",
 };
 
 static const char kind_letters[PL_DECIDE__COUNT] = {
@@ -38,6 +39,7 @@ static const char kind_letters[PL_DECIDE__COUNT] = {
     [PL_DECIDE_PARTITION] = 'P',
     [PL_DECIDE_CLOG] = 'C',
     [PL_DECIDE_NODE_CRASH] = 'K',
+    [PL_DECIDE_CRASH_SILENCE] = 'Z',
 };
 
 static const pl__dec_knob default_knobs[PL_DECIDE__COUNT] = {
@@ -66,6 +68,7 @@ static const pl__dec_knob default_knobs[PL_DECIDE__COUNT] = {
     [PL_DECIDE_PARTITION] = {true, 256},
     [PL_DECIDE_CLOG] = {true, 256},
     [PL_DECIDE_NODE_CRASH] = {true, 256},
+    [PL_DECIDE_CRASH_SILENCE] = {true, 16384},
 };
 
 /* Kind names and letters ----------------------------------------------- */

@@ -33,7 +33,8 @@
  *     link_latency   on  16384     link_loss      on   1024
  *     link_dup       on    512     link_reorder   on   1024
  *     link_reset     on    128     partition      on    256
- *     clog           on    256
+ *     clog           on    256     node_crash     on    256
+ *     crash_silence  on  16384
  *
  * The link kinds are consulted only for traffic between two distinct
  * hosts (net/link.c), so a run whose sockets stay on one host never asks
@@ -130,7 +131,10 @@
  * delay): */
 #define PL_DECIDE_NODE_CRASH ((pl_decision_kind)24)   /* at a wait: crash the node (n = 2);
                                                          then its restart delay (n = 8) */
-#define PL_DECIDE__COUNT 25                           /* every kind, core's and these; a
+/* At a crash, per connected stream of the node (key: the endpoint id): */
+#define PL_DECIDE_CRASH_SILENCE ((pl_decision_kind)25) /* 1: the peer hears nothing (no RST,
+                                                          no FIN); 0: it reads ECONNRESET */
+#define PL_DECIDE__COUNT 26                           /* every kind, core's and these; a
                                                          number without a name is not
                                                          assigned in this build */
 
@@ -268,7 +272,7 @@ const char *pl__dec_kind_name(uint32_t kind);
 int pl__dec_kind_from_name(const char *text, size_t len);
 
 /* The one-letter code of a kind in replay files (s i t l w p d c f j b B q
- * k e x u, in enum order, then g L D r R P C for 17..23), or 0 for a kind
+ * k e x u, in enum order, then g L D r R P C K Z for 17..25), or 0 for a kind
  * out of range or not assigned. */
 char pl__dec_kind_letter(uint32_t kind);
 

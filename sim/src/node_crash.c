@@ -25,8 +25,26 @@ static void forget_tasks(pl__sim *s, uint32_t n)
     }
 }
 
-/* Connections reset (the peer reads PL_ECONNRESET after a latency),
- * everything else closes; datagrams sent to the node find nothing bound. */
+/* A connection of the crashed node: its peer reads PL_ECONNRESET after a
+ * latency, as the kernel of a killed process resets its sockets, or
+ * hears nothing at all, as when the machine itself vanished (a
+ * crash_silence decision per connection). */
+static void crash_conn(pl__sim *s, pl__reactor *r, ep *e)
+{
+    bool silent = pl__sim_choose(s, PL_DECIDE_CRASH_SILENCE, 2, e->hdr.id) != 0;
+    char *text = pl__sim_decision_text(s);
+    if (text != NULL) {
+        pl__net_conn_text(e, text, PL__DECISION_TEXT_MAX);
+    }
+    if (silent) {
+        pl__net_silence_conn(r, e);
+    } else {
+        pl__net_reset_conn(r, e, true);
+    }
+}
+
+/* Connections reset or go silent, everything else closes; datagrams sent
+ * to the node find nothing bound. */
 static void close_sockets(pl__sim *s, uint32_t n)
 {
     pl__reactor *r = s->reactor;
@@ -37,7 +55,7 @@ static void close_sockets(pl__sim *s, uint32_t n)
         }
         pl_io_source_forget(e->src);
         if (e->kind == EP_STREAM && e->state == ST_CONNECTED) {
-            pl__net_reset_conn(r, e, true);
+            crash_conn(s, r, e);
         }
         (void)pl__net_close(s, e->handle);
     }

@@ -191,6 +191,15 @@ static void explain_other(explainer *x, size_t i, uint32_t kind, uint64_t key, c
         sb_printf(&x->out, "probe: polled the parked tasks where only a timer could fire "
                            "next (timer-quiescent point #%llu)", k);
         break;
+    case PL_DECIDE_CRASH_SILENCE:
+        if (what != NULL && what[0] != '\0') {
+            sb_printf(&x->out, "node crash: the connection %s went silent (no reset reached "
+                               "the peer)", what);
+        } else {
+            sb_printf(&x->out, "node crash: the connection of endpoint #%llu went silent (no "
+                               "reset reached the peer)", k);
+        }
+        break;
     default: {
         char disk[400];
         char link[160];

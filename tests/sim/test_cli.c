@@ -1868,7 +1868,7 @@ Test(cli, bounded_strategy_enumerates_schedules)
                                      "buggify_fire, probe, disk_latency, disk_fault, "
                                      "disk_corrupt, disk_lose, link_latency, link_loss, "
                                      "link_dup, link_reorder, link_reset, partition, clog, "
-                                     "node_crash; "
+                                     "node_crash, crash_silence; "
                                      "not explored: spurious_poll (off)\n"),
                        "%s", p.out);
     proc_free(&p);

@@ -21,12 +21,14 @@
 #include <pollen/sim_node.h>
 
 #include "leakcheck.h"
+#include "net/net.h"
 #include "sim_internal.h"
 #include "trace.h"
 
 TestSuite(nodes, .fini = pl_test_leak_check);
 
-#define QUIET                                                                                      \
+#define QUIET QUIET_FAULTS ",crash_silence=off"
+#define QUIET_FAULTS                                                                               \
     "timer_late=off,io_fault=off,disk_latency=off,disk_fault=off,disk_corrupt=off,disk_lose=off,"  \
     "link_latency=off,link_loss=off,link_dup=off,link_reorder=off,link_reset=off,partition=off,"   \
     "clog=off"
@@ -44,6 +46,11 @@ static struct seen {
     uint32_t server_blocks; /* the server's node memory blocks at the check */
     uint32_t forgotten;     /* tasks the crash forgot */
     pl_sim_link_state cs;
+    int quiet_read;       /* silent_peer: the timed read's outcome */
+    size_t written;       /* silent_peer: bytes the writes took */
+    ssize_t write_err;    /* silent_peer: the write that failed */
+    pl_time write_from;   /* silent_peer: when the writes began */
+    pl_time write_err_at; /* and when one failed */
 } seen;
 
 static bool fail_after_restart; /* the second boot's store task fails an assertion */
@@ -53,6 +60,8 @@ static bool crashable;          /* the server is crashable and chaos leaves it a
 static bool fail_on_restart;    /* the check fails once the server booted twice */
 static bool hang;               /* no chaos, no shutdown: server and client wait on each other */
 static bool stray_timer;        /* each boot leaves a timer armed in node memory */
+static bool silent_peer;        /* the client reads with a timeout, then writes until an error */
+static bool fail_on_silence;    /* the check fails when the client's timed read heard nothing */
 
 /* ---- The server ----------------------------------------------------------- */
 
@@ -206,7 +215,12 @@ typedef struct caller {
     uint8_t buf[16];
     pl_io_read rd;
     pl_sleep linger;
+    pl_io_read qrd; /* silent_peer: */
+    pl_timeout quiet;
+    pl_io_write fill;
 } caller;
+
+static uint8_t filler[4096];
 
 static pl_poll_result caller_poll(pl_future *f, pl_context *cx)
 {
@@ -228,6 +242,24 @@ static pl_poll_result caller_poll(pl_future *f, pl_context *cx)
     PL_AWAIT(cx, &self->wr);
     if (crashable) {
         pl_tcp_shutdown(&self->s, SHUT_WR); /* no chaos task: the exchange ends */
+    }
+    if (silent_peer) {
+        /* The server crashes at 3 ms: a reset ends this read, silence does not. */
+        self->qrd = pl_tcp_read(&self->s, self->buf, sizeof self->buf);
+        self->quiet = pl_timeout_init(&self->qrd.base, 20 * PL_MS);
+        PL_AWAIT(cx, &self->quiet);
+        seen.quiet_read = self->quiet.result != 0 ? self->quiet.result : (int)self->qrd.result;
+        seen.write_from = pl_now(cx->ex);
+        for (;;) {
+            self->fill = pl_tcp_write(&self->s, filler, sizeof filler);
+            PL_AWAIT(cx, &self->fill);
+            if (self->fill.result < 0) {
+                seen.write_err = self->fill.result;
+                seen.write_err_at = pl_now(cx->ex);
+                break;
+            }
+            seen.written += (size_t)self->fill.result;
+        }
     }
     for (;;) {
         self->rd = pl_tcp_read(&self->s, self->buf, sizeof self->buf);
@@ -251,6 +283,8 @@ static void caller_drop(pl_future *f)
     pl_drop_child(&self->conn.base);
     pl_drop_child(&self->wr.base);
     pl_drop_child(&self->rd.base);
+    pl_drop_child(&self->quiet.base);
+    pl_drop_child(&self->fill.base);
     pl_tcp_close(&self->s);
 }
 
@@ -318,6 +352,9 @@ static int cluster_check(pl_executor *ex, void *state, char *msg, size_t len)
         seen.forgotten += s->tasks[id].forgotten;
     }
     pl_sim_link_get("10.0.0.1", "10.0.0.2", &seen.cs);
+    if (fail_on_silence && seen.quiet_read == PL_ETIMEDOUT) {
+        return pl_check_fail(msg, len, "the client heard nothing of the crash");
+    }
     if (fail_on_restart && s->nodes[1].crashes > 0) {
         return pl_check_fail(msg, len, "the server crashed %u times", s->nodes[1].crashes);
     }
@@ -357,6 +394,8 @@ static void plan(bool stale_waker, bool fail_restarted, bool decided)
     fail_on_restart = decided;
     hang = false;
     stray_timer = false;
+    silent_peer = false;
+    fail_on_silence = false;
 }
 
 LEAK_TEST(nodes, crash_forgets_tasks_and_restart_reads_the_durable_log)
@@ -393,6 +432,69 @@ LEAK_TEST(nodes, peers_see_a_reset_and_sockets_are_on_the_node_host)
     cr_assert_eq(seen.client_read, PL_ECONNRESET, "the client read %zd", seen.client_read);
     cr_assert(seen.client_on_host, "the client's socket is not on 10.0.0.1");
     cr_assert_eq(seen.cs.resets, 0, "the reset came from the crash, not the link");
+    pl_sim_result_free(&r);
+}
+
+/* crash_silence decides 0: the peer reads ECONNRESET, as with the kind off. */
+LEAK_TEST(nodes, crash_silence_zero_resets_the_peer)
+{
+    plan(false, false, false);
+    silent_peer = true;
+    pl_sim_result r = run(QUIET_FAULTS ",crash_silence=0", 0, false);
+    expect_clean(&r);
+    cr_assert_eq(pl__sim_result_record(&r)->consulted[PL_DECIDE_CRASH_SILENCE], 1);
+    cr_assert_eq(seen.quiet_read, PL_ECONNRESET, "the client read %d", seen.quiet_read);
+    cr_assert_eq(seen.write_err, PL_ECONNRESET);
+    cr_assert_eq(seen.written, 0);
+    pl_sim_result_free(&r);
+}
+
+/* crash_silence decides 1: no data, no end, no error reach the client;
+ * its writes fill the window, then wait until the link gives up. */
+LEAK_TEST(nodes, crash_silence_one_leaves_the_peer_to_its_timers_and_the_link)
+{
+    plan(false, false, false);
+    silent_peer = true;
+    pl_sim_result r = run(QUIET_FAULTS ",crash_silence=65536", 0, false);
+    expect_clean(&r);
+    const pl__run_record *rec = pl__sim_result_record(&r);
+    cr_assert_eq(rec->consulted[PL_DECIDE_CRASH_SILENCE], 1);
+    cr_assert_eq(rec->deviated[PL_DECIDE_CRASH_SILENCE], 1);
+    cr_assert_eq(seen.quiet_read, PL_ETIMEDOUT, "the client read %d", seen.quiet_read);
+    cr_assert_eq(seen.written, PL__NET_STREAM_BUF_MAX, "took %zu bytes", seen.written);
+    cr_assert_eq(seen.write_err, PL_ECONNRESET, "the write said %zd", seen.write_err);
+    pl_sim_link_options lo;
+    pl_sim_link_options_default(&lo);
+    pl_time waited = seen.write_err_at - seen.write_from;
+    cr_assert(waited >= lo.break_after_ns && waited < lo.break_after_ns + 10 * PL_MS,
+              "broke after %lld ns", (long long)waited);
+    cr_assert_eq(seen.cs.resets, 1, "the link's give-up rule broke it");
+    pl_sim_result_free(&r);
+}
+
+/* A finding that needs the silence shrinks to it, said with addresses. */
+LEAK_TEST(nodes, crash_silence_shrinks_to_the_connection_that_went_silent)
+{
+    plan(false, false, false);
+    silent_peer = true;
+    fail_on_silence = true;
+    pl_sim_result r = run(QUIET_FAULTS ",crash_silence=65536", 0, false);
+    cr_assert_eq(r.finding.kind, PL_FINDING_ASSERTION, "%s", pl_finding_name(r.finding.kind));
+    const pl__run_record *rec = pl__sim_result_record(&r);
+    pl_sim_options base;
+    pl_sim_options_default(&base);
+    base.knobs = QUIET_FAULTS ",crash_silence=65536";
+    pl_sim_shrink_result s;
+    cr_assert_eq(pl_sim_shrink(&cluster, &base, rec->decisions, rec->decisions_len,
+                               PL_FINDING_ASSERTION, NULL, &s),
+                 0, "%s", s.message);
+    cr_assert_not_null(s.explanation);
+    cr_assert_not_null(strstr(s.explanation, "node crash: the connection 10.0.0.2:80 <-> "
+                                             "10.0.0.1:"),
+                       "%s", s.explanation);
+    cr_assert_not_null(strstr(s.explanation, " went silent (no reset reached the peer)"), "%s",
+                       s.explanation);
+    pl_sim_shrink_result_free(&s);
     pl_sim_result_free(&r);
 }
 

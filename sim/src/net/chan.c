@@ -213,11 +213,39 @@ static bool chan_waits(pl__reactor *r, chan *c)
     }
 }
 
+/* c's reader vanished (pl__net_silence_conn): its head segment waits as
+ * on a link that never opens, so the writer gives up after
+ * break_after_ns like a TCP retransmitting to a host that is gone. */
+static void silent_waits(pl__reactor *r, chan *c)
+{
+    pl_time now = pl__sim_now(r->sim);
+    link *l = c->link != 0 ? pl__net_link_at(r, c->link) : NULL;
+    pl_time after = l != NULL ? l->o.break_after_ns : r->faults.link.break_after_ns;
+    if (!c->stalled) {
+        c->stalled = true;
+        c->stalled_ns = now;
+    }
+    if (now < c->stalled_ns + after) {
+        pl__net_heap_push(r, (event){.at_ns = c->stalled_ns + after,
+                                     .type = EV_SEGMENT,
+                                     .target = c->hdr.id});
+        return;
+    }
+    if (l != NULL) {
+        l->count.resets++;
+    }
+    break_conn(r, c);
+}
+
 void pl__net_chan_arrive(pl__reactor *r, uint32_t id)
 {
     chan *c = pl__net_chan_get(r, id);
     if (c == NULL || c->segs_len == 0) {
         return; /* the reader went away and took the data with it */
+    }
+    if (c->silent) {
+        silent_waits(r, c);
+        return;
     }
     if (c->link != 0 && chan_waits(r, c)) {
         return;
@@ -246,6 +274,22 @@ void pl__net_reset_conn(pl__reactor *r, ep *e, bool tell_peer)
                                      .target = peer->hdr.id});
     }
     pl__net_chan_detach(r, e, false);
+    e->state = ST_RESET;
+}
+
+void pl__net_silence_conn(pl__reactor *r, ep *e)
+{
+    chan *rx = e->rx, *tx = e->tx;
+    e->rx = e->tx = NULL;
+    if (rx != NULL) {
+        /* Not reader_gone: that would tell the writer (PL_EPIPE). */
+        rx->reader = NULL;
+        rx->silent = true;
+        chan_release(r, rx);
+    }
+    if (tx != NULL) {
+        pl__net_chan_drop_writer(r, tx, e, false);
+    }
     e->state = ST_RESET;
 }
 

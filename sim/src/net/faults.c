@@ -133,21 +133,25 @@ pl_time pl__net_latency(pl__reactor *r, const ep *e)
     return (pl_time)steps * r->faults.latency_quantum_ns;
 }
 
+/* An address as text; `none` when unset. */
+static void addr_text(const addr *a, char *buf, size_t len, const char *none)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (a->family == 0) {
+        snprintf(buf, len, "%s", none);
+        return;
+    }
+    pl__net_addr_write(a, (struct sockaddr *)&ss, &sl);
+    pl_addr_format((struct sockaddr *)&ss, buf, len);
+}
+
 /* "pipe (read end)", "stream socket 127.0.0.1:8080 (peer 127.0.0.1:40000)". */
 static void ep_text(const ep *e, char *buf, size_t len)
 {
-    char local[PL_ADDR_STRLEN] = "unbound", peer[PL_ADDR_STRLEN] = "none";
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof ss;
-    if (e->local.family != 0) {
-        pl__net_addr_write(&e->local, (struct sockaddr *)&ss, &sl);
-        pl_addr_format((struct sockaddr *)&ss, local, sizeof local);
-    }
-    sl = sizeof ss;
-    if (e->peer.family != 0) {
-        pl__net_addr_write(&e->peer, (struct sockaddr *)&ss, &sl);
-        pl_addr_format((struct sockaddr *)&ss, peer, sizeof peer);
-    }
+    char local[PL_ADDR_STRLEN], peer[PL_ADDR_STRLEN];
+    addr_text(&e->local, local, sizeof local, "unbound");
+    addr_text(&e->peer, peer, sizeof peer, "none");
     switch (e->kind) {
     case EP_PIPE_R:
         snprintf(buf, len, "pipe (read end)");
@@ -163,6 +167,14 @@ static void ep_text(const ep *e, char *buf, size_t len)
         snprintf(buf, len, "datagram socket %s", local);
         break;
     }
+}
+
+void pl__net_conn_text(const ep *e, char *buf, size_t len)
+{
+    char local[PL_ADDR_STRLEN], peer[PL_ADDR_STRLEN];
+    addr_text(&e->local, local, sizeof local, "unbound");
+    addr_text(&e->peer, peer, sizeof peer, "none");
+    snprintf(buf, len, "%s <-> %s", local, peer);
 }
 
 /* Says what a fault decision chose, for the explanation of a shrunk run

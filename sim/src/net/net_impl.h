@@ -79,7 +79,8 @@ typedef struct chan {
     bool reader_gone;    /* writes fail with PL_EPIPE */
     bool writer_blocked; /* a write said EAGAIN for lack of space */
     uint32_t link;       /* the link writer -> reader crosses, index + 1; 0: one host */
-    bool stalled;        /* the head segment waits on a cut or held link */
+    bool silent;         /* the reader's node crashed without a word: nothing arrives */
+    bool stalled;        /* the head segment waits on a cut or held link, or silence */
     pl_time stalled_ns;  /* since when */
 } chan;
 
@@ -263,6 +264,8 @@ size_t pl__net_short_len(pl__reactor *r, const ep *e, size_t n);
 /* PL__NET_FBIT(F_EAGAIN) when an operation in direction `bit` that could
  * succeed may draw a spurious EAGAIN; consumes the exemption after one. */
 uint32_t pl__net_eagain_fault(const pl__reactor *r, ep *e, uint32_t bit);
+/* "10.0.0.1:5000 <-> 10.0.0.3:41234": a connection, e's end first. */
+void pl__net_conn_text(const ep *e, char *buf, size_t len);
 /* The faults stream or pipe reads and writes of n bytes may draw. */
 uint32_t pl__net_stream_faults(const pl__reactor *r, ep *e, size_t n, uint32_t bit);
 /* The faults a sendto may draw. */
@@ -370,6 +373,12 @@ void pl__net_chan_detach(pl__reactor *r, ep *e, bool graceful);
 void pl__net_chan_arrive(pl__reactor *r, uint32_t id);
 /* Breaks e's connection (one heap slot when tell_peer). */
 void pl__net_reset_conn(pl__reactor *r, ep *e, bool tell_peer);
+/* e's node vanished (a crash decided silent): e leaves the connection
+ * with no reset and no end of stream. The peer still gets what was in
+ * flight to it, then nothing; its writes fill the window and then wait,
+ * and its segments wait as on a cut link until break_after_ns breaks the
+ * connection for it. Schedules nothing. */
+void pl__net_silence_conn(pl__reactor *r, ep *e);
 
 /* ---- stream.c: connections ---------------------------------------------- */
 
