@@ -131,12 +131,12 @@
  * delay): */
 #define PL_DECIDE_NODE_CRASH ((pl_decision_kind)24)   /* at a wait: crash the node (n = 2);
                                                          then its restart delay (n = 8) */
-/* At a crash, per connected stream of the node (key: the endpoint id): */
-#define PL_DECIDE_CRASH_SILENCE ((pl_decision_kind)25) /* 1: the peer hears nothing (no RST,
-                                                          no FIN); 0: it reads ECONNRESET */
-#define PL_DECIDE__COUNT 26                           /* every kind, core's and these; a
-                                                         number without a name is not
-                                                         assigned in this build */
+/* At a crash, per connected stream of the node (key: the endpoint id): 1
+ * the peer hears nothing (no RST, no FIN), 0 it reads ECONNRESET. */
+#define PL_DECIDE_CRASH_SILENCE ((pl_decision_kind)25)
+/* Every kind, core's and these; a number without a name is not assigned
+ * in this build. */
+#define PL_DECIDE__COUNT 26
 
 #define PL__DEC_KINDS ((int)PL_DECIDE__COUNT)
 

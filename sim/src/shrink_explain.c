@@ -193,11 +193,14 @@ static void explain_other(explainer *x, size_t i, uint32_t kind, uint64_t key, c
         break;
     case PL_DECIDE_CRASH_SILENCE:
         if (what != NULL && what[0] != '\0') {
-            sb_printf(&x->out, "node crash: the connection %s went silent (no reset reached "
-                               "the peer)", what);
+            sb_printf(&x->out,
+                      "node crash: the connection %s went silent (no reset reached the peer)",
+                      what);
         } else {
-            sb_printf(&x->out, "node crash: the connection of endpoint #%llu went silent (no "
-                               "reset reached the peer)", k);
+            sb_printf(&x->out,
+                      "node crash: the connection of endpoint #%llu went silent (no reset "
+                      "reached the peer)",
+                      k);
         }
         break;
     default: {

@@ -226,9 +226,8 @@ static void silent_waits(pl__reactor *r, chan *c)
         c->stalled_ns = now;
     }
     if (now < c->stalled_ns + after) {
-        pl__net_heap_push(r, (event){.at_ns = c->stalled_ns + after,
-                                     .type = EV_SEGMENT,
-                                     .target = c->hdr.id});
+        pl__net_heap_push(
+            r, (event){.at_ns = c->stalled_ns + after, .type = EV_SEGMENT, .target = c->hdr.id});
         return;
     }
     if (l != NULL) {
