@@ -21,9 +21,10 @@
  * Its tasks are forgotten (no drop of their futures runs; a join of one
  * sees PL_ECANCELED), its sockets are closed without a FIN (peers of its
  * connections read PL_ECONNRESET after a latency, or, by the
- * crash_silence decision per connection, hear nothing: their writes wait
- * on a full window until the link's break_after_ns breaks the connection
- * for them; datagrams to it are lost), its disk crashes (unsynced writes lost by decision, as
+ * crash_silence decision per connection, hear nothing: what they write
+ * fills the window and waits, as for a host that is gone, until the
+ * link's break_after_ns breaks the connection; datagrams to it are
+ * lost), its disk crashes (unsynced writes lost by decision, as
  * pl_sim_disk_crash) and its pl_node_alloc blocks are freed. The leak
  * oracles do not count what the crash discarded. Restart
  * (pl_sim_node_restart) calls the boot function again; the disk keeps
