@@ -106,10 +106,10 @@ typedef struct pl__task_info {
     const char *root;       /* its future's vtable name (the chain's first frame) */
     const char *spawn_where; /* "file:line" of its pl_spawn (static); NULL: unknown */
     const char *spawn_func;
-    uint64_t parked_step;   /* step of its latest PENDING */
+    uint64_t parked_step; /* step of its latest PENDING */
     pl_time parked_ns;
-    uint64_t probed_step;   /* s->step after its latest probe: nothing changed since */
-    uint64_t stale_step;    /* its latest wake through a superseded waker */
+    uint64_t probed_step; /* s->step after its latest probe: nothing changed since */
+    uint64_t stale_step;  /* its latest wake through a superseded waker */
     pl_time stale_ns;
     uint32_t clone_holder;  /* task polling when the latest clone was made outside
                                the task's own poll; 0: none (see clone_holder()) */
