@@ -131,6 +131,7 @@ int pl_executor_create(pl_executor **out, const pl_executor_options *opts)
     apply_testing(ex, opts->testing);
     ex->waker_vtable =
         ex->obs == NULL && !ex->rotate ? &pl__fast_waker_vtable : &pl__task_waker_vtable;
+    ex->watch_bytes = ex->waker_vtable == &pl__task_waker_vtable ? sizeof(task_watch) : 0;
     ex->budget = opts->polls_per_tick_max ? opts->polls_per_tick_max : 128;
     ex->now = ex->system.vtable->now(ex->system.self);
     *out = ex;
@@ -211,10 +212,10 @@ size_t pl_executor_runnable_ids(const pl_executor *ex, uint32_t *ids, size_t max
 {
     size_t n = 0;
     for (uint32_t i = 0; i < ex->win_len && n < max; i++) {
-        ids[n++] = ex->win[(ex->win_head + i) & ex->win_mask]->head.id;
+        ids[n++] = ex->win[(ex->win_head + i) & ex->win_mask]->id;
     }
     for (const pl_task *t = ex->ready_head; t != NULL && n < max; t = t->next) {
-        ids[n++] = t->head.id;
+        ids[n++] = t->id;
     }
     return n;
 }
@@ -264,10 +265,10 @@ static pl_poll_result poll_task(pl_executor *ex, pl_task *t, bool probe)
     pl_task *outer = ex->running;
     uint8_t prior = t->state;
     t->state = TASK_RUNNING;
-    t->head.polls++;
+    t->polls++;
     ex->running = t;
     if (ex->obs != NULL && ex->obs->poll_begin != NULL) {
-        ex->obs->poll_begin(ex->obs_ud, t, t->head.gen, probe);
+        ex->obs->poll_begin(ex->obs_ud, t, task_gen(t), probe);
     }
     pl_poll_result r = poll_root((pl_future *)(void *)t->future, &cx);
     ex->running = outer;
@@ -300,12 +301,12 @@ static void run_one(pl_executor *ex, pl_task *t)
         return;
     }
     if ((t->flags & TASK_ABORTABLE) && ex->decide != NULL &&
-        pl__executor_decide(ex, PL_DECIDE_CANCEL, 2, t->head.id) != 0) {
+        pl__executor_decide(ex, PL_DECIDE_CANCEL, 2, t->id) != 0) {
         pl__task_cancel(t);
         return;
     }
     if (ex->rotate) {
-        t->head.gen++;
+        task_watch_of(t)->gen++;
     }
     poll_task(ex, t, false);
 }
@@ -344,9 +345,9 @@ static inline void poll_fast(pl_executor *ex, pl_task *t)
         task_release(t);
         return;
     }
-    pl_context cx = {{&pl__fast_waker_vtable, t, t->head.gen, 0}, ex, t, NULL};
+    pl_context cx = {{&pl__fast_waker_vtable, t, 0, 0}, ex, t, NULL};
     t->state = TASK_RUNNING;
-    t->head.polls++;
+    t->polls++;
     ex->running = t;
     pl_future *f = (pl_future *)(void *)t->future;
     pl_poll_result r = pl_poll(f, &cx);

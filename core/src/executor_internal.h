@@ -36,18 +36,35 @@ enum task_flag {
                                      polled or dropped again */
 };
 
+/* What only observed or rotating executors keep, in the 16 bytes before
+ * the task header (production tasks do not carry them). With the header's
+ * first 8 bytes they make the public pl_task_head {gen, waker_clones, id,
+ * polls}, read by observers at pl_task_head_of. */
+typedef struct task_watch {
+    uint64_t unused;       /* keeps the header, and so the future, 16-aligned */
+    uint32_t gen;          /* pl_task_waker_gen */
+    uint32_t waker_clones; /* live waker clones */
+} task_watch;
+
+/* 48 bytes: the joiner shares the name's slot while a join is registered
+ * (the join keeps the name meanwhile), so neither costs a production task
+ * its own 8 bytes. */
 struct pl_task {
-    pl_task_head head;   /* id, polls, gen, waker clones: observers read it inline */
+    uint32_t id;         /* pl_task_id; with the watch: pl_task_head */
+    uint32_t polls;      /* pl_task_polls */
     pl_task *next;       /* ready queue link */
     pl_executor *ex;
     uint32_t refs;
     uint8_t state;       /* enum task_state */
     uint8_t flags;       /* enum task_flag */
-    uint16_t reserved;
+    uint8_t joined;      /* 1: who.joiner is set (and holds the name) */
+    uint8_t reserved;
     uint32_t slot;       /* index in ex->tasks */
     uint32_t size;       /* bytes of the future copy */
-    pl_join *joiner;     /* the join future waiting for completion */
-    const char *name;
+    union {
+        const char *name; /* joined == 0 */
+        pl_join *joiner;  /* joined == 1: the join waiting for completion */
+    } who;
     alignas(16) unsigned char future[];
 };
 
@@ -63,6 +80,7 @@ struct pl_executor {
     bool owns_system;
     bool rotate;
     bool stop;
+    uint8_t watch_bytes; /* sizeof(task_watch) when observed or rotating, else 0 */
     uint32_t (*decide)(void *self, pl_decision_kind kind, uint32_t n, uint64_t key);
     const pl_observer *obs;
     void *obs_ud;
@@ -131,9 +149,21 @@ static inline void task_release(pl_task *t)
 PL_INTERNAL extern const pl_waker_vtable pl__task_waker_vtable;
 PL_INTERNAL extern const pl_waker_vtable pl__fast_waker_vtable;
 
+/* Observed or rotating executors only (ex->watch_bytes != 0). */
+static inline task_watch *task_watch_of(const pl_task *t)
+{
+    return (task_watch *)(void *)((unsigned char *)(uintptr_t)t - sizeof(task_watch));
+}
+
+/* Production tasks have no watch: their waker generation is always 0. */
+static inline uint32_t task_gen(const pl_task *t)
+{
+    return t->ex->watch_bytes != 0 ? task_watch_of(t)->gen : 0;
+}
+
 static inline pl_waker task_waker(pl_task *t)
 {
-    return (pl_waker){t->ex->waker_vtable, t, t->head.gen, 0};
+    return (pl_waker){t->ex->waker_vtable, t, task_gen(t), 0};
 }
 
 /* The one place a task becomes runnable through a checked waker: dedupes,
@@ -151,8 +181,9 @@ PL_INTERNAL void pl__task_notify_orphan(pl_executor *ex, pl_task *t);
 /* Counts a drop of the task's waker (observed executors). */
 static inline void count_drop(pl_executor *ex, pl_task *t, uint32_t gen)
 {
-    if (t->head.waker_clones > 0) {
-        if (--t->head.waker_clones == 0 && t->state == TASK_IDLE) {
+    task_watch *w = task_watch_of(t);
+    if (w->waker_clones > 0) {
+        if (--w->waker_clones == 0 && t->state == TASK_IDLE) {
             pl__task_notify_orphan(ex, t);
         }
     } else if (ex->obs != NULL && ex->obs->waker_drop != NULL) {

@@ -98,7 +98,7 @@ static inline pl_task *ready_pop(pl_executor *ex)
         return ready_take(ex, 0);
     }
     uint32_t n = ex->win_len;
-    uint32_t k = pl__executor_decide(ex, PL_DECIDE_SCHEDULE, n, (*win_at(ex, 0))->head.id);
+    uint32_t k = pl__executor_decide(ex, PL_DECIDE_SCHEDULE, n, (*win_at(ex, 0))->id);
     return ready_take(ex, k);
 }
 

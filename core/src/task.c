@@ -5,6 +5,7 @@
  * until the task finishes, each handle and each waker clone holds one
  * more; the memory goes when the count reaches zero.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "executor_internal.h"
@@ -16,9 +17,9 @@
 void *pl_task_future(pl_task *t) { return t->future; }
 bool pl_task_is_finished(const pl_task *t) { return t->state >= TASK_DONE; }
 bool pl_task_is_cancelled(const pl_task *t) { return t->state == TASK_CANCELLED; }
-uint32_t pl_task_id(const pl_task *t) { return t->head.id; }
-uint32_t pl_task_polls(const pl_task *t) { return t->head.polls; }
-uint32_t pl_task_waker_gen(const pl_task *t) { return t->head.gen; }
+uint32_t pl_task_id(const pl_task *t) { return t->id; }
+uint32_t pl_task_polls(const pl_task *t) { return t->polls; }
+uint32_t pl_task_waker_gen(const pl_task *t) { return task_gen(t); }
 bool pl_task_cloned_elsewhere(const pl_task *t) { return t->flags & TASK_CLONED_ELSEWHERE; }
 size_t pl_task_future_size(const pl_task *t) { return t->size; }
 
@@ -27,10 +28,17 @@ bool pl_task_is_scheduled(const pl_task *t)
     return t->state == TASK_SCHEDULED || t->state == TASK_RUNNING;
 }
 
+/* The name's slot holds the joiner while a join is registered. */
+static const char **name_slot(pl_task *t)
+{
+    return t->joined ? &t->who.joiner->task_name : &t->who.name;
+}
+
 const char *pl_task_name(const pl_task *t)
 {
-    if (t->name != NULL) {
-        return t->name;
+    const char *name = *name_slot((pl_task *)(uintptr_t)t);
+    if (name != NULL) {
+        return name;
     }
     return ((const pl_future *)(const void *)t->future)->vtable->name;
 }
@@ -49,7 +57,7 @@ void pl_task_set_background(pl_task *t, bool background)
     }
 }
 
-void pl_task_rename(pl_task *t, const char *name) { t->name = name; }
+void pl_task_rename(pl_task *t, const char *name) { *name_slot(t) = name; }
 
 bool pl_task_is_background(const pl_task *t) { return (t->flags & TASK_BACKGROUND) != 0; }
 
@@ -62,7 +70,20 @@ void pl_task_set_abortable(pl_task *t, bool abortable)
 
 /* ---- Task lifetime ---------------------------------------------------- */
 
-static size_t task_alloc_size(uint32_t size) { return sizeof(pl_task) + size; }
+_Static_assert(sizeof(pl_task) == 48, "the production task header is 48 bytes");
+_Static_assert(sizeof(task_watch) % 16 == 0 && sizeof(task_watch) <= UINT8_MAX,
+               "the watch keeps the future 16-aligned");
+_Static_assert(offsetof(task_watch, gen) + offsetof(pl_task_head, id) == sizeof(task_watch) &&
+                   offsetof(pl_task_head, gen) == 0 && offsetof(pl_task_head, waker_clones) == 4 &&
+                   offsetof(pl_task_head, polls) == offsetof(pl_task_head, id) + 4 &&
+                   offsetof(pl_task, id) == 0 && offsetof(pl_task, polls) == 4,
+               "pl_task_head is the watch's tail and the header's first 8 bytes");
+
+/* The watch (observed or rotating executors) comes before the header. */
+static size_t task_alloc_size(const pl_executor *ex, uint32_t size)
+{
+    return ex->watch_bytes + sizeof(pl_task) + size;
+}
 
 /* Drops the task's future unless that already happened. Completion and
  * cancellation both drop at once, as Rust does: what a finished future
@@ -94,7 +115,7 @@ void pl__task_free(pl_task *t)
     pl_task *last = ex->tasks[--ex->tasks_len];
     ex->tasks[t->slot] = last;
     last->slot = t->slot;
-    pl_free(ex, t, task_alloc_size(t->size));
+    pl_free(ex, (unsigned char *)t - ex->watch_bytes, task_alloc_size(ex, t->size));
 }
 
 static int tasks_reserve(pl_executor *ex)
@@ -132,17 +153,21 @@ int pl_spawn_at(pl_executor *ex, const pl_future *fut, size_t size, const char *
     if (tasks_reserve(ex) != 0) {
         return PL_ENOMEM;
     }
-    pl_task *t = pl_alloc(ex, task_alloc_size((uint32_t)size));
-    if (t == NULL) {
+    unsigned char *block = pl_alloc(ex, task_alloc_size(ex, (uint32_t)size));
+    if (block == NULL) {
         return PL_ENOMEM;
     }
-    memset(t, 0, sizeof *t);
+    pl_task *t = (pl_task *)(void *)(block + ex->watch_bytes);
+    memset(t, 0, sizeof *t); /* constant sizes: a few stores, no call */
+    if (ex->watch_bytes != 0) {
+        memset(task_watch_of(t), 0, sizeof(task_watch));
+    }
     memcpy(t->future, fut, size);
     t->ex = ex;
     t->refs = handle != NULL ? 2 : 1;
-    t->head.id = ++ex->next_id;
+    t->id = ++ex->next_id;
     t->size = (uint32_t)size;
-    t->name = name;
+    t->who.name = name;
     t->slot = ex->tasks_len;
     ex->tasks[ex->tasks_len++] = t;
     ex->live++;
@@ -179,11 +204,27 @@ void pl_task_release(pl_task *t)
     }
 }
 
+/* The join registers in the name's slot and keeps the name meanwhile. */
+static void joiner_set(pl_task *t, pl_join *j)
+{
+    j->task_name = t->who.name;
+    t->who.joiner = j;
+    t->joined = 1;
+}
+
+static void joiner_clear(pl_task *t)
+{
+    t->who.name = t->who.joiner->task_name;
+    t->joined = 0;
+}
+
+static pl_join *joiner_of(const pl_task *t) { return t->joined ? t->who.joiner : NULL; }
+
 static void wake_joiner(pl_task *t)
 {
-    pl_join *j = t->joiner;
+    pl_join *j = joiner_of(t);
     if (j != NULL) {
-        t->joiner = NULL;
+        joiner_clear(t);
         pl_waker_slot_wake(&j->waker);
     }
 }
@@ -274,7 +315,7 @@ static bool join_holds(const void *subject, char *why, size_t why_len)
         j->task->state < TASK_DONE) {
         return false;
     }
-    snprintf(why, why_len, "'%s' (#%u) %s", pl_task_name(j->task), j->task->head.id,
+    snprintf(why, why_len, "'%s' (#%u) %s", pl_task_name(j->task), j->task->id,
              j->task->state == TASK_DONE ? "completed" : "was cancelled");
     return true;
 }
@@ -285,15 +326,17 @@ static pl_poll_result join_poll(pl_future *f, pl_context *cx)
     pl_task *t = j->task;
     if (t->state >= TASK_DONE) {
         j->result = t->state == TASK_DONE ? 0 : PL_ECANCELED;
-        if (t->joiner == j) {
-            t->joiner = NULL;
+        if (joiner_of(t) == j) {
+            joiner_clear(t);
         }
         pl_waker_slot_clear(&j->waker);
         j->base.resume = 0;
         return PL_READY;
     }
-    PL_ASSERT(t->joiner == NULL || t->joiner == j);
-    t->joiner = j;
+    PL_ASSERT(joiner_of(t) == NULL || joiner_of(t) == j);
+    if (joiner_of(t) == NULL) {
+        joiner_set(t, j);
+    }
     pl_waker_slot_set(&j->waker, &cx->waker);
     j->base.resume = 1;
     PL_WAIT_DECLARE(cx, "join", "the task finished", j, join_holds);
@@ -305,8 +348,8 @@ static void join_drop(pl_future *f)
     pl_join *j = (pl_join *)f;
     /* A completed join has let go of the task, whose handle may be gone:
      * only a pending one is still linked to it. */
-    if (!pl_future_is_done(f) && j->task->joiner == j) {
-        j->task->joiner = NULL;
+    if (!pl_future_is_done(f) && joiner_of(j->task) == j) {
+        joiner_clear(j->task);
     }
     pl_waker_slot_clear(&j->waker);
 }

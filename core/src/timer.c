@@ -662,7 +662,7 @@ size_t pl_executor_timer_task_ids(const pl_executor *ex, uint32_t *ids, size_t m
     for (uint32_t i = 0; i < h->items_len && n < max; i++) {
         for (const pl_timer *tm = h->items[i].t; tm != NULL && n < max; tm = tm->next) {
             const pl_task *t = timer_task(ex, tm);
-            ids[n++] = t != NULL ? t->head.id : 0;
+            ids[n++] = t != NULL ? t->id : 0;
         }
     }
     return n;

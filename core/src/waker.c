@@ -28,7 +28,7 @@ void pl__task_wake(pl_task *t, uint32_t gen, bool by_ref)
     pl_wake_outcome outcome;
     if (t->state >= TASK_DONE) {
         outcome = PL_WAKE_FINISHED;
-    } else if (ex->rotate && gen != t->head.gen) {
+    } else if (ex->rotate && gen != task_watch_of(t)->gen) {
         outcome = PL_WAKE_STALE;
     } else if (t->state == TASK_IDLE) {
         t->state = TASK_SCHEDULED;
@@ -50,7 +50,7 @@ void pl__task_wake(pl_task *t, uint32_t gen, bool by_ref)
  * task's own poll, the rare case where it wants to know who made them. */
 void pl__task_count_clone(pl_executor *ex, pl_task *t, uint32_t gen)
 {
-    t->head.waker_clones++;
+    task_watch_of(t)->waker_clones++;
     if (ex->running == t) {
         t->flags &= (uint8_t)~TASK_CLONED_ELSEWHERE;
         return;
@@ -146,7 +146,7 @@ const pl_waker_vtable pl__fast_waker_vtable = {
 void pl_executor_wake_task(pl_executor *ex, pl_task *t)
 {
     PL_ASSERT(t->ex == ex);
-    pl__task_wake(t, t->head.gen, true);
+    pl__task_wake(t, task_gen(t), true);
 }
 
 /* ---- Noop waker ------------------------------------------------------- */

@@ -99,8 +99,18 @@ typedef struct pl__chain {
 
 /* What the oracles know of one task, indexed by task id. */
 typedef struct pl__task_info {
+    /* Pointers, then 8-byte counts, then 4-byte ones, then bytes: no
+     * padding (128 bytes; one per task the run ever spawned). */
     pl_task *task;          /* NULL once freed; never hashed */
     const char *name;       /* static storage, as pl_task_name returned it */
+    const char *root;       /* its future's vtable name (the chain's first frame) */
+    const char *spawn_where; /* "file:line" of its pl_spawn (static); NULL: unknown */
+    const char *spawn_func;
+    uint64_t parked_step; /* step of its latest PENDING */
+    pl_time parked_ns;
+    uint64_t probed_step; /* s->step after its latest probe: nothing changed since */
+    uint64_t stale_step;  /* its latest wake through a superseded waker */
+    pl_time stale_ns;
     uint32_t clone_holder;  /* task polling when the latest clone was made outside
                                the task's own poll; 0: none (see clone_holder()) */
     uint32_t self_wakes;    /* consecutive polls that woke only themselves */
@@ -108,27 +118,20 @@ typedef struct pl__task_info {
                                what the busy-loop oracle counts */
     uint32_t stale_wakes;   /* wakes through superseded wakers since the last poll */
     uint32_t last_stale_gen;
-    uint64_t parked_step;   /* step of its latest PENDING */
-    pl_time parked_ns;
     uint32_t waits_len;     /* declared in the latest poll (in s->waits[id]); more
                                than PL__WAITS_MAX keeps the first ones */
-    uint64_t probed_step;   /* s->step after its latest probe: nothing changed since */
-    uint64_t stale_step;    /* its latest wake through a superseded waker */
-    pl_time stale_ns;
     uint32_t stale_by;      /* task polling then (0: outside polls) */
-    bool on_purpose;        /* its latest poll said it polls on purpose (a poll interval) */
-    bool forgotten;         /* its node crashed: never dropped, not a leak */
-    uint8_t node;           /* its node (index in s->nodes); 0: the scenario's own */
     uint32_t late_head;     /* its late timers (s->late), index + 1; 0: none */
     uint32_t quiet_rounds;  /* background: points since only background work was left
                                before which it was polled */
-    const char *root;       /* its future's vtable name (the chain's first frame) */
-    const char *spawn_where; /* "file:line" of its pl_spawn (static); NULL: unknown */
-    const char *spawn_func;
     uint32_t chain;         /* the chain of its latest PENDING poll: index + 1 in
                                s->chains; 0: none yet */
     uint32_t chain_prev;    /* the one before it (a loop parks at two awaits in turn) */
+    bool on_purpose;        /* its latest poll said it polls on purpose (a poll interval) */
+    bool forgotten;         /* its node crashed: never dropped, not a leak */
+    uint8_t node;           /* its node (index in s->nodes); 0: the scenario's own */
 } pl__task_info;
+_Static_assert(sizeof(pl__task_info) <= 128, "pl__task_info: no padding between its fields");
 
 /* A timer that fires late (PL_DECIDE_TIMER_LATE): between its deadline
  * and its firing the task's own clock check already says "due". Kept in

@@ -37,24 +37,26 @@ typedef enum pl_misuse {
     PL_MISUSE_DOUBLE_DROP = 2,
 } pl_misuse;
 
-/* The first member of every task, readable without a call: observers run
- * on every poll and wake, and a call per field read shows in their cost.
- * Read-only outside the executor. waker_clones counts the live clones of
- * the task's wakers (remote wakers included) and is kept only by
- * executors that have an observer or rotate wakers; it is 0 otherwise. */
+/* The task's counters, readable without a call: observers run on every
+ * poll and wake, and a call per field read shows in their cost. Read-only
+ * outside the executor, and only for tasks of an executor that has an
+ * observer or rotates wakers: production tasks keep id and polls alone
+ * (gen and waker_clones sit in 16 bytes such executors add before each
+ * task). waker_clones counts the live clones of the task's wakers (remote
+ * wakers included). */
 typedef struct pl_task_head {
+    uint32_t gen;          /* pl_task_waker_gen */
+    uint32_t waker_clones; /* live waker clones */
     uint32_t id;           /* pl_task_id */
     uint32_t polls;        /* pl_task_polls */
-    uint32_t gen;          /* pl_task_waker_gen */
-    uint32_t waker_clones; /* live waker clones (observed executors) */
 } pl_task_head;
 
 static inline const pl_task_head *pl_task_head_of(const pl_task *t)
 {
-    return (const pl_task_head *)(const void *)t;
+    return (const pl_task_head *)(const void *)((const unsigned char *)t - 8);
 }
 
-#define PL_OBSERVER_VERSION 2u
+#define PL_OBSERVER_VERSION 3u
 
 /* Every hook is optional (NULL: not called). pl_executor_create refuses
  * an observer whose version is not PL_OBSERVER_VERSION. */
