@@ -76,6 +76,11 @@ def main():
         lines = run(sys.argv[1], extra)
         check(lines, "")
         check(lines, "stream_")
+        # Run from this (bigger) Python process: a peak read through
+        # ru_maxrss, which Linux carries over exec, would show no growth.
+        rss = lines[("cluster", "pollen/sim", "rss_per_message", "hosts=5")][0]
+        if not rss > 0:
+            fail("rss_per_message is %.2f: the peak memory is not this process's own" % rss)
 
 
 if __name__ == "__main__":
