@@ -786,6 +786,12 @@ Test(cli, each_command_has_help)
     cr_assert_not_null(strstr(p.out, "  --chrome-trace OUT.json  with --seed N"));
     cr_assert_not_null(strstr(p.out, "  --waker-rotation on|off\n"));
     cr_assert_null(strstr(p.out, "--break-at"), "run has no --break-at: %s", p.out);
+    /* Every kind --knobs accepts is listed with its default, first to last. */
+    cr_assert_not_null(strstr(p.out, "decision kinds for --knobs (name=default):\n"
+                                     "  schedule=32768 "),
+                       "%s", p.out);
+    cr_assert_not_null(strstr(p.out, " spurious_poll=off "), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, " crash_silence=16384\n"), "%s", p.out);
     proc_free(&p);
     p = POLLEN("replay", "-h");
     cr_assert_not_null(strstr(p.out, "  --trace                 print the run's event timeline"));

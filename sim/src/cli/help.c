@@ -240,6 +240,29 @@ static void put_exit_kinds(FILE *f)
     fputc('\n', f);
 }
 
+/* Every decision kind --knobs can name, with its default (parts per 65536
+ * of leaving production's choice, or off), from the library's table: the
+ * kinds grow with the simulator, so the help never lists them by hand. */
+static void put_knob_defaults(FILE *f)
+{
+    char text[PL_SIM_KNOBS_TEXT_MAX];
+    if (pl_sim_knobs_text(NULL, text, sizeof text) != 0) {
+        return;
+    }
+    fputs("\ndecision kinds for --knobs (name=default):", f);
+    size_t col = 80;
+    for (char *k = strtok(text, ","); k != NULL; k = strtok(NULL, ",")) {
+        size_t len = strlen(k);
+        if (col + len + 2 > 78) {
+            fputs("\n ", f);
+            col = 1;
+        }
+        fprintf(f, " %s", k);
+        col += len + 1;
+    }
+    fputc('\n', f);
+}
+
 int pl__cli_show_help(const cli *c, const char *cmd)
 {
     const char *text = pl__cli_help_main;
@@ -260,6 +283,7 @@ int pl__cli_show_help(const cli *c, const char *cmd)
     }
     pl__cli_put_text(stdout, text, c->prog);
     if (text == help_run) {
+        put_knob_defaults(stdout);
         pl__cli_put_text(stdout, help_run_exit, c->prog);
     }
     if (text == help_run || text == help_merge || text == pl__cli_help_main) {
