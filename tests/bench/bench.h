@@ -28,6 +28,8 @@ typedef struct bench_region {
     pl_time now0_ns;   /* the executor's clock (virtual under the sim) */
     pl_time now1_ns;
     uint64_t decisions; /* sim: decisions the run consulted (and recorded) */
+    uint64_t polls;     /* sim: polls of the whole run (the result's steps) */
+    uint64_t events;    /* sim: trace events of the whole run (each one hashed) */
     bool begun;
     bool ended;
 } bench_region;
@@ -54,6 +56,13 @@ typedef struct bench_mode {
  * users run it; any finding fails the run. Returns 0, or -1 after
  * printing why. */
 int bench_execute(const pl_scenario *sc, const bench_mode *mode, bench_region *out);
+
+/* Under the simulator, prints what the run did per unit of work (`unit`
+ * names it: "item", "task", ...): polls_per_<unit>, events_per_<unit>
+ * and decisions_per_<unit>, counted over the whole run. They say what a
+ * nanosecond figure pays for; nothing is printed for the real backend. */
+void bench_work_lines(const char *workload, const bench_mode *mode, const bench_region *r,
+                      const char *unit, uint64_t n);
 
 /* Prints one result line: "<workload> <impl> <metric>=<value> <unit> <extra>". */
 void bench_line(const char *workload, bool sim, const char *metric, double value,

@@ -95,6 +95,26 @@ void bench_line(const char *workload, bool sim, const char *metric, double value
     fflush(stdout);
 }
 
+void bench_work_lines(const char *workload, const bench_mode *mode, const bench_region *r,
+                      const char *unit, uint64_t n)
+{
+    if (!mode->sim) {
+        return;
+    }
+    const struct {
+        const char *what;
+        uint64_t count;
+    } work[] = {{"polls", r->polls}, {"events", r->events}, {"decisions", r->decisions}};
+    char metric[64];
+    char extra[32];
+    snprintf(extra, sizeof extra, "n=%llu", (unsigned long long)n);
+    for (size_t i = 0; i < sizeof work / sizeof work[0]; i++) {
+        snprintf(metric, sizeof metric, "%s_per_%s", work[i].what, unit);
+        bench_line(workload, true, metric, (double)work[i].count / (double)n, 2, work[i].what,
+                   extra);
+    }
+}
+
 /* ---- One run ------------------------------------------------------------ */
 
 static int check_state(const pl_scenario *sc, pl_executor *ex, void *state)
@@ -145,6 +165,8 @@ static int execute_sim(const pl_scenario *sc, const bench_mode *mode)
     pl_sim_result r;
     int rc = pl_sim_run(sc, &o, &r);
     current.decisions = rc == 0 ? r.decisions : 0;
+    current.polls = rc == 0 ? r.steps : 0;
+    current.events = rc == 0 ? r.events : 0;
     if (rc != 0) {
         bench_fail(sc->name, "the simulator did not start: %s (%s)", pl_strerror(rc),
                    r.finding.message);

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""The work-per-unit lines under --sim: present, parseable, and right.
+
+    python3 tests/bench/check_work.py BUILD/tests/bench/pollen-bench
+
+Ping-pong's round trip is two polls by construction (ping's and pong's),
+so polls_per_roundtrip must read 2.00 give or take the main task's few;
+spawn's task is polled at least twice (it parks, then finishes); every
+workload hashes events and the outbox consults decisions. The real
+backend prints none of these lines (it has no trace). No timing is
+asserted. Exits 0, or 1 saying why.
+"""
+
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare  # noqa: E402
+
+RUNS = [("pingpong", "2000", "roundtrip"), ("spawn", "2000", "task"),
+        ("timers", "2000", "timer"), ("outbox", "100", "item")]
+
+
+def fail(msg):
+    print("check_work: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def lines_of(bench, args):
+    out = subprocess.run([bench] + args, stdout=subprocess.PIPE, universal_newlines=True,
+                         timeout=300)
+    if out.returncode != 0:
+        fail("%s exited %d" % (" ".join(args), out.returncode))
+    found = {}
+    for line in out.stdout.splitlines():
+        m = compare.LINE.match(line)
+        if m is None:
+            fail("compare.py cannot parse: %r" % line)
+        found[m.group(3)] = float(m.group(4))
+    return found, out.stdout
+
+
+def main():
+    bench = sys.argv[1]
+    for workload, n, unit in RUNS:
+        found, text = lines_of(bench, [workload, n, "--sim"])
+        work = {w: found.get("%s_per_%s" % (w, unit)) for w in ("polls", "events", "decisions")}
+        if None in work.values():
+            fail("%s --sim: no %s_per_%s lines in:\n%s" % (workload, "polls/events/decisions",
+                                                           unit, text))
+        if work["events"] < work["polls"]:
+            fail("%s: fewer events than polls (every poll is an event): %r" % (workload, work))
+        if workload == "pingpong" and not 2.0 <= work["polls"] <= 2.01:
+            fail("pingpong: %.2f polls per round trip, two by construction" % work["polls"])
+        if workload == "spawn" and work["polls"] < 2.0:
+            fail("spawn: %.2f polls per task, at least two" % work["polls"])
+        if workload == "outbox" and work["decisions"] <= 0:
+            fail("outbox: no decisions consulted: %r" % work)
+    found, text = lines_of(bench, ["pingpong", "2000"])
+    if any(k.endswith("_per_roundtrip") and k != "ns_per_roundtrip" for k in found):
+        fail("the real backend printed work lines:\n" + text)
+    print("check_work: the work lines of %d workloads" % len(RUNS))
+
+
+if __name__ == "__main__":
+    main()
