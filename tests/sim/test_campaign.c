@@ -4,14 +4,13 @@
  * determinism check, on the CLI harness's scenarios. The CLI runs as
  * pl_main in a child process, its JSON lines read back from a pipe. */
 #include <criterion/criterion.h>
-#include <fcntl.h>
 #include <pollen/sim.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "cli_selftests.h"
 #include "decide.h"
 #include "leakcheck.h"
@@ -216,44 +215,12 @@ static void cli_run(const char *name, const char *seeds, const char *flag, cli_f
     memset(cf, 0, sizeof *cf);
     char dir[] = "/tmp/pollen-campaign-XXXXXX";
     cr_assert_not_null(mkdtemp(dir));
-    int fds[2];
-    cr_assert_eq(pipe(fds), 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    cr_assert_geq(pid, 0);
-    if (pid == 0) {
-        char *argv[] = {"pollen", "run", (char *)name, "--seeds", (char *)seeds, "-j", "1",
-                        "--json", "--quiet", "--no-shrink", "--out", dir, (char *)flag, NULL};
-        int null = open("/dev/null", O_WRONLY);
-        dup2(fds[1], STDOUT_FILENO);
-        dup2(null, STDERR_FILENO);
-        close(fds[0]);
-        close(fds[1]);
-        fflush(NULL);
-        _exit(pl_main(flag != NULL ? 13 : 12, argv, extra));
-    }
-    close(fds[1]);
-    char *out = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len + 4096 > cap) {
-            cap = cap * 2 + 8192;
-            out = realloc(out, cap);
-            cr_assert_not_null(out);
-        }
-        ssize_t got = read(fds[0], out + len, cap - len - 1);
-        if (got <= 0) {
-            break;
-        }
-        len += (size_t)got;
-    }
-    close(fds[0]);
-    out[len] = '\0';
-    int st = 0;
-    cr_assert_eq(waitpid(pid, &st, 0), pid);
-    cf->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    parse_findings(out, cf);
-    free(out);
+    const char *args[] = {"run",     name,          "--seeds", seeds, "-j", "1", "--json",
+                          "--quiet", "--no-shrink", "--out",   dir,   flag, NULL};
+    child_ran r = child_pl_main(args, extra, -1);
+    cf->status = r.status;
+    parse_findings(r.out, cf);
+    child_ran_free(&r);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_assert_eq(system(cmd), 0);

@@ -23,101 +23,66 @@
 #include <unistd.h>
 
 #include "campaign.h"
+#include "child.h"
 #include "cli/cli.h"
 #include "pollen/error.h"
 
 /* ---- Running the binaries ------------------------------------------------ */
 
-typedef struct proc {
-    int status; /* exit status, or 128 + signal */
-    char *out;  /* stdout, NUL-terminated */
-    char *err;  /* stderr */
-} proc;
-
-static char *slurp_fd(int fd)
-{
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    cr_assert_not_null(buf);
-    lseek(fd, 0, SEEK_SET);
-    for (ssize_t n; (n = read(fd, buf + len, cap - len - 1)) > 0;) {
-        len += (size_t)n;
-        if (cap - len < 2) {
-            cap *= 2;
-            buf = realloc(buf, cap);
-            cr_assert_not_null(buf);
-        }
-    }
-    buf[len] = '\0';
-    close(fd);
-    return buf;
-}
-
-static int temp_fd(void)
-{
-    char path[] = "/tmp/pollen-cli-io-XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert_geq(fd, 0);
-    unlink(path);
-    return fd;
-}
-
 /* When set, children start with this file size limit (RLIMIT_FSIZE) and
  * SIGXFSZ ignored: writes past it fail with EFBIG, as on a full disk. */
 static long child_fsize_max = -1;
 
-/* Starts the binary named by environment variable `which` with args
- * (NULL terminated), its stdout and stderr on out and err. */
-static pid_t spawn_argv(const char *which, const char *const *args, int out, int err)
+typedef struct exec_call {
+    const char *bin;
+    const char *argv[64];
+} exec_call;
+
+/* The child's side: the file size limit, then the binary. */
+static int exec_body(void *arg)
 {
-    const char *bin = getenv(which);
-    cr_assert_not_null(bin, "%s is not set: run this test through meson", which);
-    const char *argv[64] = {bin};
+    exec_call *e = arg;
+    if (child_fsize_max >= 0) {
+        struct rlimit rl = {(rlim_t)child_fsize_max, (rlim_t)child_fsize_max};
+        signal(SIGXFSZ, SIG_IGN);
+        setrlimit(RLIMIT_FSIZE, &rl);
+    }
+    execv(e->bin, (char *const *)e->argv);
+    return 127;
+}
+
+/* The binary named by environment variable `which`, with args (NULL
+ * terminated). */
+static exec_call exec_of(const char *which, const char *const *args)
+{
+    exec_call e = {getenv(which), {NULL}};
+    cr_assert_not_null(e.bin, "%s is not set: run this test through meson", which);
+    e.argv[0] = e.bin;
     size_t n = 1;
     for (; args[n - 1] != NULL; n++) {
         cr_assert_lt(n, 63);
-        argv[n] = args[n - 1];
+        e.argv[n] = args[n - 1];
     }
-    argv[n] = NULL;
-    fflush(NULL);
-    pid_t pid = fork();
-    cr_assert_geq(pid, 0);
-    if (pid == 0) {
-        dup2(out, STDOUT_FILENO);
-        dup2(err, STDERR_FILENO);
-        if (child_fsize_max >= 0) {
-            struct rlimit rl = {(rlim_t)child_fsize_max, (rlim_t)child_fsize_max};
-            signal(SIGXFSZ, SIG_IGN);
-            setrlimit(RLIMIT_FSIZE, &rl);
-        }
-        execv(bin, (char *const *)argv);
-        _exit(127);
-    }
-    return pid;
+    e.argv[n] = NULL;
+    return e;
 }
 
-/* Waits for pid: its exit status, or 128 + the signal that killed it. */
-static int wait_status(pid_t pid)
+/* Starts the binary with its stdout and stderr on out and err. */
+static pid_t spawn_argv(const char *which, const char *const *args, int out, int err)
 {
-    int status;
-    cr_assert_eq(waitpid(pid, &status, 0), pid);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    exec_call e = exec_of(which, args);
+    return child_start(exec_body, &e, out, err);
 }
 
 /* Runs the binary with stdout on out_fd (or collected when negative)
  * and collects its status and output. */
-static proc run_argv_to(const char *which, const char *const *args, int out_fd)
+static child_ran run_argv_to(const char *which, const char *const *args, int out_fd)
 {
-    int out = out_fd >= 0 ? out_fd : temp_fd(), err = temp_fd();
-    proc p;
-    p.status = wait_status(spawn_argv(which, args, out, err));
-    p.out = out_fd >= 0 ? strdup("") : slurp_fd(out);
-    cr_assert_not_null(p.out);
-    p.err = slurp_fd(err);
-    return p;
+    exec_call e = exec_of(which, args);
+    return child_run(exec_body, &e, out_fd);
 }
 
-static proc run_argv(const char *which, const char *const *args)
+static child_ran run_argv(const char *which, const char *const *args)
 {
     return run_argv_to(which, args, -1);
 }
@@ -125,12 +90,6 @@ static proc run_argv(const char *which, const char *const *args)
 #define RUN(which, ...) run_argv((which), (const char *const[]){__VA_ARGS__, NULL})
 #define POLLEN(...) RUN("POLLEN_BIN", __VA_ARGS__)
 #define HARNESS(...) RUN("POLLEN_HARNESS", __VA_ARGS__)
-
-static void proc_free(proc *p)
-{
-    free(p->out);
-    free(p->err);
-}
 
 static size_t count_lines(const char *s)
 {
@@ -748,7 +707,7 @@ Test(cli, help_lists_every_command)
 {
     const char *forms[][2] = {{"--help", NULL}, {"help", NULL}, {"-h", NULL}};
     for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
-        proc p = POLLEN(forms[i][0]);
+        child_ran p = POLLEN(forms[i][0]);
         cr_assert_eq(p.status, 0);
         const char *cmds[] = {"list", "run", "replay", "shrink", "help", "version"};
         for (size_t c = 0; c < sizeof cmds / sizeof cmds[0]; c++) {
@@ -756,7 +715,7 @@ Test(cli, help_lists_every_command)
         }
         cr_assert_not_null(strstr(p.out, "lost_wakeup (12)"));
         cr_assert_not_null(strstr(p.out, "crash (22)"));
-        proc_free(&p);
+        child_ran_free(&p);
     }
 }
 
@@ -764,7 +723,7 @@ Test(cli, each_command_has_help)
 {
     const char *cmds[] = {"list", "run", "replay", "shrink"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
-        proc a = POLLEN(cmds[i], "--help"), b = POLLEN("help", cmds[i]);
+        child_ran a = POLLEN(cmds[i], "--help"), b = POLLEN("help", cmds[i]);
         cr_assert_eq(a.status, 0, "%s --help", cmds[i]);
         cr_assert_eq(b.status, 0);
         cr_assert_str_eq(a.out, b.out);
@@ -772,10 +731,10 @@ Test(cli, each_command_has_help)
         snprintf(usage, sizeof usage, "usage: pollen %s", cmds[i]);
         cr_assert_not_null(strstr(a.out, usage), "%s", a.out);
         cr_assert_str_empty(a.err);
-        proc_free(&a);
-        proc_free(&b);
+        child_ran_free(&a);
+        child_ran_free(&b);
     }
-    proc p = POLLEN("run", "-h");
+    child_ran p = POLLEN("run", "-h");
     cr_assert_eq(p.status, 0);
     cr_assert_not_null(strstr(p.out, "--seeds A..B"));
     cr_assert_not_null(strstr(p.out, "default 0..999"));
@@ -792,25 +751,25 @@ Test(cli, each_command_has_help)
                        "%s", p.out);
     cr_assert_not_null(strstr(p.out, " spurious_poll=off "), "%s", p.out);
     cr_assert_not_null(strstr(p.out, " crash_silence=16384\n"), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
     p = POLLEN("replay", "-h");
     cr_assert_not_null(strstr(p.out, "  --trace                 print the run's event timeline"));
     cr_assert_not_null(strstr(p.out, "  --chrome-trace OUT.json write Chrome trace-event JSON"));
     cr_assert_not_null(strstr(p.out, "  --break-at STEP         raise SIGTRAP as step STEP"));
     cr_assert_not_null(strstr(p.out, "  --waker-rotation on|off\n"));
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 Test(cli, no_command_is_a_usage_error)
 {
-    proc p = POLLEN("--quiet");
+    child_ran p = POLLEN("--quiet");
     cr_assert_eq(p.status, 2);
-    proc_free(&p);
+    child_ran_free(&p);
     const char *none[] = {NULL};
     p = run_argv("POLLEN_BIN", none);
     cr_assert_eq(p.status, 2);
     cr_assert_not_null(strstr(p.err, "usage: pollen"));
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 /* Each case: arguments, then a fragment the one-line error must hold. */
@@ -885,7 +844,7 @@ Test(cli, usage_errors_exit_2_with_one_line)
             args[n] = uc->args[n];
         }
         args[n] = NULL;
-        proc p = run_argv("POLLEN_BIN", args);
+        child_ran p = run_argv("POLLEN_BIN", args);
         cr_assert_eq(p.status, 2, "case %zu (%s): status %d, stderr: %s", i, uc->says, p.status,
                      p.err);
         cr_assert_not_null(strstr(p.err, uc->says), "case %zu: '%s' not in: %s", i, uc->says,
@@ -894,57 +853,57 @@ Test(cli, usage_errors_exit_2_with_one_line)
         cr_assert(strstr(p.err, "--help") != NULL || strstr(p.err, "pollen list") != NULL,
                   "case %zu: no hint: %s", i, p.err);
         cr_assert_str_empty(p.out, "case %zu", i);
-        proc_free(&p);
+        child_ran_free(&p);
     }
 }
 
 Test(cli, list_shows_names_expectations_and_summaries)
 {
-    proc p = POLLEN("list");
+    child_ran p = POLLEN("list");
     cr_assert_eq(p.status, 0);
     cr_assert_not_null(strstr(p.out, "SCENARIO"));
     cr_assert_str_eq(column_after(p.out, "selftest_clean"), "-", "%s", p.out);
     cr_assert_str_eq(column_after(p.out, "selftest_crash"), "crash", "%s", p.out);
     cr_assert_not_null(strstr(p.out, "sleeps 1 ms"));
-    proc_free(&p);
+    child_ran_free(&p);
     p = POLLEN("list", "--json");
     cr_assert_eq(p.status, 0);
     cr_assert_not_null(strstr(p.out, "{\"name\":\"selftest_crash\",\"expect\":\"crash\","
                                      "\"summary\":\""));
     cr_assert_not_null(strstr(p.out, "{\"name\":\"selftest_clean\",\"expect\":null,"));
-    proc_free(&p);
+    child_ran_free(&p);
     /* A harness binary lists its extra scenarios too. */
     p = HARNESS("list");
     cr_assert_eq(p.status, 0);
     cr_assert_not_null(strstr(p.out, "selftest_hang"));
     cr_assert_not_null(strstr(p.out, "selftest_assert"));
     cr_assert_not_null(strstr(p.out, "selftest_clean"));
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 Test(cli, version)
 {
-    proc p = POLLEN("version");
+    child_ran p = POLLEN("version");
     cr_assert_eq(p.status, 0);
     cr_assert_str_eq(p.out, "pollen 0.1.0\n");
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 /* ---- run ------------------------------------------------------------------- */
 
 Test(cli, clean_run_exits_0_with_a_summary)
 {
-    proc p = POLLEN("run", "selftest_clean", "--seeds", "0..49", "-j", "2");
+    child_ran p = POLLEN("run", "selftest_clean", "--seeds", "0..49", "-j", "2");
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "selftest_clean: 50 runs, 0 findings, "), "%s", p.out);
     cr_assert_not_null(strstr(p.out, "distinct schedules"));
     cr_assert(!file_exists("pollen-out"), "a clean run writes no output directory");
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 Test(cli, crash_is_isolated_reported_and_replayable)
 {
-    proc p = POLLEN("run", "selftest_crash", "--seeds", "0..199", "-j", "2");
+    child_ran p = POLLEN("run", "selftest_crash", "--seeds", "0..199", "-j", "2");
     cr_assert_eq(p.status, 10 + 12, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "FINDING crash in selftest_crash (seed "), "%s", p.out);
     /* Under AddressSanitizer its SEGV handler reports and exits 1. */
@@ -968,32 +927,32 @@ Test(cli, crash_is_isolated_reported_and_replayable)
     cr_assert(file_exists(path));
     snprintf(line, sizeof line, "  reproduce: %s replay %s\n", getenv("POLLEN_BIN"), path);
     cr_assert_not_null(strstr(p.out, line), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
 
     p = POLLEN("replay", path);
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "reproduced: crash"), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 Test(cli, first_finding_does_not_depend_on_jobs)
 {
     /* Not shrunk: the shrink's account says how long it took. */
-    proc one = POLLEN("run", "selftest_crash", "-j", "1", "--quiet", "--no-shrink");
-    proc many = POLLEN("run", "selftest_crash", "-j", "4", "--quiet", "--no-shrink");
+    child_ran one = POLLEN("run", "selftest_crash", "-j", "1", "--quiet", "--no-shrink");
+    child_ran many = POLLEN("run", "selftest_crash", "-j", "4", "--quiet", "--no-shrink");
     cr_assert_eq(one.status, 22);
     cr_assert_eq(many.status, 22);
     cr_assert_eq(finding_seed(one.out), finding_seed(many.out));
     cr_assert_str_eq(one.out, many.out);
     /* --quiet: the finding only, no summary. */
     cr_assert_null(strstr(one.out, "runs,"));
-    proc_free(&one);
-    proc_free(&many);
+    child_ran_free(&one);
+    child_ran_free(&many);
 }
 
 Test(cli, keep_going_reports_every_crash)
 {
-    proc p = POLLEN("run", "selftest_crash", "--seeds", "0..59", "--keep-going", "-j", "3");
+    child_ran p = POLLEN("run", "selftest_crash", "--seeds", "0..59", "--keep-going", "-j", "3");
     cr_assert_eq(p.status, 22);
     const char *summary = summary_of(p.out, "selftest_crash");
     uint64_t findings = number_before(summary, " finding");
@@ -1001,12 +960,12 @@ Test(cli, keep_going_reports_every_crash)
     cr_assert_eq(count_of(p.out, "FINDING crash"), findings);
     /* Every seed ran despite the crashes: crashed workers were replaced. */
     cr_assert_eq(number_before(summary, " runs"), 60, "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 Test(cli, json_lines_on_stdout_text_on_stderr)
 {
-    proc p = POLLEN("run", "selftest_crash", "selftest_clean", "--seeds", "0..99", "--json");
+    child_ran p = POLLEN("run", "selftest_crash", "selftest_clean", "--seeds", "0..99", "--json");
     cr_assert_eq(p.status, 22);
     cr_assert_eq(count_lines(p.out), 2, "one finding and the summary: %s", p.out);
     const char *head = "{\"kind\":\"crash\",\"scenario\":\"selftest_crash\",\"seed\":";
@@ -1018,12 +977,12 @@ Test(cli, json_lines_on_stdout_text_on_stderr)
                                      "\"runs\":100,\"findings\":0,"));
     cr_assert_not_null(strstr(p.err, "FINDING crash in selftest_crash"));
     cr_assert_not_null(strstr(p.err, "selftest_clean: 100 runs"));
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 Test(cli, user_stdout_never_reaches_the_json_channel)
 {
-    proc p = HARNESS("run", "selftest_chatter", "--seeds", "0..24", "-j", "2", "--keep-going",
+    child_ran p = HARNESS("run", "selftest_chatter", "--seeds", "0..24", "-j", "2", "--keep-going",
                      "--json", "--no-shrink");
     cr_assert_eq(p.status, 20, "%s", p.err);
     size_t lines = check_json_lines(p.out);
@@ -1041,12 +1000,12 @@ Test(cli, user_stdout_never_reaches_the_json_channel)
     cr_assert_not_null(strstr(p.err, "    | {\"kind\":\"not pollen's\",\\x1b[31mthe last words"),
                        "%s", p.err);
     assert_no_controls(p.err);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 Test(cli, user_stdout_is_shown_under_its_finding_in_text_mode)
 {
-    proc p = HARNESS("run", "selftest_chatter", "--seeds", "0..99", "-j", "2", "--no-shrink");
+    child_ran p = HARNESS("run", "selftest_chatter", "--seeds", "0..99", "-j", "2", "--no-shrink");
     cr_assert_eq(p.status, 20, "%s%s", p.out, p.err);
     /* Every line of user output is inside a finding, marked as such. */
     for (const char *l = p.out; (l = strstr(l, "0123456789abcdef")) != NULL; l++) {
@@ -1060,12 +1019,12 @@ Test(cli, user_stdout_is_shown_under_its_finding_in_text_mode)
     }
     cr_assert_not_null(strstr(p.out, "    | ...0123456789abcdef"), "%s", p.out);
     cr_assert_null(strstr(p.out, "\n{\"kind\":\"not pollen's\""), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
     /* The real backend's child prints too. */
     p = HARNESS("run", "selftest_chatter", "--real", "--json");
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
     cr_assert_eq(check_json_lines(p.out), 1, "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 /* True when some replay file in dir records a crash. */
@@ -1078,7 +1037,7 @@ static bool crash_replay_in(const char *dir)
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         int fd = open(path, O_RDONLY);
         if (fd >= 0 && e->d_name[0] != '.') {
-            char *text = slurp_fd(fd);
+            char *text = child_slurp(fd);
             found = found || strstr(text, "\nfinding crash\n") != NULL;
             free(text);
         } else if (fd >= 0) {
@@ -1096,7 +1055,7 @@ Test(cli, a_closed_stdout_stops_the_run_quietly)
     /* As `| head -c 0` and `| head -c 100` do: the reader goes away. */
     const size_t reads[] = {0, 100};
     for (size_t r = 0; r < sizeof reads / sizeof reads[0]; r++) {
-        int fds[2], err = temp_fd();
+        int fds[2], err = child_temp_fd();
         cr_assert_eq(pipe(fds), 0);
         fcntl(fds[0], F_SETFD, FD_CLOEXEC); /* the reader is this test alone */
         const char *args[] = {"run", "selftest_chatter", "--seeds", "0..199", "-j", "2",
@@ -1110,8 +1069,8 @@ Test(cli, a_closed_stdout_stops_the_run_quietly)
             got += (size_t)n;
         }
         close(fds[0]);
-        int status = wait_status(pid);
-        char *text = slurp_fd(err);
+        int status = child_wait(pid);
+        char *text = child_slurp(err);
         cr_assert_eq(status, 141, "after %zu bytes: status %d: %s", reads[r], status, text);
         cr_assert_null(strstr(text, "FINDING crash"), "%s", text);
         cr_assert_null(strstr(text, "SIGPIPE"), "%s", text);
@@ -1128,17 +1087,17 @@ Test(cli, a_full_stdout_is_an_error)
         cr_skip_test("no /dev/full here");
     }
     const char *args[] = {"run", "selftest_crash", "--json", "--no-shrink", NULL};
-    proc p = run_argv_to("POLLEN_BIN", args, full);
+    child_ran p = run_argv_to("POLLEN_BIN", args, full);
     close(full);
     cr_assert_eq(p.status, 3, "%s", p.err);
     cr_assert_not_null(strstr(p.err, "cannot write to stdout: No space left on device"), "%s",
                        p.err);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 Test(cli, time_running_out_still_judges_a_hanging_seed)
 {
-    proc p = HARNESS("run", "selftest_hang_late", "--seeds", "0..99", "-j", "1", "--watchdog",
+    child_ran p = HARNESS("run", "selftest_hang_late", "--seeds", "0..99", "-j", "1", "--watchdog",
                      "1s", "--time", "500ms");
     cr_assert_eq(p.status, 19, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "FINDING livelock in selftest_hang_late (seed 13)"), "%s",
@@ -1154,7 +1113,7 @@ Test(cli, time_running_out_still_judges_a_hanging_seed)
              getenv("POLLEN_HARNESS"));
     cr_assert_not_null(strstr(p.out, want), "%s", p.out);
     cr_assert(file_exists("pollen-out/selftest_hang_late-seed13.replay"));
-    proc_free(&p);
+    child_ran_free(&p);
     /* Keep going: the summary resumes past the hanging seed... */
     p = HARNESS("run", "selftest_hang_late", "--seeds", "0..99", "-j", "1", "--watchdog", "1s",
                 "--time", "500ms", "--keep-going", "--json");
@@ -1164,7 +1123,7 @@ Test(cli, time_running_out_still_judges_a_hanging_seed)
                                      "\"seed\":13,"),
                        "%s", p.out);
     cr_assert_not_null(strstr(p.out, "\"complete\":false,\"resume_seed\":14,"), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
     /* ...and resuming there does not stall. */
     p = HARNESS("run", "selftest_hang_late", "--seeds", "14..20", "-j", "1", "--watchdog", "1s",
                 "--time", "500ms", "--json");
@@ -1172,59 +1131,60 @@ Test(cli, time_running_out_still_judges_a_hanging_seed)
     cr_assert_eq(p.status, 4, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "\"runs\":7,"), "%s", p.out);
     cr_assert_not_null(strstr(p.out, "\"complete\":true,"), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 Test(cli, memory_growing_seed_after_seed_is_reported)
 {
-    proc p = HARNESS("run", "selftest_leak", "--seeds", "0..99", "-j", "1");
+    child_ran p = HARNESS("run", "selftest_leak", "--seeds", "0..99", "-j", "1");
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "warning: selftest_leak: worker memory grew by 1.0 MiB per "
                                      "seed over seeds 1..64 (64 runs in one process): user code "
                                      "leaks memory across runs"),
                        "%s", p.out);
     cr_assert_eq(count_of(p.out, "warning:"), 1, "once per campaign: %s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
     p = HARNESS("run", "selftest_leak", "--seeds", "0..199", "-j", "2", "--json");
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
     cr_assert_eq(check_json_lines(p.out), 2, "%s", p.out);
-    cr_assert_eq(strncmp(p.out, "{\"warning\":\"memory_growth\",\"scenario\":\"selftest_leak\","
-                                "\"first_seed\":",
+    cr_assert_eq(strncmp(p.out,
+                         "{\"warning\":\"memory_growth\",\"scenario\":\"selftest_leak\","
+                         "\"first_seed\":",
                          60),
                  0, "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
     /* Memory that is freed, or used once, is no leak. */
     p = HARNESS("run", "selftest_chatter", "selftest_assert", "--seeds", "0..199", "-j", "1",
                 "--keep-going", "--no-shrink");
     cr_assert_null(strstr(p.out, "warning:"), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 Test(cli, workers_hand_their_seeds_to_fresh_processes)
 {
     /* selftest_runs fails in a process past its 20th run. */
-    proc p = HARNESS("run", "selftest_runs", "--seeds", "0..99", "-j", "2", "--recycle-seeds",
+    child_ran p = HARNESS("run", "selftest_runs", "--seeds", "0..99", "-j", "2", "--recycle-seeds",
                      "20");
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "selftest_runs: 100 runs, 0 findings"), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
     p = HARNESS("run", "selftest_runs", "--seeds", "0..99", "-j", "2", "--recycle-seeds", "21",
                 "--no-shrink");
     cr_assert_eq(p.status, 20, "%s%s", p.out, p.err);
     cr_assert_eq(finding_seed(p.out), 40, "%s", p.out); /* the 21st seed of job 0 */
-    proc_free(&p);
+    child_ran_free(&p);
     /* Past --worker-rss, after the seed that crossed it. */
     p = HARNESS("run", "selftest_leak", "--seeds", "0..99", "-j", "1", "--worker-rss", "32MiB");
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "note: selftest_leak: a worker grew to "), "%s", p.out);
     cr_assert_not_null(strstr(p.out, " of RSS (--worker-rss 32.0 MiB) by seed "), "%s", p.out);
     cr_assert_not_null(strstr(p.out, "selftest_leak: 100 runs, 0 findings"), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 Test(cli, a_kill_from_outside_is_not_pinned_on_its_seed)
 {
-    proc p = HARNESS("run", "selftest_oom", "--seeds", "0..9", "-j", "1", "--no-shrink");
+    child_ran p = HARNESS("run", "selftest_oom", "--seeds", "0..9", "-j", "1", "--no-shrink");
     cr_assert_eq(p.status, 22, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "FINDING crash in selftest_oom (seed 5)"), "%s", p.out);
     cr_assert_not_null(strstr(p.out, "was killed by SIGKILL (Killed) while running this seed: "
@@ -1237,7 +1197,7 @@ Test(cli, a_kill_from_outside_is_not_pinned_on_its_seed)
              "to find it: %s replay pollen-out/selftest_oom-seed5.replay --trace\n",
              getenv("POLLEN_HARNESS"));
     cr_assert_not_null(strstr(p.out, want), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 Test(cli, shards_split_the_runs)
@@ -1245,10 +1205,10 @@ Test(cli, shards_split_the_runs)
     uint64_t total = 0;
     const char *shards[] = {"1/3", "2/3", "3/3"};
     for (size_t i = 0; i < 3; i++) {
-        proc p = POLLEN("run", "selftest_clean", "--seeds", "10..109", "--shard", shards[i]);
+        child_ran p = POLLEN("run", "selftest_clean", "--seeds", "10..109", "--shard", shards[i]);
         cr_assert_eq(p.status, 0);
         total += number_before(summary_of(p.out, "selftest_clean"), " runs");
-        proc_free(&p);
+        child_ran_free(&p);
     }
     cr_assert_eq(total, 100);
 }
@@ -1257,25 +1217,25 @@ Test(cli, time_limit_stops_cleanly)
 {
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
-    proc p = POLLEN("run", "selftest_clean", "--seeds", "0..100000000000", "--time", "300ms");
+    child_ran p = POLLEN("run", "selftest_clean", "--seeds", "0..100000000000", "--time", "300ms");
     clock_gettime(CLOCK_MONOTONIC, &b);
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "stopped by --time after "), "%s", p.out);
     cr_assert_not_null(strstr(p.out, "every seed below "), "%s", p.out);
     cr_assert_lt(b.tv_sec - a.tv_sec, 10);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 Test(cli, the_whole_seed_space_is_a_valid_range)
 {
-    proc p = POLLEN("run", "selftest_clean", "--seeds", "0..18446744073709551615", "--time",
-                    "300ms", "-j", "2", "--json");
+    child_ran p = POLLEN("run", "selftest_clean", "--seeds", "0..18446744073709551615", "--time",
+                         "300ms", "-j", "2", "--json");
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.err, " of 18446744073709551616 seeds, every seed below "), "%s",
                        p.err);
     cr_assert_not_null(strstr(p.out, "\"seeds\":\"0..18446744073709551615\""), "%s", p.out);
     cr_assert_not_null(strstr(p.out, "\"seeds\":18446744073709551616,"), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 Test(cli, names_from_files_and_arguments_are_escaped)
@@ -1285,48 +1245,48 @@ Test(cli, names_from_files_and_arguments_are_escaped)
     cr_assert_not_null(f);
     fputs("pollen-replay 1\nscenario bad\x1b]0;title\a\nseed 1\ndecisions 0\nend\n", f);
     fclose(f);
-    proc p = POLLEN("replay", name);
+    child_ran p = POLLEN("replay", name);
     cr_assert_eq(p.status, 3, "%s%s", p.out, p.err);
     assert_no_controls(p.err);
     cr_assert_not_null(strstr(p.err, "evil\\x1b[2J\\x07.replay"), "%s", p.err);
     cr_assert_not_null(strstr(p.err, "scenario 'bad\\x1b]0;title\\x07' is not linked"), "%s",
                        p.err);
-    proc_free(&p);
+    child_ran_free(&p);
     p = POLLEN("run", "no\x1b[31mpe");
     cr_assert_eq(p.status, 2);
     assert_no_controls(p.err);
     cr_assert_not_null(strstr(p.err, "no scenario matches 'no\\x1b[31mpe'"), "%s", p.err);
-    proc_free(&p);
+    child_ran_free(&p);
     p = POLLEN("run", "selftest_clean", "--seeds", "1..\a");
     cr_assert_eq(p.status, 2);
     assert_no_controls(p.err);
-    proc_free(&p);
+    child_ran_free(&p);
     /* The --out directory shows in the finding's replay and reproduce lines. */
     p = POLLEN("run", "selftest_crash", "--out", "out\x1b[1m", "--no-shrink");
     cr_assert_eq(p.status, 22, "%s%s", p.out, p.err);
     assert_no_controls(p.out);
     cr_assert_not_null(strstr(p.out, "  replay: out\\x1b[1m/selftest_crash-seed"), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 Test(cli, a_directory_is_reported_as_one)
 {
     cr_assert_eq(mkdir("adir", 0777), 0);
-    proc p = POLLEN("replay", "adir");
+    child_ran p = POLLEN("replay", "adir");
     cr_assert_eq(p.status, 3, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.err, "cannot read 'adir': it is a directory, not a file"), "%s",
                        p.err);
-    proc_free(&p);
+    child_ran_free(&p);
     p = POLLEN("shrink", "adir");
     cr_assert_eq(p.status, 3, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.err, "it is a directory, not a file"), "%s", p.err);
-    proc_free(&p);
+    child_ran_free(&p);
     char path[4096];
     assert_finding(path, sizeof path);
     p = HARNESS("shrink", path, "-o", "adir");
     cr_assert_eq(p.status, 3, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.err, "cannot write 'adir': is a directory"), "%s", p.err);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 Test(cli, a_failed_replay_write_names_its_cause)
@@ -1343,8 +1303,8 @@ Test(cli, a_failed_replay_write_names_its_cause)
     child_fsize_max = -1;
     close(out[1]);
     close(err[1]);
-    int status = wait_status(pid);
-    char *text = slurp_fd(out[0]), *etext = slurp_fd(err[0]);
+    int status = child_wait(pid);
+    char *text = child_slurp(out[0]), *etext = child_slurp(err[0]);
     cr_assert_eq(status, 3, "%s%s", text, etext);
     cr_assert_not_null(strstr(text, "replay: none (cannot write pollen-out/selftest_crash-seed"),
                        "%s", text);
@@ -1359,35 +1319,35 @@ Test(cli, unwritable_output_is_an_internal_error)
     FILE *f = fopen("not-a-dir", "w");
     cr_assert_not_null(f);
     fclose(f);
-    proc p = POLLEN("run", "selftest_crash", "--out", "not-a-dir/sub");
+    child_ran p = POLLEN("run", "selftest_crash", "--out", "not-a-dir/sub");
     cr_assert_eq(p.status, 3, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "replay: none (cannot write"), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 Test(cli, check_determinism_passes_on_a_deterministic_scenario)
 {
-    proc p = POLLEN("run", "selftest_clean", "--seeds", "0..19", "--check-determinism");
+    child_ran p = POLLEN("run", "selftest_clean", "--seeds", "0..19", "--check-determinism");
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "20 runs (each twice)"), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 Test(cli, real_backend_runs_each_scenario_once)
 {
-    proc p = POLLEN("run", "selftest_*", "--real");
+    child_ran p = POLLEN("run", "selftest_*", "--real");
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "selftest_clean: real backend ok"), "%s", p.out);
     /* BUGGIFY never fires in production. */
     cr_assert_not_null(strstr(p.out, "selftest_crash: real backend ok"), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 /* ---- The harness: watchdog, nondeterminism, pl_sometimes, full replays ---- */
 
 Test(cli, watchdog_reports_a_stuck_poll_as_livelock)
 {
-    proc p = HARNESS("run", "selftest_hang", "--seed", "5", "--watchdog", "300ms");
+    child_ran p = HARNESS("run", "selftest_hang", "--seed", "5", "--watchdog", "300ms");
     cr_assert_eq(p.status, 10 + 9, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "FINDING livelock in selftest_hang (seed 5)"), "%s", p.out);
     cr_assert_not_null(strstr(p.out, "made no progress for 300 ms"), "%s", p.out);
@@ -1395,12 +1355,12 @@ Test(cli, watchdog_reports_a_stuck_poll_as_livelock)
     cr_assert(file_exists(path));
     char copy[4096];
     snprintf(copy, sizeof copy, "%s", path);
-    proc_free(&p);
+    child_ran_free(&p);
 
     p = HARNESS("replay", copy, "--watchdog", "300ms");
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "reproduced: livelock"), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 /* A poll that sleeps uses no CPU: the poll budget never fires, and a
@@ -1408,16 +1368,16 @@ Test(cli, watchdog_reports_a_stuck_poll_as_livelock)
  * which still counts as failing with livelock. */
 Test(cli, shrink_of_a_sleeping_hang_completes)
 {
-    proc p = HARNESS("run", "selftest_sleep_hang", "--seed", "2", "--watchdog", "300ms");
+    child_ran p = HARNESS("run", "selftest_sleep_hang", "--seed", "2", "--watchdog", "300ms");
     cr_assert_eq(p.status, 10 + 9, "%s%s", p.out, p.err);
     char copy[4096];
     snprintf(copy, sizeof copy, "%s", replay_of(p.out));
-    proc_free(&p);
+    child_ran_free(&p);
     p = HARNESS("shrink", copy, "--watchdog", "300ms", "-o", "sleep.shrunk.replay");
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "shrunk livelock: "), "%s", p.out);
     cr_assert(file_exists("sleep.shrunk.replay"));
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 /* bug_poll_hang busy-waits inside one poll: nothing the simulator counts
@@ -1427,7 +1387,7 @@ Test(cli, shrink_of_a_sleeping_hang_completes)
  * every candidate of its shrink runs in a child under the same budget. */
 Test(cli, zoo_poll_hang_is_caught_by_the_poll_budget)
 {
-    proc p = POLLEN("run", "bug_poll_hang", "--seeds", "0..3", "-j", "1", "--poll-budget",
+    child_ran p = POLLEN("run", "bug_poll_hang", "--seeds", "0..3", "-j", "1", "--poll-budget",
                     "200ms", "--shrink-time", "20s");
     cr_assert_eq(p.status, 10 + 9, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "FINDING livelock in bug_poll_hang (seed 0)"), "%s", p.out);
@@ -1441,95 +1401,95 @@ Test(cli, zoo_poll_hang_is_caught_by_the_poll_budget)
     cr_assert(file_exists(path));
     char copy[4096];
     snprintf(copy, sizeof copy, "%s", path);
-    proc_free(&p);
+    child_ran_free(&p);
 
     p = POLLEN("replay", copy, "--poll-budget", "200ms");
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "reproduced: livelock (the replay process ran for 200 ms "
                                      "of CPU time inside one poll"),
                        "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
 
     p = POLLEN("shrink", copy, "--poll-budget", "200ms", "-o", "hang.shrunk.replay");
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "shrunk livelock: "), "%s", p.out);
     cr_assert(file_exists("hang.shrunk.replay"));
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 /* Bounded exploration runs in one child: the budget stops a poll there
  * too, and --time no longer turns a hang into a clean exit. */
 Test(cli, bounded_exploration_is_protected_by_the_poll_budget)
 {
-    proc p = POLLEN("run", "bug_poll_hang", "--strategy", "bounded:1", "--poll-budget", "200ms",
-                    "--time", "60s");
+    child_ran p = POLLEN("run", "bug_poll_hang", "--strategy", "bounded:1", "--poll-budget",
+                         "200ms", "--time", "60s");
     cr_assert_eq(p.status, 10 + 9, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "FINDING livelock in bug_poll_hang (one of the schedules "
                                      "explored)"),
                        "%s", p.out);
     cr_assert_not_null(strstr(p.out, "ran for 200 ms of CPU time inside one poll"), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 Test(cli, check_determinism_catches_outside_state)
 {
-    proc p = HARNESS("run", "selftest_nondet", "--seeds", "0..3", "--check-determinism", "-j",
+    child_ran p = HARNESS("run", "selftest_nondet", "--seeds", "0..3", "--check-determinism", "-j",
                      "1");
     cr_assert_eq(p.status, 10 + 11, "%s%s", p.out, p.err);
-    cr_assert_not_null(strstr(p.out, "FINDING nondeterminism in selftest_nondet (seed 0)"),
-                       "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "FINDING nondeterminism in selftest_nondet (seed 0)"), "%s",
+                       p.out);
     cr_assert_not_null(strstr(p.out, "two different traces"), "%s", p.out);
     cr_assert_not_null(strstr(p.out, "first difference at event"), "%s", p.out);
     char path[4096];
     snprintf(path, sizeof path, "%s", replay_of(p.out));
-    proc_free(&p);
+    child_ran_free(&p);
     /* Its replay reproduces when two runs of the file disagree. */
     p = HARNESS("replay", path);
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "reproduced: nondeterminism, two runs gave hashes"), "%s",
                        p.out);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 Test(cli, sometimes_never_reached_is_an_assertion)
 {
-    proc p = HARNESS("run", "selftest_unreached", "--seeds", "0..4");
+    child_ran p = HARNESS("run", "selftest_unreached", "--seeds", "0..4");
     cr_assert_eq(p.status, 20, "%s", p.out); /* 10 + assertion */
     cr_assert_not_null(strstr(p.out, "pl_sometimes(\"the rare branch runs\")"), "%s", p.out);
     cr_assert_not_null(strstr(p.out, "never even reached"), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
     /* The other scenarios of the harness do not answer for this site. */
     p = HARNESS("run", "selftest_assert", "--seeds", "0..0");
     cr_assert_null(strstr(p.out, "the rare branch runs"), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 Test(cli, sometimes_never_true_is_an_assertion)
 {
-    proc p = HARNESS("run", "selftest_sometimes", "--seeds", "0..9", "-j", "2");
+    child_ran p = HARNESS("run", "selftest_sometimes", "--seeds", "0..9", "-j", "2");
     cr_assert_eq(p.status, 10 + 10, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "FINDING assertion in selftest_sometimes (seeds 0..9)"),
                        "%s", p.out);
     cr_assert_not_null(strstr(p.out, "pl_sometimes(\"the impossible happens\")"), "%s", p.out);
     cr_assert_not_null(strstr(p.out, "evaluated 10 times"), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
     /* Workers that hand their seeds on still count every evaluation. */
     p = HARNESS("run", "selftest_sometimes", "--seeds", "0..9", "-j", "2", "--recycle-seeds", "3");
     cr_assert_eq(p.status, 10 + 10, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "evaluated 10 times"), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
     /* A shard sees part of the campaign: not judged, merge judges it. */
     p = HARNESS("run", "selftest_sometimes", "--seeds", "0..9", "--shard", "1/2");
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "pl_sometimes: not judged: shard 1/2 of seeds 0..9"), "%s",
                        p.out);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 /* Runs selftest_assert until a finding; returns its replay path. */
 static void assert_finding(char *path, size_t len)
 {
-    proc p = HARNESS("run", "selftest_assert", "--seeds", "0..199");
+    child_ran p = HARNESS("run", "selftest_assert", "--seeds", "0..199");
     cr_assert_eq(p.status, 10 + 10, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "FINDING assertion in selftest_assert (seed "), "%s",
                        p.out);
@@ -1539,7 +1499,7 @@ static void assert_finding(char *path, size_t len)
                                      "the run's end checks"),
                        "%s", p.out);
     snprintf(path, len, "%s", replay_of(p.out));
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 /* The "build ..." line of a replay file, without its newline. */
@@ -1566,10 +1526,10 @@ Test(cli, crash_and_finding_replays_record_the_same_build)
     char finding[4096], a[1024], b[1024];
     assert_finding(finding, sizeof finding);
     build_line_of(finding, a, sizeof a);
-    proc p = HARNESS("run", "selftest_crash", "--seeds", "0..199", "-j", "1", "--no-shrink");
+    child_ran p = HARNESS("run", "selftest_crash", "--seeds", "0..199", "-j", "1", "--no-shrink");
     cr_assert_eq(p.status, 10 + 12, "%s%s", p.out, p.err);
     build_line_of(replay_of(p.out), b, sizeof b);
-    proc_free(&p);
+    child_ran_free(&p);
     cr_assert_str_eq(a, b);
 }
 
@@ -1577,28 +1537,28 @@ Test(cli, replay_reproduces_a_finding_with_its_hash)
 {
     char path[4096];
     assert_finding(path, sizeof path);
-    proc p = HARNESS("replay", path);
+    child_ran p = HARNESS("replay", path);
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "expects assertion"), "%s", p.out);
     cr_assert_not_null(strstr(p.out, "FINDING assertion in selftest_assert"), "%s", p.out);
     cr_assert_not_null(strstr(p.out, "reproduced: assertion, hash "), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
 
     p = HARNESS("replay", "--quiet", path, path);
     cr_assert_eq(p.status, 0);
     cr_assert_eq(count_lines(p.out), 2, "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 Test(cli, replay_traces)
 {
     char path[4096];
     assert_finding(path, sizeof path);
-    proc p = HARNESS("replay", path, "--trace", "--chrome-trace", "trace.json");
+    child_ran p = HARNESS("replay", path, "--trace", "--chrome-trace", "trace.json");
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, " poll "), "a timeline: %s", p.out);
     cr_assert_not_null(strstr(p.out, "flipper"), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
     FILE *f = fopen("trace.json", "r");
     cr_assert_not_null(f);
     char head[2] = "";
@@ -1621,15 +1581,15 @@ static const char *timeline_of(const char *text)
 Test(cli, run_traces_one_seed_as_replay_does)
 {
     char path[4096];
-    proc a = HARNESS("run", "selftest_assert", "--seeds", "0..199", "--no-shrink");
+    child_ran a = HARNESS("run", "selftest_assert", "--seeds", "0..199", "--no-shrink");
     uint64_t seed = finding_seed(a.out);
     snprintf(path, sizeof path, "%s", replay_of(a.out));
-    proc_free(&a);
+    child_ran_free(&a);
     char seed_text[32];
     snprintf(seed_text, sizeof seed_text, "%" PRIu64, seed);
-    proc r = HARNESS("replay", path, "--trace");
+    child_ran r = HARNESS("replay", path, "--trace");
     cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
-    proc p = HARNESS("run", "selftest_assert", "--seed", seed_text, "--trace", "--no-shrink",
+    child_ran p = HARNESS("run", "selftest_assert", "--seed", seed_text, "--trace", "--no-shrink",
                      "--chrome-trace", "run.json");
     cr_assert_eq(p.status, 10 + PL_FINDING_ASSERTION, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "FINDING assertion"), "%s", p.out);
@@ -1644,21 +1604,21 @@ Test(cli, run_traces_one_seed_as_replay_does)
     cr_assert_eq(fread(head, 1, 1, f), 1);
     fclose(f);
     cr_assert_eq(head[0], '[');
-    proc_free(&p);
-    proc_free(&r);
+    child_ran_free(&p);
+    child_ran_free(&r);
 
     /* A clean seed has a timeline too. */
     p = HARNESS("run", "selftest_clean", "--seed", "5", "--trace");
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(timeline_of(p.out), " complete "), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 Test(cli, run_trace_of_a_crashing_seed_reports_the_crash)
 {
-    proc p = HARNESS("run", "selftest_crash", "--seeds", "0..50", "--no-shrink", "-q");
+    child_ran p = HARNESS("run", "selftest_crash", "--seeds", "0..50", "--no-shrink", "-q");
     uint64_t seed = finding_seed(p.out);
-    proc_free(&p);
+    child_ran_free(&p);
     char seed_text[32];
     snprintf(seed_text, sizeof seed_text, "%" PRIu64, seed);
     p = HARNESS("run", "selftest_crash", "--seed", seed_text, "--trace", "--no-shrink");
@@ -1672,7 +1632,7 @@ Test(cli, run_trace_of_a_crashing_seed_reports_the_crash)
     /* The crash ring keeps spawn sites too. */
     cr_assert_not_null(strstr(p.out, " spawn        crasher#1    parent=- at selftest.c:"), "%s",
                        p.out);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 Test(cli, replay_breaks_at_a_step_with_sigtrap)
@@ -1681,7 +1641,7 @@ Test(cli, replay_breaks_at_a_step_with_sigtrap)
     assert_finding(path, sizeof path);
     struct rlimit no_core = {0, 0};
     cr_assert_eq(setrlimit(RLIMIT_CORE, &no_core), 0);
-    proc t = HARNESS("replay", path, "--trace");
+    child_ran t = HARNESS("replay", path, "--trace");
     cr_assert_eq(t.status, 0, "%s%s", t.out, t.err);
     /* The task the timeline polls at step 4 and when (its line
      * "       4    TIMEms poll         NAME#ID ..."). */
@@ -1695,7 +1655,7 @@ Test(cli, replay_breaks_at_a_step_with_sigtrap)
     unsigned id;
     cr_assert_eq(sscanf(line, " poll %63[^#]#%u", name, &id), 2, "%s", line);
 
-    proc p = HARNESS("replay", path, "--break-at", "4");
+    child_ran p = HARNESS("replay", path, "--break-at", "4");
     cr_assert_eq(p.status, 128 + SIGTRAP, "%s%s", p.out, p.err);
     char want[160];
     snprintf(want, sizeof want, "pollen: break at step 4: '%s' (#%u) is polled next, at %s ms\n",
@@ -1703,7 +1663,7 @@ Test(cli, replay_breaks_at_a_step_with_sigtrap)
     cr_assert_not_null(strstr(p.err, want), "%s", p.err);
     /* Stopped there: no verdict. */
     cr_assert_null(strstr(p.out, "reproduced"), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
 
     /* Past the run's end: the replay finishes and says so. */
     uint64_t steps = number_before(strstr(t.out, ", step ") + 7, "\n");
@@ -1715,52 +1675,52 @@ Test(cli, replay_breaks_at_a_step_with_sigtrap)
              "%" PRIu64, steps + 1, steps);
     cr_assert_not_null(strstr(p.out, want), "%s", p.out);
     cr_assert_not_null(strstr(p.out, "reproduced: assertion"), "%s", p.out);
-    proc_free(&p);
-    proc_free(&t);
+    child_ran_free(&p);
+    child_ran_free(&t);
 }
 
 Test(cli, a_scenario_expecting_no_such_kind_or_badly_named_is_refused)
 {
     cr_assert_eq(setenv("POLLEN_HARNESS_CASE", "bad_expect", 1), 0);
-    proc p = HARNESS("list");
+    child_ran p = HARNESS("list");
     cr_assert_eq(p.status, 2, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.err, "scenario 'selftest_bad_expect' expects 'lost_wakeups', "
                                      "which is no finding kind; did you mean 'lost_wakeup'?"),
                        "%s", p.err);
-    proc_free(&p);
+    child_ran_free(&p);
     cr_assert_eq(setenv("POLLEN_HARNESS_CASE", "bad_name", 1), 0);
     p = HARNESS("run", "selftest_clean", "--seed", "1");
     cr_assert_eq(p.status, 2, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.err, "scenario name 'Selftest-Bad' is not [a-z0-9_]+"), "%s",
                        p.err);
     cr_assert_eq(p.out[0], '\0', "nothing ran: %s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 Test(cli, a_known_bug_not_found_exits_4)
 {
     cr_assert_eq(setenv("POLLEN_HARNESS_CASE", "missed", 1), 0);
-    proc p = HARNESS("run", "selftest_missed", "--seeds", "0..19");
+    child_ran p = HARNESS("run", "selftest_missed", "--seeds", "0..19");
     cr_assert_eq(p.status, 4, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "expected deadlock, not found"), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
     p = HARNESS("run", "selftest_missed", "--strategy", "bounded:1");
     cr_assert_eq(p.status, 4, "%s%s", p.out, p.err);
-    proc_free(&p);
+    child_ran_free(&p);
     /* One shard sees part of the range only: no verdict there. */
     p = HARNESS("run", "selftest_missed", "--seeds", "0..19", "--shard", "1/2");
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
-    proc_free(&p);
+    child_ran_free(&p);
     /* A clean scenario without .expect stays 0. */
     p = HARNESS("run", "selftest_clean", "--seeds", "0..19");
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 Test(cli, a_setup_error_has_its_own_status_and_no_replay_or_shrink)
 {
     cr_assert_eq(setenv("POLLEN_HARNESS_CASE", "setup_error", 1), 0);
-    proc p = HARNESS("run", "selftest_setup_error", "--seeds", "0..9");
+    child_ran p = HARNESS("run", "selftest_setup_error", "--seeds", "0..9");
     cr_assert_eq(p.status, 5, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "SETUP ERROR in selftest_setup_error (seed 0)"), "%s",
                        p.out);
@@ -1770,10 +1730,10 @@ Test(cli, a_setup_error_has_its_own_status_and_no_replay_or_shrink)
     cr_assert_null(strstr(p.out, ".replay"), "%s", p.out);
     struct stat st;
     cr_assert_neq(stat("pollen-out/selftest_setup_error-seed0.replay", &st), 0);
-    proc_free(&p);
+    child_ran_free(&p);
     p = HARNESS("run", "selftest_setup_error", "--strategy", "bounded:1");
     cr_assert_eq(p.status, 5, "%s%s", p.out, p.err);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 Test(cli, replay_says_where_a_changed_file_differs)
@@ -1781,11 +1741,11 @@ Test(cli, replay_says_where_a_changed_file_differs)
     char path[4096];
     assert_finding(path, sizeof path);
     /* Another scenario under the same decisions: the run differs. */
-    proc p = HARNESS("replay", path, "--scenario", "selftest_clean");
+    child_ran p = HARNESS("replay", path, "--scenario", "selftest_clean");
     cr_assert_eq(p.status, 1, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "DIFFERS: expected assertion, got no finding"), "%s",
                        p.out);
-    proc_free(&p);
+    child_ran_free(&p);
     /* A wrong hash in the file. */
     FILE *f = fopen(path, "r+");
     cr_assert_not_null(f);
@@ -1801,7 +1761,7 @@ Test(cli, replay_says_where_a_changed_file_differs)
     p = HARNESS("replay", path);
     cr_assert_eq(p.status, 1, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "DIFFERS: "), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 Test(cli, bad_replay_files_exit_3)
@@ -1810,14 +1770,14 @@ Test(cli, bad_replay_files_exit_3)
     cr_assert_not_null(f);
     fputs("pollen-replay 1\nseed banana\n", f);
     fclose(f);
-    proc p = POLLEN("replay", "broken.replay");
+    child_ran p = POLLEN("replay", "broken.replay");
     cr_assert_eq(p.status, 3, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.err, "broken.replay"), "%s", p.err);
-    proc_free(&p);
+    child_ran_free(&p);
     p = POLLEN("replay", "missing.replay");
     cr_assert_eq(p.status, 3);
     cr_assert_not_null(strstr(p.err, "cannot open 'missing.replay'"), "%s", p.err);
-    proc_free(&p);
+    child_ran_free(&p);
     f = fopen("nameless.replay", "w");
     cr_assert_not_null(f);
     fputs("pollen-replay 1\nseed 1\ndecisions 0\nend\n", f);
@@ -1826,7 +1786,7 @@ Test(cli, bad_replay_files_exit_3)
     cr_assert_eq(p.status, 3, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.err, "nameless.replay names no scenario; pass --scenario NAME"),
                        "%s", p.err);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 Test(cli, raw_fuzzer_inputs_need_a_scenario)
@@ -1835,36 +1795,36 @@ Test(cli, raw_fuzzer_inputs_need_a_scenario)
     cr_assert_not_null(f);
     fputs("\x01\x02\x03\x04", f);
     fclose(f);
-    proc p = POLLEN("replay", "crash-123");
+    child_ran p = POLLEN("replay", "crash-123");
     cr_assert_eq(p.status, 2);
     cr_assert_not_null(strstr(p.err, "--scenario"), "%s", p.err);
-    proc_free(&p);
+    child_ran_free(&p);
     /* A clean scenario: the input reproduces no failure. */
     p = POLLEN("replay", "crash-123", "--scenario", "selftest_clean");
     cr_assert_eq(p.status, 1, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "raw fuzzer input, 4 bytes"), "%s", p.out);
     cr_assert_not_null(strstr(p.out, "no finding"), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 Test(cli, first_finding_is_shrunk_unless_told_not_to)
 {
-    proc p = HARNESS("run", "selftest_assert", "--seeds", "0..199", "--json");
+    child_ran p = HARNESS("run", "selftest_assert", "--seeds", "0..199", "--json");
     cr_assert_eq(p.status, 20, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.err, "  shrunk assertion: "), "%s", p.err);
     cr_assert_not_null(strstr(p.err, "  reproduce shrunk: "), "%s", p.err);
     cr_assert_not_null(strstr(p.out, ".shrunk.replay\""), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
     p = HARNESS("run", "selftest_assert", "--seeds", "0..199", "--no-shrink", "--json");
     cr_assert_eq(p.status, 20);
     cr_assert_null(strstr(p.err, "shrunk"), "%s", p.err);
     cr_assert_not_null(strstr(p.out, "\"shrunk\":null"), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 Test(cli, bounded_strategy_enumerates_schedules)
 {
-    proc p = POLLEN("run", "selftest_clean", "--strategy", "bounded:2");
+    child_ran p = POLLEN("run", "selftest_clean", "--strategy", "bounded:2");
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "selftest_clean: bounded:2, "), "%s", p.out);
     cr_assert_not_null(strstr(p.out, "verified: all "), "%s", p.out);
@@ -1877,7 +1837,7 @@ Test(cli, bounded_strategy_enumerates_schedules)
                                      "node_crash, crash_silence; "
                                      "not explored: spurious_poll (off)\n"),
                        "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
     /* The claim names the kinds its knobs left off. */
     p = POLLEN("run", "selftest_clean", "--strategy", "bounded:2", "--knobs",
                "cancel=off,io_fault=off");
@@ -1885,14 +1845,14 @@ Test(cli, bounded_strategy_enumerates_schedules)
     cr_assert_not_null(strstr(p.out, "; not explored: spurious_poll (off), cancel (off), "
                                      "io_fault (off)\n"),
                        "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
     /* The default campaign explores cancellation of abortable tasks: with
      * the ordering kinds off, one cancellation finds the lost permit, and
      * only with cancel off too is nothing found. */
     p = POLLEN("run", "bug_abort_permit", "--strategy", "bounded:1", "--knobs",
                "schedule=off,timer_order=off", "--no-shrink");
     cr_assert_eq(p.status, 13, "%s%s", p.out, p.err);
-    proc_free(&p);
+    child_ran_free(&p);
     p = POLLEN("run", "bug_abort_permit", "--strategy", "bounded:1", "--knobs",
                "schedule=off,timer_order=off,cancel=off", "--no-shrink");
     /* Exhausted without its expected bug: the known-bug status. */
@@ -1900,7 +1860,7 @@ Test(cli, bounded_strategy_enumerates_schedules)
     cr_assert_not_null(strstr(p.out, "not explored: schedule (off), timer_order (off), "
                                      "spurious_poll (off), cancel (off)\n"),
                        "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
     /* A buggify site must be enabled, then fire: two deviations. */
     p = HARNESS("run", "selftest_assert", "--strategy", "bounded:2", "--no-shrink");
     cr_assert_eq(p.status, 20, "%s%s", p.out, p.err);
@@ -1908,25 +1868,25 @@ Test(cli, bounded_strategy_enumerates_schedules)
                                      "deviations)"),
                        "%s", p.out);
     cr_assert(file_exists("pollen-out/selftest_assert-bounded2.replay"));
-    proc_free(&p);
+    child_ran_free(&p);
     p = HARNESS("replay", "pollen-out/selftest_assert-bounded2.replay");
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
-    proc_free(&p);
+    child_ran_free(&p);
     /* A crash inside the exploration still comes out as a finding. */
     p = POLLEN("run", "selftest_crash", "--strategy", "bounded:2");
     cr_assert_eq(p.status, 22, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "run selftest_crash --strategy bounded:2"), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 Test(cli, real_backend_hang_is_a_livelock)
 {
-    proc p = HARNESS("run", "selftest_hang", "--real", "--time", "300ms");
+    child_ran p = HARNESS("run", "selftest_hang", "--real", "--time", "300ms");
     cr_assert_eq(p.status, 19, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "FINDING livelock in selftest_hang (real backend)"), "%s",
                        p.out);
     cr_assert_not_null(strstr(p.out, "reproduce: "), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 /* Teardown runs after the tasks are cancelled and before the executor is
@@ -1934,44 +1894,44 @@ Test(cli, real_backend_hang_is_a_livelock)
  * crashed on the real backend, which destroyed the executor first). */
 Test(cli, teardown_may_release_a_handle_in_both_modes)
 {
-    proc p = HARNESS("run", "selftest_teardown", "--seeds", "0..9");
+    child_ran p = HARNESS("run", "selftest_teardown", "--seeds", "0..9");
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "selftest_teardown: 10 runs"), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
     p = HARNESS("run", "selftest_teardown", "--real");
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "selftest_teardown: real backend ok"), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 Test(cli, shrink_writes_a_smaller_replay)
 {
     char path[4096];
     assert_finding(path, sizeof path);
-    proc p = HARNESS("shrink", path, "-o", "small.replay");
+    child_ran p = HARNESS("shrink", path, "-o", "small.replay");
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "shrunk assertion: "), "%s", p.out);
     cr_assert_not_null(strstr(p.out, "reproduce: "), "%s", p.out);
     cr_assert(file_exists("small.replay"));
-    proc_free(&p);
+    child_ran_free(&p);
     p = HARNESS("replay", "small.replay");
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
-    proc_free(&p);
+    child_ran_free(&p);
     p = POLLEN("shrink", "missing.replay");
     cr_assert_eq(p.status, 3);
     cr_assert_not_null(strstr(p.err, "missing.replay"), "%s", p.err);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 /* --poll-cost reaches the run and its replay file, and the file alone
  * reproduces the run (replaying it at another cost does not). */
 Test(cli, poll_cost_is_recorded_and_replayed)
 {
-    proc p = POLLEN("run", "bug_spin_wait", "--seed", "3", "--poll-cost", "50ns", "--no-shrink");
+    child_ran p = POLLEN("run", "bug_spin_wait", "--seed", "3", "--poll-cost", "50ns", "--no-shrink");
     cr_assert_eq(p.status, 19, "%s%s", p.out, p.err);
     char path[4096];
     snprintf(path, sizeof path, "%s", replay_of(p.out));
-    proc_free(&p);
+    child_ran_free(&p);
     FILE *f = fopen(path, "r");
     cr_assert_not_null(f, "%s", path);
     char line[256];
@@ -1983,19 +1943,19 @@ Test(cli, poll_cost_is_recorded_and_replayed)
     cr_assert(found, "%s has no poll-cost-ns line", path);
     p = POLLEN("replay", path);
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
-    proc_free(&p);
+    child_ran_free(&p);
     p = POLLEN("replay", path, "--poll-cost", "0");
     cr_assert_eq(p.status, 1, "%s%s", p.out, p.err);
-    proc_free(&p);
+    child_ran_free(&p);
     p = POLLEN("run", "bug_spin_wait", "--poll-cost", "2s");
     cr_assert_eq(p.status, 2, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.err, "--poll-cost"), "%s", p.err);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 Test(cli, strategies_say_what_they_promise)
 {
-    proc p = POLLEN("run", "selftest_clean", "--seeds", "0..9", "--strategy", "pct:2");
+    child_ran p = POLLEN("run", "selftest_clean", "--seeds", "0..9", "--strategy", "pct:2");
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "selftest_clean: pct:2 guarantee: each run finds a "
                                      "scheduling bug of depth 2 within the first k schedule "
@@ -2010,22 +1970,22 @@ Test(cli, strategies_say_what_they_promise)
      * 0, which (1-p)^runs underflows to; the claim is not "<= 0". */
     cr_assert_not_null(strstr(p.out, "all 10 runs miss such a bug with probability < 1e-300."),
                        "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
     p = POLLEN("run", "fix_abort_permit", "--seeds", "0..99", "--strategy", "pct:3:50");
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "(n = 4 tasks, k = 50 schedule steps, as given); all 100 "
                                      "runs miss such a bug with probability <= "),
                        "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
     p = HARNESS("run", "selftest_assert", "--seeds", "0..199", "--strategy", "swarm",
                 "--shrink-time", "2s");
     cr_assert_eq(p.status, 20, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "  swarm knobs: schedule="), "%s", p.out);
     cr_assert_not_null(strstr(p.out, "  shrunk assertion: "), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
     p = POLLEN("run", "selftest_clean", "--shrink-time", "0s");
     cr_assert_eq(p.status, 2, "%s%s", p.out, p.err);
-    proc_free(&p);
+    child_ran_free(&p);
 }
 
 /* --waker-rotation off runs as production does (one waker per task):
@@ -2033,33 +1993,33 @@ Test(cli, strategies_say_what_they_promise)
  * and shrink alike; a bad value is a usage error. */
 Test(cli, waker_rotation_off_in_run_replay_and_shrink)
 {
-    proc p = POLLEN("run", "bug_retry_stale", "--seed", "0", "--no-shrink");
+    child_ran p = POLLEN("run", "bug_retry_stale", "--seed", "0", "--no-shrink");
     cr_assert_eq(p.status, 10 + 4, "%s%s", p.out, p.err);
     char copy[4096];
     snprintf(copy, sizeof copy, "%s", replay_of(p.out));
-    proc_free(&p);
+    child_ran_free(&p);
 
     p = POLLEN("run", "bug_retry_stale", "--seed", "0", "--waker-rotation", "off");
     cr_assert_eq(p.status, 4, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "expected stale_waker, not found"), "%s", p.out);
-    proc_free(&p);
+    child_ran_free(&p);
 
     p = POLLEN("replay", copy, "--waker-rotation=off");
     cr_assert_eq(p.status, 1, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.out, "DIFFERS: expected stale_waker, got no finding"), "%s",
                        p.out);
-    proc_free(&p);
+    child_ran_free(&p);
     p = POLLEN("replay", copy, "--waker-rotation=on");
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
-    proc_free(&p);
+    child_ran_free(&p);
 
     p = POLLEN("shrink", copy, "--waker-rotation", "off", "-o", "rot.shrunk.replay");
     cr_assert_eq(p.status, 3, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.err, "do not reproduce stale_waker"), "%s", p.err);
-    proc_free(&p);
+    child_ran_free(&p);
 
     p = POLLEN("run", "bug_retry_stale", "--waker-rotation", "maybe");
     cr_assert_eq(p.status, 2, "%s%s", p.out, p.err);
     cr_assert_not_null(strstr(p.err, "bad value for '--waker-rotation': 'maybe'"), "%s", p.err);
-    proc_free(&p);
+    child_ran_free(&p);
 }

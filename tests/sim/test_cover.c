@@ -17,9 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "leakcheck.h"
 #include "sim_internal.h"
 
@@ -201,39 +201,6 @@ static const pl_scenario *const extra[] = {&cov_buggify, &cov_always, &cov_count
 
 /* ---- Running the CLI ------------------------------------------------------- */
 
-typedef struct ran {
-    int status;
-    char *out, *err;
-} ran;
-
-static char *slurp(int fd)
-{
-    size_t len = 0, cap = 8192;
-    char *buf = malloc(cap);
-    cr_assert_not_null(buf);
-    lseek(fd, 0, SEEK_SET);
-    for (ssize_t n; (n = read(fd, buf + len, cap - len - 1)) > 0;) {
-        len += (size_t)n;
-        if (cap - len < 4096) {
-            cap *= 2;
-            buf = realloc(buf, cap);
-            cr_assert_not_null(buf);
-        }
-    }
-    buf[len] = '\0';
-    close(fd);
-    return buf;
-}
-
-static int scratch_fd(void)
-{
-    char path[] = "/tmp/pollen-cover-XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert_geq(fd, 0);
-    unlink(path);
-    return fd;
-}
-
 /* A temporary directory every test works in (replays, shard files). */
 static char workdir[64];
 
@@ -252,41 +219,23 @@ static void leave_workdir(void)
     cr_assert_eq(system(cmd), 0);
 }
 
-/* pl_main(args) in a child; stdout goes to `to` when not NULL. */
-static ran cli(const char *to, const char *const *args)
+/* pl_main(args) in a child; stdout also goes to the file `to` when not
+ * NULL (and is read back from it). */
+static child_ran cli(const char *to, const char *const *args)
 {
-    char *argv[40] = {"pollen"};
-    int argc = 1;
-    for (; args[argc - 1] != NULL; argc++) {
-        cr_assert_lt(argc, 39);
-        argv[argc] = (char *)args[argc - 1];
+    if (to == NULL) {
+        return child_pl_main(args, extra, -1);
     }
-    argv[argc] = NULL;
-    int out = to != NULL ? open(to, O_RDWR | O_CREAT | O_TRUNC, 0600) : scratch_fd();
-    int err = scratch_fd();
+    int out = open(to, O_RDWR | O_CREAT | O_TRUNC, 0600);
     cr_assert_geq(out, 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    cr_assert_geq(pid, 0);
-    if (pid == 0) {
-        dup2(out, STDOUT_FILENO);
-        dup2(err, STDERR_FILENO);
-        _exit(pl_main(argc, argv, extra));
-    }
-    int st = 0;
-    cr_assert_eq(waitpid(pid, &st, 0), pid);
-    ran r = {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), slurp(out), slurp(err)};
+    child_ran r = child_pl_main(args, extra, out);
+    free(r.out);
+    r.out = child_slurp(out);
     return r;
 }
 
 #define CLI(...)          cli(NULL, (const char *const[]){__VA_ARGS__, NULL})
 #define CLI_TO(file, ...) cli((file), (const char *const[]){__VA_ARGS__, NULL})
-
-static void ran_free(ran *r)
-{
-    free(r->out);
-    free(r->err);
-}
 
 /* Asserts that text holds the formatted needle. */
 static void assert_has(const char *text, const char *fmt, ...)
@@ -381,8 +330,8 @@ Test(cover, summary_counts_follow_by_hand)
 {
     enter_workdir();
     /* Workers that hand their seeds on still send every count. */
-    ran r = CLI("run", "cov_count", "--seeds", "0..39", "-j", "2", "--recycle-seeds", "7",
-                "--json");
+    child_ran r =
+        CLI("run", "cov_count", "--seeds", "0..39", "-j", "2", "--recycle-seeds", "7", "--json");
     cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
     const char *sum = strstr(r.out, "{\"summary\":");
     cr_assert_not_null(sum, "%s", r.out);
@@ -407,7 +356,7 @@ Test(cover, summary_counts_follow_by_hand)
     assert_has(r.err, "\"the first of two\": reached 80, true 40");
     assert_has(r.err, "buggify_site 40 / %lld", enabled);
     assert_has(r.err, "pl_sometimes: judged");
-    ran_free(&r);
+    child_ran_free(&r);
     leave_workdir();
 }
 
@@ -417,16 +366,16 @@ Test(cover, summary_counts_follow_by_hand)
 Test(cover, a_campaign_stopped_at_its_finding_says_coverage_was_not_gathered)
 {
     enter_workdir();
-    ran r = CLI("run", "cov_always", "--seeds", "0..19", "--no-shrink");
+    child_ran r = CLI("run", "cov_always", "--seeds", "0..19", "--no-shrink");
     cr_assert_eq(r.status, 10 + PL_FINDING_ASSERTION, "%s%s", r.out, r.err);
     assert_has(r.out, "coverage: not gathered: the campaign stopped at its first finding");
     cr_assert_null(strstr(r.out, "decisions (consulted"), "%s", r.out);
-    ran_free(&r);
+    child_ran_free(&r);
     r = CLI("run", "cov_always", "--seeds", "0..19", "--no-shrink", "--keep-going");
     cr_assert_eq(r.status, 10 + PL_FINDING_ASSERTION, "%s%s", r.out, r.err);
     assert_has(r.out, "decisions (consulted");
     cr_assert_null(strstr(r.out, "not gathered"), "%s", r.out);
-    ran_free(&r);
+    child_ran_free(&r);
     leave_workdir();
 }
 
@@ -435,15 +384,15 @@ Test(cover, a_campaign_stopped_at_its_finding_says_coverage_was_not_gathered)
 Test(cover, a_single_seed_is_not_judged_on_pl_sometimes)
 {
     enter_workdir();
-    ran r = CLI("run", "cov_never", "--seed", "5");
+    child_ran r = CLI("run", "cov_never", "--seed", "5");
     cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
     assert_has(r.out, "pl_sometimes: not judged: one seed");
-    ran_free(&r);
+    child_ran_free(&r);
     r = CLI("run", "cov_never", "--seeds", "5..6");
     cr_assert_eq(r.status, 10 + PL_FINDING_ASSERTION, "%s%s", r.out, r.err);
     assert_has(r.out, "pl_sometimes(\"the rare thing happens\")");
     assert_has(r.out, "(in never_poll) was evaluated 2 times over the campaign and never true");
-    ran_free(&r);
+    child_ran_free(&r);
     leave_workdir();
 }
 
@@ -522,9 +471,11 @@ Test(cover, merged_shards_give_the_single_campaigns_verdict_and_counts)
     char seeds[64];
     snprintf(seeds, sizeof seeds, "%llu..%llu", (unsigned long long)lo, (unsigned long long)lo + 3);
     enter_workdir();
-    ran a = CLI_TO("a.json", "run", "cov_split", "--seeds", seeds, "--shard", "1/2", "--json");
-    ran b = CLI_TO("b.json", "run", "cov_split", "--seeds", seeds, "--shard", "2/2", "--json");
-    ran u = CLI_TO("u.json", "run", "cov_split", "--seeds", seeds, "--json");
+    child_ran a =
+        CLI_TO("a.json", "run", "cov_split", "--seeds", seeds, "--shard", "1/2", "--json");
+    child_ran b =
+        CLI_TO("b.json", "run", "cov_split", "--seeds", seeds, "--shard", "2/2", "--json");
+    child_ran u = CLI_TO("u.json", "run", "cov_split", "--seeds", seeds, "--json");
     cr_assert_eq(a.status, 0, "%s", a.err);
     cr_assert_eq(b.status, 0, "%s", b.err);
     cr_assert_eq(u.status, 0, "%s", u.err);
@@ -532,7 +483,7 @@ Test(cover, merged_shards_give_the_single_campaigns_verdict_and_counts)
     assert_has(a.err, "\"no buggify fired\": reached 2, true 0");
     assert_has(b.err, "\"a buggify fired\": reached 2, true 0");
     assert_has(a.err, "pl_sometimes: not judged: shard 1/2");
-    ran m = CLI("merge", "a.json", "b.json");
+    child_ran m = CLI("merge", "a.json", "b.json");
     cr_assert_eq(m.status, 0, "%s%s", m.out, m.err);
     assert_has(m.out, "cov_split: 2 shards merged, 4 runs, 0 findings");
     assert_has(m.out, "pl_sometimes: judged");
@@ -543,32 +494,35 @@ Test(cover, merged_shards_give_the_single_campaigns_verdict_and_counts)
     assert_has(m.out, "%s", line_of(u.err, "  sometimes at test_cover.c:", line, sizeof line));
     assert_has(m.out, "\"a buggify fired\": reached 4, true 2");
     assert_has(m.out, "\"no buggify fired\": reached 4, true 2");
-    ran_free(&m);
+    child_ran_free(&m);
     m = CLI("merge", "b.json", "a.json"); /* any order */
     cr_assert_eq(m.status, 0, "%s%s", m.out, m.err);
-    ran_free(&m);
-    ran_free(&a);
-    ran_free(&b);
-    ran_free(&u);
+    child_ran_free(&m);
+    child_ran_free(&a);
+    child_ran_free(&b);
+    child_ran_free(&u);
     leave_workdir();
 }
 
 Test(cover, merged_shards_fail_as_the_single_campaign_fails)
 {
     enter_workdir();
-    ran a = CLI_TO("a.json", "run", "cov_never", "--seeds", "0..9", "--shard", "1/3", "--json");
-    ran b = CLI_TO("b.json", "run", "cov_never", "--seeds", "0..9", "--shard", "2/3", "--json");
-    ran c = CLI_TO("c.json", "run", "cov_never", "--seeds", "0..9", "--shard", "3/3", "--json");
-    ran u = CLI("run", "cov_never", "--seeds", "0..9", "--json");
+    child_ran a =
+        CLI_TO("a.json", "run", "cov_never", "--seeds", "0..9", "--shard", "1/3", "--json");
+    child_ran b =
+        CLI_TO("b.json", "run", "cov_never", "--seeds", "0..9", "--shard", "2/3", "--json");
+    child_ran c =
+        CLI_TO("c.json", "run", "cov_never", "--seeds", "0..9", "--shard", "3/3", "--json");
+    child_ran u = CLI("run", "cov_never", "--seeds", "0..9", "--json");
     cr_assert_eq(a.status + b.status + c.status, 0, "%s%s%s", a.err, b.err, c.err);
     cr_assert_eq(u.status, 10 + PL_FINDING_ASSERTION, "%s", u.err);
-    ran m = CLI("merge", "c.json", "a.json", "b.json");
+    child_ran m = CLI("merge", "c.json", "a.json", "b.json");
     cr_assert_eq(m.status, u.status, "%s%s", m.out, m.err);
     assert_has(m.out, "FINDING assertion in cov_never (seeds 0..9, 3 shards merged)");
     assert_has(m.out, "(in never_poll) was evaluated 10 times over the campaign and never true");
     assert_has(u.out, "was evaluated 10 times over the campaign and never true");
     assert_has(m.out, "merged verdict: exit %d", u.status);
-    ran_free(&m);
+    child_ran_free(&m);
     /* An unsharded run merges alone into its own verdict. */
     FILE *f = fopen("u.json", "w");
     cr_assert_not_null(f);
@@ -577,23 +531,23 @@ Test(cover, merged_shards_fail_as_the_single_campaign_fails)
     m = CLI("merge", "u.json");
     cr_assert_eq(m.status, u.status, "%s%s", m.out, m.err);
     assert_has(m.out, "cov_never: 1 shard merged, 10 runs, 1 finding");
-    ran_free(&m);
-    ran_free(&a);
-    ran_free(&b);
-    ran_free(&c);
-    ran_free(&u);
+    child_ran_free(&m);
+    child_ran_free(&a);
+    child_ran_free(&b);
+    child_ran_free(&c);
+    child_ran_free(&u);
     leave_workdir();
 }
 
 /* merge FILES... exits 2 with an error naming `file` and saying `why`. */
 static void assert_refused(const char *const *args, const char *file, const char *why)
 {
-    ran m = cli(NULL, args);
+    child_ran m = cli(NULL, args);
     cr_assert_eq(m.status, 2, "%s%s", m.out, m.err);
     assert_has(m.err, "%s", file);
     assert_has(m.err, "%s", why);
     cr_assert_eq(m.out[0], '\0', "%s", m.out);
-    ran_free(&m);
+    child_ran_free(&m);
 }
 
 #define REFUSED(file, why, ...)                                                                    \
@@ -602,7 +556,7 @@ static void assert_refused(const char *const *args, const char *file, const char
 Test(cover, merge_refuses_what_is_not_one_campaigns_shards)
 {
     enter_workdir();
-    ran r[6] = {
+    child_ran r[6] = {
         CLI_TO("a.json", "run", "cov_count", "--seeds", "0..9", "--shard", "1/2", "--json"),
         CLI_TO("b.json", "run", "cov_count", "--seeds", "0..9", "--shard", "2/2", "--json"),
         CLI_TO("knobs.json", "run", "cov_count", "--seeds", "0..9", "--shard", "2/2", "--json",
@@ -613,11 +567,11 @@ Test(cover, merge_refuses_what_is_not_one_campaigns_shards)
     };
     for (size_t i = 0; i < 6; i++) {
         cr_assert_eq(r[i].status, 0, "%zu: %s", i, r[i].err);
-        ran_free(&r[i]);
+        child_ran_free(&r[i]);
     }
-    ran m = CLI("merge", "a.json", "b.json");
+    child_ran m = CLI("merge", "a.json", "b.json");
     cr_assert_eq(m.status, 0, "%s%s", m.out, m.err);
-    ran_free(&m);
+    child_ran_free(&m);
     cr_assert_eq(system("cp b.json b2.json"), 0);
     REFUSED("b2.json", "shard 2/2 again (b.json is that shard too)", "a.json", "b.json", "b2.json");
     REFUSED("a.json", "missing: 2/2", "a.json");
@@ -642,13 +596,13 @@ Test(cover, merge_refuses_what_is_not_one_campaigns_shards)
 
 Test(cover, merge_has_help_with_its_exit_statuses)
 {
-    ran m = CLI("merge", "--help");
+    child_ran m = CLI("merge", "--help");
     cr_assert_eq(m.status, 0, "%s", m.err);
     assert_has(m.out, "usage: pollen merge FILE...");
     assert_has(m.out, "exit status: 0 clean, 10 + kind of the first finding");
     assert_has(m.out, "2 bad\nusage or bad input");
-    ran_free(&m);
+    child_ran_free(&m);
     m = CLI("--help");
     assert_has(m.out, "  merge     the verdict of a sharded campaign");
-    ran_free(&m);
+    child_ran_free(&m);
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "campaign.h"
+#include "child.h"
 #include "leakcheck.h"
 #include "sim_internal.h"
 #include "trace.h"
@@ -282,43 +283,31 @@ LEAK_TEST(ring, holds_the_events_of_the_log_and_their_names)
 
 /* ---- pl_sim_campaign and a crashing seed ------------------------------------- */
 
-typedef struct died {
-    int status;
-    char err[8192];
-} died;
+typedef struct seed_range {
+    uint64_t lo, hi;
+} seed_range;
+
+/* pl_sim_campaign over the range: 0 when it ran every seed in-process. */
+static int campaign_body(void *arg)
+{
+    const seed_range *r = arg;
+    pl_campaign_result cr;
+    int rc = pl_sim_campaign(scenario("selftest_deref"), r->lo, r->hi, NULL, true, &cr);
+    return rc == 0 && cr.runs == r->hi - r->lo + 1 && !cr.isolated ? 0 : 1;
+}
 
 /* pl_sim_campaign over lo..hi in a child, its stderr collected. */
-static died campaign_in_child(uint64_t lo, uint64_t hi)
+static child_ran campaign_in_child(uint64_t lo, uint64_t hi)
 {
-    int fds[2];
-    cr_assert_eq(pipe(fds), 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    cr_assert_geq(pid, 0);
-    if (pid == 0) {
-        dup2(fds[1], STDERR_FILENO);
-        close(fds[0]);
-        pl_campaign_result cr;
-        int rc = pl_sim_campaign(scenario("selftest_deref"), lo, hi, NULL, true, &cr);
-        _exit(rc == 0 && cr.runs == hi - lo + 1 && !cr.isolated ? 0 : 1);
-    }
-    close(fds[1]);
-    died d = {0, ""};
-    size_t len = 0;
-    for (ssize_t k; (k = read(fds[0], d.err + len, sizeof d.err - 1 - len)) > 0;) {
-        len += (size_t)k;
-    }
-    d.err[len] = '\0';
-    close(fds[0]);
-    cr_assert_eq(waitpid(pid, &d.status, 0), pid);
-    return d;
+    seed_range r = {lo, hi};
+    return child_run(campaign_body, &r, -1);
 }
 
 Test(campaign, a_crashing_seed_is_named_before_the_process_dies)
 {
-    died d = campaign_in_child(0, 99);
+    child_ran d = campaign_in_child(0, 99);
     /* Killed by SIGSEGV, or ended by a sanitizer's report of it. */
-    cr_assert(!(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0), "%s", d.err);
+    cr_assert_neq(d.status, 0, "%s", d.err);
     const char *p = strstr(d.err, "pollen: pl_sim_campaign: the process died running scenario "
                                   "'selftest_deref', seed ");
     cr_assert_not_null(p, "%s", d.err);
@@ -326,13 +315,16 @@ Test(campaign, a_crashing_seed_is_named_before_the_process_dies)
     cr_assert(strstr(d.err, "run selftest_deref --seed ") != NULL, "%s", d.err);
     /* That is the seed: the ones before it are clean, it alone crashes. */
     if (seed > 0) {
-        died before = campaign_in_child(0, seed - 1);
-        cr_assert(WIFEXITED(before.status) && WEXITSTATUS(before.status) == 0, "%s", before.err);
+        child_ran before = campaign_in_child(0, seed - 1);
+        cr_assert_eq(before.status, 0, "%s", before.err);
         cr_assert(strstr(before.err, "pl_sim_campaign") == NULL, "%s", before.err);
+        child_ran_free(&before);
     }
-    died alone = campaign_in_child(seed, seed);
-    cr_assert(!(WIFEXITED(alone.status) && WEXITSTATUS(alone.status) == 0), "%s", alone.err);
+    child_ran alone = campaign_in_child(seed, seed);
+    cr_assert_neq(alone.status, 0, "%s", alone.err);
     char want[64];
     snprintf(want, sizeof want, ", seed %" PRIu64 " ", seed);
     cr_assert(strstr(alone.err, want) != NULL, "%s", alone.err);
+    child_ran_free(&alone);
+    child_ran_free(&d);
 }
