@@ -31,10 +31,18 @@ static uint32_t tpolls(const pl_task *t) { return pl_task_head_of(t)->polls; }
 
 static pl__task_info *info(pl__sim *s, const pl_task *t) { return &s->tasks[tid(t)]; }
 
+/* The table grows without zeroing: on_spawn writes an id's whole record,
+ * so no byte is written twice and the entries past the latest id are
+ * never touched (a million-task run zeroed 128 MB it then overwrote). */
 static int reserve_task(pl__sim *s, uint32_t id)
 {
-    return pl__grow((void **)&s->tasks, &s->tasks_cap, (size_t)id + 1, sizeof *s->tasks, 64, 0);
+    return pl__grow_append((void **)&s->tasks, &s->tasks_cap, (size_t)id + 1, sizeof *s->tasks,
+                           64, 0);
 }
+
+/* Whether task `id` has a record: on_spawn wrote it. A task whose record
+ * could not be allocated has none (on_spawn stopped the run). */
+static bool has_record(const pl__sim *s, uint32_t id) { return id <= s->tasks_spawned; }
 
 /* ---- Hooks ------------------------------------------------------------ */
 
@@ -47,20 +55,28 @@ static void on_spawn(void *ud, pl_task *t)
         return;
     }
     PL__SIM_ASSERT(id > s->tasks_spawned); /* ids are handed out in increasing order */
-    s->tasks[id].task = t;
-    s->tasks[id].name = pl_task_name(t);
-    s->tasks[id].root = ((const pl_future *)pl_task_future(t))->vtable->name;
-    s->tasks[id].node = (uint8_t)pl__node_current(s); /* a node's tasks spawn its own */
-    s->tasks[id].forgotten = false;
-    if (s->tasks[id].node != 0) {
-        /* Every report and the record name it "node2/worker" this way. */
-        s->tasks[id].name = pl__node_task_name(s, s->tasks[id].node, s->tasks[id].name);
-        pl_task_rename(t, s->tasks[id].name);
+    /* Entry 0 (nobody) and the ids whose record could not be allocated
+     * read as empty records, as a zeroed table had them. */
+    for (uint32_t gap = s->tasks_spawned == 0 ? 0 : s->tasks_spawned + 1; gap < id; gap++) {
+        s->tasks[gap] = (pl__task_info){0};
     }
+    uint32_t node = pl__node_current(s); /* a node's tasks spawn its own */
+    const char *name = pl_task_name(t);
+    if (node != 0) {
+        /* Every report and the record name it "node2/worker" this way. */
+        name = pl__node_task_name(s, node, name);
+        pl_task_rename(t, name);
+    }
+    s->tasks[id] = (pl__task_info){
+        .task = t,
+        .name = name,
+        .root = ((const pl_future *)pl_task_future(t))->vtable->name,
+        .node = (uint8_t)node,
+    };
     s->tasks_spawned = id;
     pl__trace_ring *ring = pl__sim_ring();
     if (ring != NULL) {
-        pl__ring_name_task(ring, id, s->tasks[id].name);
+        pl__ring_name_task(ring, id, name);
     }
     event(s, PL__EV_SPAWN, id, s->polling, 0);
 }
@@ -69,7 +85,7 @@ static void on_spawn(void *ud, pl_task *t)
 static void on_spawn_site(void *ud, pl_task *t, const char *where, const char *func)
 {
     pl__sim *s = ud;
-    if (tid(t) < s->tasks_cap) {
+    if (has_record(s, tid(t))) {
         info(s, t)->spawn_where = where;
         info(s, t)->spawn_func = func;
         pl__trace_ring *ring = pl__sim_ring();
@@ -248,14 +264,15 @@ static void on_complete(void *ud, pl_task *t)
 static void on_drop(void *ud, pl_task *t, bool cancelled)
 {
     pl__sim *s = ud;
-    s->dropping = tid(t); /* a drop outside polls closes on its task's node */
+    /* A drop outside polls closes on its task's node (none without a record). */
+    s->dropping = has_record(s, tid(t)) ? tid(t) : 0;
     event(s, PL__EV_DROP, tid(t), cancelled, 0);
 }
 
 static void on_free(void *ud, pl_task *t)
 {
     pl__sim *s = ud;
-    if (tid(t) >= s->tasks_cap) {
+    if (!has_record(s, tid(t))) {
         /* Spawned when its table entry could not be allocated: on_spawn
          * reported that and stopped the run, so it was never polled and
          * has no entry to clear. */

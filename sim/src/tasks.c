@@ -37,7 +37,7 @@ const char *pl__oracle_holder_name(pl__sim *s, uint32_t id)
 
 uint32_t pl__oracle_self_wakes(const pl__sim *s, uint32_t id)
 {
-    return id < s->tasks_cap ? s->tasks[id].self_wakes : 0;
+    return id <= s->tasks_spawned ? s->tasks[id].self_wakes : 0;
 }
 
 void pl__oracle_check(const pl__sim *s)
