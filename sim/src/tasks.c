@@ -57,7 +57,8 @@ static const pl__spawn_kind *kind_find(const pl__sim *s, const pl__spawn_kind *k
         return NULL;
     }
     uint32_t at;
-    if (pl__hashmap_get(&s->kind_index, kind_hash(key), &at) && pl__spawn_kind_is(s->kinds[at], key)) {
+    if (pl__hashmap_get(&s->kind_index, kind_hash(key), &at) &&
+        pl__spawn_kind_is(s->kinds[at], key)) {
         return s->kinds[at];
     }
     return NULL;
