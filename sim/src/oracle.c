@@ -70,7 +70,11 @@ static void on_spawn(void *ud, pl_task *t, const char *where, const char *func)
     for (uint32_t gap = s->tasks_spawned == 0 ? 0 : s->tasks_spawned + 1; gap < id; gap++) {
         s->tasks[gap] = (pl__task_info){.kind = &pl__spawn_kind_none};
     }
-    s->tasks[id] = (pl__task_info){.task = t, .kind = kind, .node = (uint8_t)node};
+    pl__task_info *ti = &s->tasks[id];
+    memset(ti, 0, sizeof *ti); /* vector stores: a compound literal here compiled to rep stos */
+    ti->task = t;
+    ti->kind = kind;
+    ti->node = (uint8_t)node;
     s->tasks_spawned = id;
     pl__trace_ring *ring = pl__sim_ring();
     if (ring != NULL) {
@@ -266,8 +270,13 @@ static void on_free(void *ud, pl_task *t)
     }
     pl__task_info *ti = info(s, t);
     ti->task = NULL;
-    s->stale_tasks -= ti->stale_wakes > 0;
-    ti->stale_wakes = 0;
+    if (s->stale_tasks > 0) {
+        /* Only then can it have stale wakes: the common free writes one
+         * word of its record and reads none (a miss per task at a
+         * million). */
+        s->stale_tasks -= ti->stale_wakes > 0;
+        ti->stale_wakes = 0;
+    }
 }
 
 static void on_misuse(void *ud, pl_task *running, const char *name, pl_misuse what)
