@@ -158,9 +158,9 @@ static const char *base_name(const char *path)
 void pl__bt_spawn_text(const pl__task_info *ti, char *buf, size_t len)
 {
     buf[0] = '\0';
-    if (ti->spawn_where != NULL) {
-        const char *func = ti->spawn_func;
-        snprintf(buf, len, ", spawned at %s%s%s", base_name(ti->spawn_where),
+    if (ti->kind->where != NULL) {
+        const char *func = ti->kind->func;
+        snprintf(buf, len, ", spawned at %s%s%s", base_name(ti->kind->where),
                  func != NULL ? " in " : "", func != NULL ? func : "");
     }
 }
@@ -223,8 +223,8 @@ void pl__bt_note(pl__sim *s, bool fresh, uint32_t id)
     memset(ft, 0, sizeof *ft);
     ft->id = id;
     ft->name = pl__run_name_of(s, id);
-    ft->spawn_site = ti->spawn_where != NULL ? base_name(ti->spawn_where) : NULL;
-    ft->spawn_function = ti->spawn_func;
+    ft->spawn_site = ti->kind->where != NULL ? base_name(ti->kind->where) : NULL;
+    ft->spawn_function = ti->kind->func;
     const pl__chain *c = chain_of(s, id);
     if (c == NULL) {
         return;
@@ -250,7 +250,7 @@ void pl__bt_describe(pl__sim *s, bool fresh, uint32_t id)
     size_t used = strlen(msg);
     pl__bt_append(s, id, "  ", msg, len, &used);
     const pl__task_info *ti = &s->tasks[id];
-    if (ti->spawn_where != NULL && used < len - 1) {
+    if (ti->kind->where != NULL && used < len - 1) {
         char site[160];
         pl__bt_spawn_text(ti, site, sizeof site);
         snprintf(msg + used, len - used, "\n  '%s' (#%u) was spawned at%s", pl__run_name_of(s, id),

@@ -31,52 +31,59 @@ static uint32_t tpolls(const pl_task *t) { return pl_task_head_of(t)->polls; }
 
 static pl__task_info *info(pl__sim *s, const pl_task *t) { return &s->tasks[tid(t)]; }
 
-static int reserve_task(pl__sim *s, uint32_t id)
-{
-    return pl__grow((void **)&s->tasks, &s->tasks_cap, (size_t)id + 1, sizeof *s->tasks, 64, 0);
-}
+/* The table grows without zeroing: on_spawn writes an id's whole record,
+ * so no byte is written twice and the entries past the latest id are
+ * never touched (a million-task run zeroed 128 MB it then overwrote). */
+/* Whether task `id` has a record: on_spawn wrote it. A task whose record
+ * could not be allocated has none (on_spawn stopped the run). */
+static bool has_record(const pl__sim *s, uint32_t id) { return id <= s->tasks_spawned; }
 
 /* ---- Hooks ------------------------------------------------------------ */
 
-static void on_spawn(void *ud, pl_task *t)
+/* The spawn and its site in one hook (the executor calls spawn_site right
+ * after spawn, and the record's kind needs both). The site is log-only:
+ * it names the task in reports, never enters the trace. */
+static void on_spawn(void *ud, pl_task *t, const char *where, const char *func)
 {
     pl__sim *s = ud;
     uint32_t id = tid(t);
-    if (reserve_task(s, id) != 0) {
+    if (id >= s->tasks_cap && pl__tasks_reserve(s, id) != 0) {
+        pl__run_out_of_memory(s, t, NULL);
+        return;
+    }
+    uint32_t node = pl__node_current(s); /* a node's tasks spawn its own */
+    pl__spawn_kind key = {pl_task_name(t), ((const pl_future *)pl_task_future(t))->vtable->name,
+                          where, func};
+    if (node != 0) {
+        /* Every report and the record name it "node2/worker" this way. */
+        key.name = pl__node_task_name(s, node, key.name);
+        pl_task_rename(t, key.name);
+    }
+    const pl__spawn_kind *kind = pl__spawn_kind_fast(s, &key);
+    if (kind == NULL) {
         pl__run_out_of_memory(s, t, NULL);
         return;
     }
     PL__SIM_ASSERT(id > s->tasks_spawned); /* ids are handed out in increasing order */
-    s->tasks[id].task = t;
-    s->tasks[id].name = pl_task_name(t);
-    s->tasks[id].root = ((const pl_future *)pl_task_future(t))->vtable->name;
-    s->tasks[id].node = (uint8_t)pl__node_current(s); /* a node's tasks spawn its own */
-    s->tasks[id].forgotten = false;
-    if (s->tasks[id].node != 0) {
-        /* Every report and the record name it "node2/worker" this way. */
-        s->tasks[id].name = pl__node_task_name(s, s->tasks[id].node, s->tasks[id].name);
-        pl_task_rename(t, s->tasks[id].name);
+    /* Entry 0 (nobody) and the ids whose record could not be allocated
+     * read as empty records, as a zeroed table had them. */
+    for (uint32_t gap = s->tasks_spawned == 0 ? 0 : s->tasks_spawned + 1; gap < id; gap++) {
+        s->tasks[gap] = (pl__task_info){.kind = &pl__spawn_kind_none};
     }
+    pl__task_info *ti = &s->tasks[id];
+    memset(ti, 0, sizeof *ti); /* vector stores: a compound literal here compiled to rep stos */
+    ti->task = t;
+    ti->kind = kind;
+    ti->node = (uint8_t)node;
     s->tasks_spawned = id;
     pl__trace_ring *ring = pl__sim_ring();
     if (ring != NULL) {
-        pl__ring_name_task(ring, id, s->tasks[id].name);
-    }
-    event(s, PL__EV_SPAWN, id, s->polling, 0);
-}
-
-/* Log-only: the site names the task in reports, never enters the trace. */
-static void on_spawn_site(void *ud, pl_task *t, const char *where, const char *func)
-{
-    pl__sim *s = ud;
-    if (tid(t) < s->tasks_cap) {
-        info(s, t)->spawn_where = where;
-        info(s, t)->spawn_func = func;
-        pl__trace_ring *ring = pl__sim_ring();
-        if (ring != NULL && where != NULL) {
-            pl__ring_site_task(ring, tid(t), pl__site_base(where), func);
+        pl__ring_name_task(ring, id, key.name);
+        if (where != NULL) {
+            pl__ring_site_task(ring, id, pl__site_base(where), func);
         }
     }
+    event(s, PL__EV_SPAWN, id, s->polling, 0);
 }
 
 static void on_poll_begin(void *ud, pl_task *t, uint32_t gen, bool probe)
@@ -123,7 +130,7 @@ static void on_poll_end(void *ud, pl_task *t, pl_poll_result r, bool probe)
     pl__task_info *ti = info(s, t);
     const pl_task_head *h = pl_task_head_of(t);
     event(s, r == PL_READY ? PL__EV_READY : PL__EV_PENDING, h->id, h->polls, h->gen);
-    pl__bt_leave(s, r, ti->root);
+    pl__bt_leave(s, r, ti->kind->root);
     if (r == PL_PENDING && !probe) {
         ti->parked_step = s->step;
         ti->parked_ns = s->now;
@@ -146,7 +153,6 @@ static void on_wake(void *ud, pl_task *t, uint32_t gen, bool by_ref, pl_task *ru
         pl__task_info *ti = info(s, t);
         s->stale_tasks += ti->stale_wakes++ == 0;
         ti->last_stale_gen = gen;
-        ti->stale_step = s->step;
         ti->stale_ns = s->now;
         ti->stale_by = run_id;
     } else if (outcome == PL_WAKE_DEDUPED || outcome == PL_WAKE_FINISHED) {
@@ -248,14 +254,15 @@ static void on_complete(void *ud, pl_task *t)
 static void on_drop(void *ud, pl_task *t, bool cancelled)
 {
     pl__sim *s = ud;
-    s->dropping = tid(t); /* a drop outside polls closes on its task's node */
+    /* A drop outside polls closes on its task's node (none without a record). */
+    s->dropping = has_record(s, tid(t)) ? tid(t) : 0;
     event(s, PL__EV_DROP, tid(t), cancelled, 0);
 }
 
 static void on_free(void *ud, pl_task *t)
 {
     pl__sim *s = ud;
-    if (tid(t) >= s->tasks_cap) {
+    if (!has_record(s, tid(t))) {
         /* Spawned when its table entry could not be allocated: on_spawn
          * reported that and stopped the run, so it was never polled and
          * has no entry to clear. */
@@ -263,8 +270,13 @@ static void on_free(void *ud, pl_task *t)
     }
     pl__task_info *ti = info(s, t);
     ti->task = NULL;
-    s->stale_tasks -= ti->stale_wakes > 0;
-    ti->stale_wakes = 0;
+    if (s->stale_tasks > 0) {
+        /* Only then can it have stale wakes: the common free writes one
+         * word of its record and reads none (a miss per task at a
+         * million). */
+        s->stale_tasks -= ti->stale_wakes > 0;
+        ti->stale_wakes = 0;
+    }
 }
 
 static void on_misuse(void *ud, pl_task *running, const char *name, pl_misuse what)
@@ -359,7 +371,7 @@ void pl__oracle_watch_init(pl__sim *s)
 
 const pl_observer pl__sim_observer = {
     .version = PL_OBSERVER_VERSION,
-    .spawn = on_spawn,
+    .spawn = NULL, /* on_spawn is the spawn_site hook, which follows it */
     .poll_begin = on_poll_begin,
     .poll_end = on_poll_end,
     .wake = on_wake,
@@ -372,5 +384,5 @@ const pl_observer pl__sim_observer = {
     .free = on_free,
     .misuse = on_misuse,
     .orphaned = on_orphaned,
-    .spawn_site = on_spawn_site,
+    .spawn_site = on_spawn,
 };

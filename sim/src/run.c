@@ -89,7 +89,7 @@ static void set_name_blob(pl__run_record *rec, const pl__sim *s)
 {
     size_t len = 0;
     for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
-        const char *n = s->tasks[id].name != NULL ? s->tasks[id].name : "?";
+        const char *n = s->tasks[id].kind->name != NULL ? s->tasks[id].kind->name : "?";
         len += strlen(n) + 1;
     }
     rec->names_blob = malloc(len ? len : 1);
@@ -98,7 +98,7 @@ static void set_name_blob(pl__run_record *rec, const pl__sim *s)
     }
     char *p = rec->names_blob;
     for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
-        const char *n = s->tasks[id].name != NULL ? s->tasks[id].name : "?";
+        const char *n = s->tasks[id].kind->name != NULL ? s->tasks[id].kind->name : "?";
         size_t l = strlen(n) + 1;
         memcpy(p, n, l);
         p += l;
@@ -109,8 +109,8 @@ static void set_name_blob(pl__run_record *rec, const pl__sim *s)
      * the record. */
     rec->spawn_sites = calloc(s->tasks_spawned ? s->tasks_spawned : 1, sizeof *rec->spawn_sites);
     for (uint32_t id = 1; rec->spawn_sites != NULL && id <= s->tasks_spawned; id++) {
-        rec->spawn_sites[id - 1].where = s->tasks[id].spawn_where;
-        rec->spawn_sites[id - 1].func = s->tasks[id].spawn_func;
+        rec->spawn_sites[id - 1].where = s->tasks[id].kind->where;
+        rec->spawn_sites[id - 1].func = s->tasks[id].kind->func;
     }
 }
 

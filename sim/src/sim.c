@@ -376,8 +376,7 @@ void pl__sim_finish(pl__sim *s)
     pl__dec_finish(&s->dec);
     pl__strategy_free(s->strategy);
     s->strategy = NULL;
-    free(s->tasks);
-    s->tasks = NULL;
+    pl__tasks_free(s);
     free(s->armers);
     s->armers = NULL;
     s->armers_cap = 0;

@@ -97,20 +97,32 @@ typedef struct pl__chain {
     pl__frame f[PL__FRAMES_MAX];
 } pl__chain;
 
+/* What a task's spawn said of it, interned for the run (tasks.c): the
+ * tasks of one pl_spawn site share one, so a task's record holds a
+ * pointer where it held these four. Never moves once made; freed with
+ * the run. */
+typedef struct pl__spawn_kind {
+    const char *name;       /* static storage, as pl_task_name returned it (a node's
+                               "node/task" is interned by node.c) */
+    const char *root;       /* its future's vtable name (the chain's first frame) */
+    const char *where;      /* "file:line" of its pl_spawn (static); NULL: unknown */
+    const char *func;
+} pl__spawn_kind;
+
+/* The kind of a record without a spawn (entry 0, a task whose record
+ * could not be allocated): every field NULL. */
+extern const pl__spawn_kind pl__spawn_kind_none;
+
 /* What the oracles know of one task, indexed by task id. */
 typedef struct pl__task_info {
     /* Pointers, then 8-byte counts, then 4-byte ones, then bytes: no
-     * padding (128 bytes; one per task the run ever spawned). */
+     * padding (96 bytes; one per task the run ever spawned). */
     pl_task *task;          /* NULL once freed; never hashed */
-    const char *name;       /* static storage, as pl_task_name returned it */
-    const char *root;       /* its future's vtable name (the chain's first frame) */
-    const char *spawn_where; /* "file:line" of its pl_spawn (static); NULL: unknown */
-    const char *spawn_func;
+    const pl__spawn_kind *kind; /* name, root and spawn site; never NULL */
     uint64_t parked_step; /* step of its latest PENDING */
     pl_time parked_ns;
     uint64_t probed_step; /* s->step after its latest probe: nothing changed since */
-    uint64_t stale_step;  /* its latest wake through a superseded waker */
-    pl_time stale_ns;
+    pl_time stale_ns;     /* its latest wake through a superseded waker */
     uint32_t clone_holder;  /* task polling when the latest clone was made outside
                                the task's own poll; 0: none (see clone_holder()) */
     uint32_t self_wakes;    /* consecutive polls that woke only themselves */
@@ -131,7 +143,7 @@ typedef struct pl__task_info {
     bool forgotten;         /* its node crashed: never dropped, not a leak */
     uint8_t node;           /* its node (index in s->nodes); 0: the scenario's own */
 } pl__task_info;
-_Static_assert(sizeof(pl__task_info) <= 128, "pl__task_info: no padding between its fields");
+_Static_assert(sizeof(pl__task_info) <= 96, "pl__task_info: no padding between its fields");
 
 /* A timer that fires late (PL_DECIDE_TIMER_LATE): between its deadline
  * and its firing the task's own clock check already says "due". Kept in
@@ -207,9 +219,14 @@ struct pl__sim {
     uint64_t steps_max;
     uint32_t self_wakes_max;
 
-    pl__task_info *tasks;   /* index = task id */
+    pl__task_info *tasks;   /* index = task id; written up to tasks_spawned (tasks.c) */
     size_t tasks_cap;
     uint32_t tasks_spawned;
+    pl__spawn_kind **kinds; /* the run's spawn kinds, in the order met (tasks.c) */
+    size_t kinds_len;
+    size_t kinds_cap;
+    pl__hashmap kind_index; /* content hash -> index in kinds, past a few kinds */
+    const pl__spawn_kind *kind_last; /* the latest spawn's: a loop of spawns hits it */
     uint32_t stale_tasks;   /* tasks whose stale_wakes is not 0 */
 
     pl_poll_watch watch;    /* handed to every poll (pl_context.watch) */
@@ -406,14 +423,27 @@ void pl__oracle_quiescence(pl__sim *s);
 /* The name of task `id` of this run, even once it was freed. */
 const char *pl__run_name_of(const pl__sim *s, uint32_t id);
 
+/* The task table (tasks.c). reserve makes it hold ids up to `id`: the
+ * records past the latest spawned id stay unwritten (on_spawn writes an
+ * id's whole record before counting it). 0, PL_EMSGSIZE or PL_ENOMEM
+ * (the table is then unchanged). */
+int pl__tasks_reserve(pl__sim *s, uint32_t id);
+/* The interned kind equal to *key, made on first use; NULL when out of
+ * memory. Valid until pl__tasks_free. pl__spawn_kind_fast is the same,
+ * the latest spawn's kind tested inline (on_spawn's loop of spawns). */
+const pl__spawn_kind *pl__spawn_kind_of(pl__sim *s, const pl__spawn_kind *key);
+static inline const pl__spawn_kind *pl__spawn_kind_fast(pl__sim *s, const pl__spawn_kind *key);
+/* Frees the table and the kinds (pl__sim_finish). */
+void pl__tasks_free(pl__sim *s);
+
 /* The observer's task table, for the checkers and strategies (oracle.c). */
 uint32_t pl__oracle_live_clones(const pl__task_info *ti);
 uint32_t pl__oracle_clone_holder(const pl__task_info *ti, uint32_t id);
 const char *pl__oracle_holder_name(pl__sim *s, uint32_t id);
 bool pl__oracle_is_parked(const pl__task_info *ti);
 /* Asserts the task table's invariants (PL__SIM_ASSERT, every build): the
- * table covers every spawned id, no poll is in progress, a live entry is
- * the task of its id, a task's busy-loop count is within its self-wakes,
+ * table covers every spawned id, no poll is in progress, every entry has
+ * a kind, a live entry is the task of its id, a task's busy-loop count is within its self-wakes,
  * and stale_tasks counts the entries with stale wakes. O(tasks): once per
  * run, at its end. */
 void pl__oracle_check(const pl__sim *s);
@@ -442,6 +472,22 @@ void pl__bt_append(const pl__sim *s, uint32_t id, const char *indent, char *buf,
 void pl__bt_describe(pl__sim *s, bool fresh, uint32_t id);
 
 static inline char *pl__sim_decision_text(const pl__sim *s) { return s->decision_text; }
+
+/* By pointer: one pl_spawn site passes the same literals every time, and
+ * equal text at two addresses only makes two kinds that say the same. */
+static inline bool pl__spawn_kind_is(const pl__spawn_kind *k, const pl__spawn_kind *key)
+{
+    return k->name == key->name && k->root == key->root && k->where == key->where &&
+           k->func == key->func;
+}
+
+static inline const pl__spawn_kind *pl__spawn_kind_fast(pl__sim *s, const pl__spawn_kind *key)
+{
+    if (s->kind_last != NULL && pl__spawn_kind_is(s->kind_last, key)) {
+        return s->kind_last;
+    }
+    return pl__spawn_kind_of(s, key);
+}
 
 /* The task being polled (NULL: none). */
 static inline pl_task *pl__sim_polled(const pl__sim *s)
