@@ -335,22 +335,23 @@ void pl_executor_abandon_poll(pl_executor *ex)
     }
 }
 
-/* Polls up to the budget; returns how many tasks ran. */
 /* Production: no observer, no decisions, no rotation. The same steps as
- * run_one + poll_task minus every hook test, with the waker built from a
- * constant vtable. */
-static inline void poll_fast(pl_executor *ex, pl_task *t)
+ * run_one + poll_task minus every hook test. `cx` is the batch's context
+ * (run_ready_fast): futures only read a context, so a poll rewrites just
+ * the two words that name its task, not the whole struct. */
+static inline void poll_fast(pl_executor *ex, pl_task *t, pl_context *cx)
 {
     if (t->state == TASK_CANCELLED) {
         task_release(t);
         return;
     }
-    pl_context cx = {{&pl__fast_waker_vtable, t, 0, 0}, ex, t, NULL};
+    cx->waker.data = t;
+    cx->task = t;
     t->state = TASK_RUNNING;
     t->polls++;
     ex->running = t;
     pl_future *f = (pl_future *)(void *)t->future;
-    pl_poll_result r = pl_poll(f, &cx);
+    pl_poll_result r = pl_poll(f, cx);
     ex->running = NULL;
     if (r == PL_READY) {
         pl__task_drop_future(t, false);
@@ -368,12 +369,16 @@ static inline void poll_fast(pl_executor *ex, pl_task *t)
     }
 }
 
+/* Polls up to the budget; returns how many tasks ran. Without decide()
+ * the window stays empty, so the queue is its list alone. */
 static uint32_t run_ready_fast(pl_executor *ex)
 {
+    pl_context cx = {{&pl__fast_waker_vtable, NULL, 0, 0}, ex, NULL, NULL};
     uint32_t n = 0;
     uint32_t budget = ex->budget;
+    PL_ASSERT(ex->win_max == 0);
     while (ex->ready_len != 0 && n < budget && !ex->stop) {
-        poll_fast(ex, ready_take(ex, 0));
+        poll_fast(ex, list_take(ex), &cx);
         n++;
     }
     return n;
