@@ -129,8 +129,9 @@ int pl_executor_create(pl_executor **out, const pl_executor_options *opts)
     ex->obs = opts->observer;
     ex->obs_ud = opts->observer_ud;
     apply_testing(ex, opts->testing);
-    ex->waker_vtable =
-        ex->obs == NULL && !ex->rotate ? &pl__fast_waker_vtable : &pl__task_waker_vtable;
+    ex->waker_vtable = ex->obs == NULL && !ex->rotate && ex->decide == NULL
+                           ? &pl__fast_waker_vtable
+                           : &pl__task_waker_vtable;
     ex->watch_bytes = ex->waker_vtable == &pl__task_waker_vtable ? sizeof(task_watch) : 0;
     ex->budget = opts->polls_per_tick_max ? opts->polls_per_tick_max : 128;
     ex->now = ex->system.vtable->now(ex->system.self);
@@ -362,7 +363,7 @@ static inline void poll_fast(pl_executor *ex, pl_task *t, pl_context *cx)
         } else {
             t->flags &= (uint8_t)~TASK_WOKEN_IN_POLL;
             t->state = TASK_SCHEDULED;
-            ready_push(ex, t);
+            list_push(ex, t);
         }
     } else {
         t->state = TASK_IDLE;
@@ -386,7 +387,7 @@ static uint32_t run_ready_fast(pl_executor *ex)
 
 static uint32_t run_ready(pl_executor *ex)
 {
-    if (ex->waker_vtable == &pl__fast_waker_vtable && ex->decide == NULL) {
+    if (ex->waker_vtable == &pl__fast_waker_vtable) {
         return run_ready_fast(ex);
     }
     uint32_t n = 0;

@@ -17,17 +17,18 @@ static inline pl_task **win_at(pl_executor *ex, uint32_t i)
     return &ex->win[(ex->win_head + i) & ex->win_mask];
 }
 
-/* The list after the window is used only once the window is full, so the
- * window always holds the first min(ready_len, window) tasks in order. */
-static inline void ready_push(pl_executor *ex, pl_task *t)
+/* Appends t to the list after the window. Alone, it is the production
+ * push: without decide() the window stays empty (win_max is 0). */
+static inline void mark_queued(pl_executor *ex, pl_task *t)
 {
     PL_ASSERT(!(t->flags & TASK_QUEUED));
     t->flags |= TASK_QUEUED;
     ex->ready_len++;
-    if (ex->ready_head == NULL && ex->win_len < ex->win_max) {
-        *win_at(ex, ex->win_len++) = t;
-        return;
-    }
+}
+
+static inline void list_push(pl_executor *ex, pl_task *t)
+{
+    mark_queued(ex, t);
     t->next = NULL;
     if (ex->ready_tail != NULL) {
         ex->ready_tail->next = t;
@@ -35,6 +36,18 @@ static inline void ready_push(pl_executor *ex, pl_task *t)
         ex->ready_head = t;
     }
     ex->ready_tail = t;
+}
+
+/* The list after the window is used only once the window is full, so the
+ * window always holds the first min(ready_len, window) tasks in order. */
+static inline void ready_push(pl_executor *ex, pl_task *t)
+{
+    if (ex->win_len < ex->win_max && ex->ready_head == NULL) {
+        mark_queued(ex, t);
+        *win_at(ex, ex->win_len++) = t;
+        return;
+    }
+    list_push(ex, t);
 }
 
 /* Without decisions the queue is the list alone: popping its head reads
@@ -103,12 +116,14 @@ static inline pl_task *ready_pop(pl_executor *ex)
 }
 
 /* The production waker's wake of task t, its reference kept: waker.c's
- * fast vtable and core's own primitives (waiter.h) share it. */
+ * fast vtable and core's own primitives (waiter.h) share it. Production
+ * executors have no decide() (pl_executor_create hands out the fast
+ * vtable only then), so the push is the list's. */
 static inline void pl__fast_wake(pl_task *t)
 {
     if (t->state == TASK_IDLE) {
         t->state = TASK_SCHEDULED;
-        ready_push(t->ex, t);
+        list_push(t->ex, t);
     } else if (t->state == TASK_RUNNING) {
         t->flags |= TASK_WOKEN_IN_POLL;
     }
