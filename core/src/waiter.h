@@ -17,18 +17,29 @@
 
 enum { PL_WAITER_INIT = 0, PL_WAITER_WAITING = 1 };
 
-/* The production waker's wake devirtualised: core's primitives wake
- * their own executor's wakers, so the fast vtable's wake is inlined here
- * (the same code as waker.c's); any other waker goes through its vtable.
- * (Inlining the clone as well measured no gain.) */
-static inline void pl__waiter_wake(pl_waker w)
+/* Any other waker than the fast one: moved out of the slot and woken
+ * through its vtable. Out of line, so the inline fast path below needs
+ * no stack frame for a by-value waker. */
+PL_INTERNAL void pl__waiter_wake_slow(pl_waker *slot);
+
+/* Wakes the waker in `slot` and empties it. The production waker's wake
+ * is devirtualised: core's primitives wake their own executor's wakers,
+ * so the fast vtable's wake is inlined here (the same code as waker.c's).
+ * A fast waker's gen and reserved are always 0, so emptying the slot is
+ * two stores, and the waker is read as two words rather than copied as a
+ * struct. (Inlining the clone as well measured no gain.) */
+static inline void pl__waiter_wake(pl_waker *slot)
 {
-    if (w.vtable == &pl__fast_waker_vtable) {
-        pl__fast_wake(w.data);
-        task_release(w.data);
+    if (slot->vtable != &pl__fast_waker_vtable) {
+        pl__waiter_wake_slow(slot);
         return;
     }
-    pl_waker_wake(w);
+    pl_task *t = slot->data;
+    PL_ASSERT(slot->gen == 0 && slot->reserved == 0);
+    slot->vtable = NULL;
+    slot->data = NULL;
+    pl__fast_wake(t);
+    task_release(t);
 }
 
 /* A pending poll: the first links the waiter at the back of `list` with a
@@ -62,7 +73,7 @@ static inline void pl_waiter_choose(pl_future *base, pl_waker *waker, uint32_t s
 {
     PL_ASSERT(state > PL_WAITER_WAITING);
     base->resume = state;
-    pl__waiter_wake(pl_waker_slot_take(waker));
+    pl__waiter_wake(waker);
 }
 
 #endif

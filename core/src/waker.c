@@ -8,6 +8,7 @@
  */
 #include "executor_internal.h"
 #include "ready.h"
+#include "waiter.h"
 
 /* ---- Task wakers ------------------------------------------------------ */
 
@@ -142,6 +143,8 @@ const pl_waker_vtable pl__fast_waker_vtable = {
     fast_waker_wake_by_ref,
     fast_waker_drop,
 };
+
+void pl__waiter_wake_slow(pl_waker *slot) { pl_waker_wake(pl_waker_slot_take(slot)); }
 
 void pl_executor_wake_task(pl_executor *ex, pl_task *t)
 {
