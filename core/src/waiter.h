@@ -58,6 +58,28 @@ static inline void pl_waiter_park(pl_future *base, pl_list_node *list, pl_list_n
     pl_waker_slot_set(waker, &cx->waker);
 }
 
+/* True when pl_waiter_park_fast may park the waiter: its first pending
+ * poll, by a production executor (the fast waker, no watch). */
+static inline bool pl_waiter_can_park_fast(const pl_future *base, const pl_context *cx)
+{
+    return base->resume == PL_WAITER_INIT && cx->waker.vtable == &pl__fast_waker_vtable &&
+           cx->watch == NULL;
+}
+
+/* pl_waiter_park where pl_waiter_can_park_fast holds, with the fast
+ * waker's clone inline (a reference and two words): no call, so a
+ * primitive's poll that parks this way needs no frame. */
+static inline void pl_waiter_park_fast(pl_future *base, pl_list_node *list, pl_list_node *node,
+                                       pl_waker *waker, const pl_context *cx)
+{
+    PL_ASSERT(waker->vtable == NULL);
+    pl_task *t = cx->waker.data;
+    t->refs++;
+    *waker = (pl_waker){&pl__fast_waker_vtable, t, 0, 0};
+    pl_list_push_back(list, node);
+    base->resume = PL_WAITER_WAITING;
+}
+
 /* The drop of a waiting waiter: leaves the list and releases its waker. */
 static inline void pl_waiter_unlink(pl_list_node *node, pl_waker *waker)
 {

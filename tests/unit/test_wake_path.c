@@ -1,8 +1,10 @@
 /* The production run loop and wake path: the batch's shared context, the
  * inline wakes of core's primitives, and which executors get them. */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 
 #include <pollen/executor.h>
+#include <pollen/observer.h>
 #include <pollen/sync.h>
 
 #include "leakcheck.h"
@@ -32,7 +34,13 @@ static pl_poll_result notified_tag_poll(pl_future *f, pl_context *cx)
     return PL_READY;
 }
 
-static const pl_future_vtable notified_tag_vt = {"notified_tag", notified_tag_poll, NULL};
+static void notified_tag_drop(pl_future *f)
+{
+    pl_drop_child(&((notified_tag *)f)->wait.base);
+}
+
+static const pl_future_vtable notified_tag_vt = {"notified_tag", notified_tag_poll,
+                                                 notified_tag_drop};
 
 /* Spawns three tasks parked on n[0..2] and wakes them in order from
  * outside any poll. */
@@ -135,5 +143,103 @@ Test(wake_path, production_polls_see_their_own_context)
     for (int i = 0; i < 3; i++) {
         pl_task_release(t[i]);
     }
+    pl_executor_destroy(ex);
+}
+
+/* ---- The fast park of a production task's pl_notified ------------------- */
+
+static size_t live_bytes;
+
+static void *counting_alloc(void *ud, void *ptr, size_t old_size, size_t new_size)
+{
+    (void)ud;
+    live_bytes = live_bytes - old_size + new_size;
+    if (new_size == 0) {
+        free(ptr);
+        return NULL;
+    }
+    return realloc(ptr, new_size);
+}
+
+/* A production executor counting its bytes, with one task parked on n
+ * (handle in *t); returns the bytes live before the spawn. */
+static size_t parked_on(pl_executor **ex, manual_system *m, pl_notify *n, pl_task **t)
+{
+    pl_executor_options o;
+    pl_executor_options_default(&o);
+    o.alloc = counting_alloc;
+    live_bytes = 0;
+    order_len = 0;
+    *ex = manual_executor(m, false, &o);
+    cr_assert_not_null(*ex);
+    /* A first task grows the executor's task table once. */
+    pl_notify_init(n);
+    pl_notify_one(n);
+    notified_tag first = {PL_FUTURE_INIT(&notified_tag_vt), 0, pl_notified_init(n)};
+    cr_assert_eq(PL_SPAWN(*ex, first, NULL, NULL), 0);
+    cr_assert_eq(pl_run(*ex), 0);
+    order_len = 0;
+    size_t before = live_bytes;
+    notified_tag w = {PL_FUTURE_INIT(&notified_tag_vt), 7, pl_notified_init(n)};
+    cr_assert_eq(PL_SPAWN(*ex, w, NULL, t), 0);
+    cr_assert_eq(pl_run(*ex), PL_EDEADLK, "parked");
+    return before;
+}
+
+/* The park took a reference for its waker clone and the wake gave it
+ * back: once the handle goes too, the task's block is freed. */
+Test(wake_path, a_fast_parked_waiter_woken_lets_its_task_go)
+{
+    manual_system m = {0};
+    pl_executor *ex;
+    pl_notify n;
+    pl_task *t;
+    size_t before = parked_on(&ex, &m, &n, &t);
+    pl_notify_one(&n);
+    cr_assert_eq(pl_run(ex), 0);
+    cr_assert_eq(order_len, 1);
+    cr_assert(!pl_notify_has_permit(&n), "the notification went to the waiter");
+    pl_task_release(t);
+    cr_assert_eq(live_bytes, before, "the task's block is freed");
+    pl_executor_destroy(ex);
+}
+
+/* Dropping the parked waiter (the task aborted) unlinks it and drops its
+ * waker: the next notify_one stores a permit, and the block is freed. */
+Test(wake_path, a_fast_parked_waiter_dropped_unlinks_and_lets_go)
+{
+    manual_system m = {0};
+    pl_executor *ex;
+    pl_notify n;
+    pl_task *t;
+    size_t before = parked_on(&ex, &m, &n, &t);
+    pl_task_abort(t);
+    cr_assert(pl_task_is_cancelled(t));
+    pl_notify_one(&n);
+    cr_assert(pl_notify_has_permit(&n), "no waiter was left to take it");
+    cr_assert_eq(order_len, 0);
+    pl_task_release(t);
+    cr_assert_eq(live_bytes, before, "the task's block is freed");
+    pl_executor_destroy(ex);
+}
+
+/* A spurious poll after the fast park keeps the stored waker (the same
+ * identity) and the place in the queue; the notification still lands. */
+Test(wake_path, a_fast_parked_waiter_survives_a_spurious_poll)
+{
+    manual_system m = {0};
+    pl_executor *ex;
+    pl_notify n;
+    pl_task *t;
+    size_t before = parked_on(&ex, &m, &n, &t);
+    pl_executor_wake_task(ex, t);
+    cr_assert_eq(pl_run(ex), PL_EDEADLK, "still parked");
+    cr_assert_eq(pl_task_polls(t), 2);
+    pl_notify_one(&n);
+    cr_assert_eq(pl_run(ex), 0);
+    cr_assert_eq(pl_task_polls(t), 3);
+    cr_assert_eq(order_len, 1);
+    pl_task_release(t);
+    cr_assert_eq(live_bytes, before, "the task's block is freed");
     pl_executor_destroy(ex);
 }
