@@ -104,8 +104,10 @@ static __attribute__((noinline)) pl_poll_result notified_park(pl_notified *self,
 static pl_poll_result notified_poll(pl_future *f, pl_context *cx)
 {
     pl_notified *self = (pl_notified *)f;
-    if (self->base.resume > NOTIFIED_WAITING) {
-        PL_ASSERT(self->base.resume == NOTIFIED_BY_ONE || self->base.resume == NOTIFIED_BY_ALL);
+    /* One unsigned range test for "chosen": anything else is INIT or
+     * WAITING (pl_waiter_park asserts which), since pl_poll never polls a
+     * DONE future. */
+    if (self->base.resume - NOTIFIED_BY_ONE <= NOTIFIED_BY_ALL - NOTIFIED_BY_ONE) {
         self->base.resume = NOTIFIED_DONE;
         return PL_READY;
     }
