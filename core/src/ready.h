@@ -12,6 +12,12 @@
 
 #include "executor_internal.h"
 
+#if defined(__GNUC__)
+#define PL__LIKELY(x) __builtin_expect(!!(x), 1)
+#else
+#define PL__LIKELY(x) (x)
+#endif
+
 static inline pl_task **win_at(pl_executor *ex, uint32_t i)
 {
     return &ex->win[(ex->win_head + i) & ex->win_mask];
@@ -127,6 +133,23 @@ static inline void pl__fast_wake(pl_task *t)
     } else if (t->state == TASK_RUNNING) {
         t->flags |= TASK_WOKEN_IN_POLL;
     }
+}
+
+/* The consuming wake: pl__fast_wake, then the waker's reference goes.
+ * Waking a parked task is the common case, laid out first; such a task
+ * is unfinished, so the executor's own reference stays beside the
+ * waker's and the count cannot reach zero there. */
+static inline void pl__fast_wake_consume(pl_task *t)
+{
+    if (PL__LIKELY(t->state == TASK_IDLE)) {
+        t->state = TASK_SCHEDULED;
+        list_push(t->ex, t);
+        PL_ASSERT(t->refs > 1);
+        t->refs--;
+        return;
+    }
+    pl__fast_wake(t);
+    task_release(t);
 }
 
 #endif

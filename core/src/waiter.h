@@ -38,8 +38,7 @@ static inline void pl__waiter_wake(pl_waker *slot)
     PL_ASSERT(slot->gen == 0 && slot->reserved == 0);
     slot->vtable = NULL;
     slot->data = NULL;
-    pl__fast_wake(t);
-    task_release(t);
+    pl__fast_wake_consume(t);
 }
 
 /* A pending poll: the first links the waiter at the back of `list` with a

@@ -131,11 +131,7 @@ static void fast_waker_wake_by_ref(const pl_waker *w) { pl__fast_wake(w->data); 
 
 static void fast_waker_drop(pl_waker w) { task_release(w.data); }
 
-static void fast_waker_wake(pl_waker w)
-{
-    pl__fast_wake(w.data);
-    task_release(w.data);
-}
+static void fast_waker_wake(pl_waker w) { pl__fast_wake_consume(w.data); }
 
 const pl_waker_vtable pl__fast_waker_vtable = {
     fast_waker_clone,
