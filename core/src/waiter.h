@@ -25,9 +25,9 @@ PL_INTERNAL void pl__waiter_wake_slow(pl_waker *slot);
 /* Wakes the waker in `slot` and empties it. The production waker's wake
  * is devirtualised: core's primitives wake their own executor's wakers,
  * so the fast vtable's wake is inlined here (the same code as waker.c's).
- * A fast waker's gen and reserved are always 0, so emptying the slot is
- * two stores, and the waker is read as two words rather than copied as a
- * struct. (Inlining the clone as well measured no gain.) */
+ * A fast waker's gen and reserved are always 0 (its clones and the
+ * production context make no other), so emptying the slot is two stores,
+ * and the waker is read as two words rather than copied as a struct. */
 static inline void pl__waiter_wake(pl_waker *slot)
 {
     if (slot->vtable != &pl__fast_waker_vtable) {
@@ -35,7 +35,6 @@ static inline void pl__waiter_wake(pl_waker *slot)
         return;
     }
     pl_task *t = slot->data;
-    PL_ASSERT(slot->gen == 0 && slot->reserved == 0);
     slot->vtable = NULL;
     slot->data = NULL;
     pl__fast_wake_consume(t);
@@ -71,7 +70,6 @@ static inline bool pl_waiter_can_park_fast(const pl_future *base, const pl_conte
 static inline void pl_waiter_park_fast(pl_future *base, pl_list_node *list, pl_list_node *node,
                                        pl_waker *waker, const pl_context *cx)
 {
-    PL_ASSERT(waker->vtable == NULL);
     pl_task *t = cx->waker.data;
     t->refs++;
     *waker = (pl_waker){&pl__fast_waker_vtable, t, 0, 0};
