@@ -23,18 +23,9 @@ static inline pl_task **win_at(pl_executor *ex, uint32_t i)
     return &ex->win[(ex->win_head + i) & ex->win_mask];
 }
 
-/* Appends t to the list after the window. Alone, it is the production
- * push: without decide() the window stays empty (win_max is 0). */
-static inline void mark_queued(pl_executor *ex, pl_task *t)
+/* Appends t to the list after the window. */
+static inline void list_append(pl_executor *ex, pl_task *t)
 {
-    PL_ASSERT(!(t->flags & TASK_QUEUED));
-    t->flags |= TASK_QUEUED;
-    ex->ready_len++;
-}
-
-static inline void list_push(pl_executor *ex, pl_task *t)
-{
-    mark_queued(ex, t);
     t->next = NULL;
     if (ex->ready_tail != NULL) {
         ex->ready_tail->next = t;
@@ -48,12 +39,25 @@ static inline void list_push(pl_executor *ex, pl_task *t)
  * window always holds the first min(ready_len, window) tasks in order. */
 static inline void ready_push(pl_executor *ex, pl_task *t)
 {
-    if (ex->win_len < ex->win_max && ex->ready_head == NULL) {
-        mark_queued(ex, t);
+    PL_ASSERT(!(t->flags & TASK_QUEUED));
+    t->flags |= TASK_QUEUED;
+    ex->ready_len++;
+    if (ex->ready_head == NULL && ex->win_len < ex->win_max) {
         *win_at(ex, ex->win_len++) = t;
         return;
     }
-    list_push(ex, t);
+    list_append(ex, t);
+}
+
+/* The production push: without decide() the window stays empty (win_max
+ * is 0, which pl_executor_create ties to the fast waker), so the queue is
+ * the list alone. */
+static inline void list_push(pl_executor *ex, pl_task *t)
+{
+    PL_ASSERT(!(t->flags & TASK_QUEUED));
+    t->flags |= TASK_QUEUED;
+    ex->ready_len++;
+    list_append(ex, t);
 }
 
 /* Without decisions the queue is the list alone: popping its head reads
