@@ -42,10 +42,17 @@ static void notified_tag_drop(pl_future *f)
 static const pl_future_vtable notified_tag_vt = {"notified_tag", notified_tag_poll,
                                                  notified_tag_drop};
 
-/* Spawns three tasks parked on n[0..2] and wakes them in order from
- * outside any poll. */
-static void park_three_and_notify(pl_executor *ex, pl_notify n[3])
+/* Three tasks parked on their notifies are woken in order from outside
+ * any poll; then the executor runs them, its decide() (if deciding)
+ * answering from `script`. Checks the order they completed in and how
+ * many schedule decisions were taken. */
+static void wakes_run_in(bool deciding, const uint32_t *script, size_t script_len,
+                         const int expect[3], unsigned decisions)
 {
+    order_len = 0;
+    manual_system m = {0};
+    pl_executor *ex = manual_executor(&m, deciding, NULL);
+    pl_notify n[3];
     for (int i = 0; i < 3; i++) {
         pl_notify_init(&n[i]);
         notified_tag w = {PL_FUTURE_INIT(&notified_tag_vt), i, pl_notified_init(&n[i])};
@@ -56,44 +63,33 @@ static void park_three_and_notify(pl_executor *ex, pl_notify n[3])
         pl_notify_one(&n[i]);
     }
     cr_assert_eq(pl_executor_runnable(ex), 3);
+    m.script = script;
+    m.script_len = script_len;
+    m.decisions = 0;
+    m.kinds[PL_DECIDE_SCHEDULE] = 0;
+    cr_assert_eq(pl_run(ex), 0);
+    cr_assert_eq(order_len, 3);
+    cr_assert_arr_eq(order, expect, 3 * sizeof *expect);
+    cr_assert_eq(m.kinds[PL_DECIDE_SCHEDULE], decisions);
+    pl_executor_destroy(ex);
 }
 
 /* core's primitives wake their waiters inline when the waker is the fast
  * one; a deciding executor must not hand that one out, or those wakes
- * would skip the scheduling window and the decisions would see nothing. */
+ * would skip the scheduling window and the decisions would see nothing
+ * (one decision per pick among two or more). */
 Test(wake_path, primitive_wakes_reach_the_schedule_decisions)
 {
-    order_len = 0;
-    manual_system m = {0};
-    pl_executor *ex = manual_executor(&m, true, NULL);
-    pl_notify n[3];
-    park_three_and_notify(ex, n);
-    uint32_t script[] = {2, 1};
-    m.script = script;
-    m.script_len = 2;
-    m.decisions = 0;
-    m.kinds[PL_DECIDE_SCHEDULE] = 0;
-    cr_assert_eq(pl_run(ex), 0);
-    int expect[] = {2, 1, 0};
-    cr_assert_eq(order_len, 3);
-    cr_assert_arr_eq(order, expect, sizeof expect);
-    cr_assert_eq(m.kinds[PL_DECIDE_SCHEDULE], 2, "one decision per pick of two or more");
-    pl_executor_destroy(ex);
+    static const uint32_t script[] = {2, 1};
+    static const int expect[] = {2, 1, 0};
+    wakes_run_in(true, script, 2, expect, 2);
 }
 
 /* Without decisions the same wakes run FIFO. */
 Test(wake_path, primitive_wakes_run_fifo_in_production)
 {
-    order_len = 0;
-    manual_system m = {0};
-    pl_executor *ex = manual_executor(&m, false, NULL);
-    pl_notify n[3];
-    park_three_and_notify(ex, n);
-    cr_assert_eq(pl_run(ex), 0);
-    int expect[] = {0, 1, 2};
-    cr_assert_eq(order_len, 3);
-    cr_assert_arr_eq(order, expect, sizeof expect);
-    pl_executor_destroy(ex);
+    static const int expect[] = {0, 1, 2};
+    wakes_run_in(false, NULL, 0, expect, 0);
 }
 
 static pl_task *seen_task[8];
@@ -162,84 +158,84 @@ static void *counting_alloc(void *ud, void *ptr, size_t old_size, size_t new_siz
 }
 
 /* A production executor counting its bytes, with one task parked on n
- * (handle in *t); returns the bytes live before the spawn. */
-static size_t parked_on(pl_executor **ex, manual_system *m, pl_notify *n, pl_task **t)
+ * (its handle in t), and the bytes live before that task's spawn. */
+typedef struct parked {
+    manual_system m;
+    pl_executor *ex;
+    pl_notify n;
+    pl_task *t;
+    size_t before;
+} parked;
+
+static void park_one(parked *p)
 {
+    *p = (parked){0};
     pl_executor_options o;
     pl_executor_options_default(&o);
     o.alloc = counting_alloc;
     live_bytes = 0;
-    order_len = 0;
-    *ex = manual_executor(m, false, &o);
-    cr_assert_not_null(*ex);
+    p->ex = manual_executor(&p->m, false, &o);
+    cr_assert_not_null(p->ex);
     /* A first task grows the executor's task table once. */
-    pl_notify_init(n);
-    pl_notify_one(n);
-    notified_tag first = {PL_FUTURE_INIT(&notified_tag_vt), 0, pl_notified_init(n)};
-    cr_assert_eq(PL_SPAWN(*ex, first, NULL, NULL), 0);
-    cr_assert_eq(pl_run(*ex), 0);
+    pl_notify_init(&p->n);
+    pl_notify_one(&p->n);
+    notified_tag first = {PL_FUTURE_INIT(&notified_tag_vt), 0, pl_notified_init(&p->n)};
+    cr_assert_eq(PL_SPAWN(p->ex, first, NULL, NULL), 0);
+    cr_assert_eq(pl_run(p->ex), 0);
     order_len = 0;
-    size_t before = live_bytes;
-    notified_tag w = {PL_FUTURE_INIT(&notified_tag_vt), 7, pl_notified_init(n)};
-    cr_assert_eq(PL_SPAWN(*ex, w, NULL, t), 0);
-    cr_assert_eq(pl_run(*ex), PL_EDEADLK, "parked");
-    return before;
+    p->before = live_bytes;
+    notified_tag w = {PL_FUTURE_INIT(&notified_tag_vt), 7, pl_notified_init(&p->n)};
+    cr_assert_eq(PL_SPAWN(p->ex, w, NULL, &p->t), 0);
+    cr_assert_eq(pl_run(p->ex), PL_EDEADLK, "parked");
+}
+
+/* Lets the handle go: the task's block must be freed with it. */
+static void let_go(parked *p)
+{
+    pl_task_release(p->t);
+    cr_assert_eq(live_bytes, p->before, "the task's block is freed");
+    pl_executor_destroy(p->ex);
 }
 
 /* The park took a reference for its waker clone and the wake gave it
  * back: once the handle goes too, the task's block is freed. */
 Test(wake_path, a_fast_parked_waiter_woken_lets_its_task_go)
 {
-    manual_system m = {0};
-    pl_executor *ex;
-    pl_notify n;
-    pl_task *t;
-    size_t before = parked_on(&ex, &m, &n, &t);
-    pl_notify_one(&n);
-    cr_assert_eq(pl_run(ex), 0);
+    parked p;
+    park_one(&p);
+    pl_notify_one(&p.n);
+    cr_assert_eq(pl_run(p.ex), 0);
     cr_assert_eq(order_len, 1);
-    cr_assert(!pl_notify_has_permit(&n), "the notification went to the waiter");
-    pl_task_release(t);
-    cr_assert_eq(live_bytes, before, "the task's block is freed");
-    pl_executor_destroy(ex);
+    cr_assert(!pl_notify_has_permit(&p.n), "the notification went to the waiter");
+    let_go(&p);
 }
 
 /* Dropping the parked waiter (the task aborted) unlinks it and drops its
  * waker: the next notify_one stores a permit, and the block is freed. */
 Test(wake_path, a_fast_parked_waiter_dropped_unlinks_and_lets_go)
 {
-    manual_system m = {0};
-    pl_executor *ex;
-    pl_notify n;
-    pl_task *t;
-    size_t before = parked_on(&ex, &m, &n, &t);
-    pl_task_abort(t);
-    cr_assert(pl_task_is_cancelled(t));
-    pl_notify_one(&n);
-    cr_assert(pl_notify_has_permit(&n), "no waiter was left to take it");
+    parked p;
+    park_one(&p);
+    pl_task_abort(p.t);
+    cr_assert(pl_task_is_cancelled(p.t));
+    pl_notify_one(&p.n);
+    cr_assert(pl_notify_has_permit(&p.n), "no waiter was left to take it");
     cr_assert_eq(order_len, 0);
-    pl_task_release(t);
-    cr_assert_eq(live_bytes, before, "the task's block is freed");
-    pl_executor_destroy(ex);
+    let_go(&p);
 }
 
 /* A spurious poll after the fast park keeps the stored waker (the same
  * identity) and the place in the queue; the notification still lands. */
 Test(wake_path, a_fast_parked_waiter_survives_a_spurious_poll)
 {
-    manual_system m = {0};
-    pl_executor *ex;
-    pl_notify n;
-    pl_task *t;
-    size_t before = parked_on(&ex, &m, &n, &t);
-    pl_executor_wake_task(ex, t);
-    cr_assert_eq(pl_run(ex), PL_EDEADLK, "still parked");
-    cr_assert_eq(pl_task_polls(t), 2);
-    pl_notify_one(&n);
-    cr_assert_eq(pl_run(ex), 0);
-    cr_assert_eq(pl_task_polls(t), 3);
+    parked p;
+    park_one(&p);
+    pl_executor_wake_task(p.ex, p.t);
+    cr_assert_eq(pl_run(p.ex), PL_EDEADLK, "still parked");
+    cr_assert_eq(pl_task_polls(p.t), 2);
+    pl_notify_one(&p.n);
+    cr_assert_eq(pl_run(p.ex), 0);
+    cr_assert_eq(pl_task_polls(p.t), 3);
     cr_assert_eq(order_len, 1);
-    pl_task_release(t);
-    cr_assert_eq(live_bytes, before, "the task's block is freed");
-    pl_executor_destroy(ex);
+    let_go(&p);
 }
