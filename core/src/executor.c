@@ -379,7 +379,8 @@ static uint32_t run_ready_fast(pl_executor *ex)
     uint32_t n = 0;
     uint32_t budget = ex->budget;
     PL_ASSERT(ex->win_max == 0);
-    while (ex->ready_len != 0 && n < budget && !ex->stop) {
+    /* The list's head is the emptiness test, and the take reuses it. */
+    while (ex->ready_head != NULL && n < budget && !ex->stop) {
         poll_fast(ex, list_take(ex), &cx);
         n++;
     }
