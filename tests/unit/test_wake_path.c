@@ -34,10 +34,7 @@ static pl_poll_result notified_tag_poll(pl_future *f, pl_context *cx)
     return PL_READY;
 }
 
-static void notified_tag_drop(pl_future *f)
-{
-    pl_drop_child(&((notified_tag *)f)->wait.base);
-}
+static void notified_tag_drop(pl_future *f) { pl_drop_child(&((notified_tag *)f)->wait.base); }
 
 static const pl_future_vtable notified_tag_vt = {"notified_tag", notified_tag_poll,
                                                  notified_tag_drop};
