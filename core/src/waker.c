@@ -1,8 +1,8 @@
 /* core/src/waker.c: task wakers, clone counting, the orphan hook, the noop waker.
  *
- * Two vtables: production executors (no observer, no rotation) hand out
- * the fast one, which is a state test, a queue push and a reference
- * count; observed executors hand out the checking one, which counts
+ * Two vtables: production executors (no observer, no rotation, no
+ * decide()) hand out the fast one, which is a state test, a queue push
+ * and a reference count; the others hand out the checking one, which counts
  * clones in the task header and reports wakes. The choice is made once,
  * at pl_executor_create.
  */
@@ -140,6 +140,8 @@ const pl_waker_vtable pl__fast_waker_vtable = {
     fast_waker_drop,
 };
 
+/* waiter.h's wake of any waker but the fast one (the simulator's, a
+ * combinator's): by value, through its vtable. */
 void pl__waiter_wake_slow(pl_waker *slot) { pl_waker_wake(pl_waker_slot_take(slot)); }
 
 void pl_executor_wake_task(pl_executor *ex, pl_task *t)
