@@ -81,6 +81,7 @@ struct pl_executor {
     bool rotate;
     bool stop;
     uint8_t watch_bytes; /* sizeof(task_watch) unless the waker is the fast one */
+    bool now_stale;      /* now not read this tick: pl_now reads it when asked */
     uint32_t (*decide)(void *self, pl_decision_kind kind, uint32_t n, uint64_t key);
     const pl_observer *obs;
     void *obs_ud;

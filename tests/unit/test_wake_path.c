@@ -6,6 +6,7 @@
 #include <pollen/executor.h>
 #include <pollen/observer.h>
 #include <pollen/sync.h>
+#include <pollen/timer.h>
 
 #include "leakcheck.h"
 #include "manual_system.h"
@@ -235,4 +236,136 @@ Test(wake_path, a_fast_parked_waiter_survives_a_spurious_poll)
     cr_assert_eq(pl_task_polls(p.t), 3);
     cr_assert_eq(order_len, 1);
     let_go(&p);
+}
+
+/* ---- The clock, read only when asked ------------------------------------ */
+
+static pl_time wall_ns; /* the counting system's clock: the tasks move it */
+static unsigned now_calls;
+
+static pl_time counting_now(void *self)
+{
+    (void)self;
+    now_calls++;
+    return wall_ns;
+}
+
+static int counting_wait(void *self, pl_executor *ex, pl_time deadline_ns)
+{
+    (void)self, (void)ex;
+    if (deadline_ns == PL_TIME_NEVER) {
+        return PL_EDEADLK;
+    }
+    if (deadline_ns > wall_ns) {
+        wall_ns = deadline_ns;
+    }
+    return 0;
+}
+
+static const pl_system_vtable counting_vtable = {
+    .version = PL_SYSTEM_VERSION,
+    .name = "counting",
+    .now = counting_now,
+    .wait = counting_wait,
+    .remote_wake = manual_remote_wake,
+};
+
+static pl_executor *counting_executor(void)
+{
+    static pl_system sys = {&counting_vtable, NULL};
+    wall_ns = 0;
+    now_calls = 0;
+    pl_executor_options o;
+    pl_executor_options_default(&o);
+    o.system = &sys;
+    pl_executor *ex = NULL;
+    cr_assert_eq(pl_executor_create(&ex, &o), 0);
+    return ex;
+}
+
+enum { CLOCK_POLLS = 300, CLOCK_SLEEP_AT = 200 };
+
+static pl_time seen_now[CLOCK_POLLS];
+
+/* Every poll moves the clock 1 ms and yields. With `ask`, it records
+ * pl_now; with `sleep`, its poll CLOCK_SLEEP_AT arms a 10 ms sleep and
+ * records the deadline instead. */
+typedef struct clock_task {
+    pl_future base;
+    bool ask;
+    bool sleep;
+    int polls;
+    pl_time deadline;
+    pl_sleep nap;
+} clock_task;
+
+static pl_poll_result clock_task_poll(pl_future *f, pl_context *cx)
+{
+    clock_task *self = (clock_task *)f;
+    if (self->sleep && self->polls > CLOCK_SLEEP_AT) {
+        return pl_poll(&self->nap.base, cx);
+    }
+    wall_ns += PL_MS;
+    if (self->ask) {
+        seen_now[self->polls] = pl_now(cx->ex);
+    }
+    if (self->sleep && self->polls == CLOCK_SLEEP_AT) {
+        self->polls++;
+        self->nap = pl_sleep_for(10 * PL_MS);
+        cr_assert_eq(pl_poll(&self->nap.base, cx), PL_PENDING);
+        self->deadline = pl_executor_next_timer(cx->ex);
+        return PL_PENDING;
+    }
+    if (++self->polls == CLOCK_POLLS) {
+        return PL_READY;
+    }
+    pl_waker_wake_by_ref(&cx->waker);
+    return PL_PENDING;
+}
+
+static void clock_task_drop(pl_future *f) { pl_drop_child(&((clock_task *)f)->nap.base); }
+
+static const pl_future_vtable clock_task_vt = {"clock_task", clock_task_poll, clock_task_drop};
+
+static void run_clock_task(bool ask, bool sleep, pl_time *deadline)
+{
+    pl_executor *ex = counting_executor();
+    clock_task c = {.base = PL_FUTURE_INIT(&clock_task_vt), .ask = ask, .sleep = sleep};
+    pl_task *t;
+    cr_assert_eq(PL_SPAWN(ex, c, NULL, &t), 0);
+    cr_assert_eq(pl_run(ex), 0);
+    *deadline = ((clock_task *)pl_task_future(t))->deadline;
+    pl_task_release(t);
+    pl_executor_destroy(ex);
+}
+
+/* A production tick with no timer armed leaves the clock unread: 300
+ * polls are three ticks, and nobody asks for the time. */
+Test(wake_path, ticks_with_nothing_to_fire_leave_the_clock_unread)
+{
+    pl_time deadline;
+    run_clock_task(false, false, &deadline);
+    cr_assert_eq(now_calls, 1, "read once, by pl_executor_create");
+}
+
+/* pl_now reads the clock at most once per tick, when first asked, so
+ * what it says is never older than the tick. */
+Test(wake_path, pl_now_reads_the_clock_once_per_tick_when_asked)
+{
+    pl_time deadline;
+    run_clock_task(true, false, &deadline);
+    cr_assert_eq(now_calls, 1 + 3, "one read per tick of 128 polls");
+    for (int i = 0; i < CLOCK_POLLS; i++) {
+        pl_time tick_start = (pl_time)(i - i % 128) + 1;
+        cr_assert_eq(seen_now[i], tick_start * PL_MS, "poll %d", i);
+    }
+}
+
+/* A sleep armed after ticks that left the clock unread measures from a
+ * fresh reading: the 201st poll moved the clock to 201 ms. */
+Test(wake_path, a_sleep_after_unread_ticks_measures_from_now)
+{
+    pl_time deadline;
+    run_clock_task(false, true, &deadline);
+    cr_assert_eq(deadline, 211 * PL_MS);
 }
