@@ -129,8 +129,9 @@ int pl_executor_create(pl_executor **out, const pl_executor_options *opts)
     ex->obs = opts->observer;
     ex->obs_ud = opts->observer_ud;
     apply_testing(ex, opts->testing);
-    ex->waker_vtable =
-        ex->obs == NULL && !ex->rotate ? &pl__fast_waker_vtable : &pl__task_waker_vtable;
+    ex->waker_vtable = ex->obs == NULL && !ex->rotate && ex->decide == NULL
+                           ? &pl__fast_waker_vtable
+                           : &pl__task_waker_vtable;
     ex->watch_bytes = ex->waker_vtable == &pl__task_waker_vtable ? sizeof(task_watch) : 0;
     ex->budget = opts->polls_per_tick_max ? opts->polls_per_tick_max : 128;
     ex->now = ex->system.vtable->now(ex->system.self);
@@ -197,7 +198,18 @@ void pl_executor_cancel_all(pl_executor *ex)
 
 /* ---- Accessors -------------------------------------------------------- */
 
-pl_time pl_now(const pl_executor *ex) { return ex->now; }
+/* A tick with nothing to fire and no decisions leaves the clock unread
+ * (tick): the first to ask reads it. The executor is never a const
+ * object, only seen through a const pointer here. */
+pl_time pl_now(const pl_executor *ex)
+{
+    if (ex->now_stale) {
+        pl_executor *self = (pl_executor *)(uintptr_t)ex;
+        self->now = ex->system.vtable->now(ex->system.self);
+        self->now_stale = false;
+    }
+    return ex->now;
+}
 size_t pl_executor_live_tasks(const pl_executor *ex) { return ex->live; }
 const pl_system *pl_executor_system(const pl_executor *ex) { return &ex->system; }
 const pl_system *pl__executor_system(const pl_executor *ex) { return &ex->system; }
@@ -335,22 +347,24 @@ void pl_executor_abandon_poll(pl_executor *ex)
     }
 }
 
-/* Polls up to the budget; returns how many tasks ran. */
 /* Production: no observer, no decisions, no rotation. The same steps as
- * run_one + poll_task minus every hook test, with the waker built from a
- * constant vtable. */
-static inline void poll_fast(pl_executor *ex, pl_task *t)
+ * run_one + poll_task minus every hook test. `cx` is the batch's context
+ * (run_ready_fast): futures only read a context, so a poll rewrites just
+ * the two words that name its task, not the whole struct. */
+static inline void poll_fast(pl_executor *ex, pl_task *t, pl_context *cx)
 {
     if (t->state == TASK_CANCELLED) {
         task_release(t);
         return;
     }
-    pl_context cx = {{&pl__fast_waker_vtable, t, 0, 0}, ex, t, NULL};
+    cx->waker.data = t;
+    cx->task = t;
     t->state = TASK_RUNNING;
     t->polls++;
     ex->running = t;
-    pl_future *f = (pl_future *)(void *)t->future;
-    pl_poll_result r = pl_poll(f, &cx);
+    /* No watch in production (cx->watch is NULL), and the context is in
+     * memory across the call: poll_root spares reloading it to test. */
+    pl_poll_result r = poll_root((pl_future *)(void *)t->future, cx);
     ex->running = NULL;
     if (r == PL_READY) {
         pl__task_drop_future(t, false);
@@ -361,19 +375,24 @@ static inline void poll_fast(pl_executor *ex, pl_task *t)
         } else {
             t->flags &= (uint8_t)~TASK_WOKEN_IN_POLL;
             t->state = TASK_SCHEDULED;
-            ready_push(ex, t);
+            list_push(ex, t);
         }
     } else {
         t->state = TASK_IDLE;
     }
 }
 
+/* Polls up to the budget; returns how many tasks ran. Without decide()
+ * the window stays empty, so the queue is its list alone. */
 static uint32_t run_ready_fast(pl_executor *ex)
 {
+    pl_context cx = {{&pl__fast_waker_vtable, NULL, 0, 0}, ex, NULL, NULL};
     uint32_t n = 0;
     uint32_t budget = ex->budget;
-    while (ex->ready_len != 0 && n < budget && !ex->stop) {
-        poll_fast(ex, ready_take(ex, 0));
+    PL_ASSERT(ex->win_max == 0);
+    /* The list's head is the emptiness test, and the take reuses it. */
+    while (ex->ready_head != NULL && n < budget && !ex->stop) {
+        poll_fast(ex, list_take(ex), &cx);
         n++;
     }
     return n;
@@ -381,7 +400,7 @@ static uint32_t run_ready_fast(pl_executor *ex)
 
 static uint32_t run_ready(pl_executor *ex)
 {
-    if (ex->waker_vtable == &pl__fast_waker_vtable && ex->decide == NULL) {
+    if (ex->waker_vtable == &pl__fast_waker_vtable) {
         return run_ready_fast(ex);
     }
     uint32_t n = 0;
@@ -405,8 +424,16 @@ static bool is_idle(const pl_executor *ex)
 static int tick(pl_executor *ex, const pl_task *until)
 {
     const pl_system_vtable *sys = ex->system.vtable;
-    ex->now = sys->now(ex->system.self);
-    pl__timers_fire_due(ex, &ex->timers, ex->now);
+    if (ex->timers.len == 0 && ex->decide == NULL) {
+        /* Nothing to fire: the clock is read only if a poll asks (pl_now).
+         * A read was 5% of a real ping-pong's time, once per tick. A
+         * deciding system's clock is read every tick, as it always was. */
+        ex->now_stale = true;
+    } else {
+        ex->now = sys->now(ex->system.self);
+        ex->now_stale = false;
+        pl__timers_fire_due(ex, &ex->timers, ex->now);
+    }
     run_ready(ex);
     if (ex->stop || (until != NULL && until->state >= TASK_DONE)) {
         return 1;
@@ -418,6 +445,7 @@ static int tick(pl_executor *ex, const pl_task *until)
         if (ex->io_count == 0 && ex->remote_outstanding == 0 && ex->decide == NULL) {
             return 1;
         }
+        /* A stale now is in the past too: the wait does not block. */
         int rc = sys->wait(ex->system.self, ex, ex->now);
         return rc < 0 ? rc : 1;
     }

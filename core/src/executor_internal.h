@@ -80,7 +80,8 @@ struct pl_executor {
     bool owns_system;
     bool rotate;
     bool stop;
-    uint8_t watch_bytes; /* sizeof(task_watch) when observed or rotating, else 0 */
+    uint8_t watch_bytes; /* sizeof(task_watch) unless the waker is the fast one */
+    bool now_stale;      /* now not read this tick: pl_now reads it when asked */
     uint32_t (*decide)(void *self, pl_decision_kind kind, uint32_t n, uint64_t key);
     const pl_observer *obs;
     void *obs_ud;
@@ -88,7 +89,7 @@ struct pl_executor {
     void *alloc_ud;
     uint32_t budget;
     uint32_t window;
-    const pl_waker_vtable *waker_vtable; /* fast unless observed or rotating */
+    const pl_waker_vtable *waker_vtable; /* fast unless observed, rotating or deciding */
 
     pl_task **win;       /* ring: the first min(ready_len, window) runnable tasks */
     uint32_t win_mask;   /* ring capacity - 1 (a power of two >= window) */
@@ -149,7 +150,7 @@ static inline void task_release(pl_task *t)
 PL_INTERNAL extern const pl_waker_vtable pl__task_waker_vtable;
 PL_INTERNAL extern const pl_waker_vtable pl__fast_waker_vtable;
 
-/* Observed or rotating executors only (ex->watch_bytes != 0). */
+/* Executors without the fast waker only (ex->watch_bytes != 0). */
 static inline task_watch *task_watch_of(const pl_task *t)
 {
     return (task_watch *)(void *)((unsigned char *)(uintptr_t)t - sizeof(task_watch));

@@ -84,8 +84,10 @@ static bool notified_holds(const void *subject, char *why, size_t why_len)
     }
 }
 
-/* Out of line: the poll that finds its notification (half of the polls
- * of a ping-pong) then saves no registers for the parking it skips. */
+/* Every park but a production task's first (pl_waiter_can_park_fast),
+ * and the first poll that finds a permit. Out of line: the fast park and
+ * the poll that finds its notification (each half of the polls of a
+ * ping-pong) then need no frame. */
 static __attribute__((noinline)) pl_poll_result notified_park(pl_notified *self, pl_context *cx)
 {
     pl_notify *n = self->notify;
@@ -102,12 +104,19 @@ static __attribute__((noinline)) pl_poll_result notified_park(pl_notified *self,
 static pl_poll_result notified_poll(pl_future *f, pl_context *cx)
 {
     pl_notified *self = (pl_notified *)f;
-    if (self->base.resume > NOTIFIED_WAITING) {
-        PL_ASSERT(self->base.resume == NOTIFIED_BY_ONE || self->base.resume == NOTIFIED_BY_ALL);
+    /* One unsigned range test for "chosen": anything else is INIT or
+     * WAITING (pl_waiter_park asserts which), since pl_poll never polls a
+     * DONE future. */
+    if (self->base.resume - NOTIFIED_BY_ONE <= NOTIFIED_BY_ALL - NOTIFIED_BY_ONE) {
         self->base.resume = NOTIFIED_DONE;
         return PL_READY;
     }
-    return notified_park(self, cx);
+    pl_notify *n = self->notify;
+    if (n->permit != 0 || !pl_waiter_can_park_fast(&self->base, cx)) {
+        return notified_park(self, cx);
+    }
+    pl_waiter_park_fast(&self->base, &n->waiters, &self->node, &self->waker, cx);
+    return PL_PENDING;
 }
 
 static void notified_drop(pl_future *f)

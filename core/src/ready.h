@@ -12,9 +12,27 @@
 
 #include "executor_internal.h"
 
+#if defined(__GNUC__)
+#define PL__LIKELY(x) __builtin_expect(!!(x), 1)
+#else
+#define PL__LIKELY(x) (x)
+#endif
+
 static inline pl_task **win_at(pl_executor *ex, uint32_t i)
 {
     return &ex->win[(ex->win_head + i) & ex->win_mask];
+}
+
+/* Appends t to the list after the window. */
+static inline void list_append(pl_executor *ex, pl_task *t)
+{
+    t->next = NULL;
+    if (ex->ready_tail != NULL) {
+        ex->ready_tail->next = t;
+    } else {
+        ex->ready_head = t;
+    }
+    ex->ready_tail = t;
 }
 
 /* The list after the window is used only once the window is full, so the
@@ -28,13 +46,18 @@ static inline void ready_push(pl_executor *ex, pl_task *t)
         *win_at(ex, ex->win_len++) = t;
         return;
     }
-    t->next = NULL;
-    if (ex->ready_tail != NULL) {
-        ex->ready_tail->next = t;
-    } else {
-        ex->ready_head = t;
-    }
-    ex->ready_tail = t;
+    list_append(ex, t);
+}
+
+/* The production push: without decide() the window stays empty (win_max
+ * is 0, which pl_executor_create ties to the fast waker), so the queue is
+ * the list alone. */
+static inline void list_push(pl_executor *ex, pl_task *t)
+{
+    PL_ASSERT(!(t->flags & TASK_QUEUED));
+    t->flags |= TASK_QUEUED;
+    ex->ready_len++;
+    list_append(ex, t);
 }
 
 /* Without decisions the queue is the list alone: popping its head reads
@@ -103,15 +126,34 @@ static inline pl_task *ready_pop(pl_executor *ex)
 }
 
 /* The production waker's wake of task t, its reference kept: waker.c's
- * fast vtable and core's own primitives (waiter.h) share it. */
+ * fast vtable and core's own primitives (waiter.h) share it. Production
+ * executors have no decide() (pl_executor_create hands out the fast
+ * vtable only then), so the push is the list's. */
 static inline void pl__fast_wake(pl_task *t)
 {
     if (t->state == TASK_IDLE) {
         t->state = TASK_SCHEDULED;
-        ready_push(t->ex, t);
+        list_push(t->ex, t);
     } else if (t->state == TASK_RUNNING) {
         t->flags |= TASK_WOKEN_IN_POLL;
     }
+}
+
+/* The consuming wake: pl__fast_wake, then the waker's reference goes.
+ * Waking a parked task is the common case, laid out first; such a task
+ * is unfinished, so the executor's own reference stays beside the
+ * waker's and the count cannot reach zero there. */
+static inline void pl__fast_wake_consume(pl_task *t)
+{
+    if (PL__LIKELY(t->state == TASK_IDLE)) {
+        t->state = TASK_SCHEDULED;
+        list_push(t->ex, t);
+        PL_ASSERT(t->refs > 1);
+        t->refs--;
+        return;
+    }
+    pl__fast_wake(t);
+    task_release(t);
 }
 
 #endif

@@ -17,18 +17,27 @@
 
 enum { PL_WAITER_INIT = 0, PL_WAITER_WAITING = 1 };
 
-/* The production waker's wake devirtualised: core's primitives wake
- * their own executor's wakers, so the fast vtable's wake is inlined here
- * (the same code as waker.c's); any other waker goes through its vtable.
- * (Inlining the clone as well measured no gain.) */
-static inline void pl__waiter_wake(pl_waker w)
+/* Any other waker than the fast one: moved out of the slot and woken
+ * through its vtable. Out of line, so the inline fast path below needs
+ * no stack frame for a by-value waker. */
+PL_INTERNAL void pl__waiter_wake_slow(pl_waker *slot);
+
+/* Wakes the waker in `slot` and empties it. The production waker's wake
+ * is devirtualised: core's primitives wake their own executor's wakers,
+ * so the fast vtable's wake is inlined here (the same code as waker.c's).
+ * A fast waker's gen and reserved are always 0 (its clones and the
+ * production context make no other), so emptying the slot is two stores,
+ * and the waker is read as two words rather than copied as a struct. */
+static inline void pl__waiter_wake(pl_waker *slot)
 {
-    if (w.vtable == &pl__fast_waker_vtable) {
-        pl__fast_wake(w.data);
-        task_release(w.data);
+    if (slot->vtable != &pl__fast_waker_vtable) {
+        pl__waiter_wake_slow(slot);
         return;
     }
-    pl_waker_wake(w);
+    pl_task *t = slot->data;
+    slot->vtable = NULL;
+    slot->data = NULL;
+    pl__fast_wake_consume(t);
 }
 
 /* A pending poll: the first links the waiter at the back of `list` with a
@@ -47,6 +56,27 @@ static inline void pl_waiter_park(pl_future *base, pl_list_node *list, pl_list_n
     pl_waker_slot_set(waker, &cx->waker);
 }
 
+/* True when pl_waiter_park_fast may park the waiter: its first pending
+ * poll, by a production executor (the fast waker, no watch). */
+static inline bool pl_waiter_can_park_fast(const pl_future *base, const pl_context *cx)
+{
+    return base->resume == PL_WAITER_INIT && cx->waker.vtable == &pl__fast_waker_vtable &&
+           cx->watch == NULL;
+}
+
+/* pl_waiter_park where pl_waiter_can_park_fast holds, with the fast
+ * waker's clone inline (a reference and two words): no call, so a
+ * primitive's poll that parks this way needs no frame. */
+static inline void pl_waiter_park_fast(pl_future *base, pl_list_node *list, pl_list_node *node,
+                                       pl_waker *waker, const pl_context *cx)
+{
+    pl_task *t = cx->waker.data;
+    t->refs++;
+    *waker = (pl_waker){&pl__fast_waker_vtable, t, 0, 0};
+    pl_list_push_back(list, node);
+    base->resume = PL_WAITER_WAITING;
+}
+
 /* The drop of a waiting waiter: leaves the list and releases its waker. */
 static inline void pl_waiter_unlink(pl_list_node *node, pl_waker *waker)
 {
@@ -62,7 +92,7 @@ static inline void pl_waiter_choose(pl_future *base, pl_waker *waker, uint32_t s
 {
     PL_ASSERT(state > PL_WAITER_WAITING);
     base->resume = state;
-    pl__waiter_wake(pl_waker_slot_take(waker));
+    pl__waiter_wake(waker);
 }
 
 #endif

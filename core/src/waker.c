@@ -1,13 +1,14 @@
 /* core/src/waker.c: task wakers, clone counting, the orphan hook, the noop waker.
  *
- * Two vtables: production executors (no observer, no rotation) hand out
- * the fast one, which is a state test, a queue push and a reference
- * count; observed executors hand out the checking one, which counts
+ * Two vtables: production executors (no observer, no rotation, no
+ * decide()) hand out the fast one, which is a state test, a queue push
+ * and a reference count; the others hand out the checking one, which counts
  * clones in the task header and reports wakes. The choice is made once,
  * at pl_executor_create.
  */
 #include "executor_internal.h"
 #include "ready.h"
+#include "waiter.h"
 
 /* ---- Task wakers ------------------------------------------------------ */
 
@@ -130,11 +131,7 @@ static void fast_waker_wake_by_ref(const pl_waker *w) { pl__fast_wake(w->data); 
 
 static void fast_waker_drop(pl_waker w) { task_release(w.data); }
 
-static void fast_waker_wake(pl_waker w)
-{
-    pl__fast_wake(w.data);
-    task_release(w.data);
-}
+static void fast_waker_wake(pl_waker w) { pl__fast_wake_consume(w.data); }
 
 const pl_waker_vtable pl__fast_waker_vtable = {
     fast_waker_clone,
@@ -142,6 +139,10 @@ const pl_waker_vtable pl__fast_waker_vtable = {
     fast_waker_wake_by_ref,
     fast_waker_drop,
 };
+
+/* waiter.h's wake of any waker but the fast one (the simulator's, a
+ * combinator's): by value, through its vtable. */
+void pl__waiter_wake_slow(pl_waker *slot) { pl_waker_wake(pl_waker_slot_take(slot)); }
 
 void pl_executor_wake_task(pl_executor *ex, pl_task *t)
 {

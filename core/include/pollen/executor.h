@@ -177,7 +177,9 @@ void pl_executor_cancel_all(pl_executor *ex);
 /* Makes pl_run return PL_ECANCELED after the current poll. */
 void pl_executor_stop(pl_executor *ex);
 
-/* The executor's now: read from the system once per tick. */
+/* The executor's now: read from the system at most once per tick, at
+ * its start when a timer is armed or the system decides, else when first
+ * asked during the tick. */
 pl_time pl_now(const pl_executor *ex);
 
 size_t pl_executor_live_tasks(const pl_executor *ex);
