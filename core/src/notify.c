@@ -4,6 +4,7 @@
  * wake, one poll that links and clones, one poll that returns READY. So
  * no allocation, no observer call, and one branch on the common paths.
  */
+#include <stddef.h>
 #include <stdio.h>
 
 #include "pollen/sync.h"
@@ -18,6 +19,10 @@ enum {
     NOTIFIED_DONE = 4,
 };
 
+_Static_assert(sizeof(pl_notified) == 56 &&
+                   offsetof(pl_notified, notify) == offsetof(pl_notified, node.prev),
+               "a pl_notified's notify pointer shares the list link's storage");
+
 void pl_notify_init(pl_notify *n)
 {
     pl_list_init(&n->waiters);
@@ -26,8 +31,11 @@ void pl_notify_init(pl_notify *n)
 
 bool pl_notify_has_permit(const pl_notify *n) { return n->permit != 0; }
 
-static void release(pl_notified *w, uint32_t state)
+/* The unlinking emptied the link: it names the notify again, which a
+ * drop of a future chosen by pl_notify_one passes the notification to. */
+static void release(pl_notify *n, pl_notified *w, uint32_t state)
 {
+    w->notify = n;
     pl_waiter_choose(&w->base, &w->waker, state);
 }
 
@@ -38,7 +46,7 @@ void pl_notify_one(pl_notify *n)
         n->permit = 1;
         return;
     }
-    release(pl_container_of(node, pl_notified, node), NOTIFIED_BY_ONE);
+    release(n, pl_container_of(node, pl_notified, node), NOTIFIED_BY_ONE);
 }
 
 void pl_notify_waiters(pl_notify *n)
@@ -50,7 +58,7 @@ void pl_notify_waiters(pl_notify *n)
     pl_list_init(&batch);
     pl_list_splice(&batch, &n->waiters);
     PL_LIST_CONSUME(node, &batch) {
-        release(pl_container_of(node, pl_notified, node), NOTIFIED_BY_ALL);
+        release(n, pl_container_of(node, pl_notified, node), NOTIFIED_BY_ALL);
     }
 }
 
@@ -58,7 +66,11 @@ void pl_notify_waiters(pl_notify *n)
  * poll. Its subject is the waiter, not the notify: a waiter dropped (or
  * rebuilt) since its declaration reads as not waiting, without touching a
  * notify that may be gone by then. A waiter registered after a
- * notify_waiters is plain WAITING: a broadcast stores nothing for it. */
+ * notify_waiters is plain WAITING: a broadcast stores nothing for it, and
+ * a permit is never stored while a waiter is linked (pl_notify_one stores
+ * one only into an empty list, a first poll takes it instead of linking),
+ * so WAITING never holds: nor could it read the notify, whose pointer
+ * shares the link's storage while linked. */
 static bool notified_holds(const void *subject, char *why, size_t why_len)
 {
     const pl_notified *self = subject;
@@ -72,13 +84,6 @@ static bool notified_holds(const void *subject, char *why, size_t why_len)
     case NOTIFIED_BY_ALL:
         snprintf(why, why_len, "pl_notify_waiters released it");
         return true;
-    case NOTIFIED_WAITING:
-        /* Never true while pl_notify keeps "a permit implies no waiter". */
-        if (self->notify->permit != 0) {
-            snprintf(why, why_len, "a permit is stored");
-            return true;
-        }
-        return false;
     default:
         return false;
     }
@@ -88,7 +93,7 @@ static bool notified_holds(const void *subject, char *why, size_t why_len)
  * of a ping-pong) then saves no registers for the parking it skips. */
 static __attribute__((noinline)) pl_poll_result notified_park(pl_notified *self, pl_context *cx)
 {
-    pl_notify *n = self->notify;
+    pl_notify *n = self->notify; /* while WAITING the link's prev: not read then */
     if (self->base.resume == NOTIFIED_INIT && n->permit != 0) {
         n->permit = 0;
         self->base.resume = NOTIFIED_DONE;

@@ -111,12 +111,19 @@ void pl_notify_waiters(pl_notify *n);
 /* True while a permit is stored. */
 bool pl_notify_has_permit(const pl_notify *n);
 
-/* The future that waits for a notification. No output. */
+/* The future that waits for a notification. No output. 56 bytes: while
+ * it is linked the list link holds it, and while it is not (before its
+ * first poll, once chosen) the link's second word names the notify. */
 typedef struct pl_notified {
     pl_future base;
-    pl_notify *notify;
-    pl_list_node node;  /* private: linked while waiting */
-    pl_waker waker;     /* private: latest poll's waker while waiting */
+    union {
+        pl_list_node node; /* private: linked while waiting */
+        struct {
+            void *unlinked;    /* private: node.next, NULL while not linked */
+            pl_notify *notify; /* private: while not linked */
+        };
+    };
+    pl_waker waker; /* private: latest poll's waker while waiting */
 } pl_notified;
 
 /* A future waiting on `n` (borrowed; must outlive the future). */
@@ -126,7 +133,6 @@ static inline pl_notified pl_notified_init(pl_notify *n)
     return (pl_notified){
         .base = PL_FUTURE_INIT(&pl__notified_vtable),
         .notify = n,
-        .node = {NULL, NULL},
         .waker = PL_WAKER_EMPTY,
     };
 }
