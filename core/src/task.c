@@ -177,21 +177,23 @@ int pl_spawn_at(pl_executor *ex, const pl_future *fut, size_t size, const char *
         return PL_ENOMEM;
     }
     pl_task *t = (pl_task *)(void *)(block + ex->watch_bytes);
-    memset(t, 0, sizeof *t); /* constant sizes: a few stores, no call */
     if (ex->watch_bytes != 0) {
         memset(task_watch_of(t), 0, sizeof(task_watch));
     }
+    /* Every field once: the block's old contents are never read. */
+    *t = (pl_task){
+        .id = ++ex->next_id,
+        .ex = ex,
+        .refs = handle != NULL ? 2 : 1,
+        .state = TASK_SCHEDULED,
+        .flags = TASK_CLONED_ELSEWHERE, /* no clone yet: nobody made the latest */
+        .slot = ex->tasks_len,
+        .size = (uint32_t)size,
+        .who.name = name,
+    };
     memcpy(t->future, fut, size);
-    t->ex = ex;
-    t->refs = handle != NULL ? 2 : 1;
-    t->id = ++ex->next_id;
-    t->size = (uint32_t)size;
-    t->who.name = name;
-    t->slot = ex->tasks_len;
     ex->tasks[ex->tasks_len++] = t;
     ex->live++;
-    t->state = TASK_SCHEDULED;
-    t->flags = TASK_CLONED_ELSEWHERE; /* no clone yet: nobody made the latest */
     if (ex->obs != NULL) {
         spawn_observed(ex, t, where, func);
     }

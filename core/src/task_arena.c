@@ -59,20 +59,13 @@ static int arena_grow(pl__task_arena *a)
     return 0;
 }
 
-void *pl__arena_alloc(pl__task_arena *a, size_t bytes)
+void *pl__arena_alloc_slow(pl__task_arena *a, size_t need)
 {
-    PL_ASSERT(pl__arena_holds(a, bytes) && bytes > 0);
-    size_t cls = (bytes - 1) / PL__ARENA_CLASS_BYTES;
-    void *p = a->free[cls];
-    if (p != NULL) {
-        a->free[cls] = *(void **)p;
-        return p;
-    }
-    size_t need = (cls + 1) * PL__ARENA_CLASS_BYTES;
-    if ((size_t)(a->end - a->cur) < need && arena_grow(a) != 0) {
+    PL_ASSERT(a->on && need <= PL__ARENA_BLOCK_MAX);
+    if (arena_grow(a) != 0) {
         return NULL;
     }
-    p = a->cur;
+    void *p = a->cur;
     a->cur += need;
     return p;
 }

@@ -52,9 +52,28 @@ static inline bool pl__arena_holds(const pl__task_arena *a, size_t bytes)
     return a->on && bytes <= PL__ARENA_BLOCK_MAX;
 }
 
+/* Maps a chunk and carves `need` bytes from it (task_arena.c). */
+PL_INTERNAL void *pl__arena_alloc_slow(pl__task_arena *a, size_t need);
+
 /* A 16-aligned block of `bytes` (pl__arena_holds must be true), or NULL
- * when no chunk can be mapped. Its contents are undefined. */
-PL_INTERNAL void *pl__arena_alloc(pl__task_arena *a, size_t bytes);
+ * when no chunk can be mapped. Its contents are undefined. Inline: the
+ * pop or the bump is every spawn's. */
+static inline void *pl__arena_alloc(pl__task_arena *a, size_t bytes)
+{
+    size_t cls = (bytes - 1) / PL__ARENA_CLASS_BYTES;
+    void *p = a->free[cls];
+    if (p != NULL) {
+        a->free[cls] = *(void **)p;
+        return p;
+    }
+    size_t need = (cls + 1) * PL__ARENA_CLASS_BYTES;
+    if ((size_t)(a->end - a->cur) < need) {
+        return pl__arena_alloc_slow(a, need);
+    }
+    p = a->cur;
+    a->cur += need;
+    return p;
+}
 
 /* Keeps `p`, a block of the same `bytes` from pl__arena_alloc, for the
  * next allocation of its class. */
