@@ -283,6 +283,9 @@ static const pl_future_vtable block_big_vt = {"block_big", ready_now_poll, NULL}
 
 Test(task_block, big_blocks_bypass_the_arena)
 {
+#ifdef PL_TEST_LSAN
+    cr_skip_test("a sanitizer build allocates every task block with malloc");
+#endif
     manual_system m = {0};
     pl_executor *ex = manual_executor(&m, false, NULL);
     pl_task *small = NULL;
