@@ -4,7 +4,6 @@
  * wake, one poll that links and clones, one poll that returns READY. So
  * no allocation, no observer call, and one branch on the common paths.
  */
-#include <stddef.h>
 #include <stdio.h>
 
 #include "pollen/sync.h"
@@ -19,9 +18,13 @@ enum {
     NOTIFIED_DONE = 4,
 };
 
-_Static_assert(sizeof(pl_notified) == 56 &&
-                   offsetof(pl_notified, notify) == offsetof(pl_notified, node.prev),
-               "a pl_notified's notify pointer shares the list link's storage");
+_Static_assert(sizeof(pl_notified) == 56, "a pl_notified finds its notify through its link");
+
+/* An unlinked future's link points back at its notify's list. */
+static pl_notify *notify_of(const pl_notified *w)
+{
+    return pl_container_of(w->node.prev, pl_notify, waiters);
+}
 
 void pl_notify_init(pl_notify *n)
 {
@@ -35,7 +38,7 @@ bool pl_notify_has_permit(const pl_notify *n) { return n->permit != 0; }
  * drop of a future chosen by pl_notify_one passes the notification to. */
 static void release(pl_notify *n, pl_notified *w, uint32_t state)
 {
-    w->notify = n;
+    w->node.prev = &n->waiters;
     pl_waiter_choose(&w->base, &w->waker, state);
 }
 
@@ -69,8 +72,8 @@ void pl_notify_waiters(pl_notify *n)
  * notify_waiters is plain WAITING: a broadcast stores nothing for it, and
  * a permit is never stored while a waiter is linked (pl_notify_one stores
  * one only into an empty list, a first poll takes it instead of linking),
- * so WAITING never holds: nor could it read the notify, whose pointer
- * shares the link's storage while linked. */
+ * so WAITING never holds: nor could it find the notify, which only an
+ * unlinked future's link points at. */
 static bool notified_holds(const void *subject, char *why, size_t why_len)
 {
     const pl_notified *self = subject;
@@ -93,7 +96,7 @@ static bool notified_holds(const void *subject, char *why, size_t why_len)
  * of a ping-pong) then saves no registers for the parking it skips. */
 static __attribute__((noinline)) pl_poll_result notified_park(pl_notified *self, pl_context *cx)
 {
-    pl_notify *n = self->notify; /* while WAITING the link's prev: not read then */
+    pl_notify *n = notify_of(self); /* garbage while WAITING: not read then */
     if (self->base.resume == NOTIFIED_INIT && n->permit != 0) {
         n->permit = 0;
         self->base.resume = NOTIFIED_DONE;
@@ -124,7 +127,7 @@ static void notified_drop(pl_future *f)
         break;
     case NOTIFIED_BY_ONE:
         /* The notification was meant for someone: hand it on. */
-        pl_notify_one(self->notify);
+        pl_notify_one(notify_of(self));
         break;
     default:
         break;

@@ -112,18 +112,12 @@ void pl_notify_waiters(pl_notify *n);
 bool pl_notify_has_permit(const pl_notify *n);
 
 /* The future that waits for a notification. No output. 56 bytes: while
- * it is linked the list link holds it, and while it is not (before its
- * first poll, once chosen) the link's second word names the notify. */
+ * it is not linked (before its first poll, once chosen) the link's prev
+ * points at the notify's own list, which is how it finds the notify. */
 typedef struct pl_notified {
     pl_future base;
-    union {
-        pl_list_node node; /* private: linked while waiting */
-        struct {
-            void *unlinked;    /* private: node.next, NULL while not linked */
-            pl_notify *notify; /* private: while not linked */
-        };
-    };
-    pl_waker waker; /* private: latest poll's waker while waiting */
+    pl_list_node node; /* private: linked while waiting, else {NULL, &notify->waiters} */
+    pl_waker waker;    /* private: latest poll's waker while waiting */
 } pl_notified;
 
 /* A future waiting on `n` (borrowed; must outlive the future). */
@@ -132,7 +126,7 @@ static inline pl_notified pl_notified_init(pl_notify *n)
 {
     return (pl_notified){
         .base = PL_FUTURE_INIT(&pl__notified_vtable),
-        .notify = n,
+        .node = {NULL, &n->waiters},
         .waker = PL_WAKER_EMPTY,
     };
 }
