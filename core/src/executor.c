@@ -133,6 +133,7 @@ int pl_executor_create(pl_executor **out, const pl_executor_options *opts)
                            ? &pl__fast_waker_vtable
                            : &pl__task_waker_vtable;
     ex->watch_bytes = ex->waker_vtable == &pl__task_waker_vtable ? sizeof(task_watch) : 0;
+    pl__arena_init(&ex->arena, opts->alloc == NULL && ex->watch_bytes == 0);
     ex->budget = opts->polls_per_tick_max ? opts->polls_per_tick_max : 128;
     ex->now = ex->system.vtable->now(ex->system.self);
     *out = ex;
@@ -153,6 +154,7 @@ void pl_executor_destroy(pl_executor *ex)
     while (ex->tasks_len > 0) {
         pl__task_free(ex->tasks[ex->tasks_len - 1]);
     }
+    pl__arena_fini(&ex->arena);
     pl_free(ex, ex->tasks, (size_t)ex->tasks_cap * sizeof *ex->tasks);
     pl_free(ex, ex->win, ((size_t)ex->win_mask + 1) * sizeof *ex->win);
     pl__timers_finish(ex, &ex->timers);

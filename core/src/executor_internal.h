@@ -15,6 +15,7 @@
 #include <stdbool.h>
 
 #include "internal.h"
+#include "task_arena.h"
 
 enum task_state {
     TASK_IDLE = 0,      /* parked: waits for a wake */
@@ -101,6 +102,7 @@ struct pl_executor {
     size_t ready_len;    /* in the window and after it */
     pl_task *running;
 
+    pl__task_arena arena; /* task blocks (task_arena.h) */
     pl_task **tasks;     /* every allocated task, finished or not */
     uint32_t tasks_len;
     uint32_t tasks_cap;

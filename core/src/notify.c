@@ -18,6 +18,14 @@ enum {
     NOTIFIED_DONE = 4,
 };
 
+_Static_assert(sizeof(pl_notified) == 56, "a pl_notified finds its notify through its link");
+
+/* An unlinked future's link points back at its notify's list. */
+static pl_notify *notify_of(const pl_notified *w)
+{
+    return pl_container_of(w->node.prev, pl_notify, waiters);
+}
+
 void pl_notify_init(pl_notify *n)
 {
     pl_list_init(&n->waiters);
@@ -26,8 +34,11 @@ void pl_notify_init(pl_notify *n)
 
 bool pl_notify_has_permit(const pl_notify *n) { return n->permit != 0; }
 
-static void release(pl_notified *w, uint32_t state)
+/* The unlinking emptied the link: it names the notify again, which a
+ * drop of a future chosen by pl_notify_one passes the notification to. */
+static void release(pl_notify *n, pl_notified *w, uint32_t state)
 {
+    w->node.prev = &n->waiters;
     pl_waiter_choose(&w->base, &w->waker, state);
 }
 
@@ -38,7 +49,7 @@ void pl_notify_one(pl_notify *n)
         n->permit = 1;
         return;
     }
-    release(pl_container_of(node, pl_notified, node), NOTIFIED_BY_ONE);
+    release(n, pl_container_of(node, pl_notified, node), NOTIFIED_BY_ONE);
 }
 
 void pl_notify_waiters(pl_notify *n)
@@ -50,7 +61,7 @@ void pl_notify_waiters(pl_notify *n)
     pl_list_init(&batch);
     pl_list_splice(&batch, &n->waiters);
     PL_LIST_CONSUME(node, &batch) {
-        release(pl_container_of(node, pl_notified, node), NOTIFIED_BY_ALL);
+        release(n, pl_container_of(node, pl_notified, node), NOTIFIED_BY_ALL);
     }
 }
 
@@ -58,7 +69,11 @@ void pl_notify_waiters(pl_notify *n)
  * poll. Its subject is the waiter, not the notify: a waiter dropped (or
  * rebuilt) since its declaration reads as not waiting, without touching a
  * notify that may be gone by then. A waiter registered after a
- * notify_waiters is plain WAITING: a broadcast stores nothing for it. */
+ * notify_waiters is plain WAITING: a broadcast stores nothing for it, and
+ * a permit is never stored while a waiter is linked (pl_notify_one stores
+ * one only into an empty list, a first poll takes it instead of linking),
+ * so WAITING never holds: nor could it find the notify, which only an
+ * unlinked future's link points at. */
 static bool notified_holds(const void *subject, char *why, size_t why_len)
 {
     const pl_notified *self = subject;
@@ -72,13 +87,6 @@ static bool notified_holds(const void *subject, char *why, size_t why_len)
     case NOTIFIED_BY_ALL:
         snprintf(why, why_len, "pl_notify_waiters released it");
         return true;
-    case NOTIFIED_WAITING:
-        /* Never true while pl_notify keeps "a permit implies no waiter". */
-        if (self->notify->permit != 0) {
-            snprintf(why, why_len, "a permit is stored");
-            return true;
-        }
-        return false;
     default:
         return false;
     }
@@ -90,7 +98,7 @@ static bool notified_holds(const void *subject, char *why, size_t why_len)
  * ping-pong) then need no frame. */
 static __attribute__((noinline)) pl_poll_result notified_park(pl_notified *self, pl_context *cx)
 {
-    pl_notify *n = self->notify;
+    pl_notify *n = notify_of(self); /* garbage while WAITING: not read then */
     if (self->base.resume == NOTIFIED_INIT && n->permit != 0) {
         n->permit = 0;
         self->base.resume = NOTIFIED_DONE;
@@ -128,7 +136,7 @@ static void notified_drop(pl_future *f)
         break;
     case NOTIFIED_BY_ONE:
         /* The notification was meant for someone: hand it on. */
-        pl_notify_one(self->notify);
+        pl_notify_one(notify_of(self));
         break;
     default:
         break;

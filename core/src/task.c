@@ -85,6 +85,25 @@ static size_t task_alloc_size(const pl_executor *ex, uint32_t size)
     return ex->watch_bytes + sizeof(pl_task) + size;
 }
 
+/* A production executor with the default allocator carves blocks from
+ * its arena; any other allocates each through its allocator hook. */
+static void *task_block_alloc(pl_executor *ex, size_t bytes)
+{
+    if (pl__arena_holds(&ex->arena, bytes)) {
+        return pl__arena_alloc(&ex->arena, bytes);
+    }
+    return pl_alloc(ex, bytes);
+}
+
+static void task_block_free(pl_executor *ex, void *block, size_t bytes)
+{
+    if (pl__arena_holds(&ex->arena, bytes)) {
+        pl__arena_free(&ex->arena, block, bytes);
+        return;
+    }
+    pl_free(ex, block, bytes);
+}
+
 /* Drops the task's future unless that already happened. Completion and
  * cancellation both drop at once, as Rust does: what a finished future
  * holds (wakers, handles, buffers) is released without waiting for the
@@ -115,7 +134,7 @@ void pl__task_free(pl_task *t)
     pl_task *last = ex->tasks[--ex->tasks_len];
     ex->tasks[t->slot] = last;
     last->slot = t->slot;
-    pl_free(ex, (unsigned char *)t - ex->watch_bytes, task_alloc_size(ex, t->size));
+    task_block_free(ex, (unsigned char *)t - ex->watch_bytes, task_alloc_size(ex, t->size));
 }
 
 static int tasks_reserve(pl_executor *ex)
@@ -153,26 +172,28 @@ int pl_spawn_at(pl_executor *ex, const pl_future *fut, size_t size, const char *
     if (tasks_reserve(ex) != 0) {
         return PL_ENOMEM;
     }
-    unsigned char *block = pl_alloc(ex, task_alloc_size(ex, (uint32_t)size));
+    unsigned char *block = task_block_alloc(ex, task_alloc_size(ex, (uint32_t)size));
     if (block == NULL) {
         return PL_ENOMEM;
     }
     pl_task *t = (pl_task *)(void *)(block + ex->watch_bytes);
-    memset(t, 0, sizeof *t); /* constant sizes: a few stores, no call */
     if (ex->watch_bytes != 0) {
         memset(task_watch_of(t), 0, sizeof(task_watch));
     }
+    /* Every field once: the block's old contents are never read. */
+    *t = (pl_task){
+        .id = ++ex->next_id,
+        .ex = ex,
+        .refs = handle != NULL ? 2 : 1,
+        .state = TASK_SCHEDULED,
+        .flags = TASK_CLONED_ELSEWHERE, /* no clone yet: nobody made the latest */
+        .slot = ex->tasks_len,
+        .size = (uint32_t)size,
+        .who.name = name,
+    };
     memcpy(t->future, fut, size);
-    t->ex = ex;
-    t->refs = handle != NULL ? 2 : 1;
-    t->id = ++ex->next_id;
-    t->size = (uint32_t)size;
-    t->who.name = name;
-    t->slot = ex->tasks_len;
     ex->tasks[ex->tasks_len++] = t;
     ex->live++;
-    t->state = TASK_SCHEDULED;
-    t->flags = TASK_CLONED_ELSEWHERE; /* no clone yet: nobody made the latest */
     if (ex->obs != NULL) {
         spawn_observed(ex, t, where, func);
     }

@@ -41,7 +41,10 @@ typedef struct pl_executor_options {
     const pl_system *system;      /* NULL: the executor creates and owns the real backend */
     const pl_observer *observer;  /* NULL in production: hooks cost nothing */
     void *observer_ud;
-    pl_alloc_fn alloc;            /* NULL: malloc/realloc/free */
+    pl_alloc_fn alloc;            /* NULL: malloc/realloc/free, and task blocks
+                                     of up to 512 bytes from the executor's own
+                                     chunks (huge pages when the system allows),
+                                     kept for reuse until pl_executor_destroy */
     void *alloc_ud;
     uint32_t polls_per_tick_max;  /* polls between two I/O checks; 0: 128 */
     uint32_t schedule_window;     /* runnable tasks offered to decide(SCHEDULE); 0: 16.

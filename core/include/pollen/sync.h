@@ -111,12 +111,13 @@ void pl_notify_waiters(pl_notify *n);
 /* True while a permit is stored. */
 bool pl_notify_has_permit(const pl_notify *n);
 
-/* The future that waits for a notification. No output. */
+/* The future that waits for a notification. No output. 56 bytes: while
+ * it is not linked (before its first poll, once chosen) the link's prev
+ * points at the notify's own list, which is how it finds the notify. */
 typedef struct pl_notified {
     pl_future base;
-    pl_notify *notify;
-    pl_list_node node;  /* private: linked while waiting */
-    pl_waker waker;     /* private: latest poll's waker while waiting */
+    pl_list_node node; /* private: linked while waiting, else {NULL, &notify->waiters} */
+    pl_waker waker;    /* private: latest poll's waker while waiting */
 } pl_notified;
 
 /* A future waiting on `n` (borrowed; must outlive the future). */
@@ -125,8 +126,7 @@ static inline pl_notified pl_notified_init(pl_notify *n)
 {
     return (pl_notified){
         .base = PL_FUTURE_INIT(&pl__notified_vtable),
-        .notify = n,
-        .node = {NULL, NULL},
+        .node = {NULL, &n->waiters},
         .waker = PL_WAKER_EMPTY,
     };
 }
