@@ -119,12 +119,15 @@ static pl_poll_result notified_poll(pl_future *f, pl_context *cx)
         self->base.resume = NOTIFIED_DONE;
         return PL_READY;
     }
-    pl_notify *n = self->notify;
-    if (n->permit != 0 || !pl_waiter_can_park_fast(&self->base, cx)) {
-        return notified_park(self, cx);
+    /* Only an unlinked (INIT) future's link finds its notify. */
+    if (pl_waiter_can_park_fast(&self->base, cx)) {
+        pl_notify *n = notify_of(self);
+        if (n->permit == 0) {
+            pl_waiter_park_fast(&self->base, &n->waiters, &self->node, &self->waker, cx);
+            return PL_PENDING;
+        }
     }
-    pl_waiter_park_fast(&self->base, &n->waiters, &self->node, &self->waker, cx);
-    return PL_PENDING;
+    return notified_park(self, cx);
 }
 
 static void notified_drop(pl_future *f)
