@@ -134,10 +134,12 @@ static void on_poll_end(void *ud, pl_task *t, pl_poll_result r, bool probe)
     pl__progress.task = NULL;
 }
 
-static void on_wake(void *ud, pl_task *t, uint32_t gen, bool by_ref, pl_task *running,
-                    pl_wake_outcome outcome)
+/* Every wake but the common ones (on_wake): a stale one, one during a
+ * poll, any while a task is followed. Out of line, so the common wake
+ * saves no registers. */
+static __attribute__((noinline)) void wake_rare(pl__sim *s, pl_task *t, uint32_t gen,
+                                                pl_task *running, pl_wake_outcome outcome)
 {
-    pl__sim *s = ud;
     uint32_t id = tid(t);
     uint32_t run_id = running != NULL ? tid(running) : 0;
     uint32_t kind = PL__EV_WAKE;
@@ -160,12 +162,31 @@ static void on_wake(void *ud, pl_task *t, uint32_t gen, bool by_ref, pl_task *ru
     } else if (outcome == PL_WAKE_SCHEDULED && run_id != 0 && id != run_id) {
         s->woke_other = true;
     }
-    (void)by_ref;
-    event(s, kind, id, gen, run_id);
     if (s->follow.active && outcome == PL_WAKE_SCHEDULED) {
-        pl__follow_wake(s, id, run_id);
+        pl__follow_wake(s, id, run_id); /* it reads firing_seq, and makes no event */
     }
     s->firing_seq = 0;
+    event(s, kind, id, gen, run_id);
+}
+
+/* A wake that schedules the task, or finds it runnable or finished, with
+ * no task followed: what wake_rare does for those, inline. */
+static void on_wake(void *ud, pl_task *t, uint32_t gen, bool by_ref, pl_task *running,
+                    pl_wake_outcome outcome)
+{
+    pl__sim *s = ud;
+    (void)by_ref;
+    if (outcome == PL_WAKE_STALE || outcome == PL_WAKE_DURING_POLL || s->follow.active) {
+        wake_rare(s, t, gen, running, outcome);
+        return;
+    }
+    uint32_t id = tid(t);
+    uint32_t run_id = running != NULL ? tid(running) : 0;
+    if (outcome == PL_WAKE_SCHEDULED && run_id != 0 && id != run_id) {
+        s->woke_other = true;
+    }
+    s->firing_seq = 0;
+    event(s, outcome == PL_WAKE_SCHEDULED ? PL__EV_WAKE : PL__EV_WAKE_DEDUP, id, gen, run_id);
 }
 
 /* Called for clones made outside the task's own poll only. */
@@ -300,6 +321,23 @@ static void on_await(void *ud, pl_future *child, pl_poll_result r, const pl_awai
     pl__bt_await(ud, child, r, site);
 }
 
+/* on_wait when table i does not reach the polling task yet: grows it,
+ * then records. Out of line and called last, so the common declaration
+ * saves no registers. */
+static __attribute__((noinline)) void wait_grow(pl__sim *s, pl__task_info *ti, uint32_t i,
+                                                const pl_wait *w)
+{
+    if (pl__grow((void **)&s->waits[i], &s->waits_cap[i], (size_t)s->polling + 1,
+                 sizeof *s->waits[i], 64, 0) != 0) {
+        /* Without the record the task's condition goes unchecked:
+         * stop rather than judge it without. */
+        pl__run_out_of_memory(s, NULL, NULL);
+        return;
+    }
+    s->waits[i][s->polling] = *w;
+    ti->waits_len++;
+}
+
 /* A declaration outlives the poll that made it: the task stays parked on
  * it until its next poll, which forgets it (on_poll_begin). */
 static void on_wait(void *ud, const pl_wait *w)
@@ -311,11 +349,8 @@ static void on_wait(void *ud, const pl_wait *w)
     pl__task_info *ti = &s->tasks[s->polling];
     uint32_t i = ti->waits_len;
     if (i < PL__WAITS_MAX) {
-        if (pl__grow((void **)&s->waits[i], &s->waits_cap[i], (size_t)s->polling + 1,
-                     sizeof *s->waits[i], 64, 0) != 0) {
-            /* Without the record the task's condition goes unchecked:
-             * stop rather than judge it without. */
-            pl__run_out_of_memory(s, NULL, NULL);
+        if (s->polling >= s->waits_cap[i]) {
+            wait_grow(s, ti, i, w);
             return;
         }
         s->waits[i][s->polling] = *w;
