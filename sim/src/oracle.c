@@ -79,14 +79,10 @@ static void on_spawn_site(void *ud, pl_task *t, const char *where, const char *f
     }
 }
 
-static void on_poll_begin(void *ud, pl_task *t, uint32_t gen, bool probe)
+/* What every poll's beginning resets and notes, after s->step and
+ * s->polling moved on to it. */
+static inline void begin_poll(pl__sim *s, pl_task *t, bool probe)
 {
-    pl__sim *s = ud;
-    s->step++;
-    s->polling = tid(t);
-    if (s->step == s->opts.break_at_step) {
-        pl__sim_break(s, t); /* --break-at: one compare when unset */
-    }
     s->woken_in_poll = false;
     s->woke_other = false;
     s->sub_polls = 0;
@@ -111,27 +107,82 @@ static void on_poll_begin(void *ud, pl_task *t, uint32_t gen, bool probe)
         s->stale_tasks -= ti->stale_wakes > 0;
         ti->stale_wakes = 0;
     }
+}
+
+/* A probe, a poll at --break-at's step, or one whose POLL event is kept:
+ * out of line, so the common poll (on_poll_begin) saves no registers. */
+static __attribute__((noinline)) void poll_begin_rare(pl__sim *s, pl_task *t, uint32_t gen,
+                                                      bool probe)
+{
+    s->step++;
+    s->polling = tid(t);
+    if (s->step == s->opts.break_at_step) {
+        pl__sim_break(s, t);
+    }
+    begin_poll(s, t, probe);
     event(s, probe ? PL__EV_PROBE : PL__EV_POLL, s->polling, tpolls(t), gen);
     if (!probe) {
         pl__contract_on_poll(s, t);
     }
 }
 
-static void on_poll_end(void *ud, pl_task *t, pl_poll_result r, bool probe)
+static void on_poll_begin(void *ud, pl_task *t, uint32_t gen, bool probe)
 {
     pl__sim *s = ud;
+    if (probe || s->step + 1 == s->opts.break_at_step || pl__trace_wants_text(s->trace)) {
+        poll_begin_rare(s, t, gen, probe);
+        return;
+    }
+    s->step++;
+    s->polling = tid(t);
+    begin_poll(s, t, false);
+    /* Its POLL event is log-only, and nothing keeps it. */
+    pl__contract_on_poll(s, t);
+}
+
+/* A poll's end after the backtrace's leave, in full: out of line, for
+ * all but the common PENDING and READY (on_poll_end). The backtrace is
+ * log-only, so it may come before the event; the contract's findings
+ * come after it. */
+static __attribute__((noinline)) void poll_end_rest(pl__sim *s, pl_task *t, pl_poll_result r,
+                                                    bool probe)
+{
     pl__task_info *ti = info(s, t);
     const pl_task_head *h = pl_task_head_of(t);
-    event(s, r == PL_READY ? PL__EV_READY : PL__EV_PENDING, h->id, h->polls, h->gen);
-    pl__bt_leave(s, r, ti->root);
     if (r == PL_PENDING && !probe) {
         ti->parked_step = s->step;
         ti->parked_ns = s->now;
         pl__bt_park(s, ti);
+    }
+    event(s, r == PL_READY ? PL__EV_READY : PL__EV_PENDING, h->id, h->polls, h->gen);
+    if (r == PL_PENDING && !probe) {
         pl__contract_on_pending(s, t, ti);
     }
     s->polling = 0;
     pl__progress.task = NULL;
+}
+
+/* The common end, a READY or a PENDING parked where it parked before
+ * with nothing for the contract to raise, makes its event last: it saves
+ * no registers. */
+static void on_poll_end(void *ud, pl_task *t, pl_poll_result r, bool probe)
+{
+    pl__sim *s = ud;
+    pl__task_info *ti = info(s, t);
+    pl__bt_leave(s, r, ti->root);
+    if (r == PL_PENDING && !probe) {
+        if (!pl__bt_is_path(s, ti->chain) || !pl__contract_pending_plain(s, t)) {
+            poll_end_rest(s, t, r, probe);
+            return;
+        }
+        ti->parked_step = s->step;
+        ti->parked_ns = s->now;
+        pl__contract_end_streak(ti);
+    }
+    s->polling = 0;
+    pl__progress.task = NULL;
+    const pl_task_head *h = pl_task_head_of(t);
+    event(s, r == PL_READY ? PL__EV_READY : PL__EV_PENDING, h->id, h->polls, h->gen);
 }
 
 /* Every wake but the common ones (on_wake): a stale one, one during a

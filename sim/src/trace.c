@@ -203,11 +203,6 @@ void pl__trace_log_only_(pl__trace *t, uint64_t step, pl_time time_ns, pl__trace
     }
 }
 
-bool pl__trace_wants_text(const pl__trace *t)
-{
-    return t->hot.keep_log;
-}
-
 void pl__trace_set_ring(pl__trace *t, pl__trace_ring *ring)
 {
     t->ring = ring;

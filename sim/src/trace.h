@@ -163,8 +163,9 @@ void pl__trace_decision(pl__trace *t, uint64_t step, pl_time time_ns, uint32_t t
                         uint32_t decision_kind, uint32_t n, uint32_t value);
 
 /* Whether anything keeps log-only events (the log, or an attached crash
- * ring): a user event is formatted only then. */
-bool pl__trace_wants_text(const pl__trace *t);
+ * ring): a user event is formatted only then, and a POLL event is
+ * nothing but a branch otherwise. Inline below. */
+static inline bool pl__trace_wants_text(const pl__trace *t);
 
 /* Appends a USER event with `len` bytes of `text` (no NUL needed; at most
  * PL_TRACE_EVENT_MAX - 1 are kept). Log-only: never hashed or counted,
@@ -344,6 +345,11 @@ static inline void pl__trace_put64(uint8_t *p, uint64_t v)
     pl__trace_put32(p, (uint32_t)v);
     pl__trace_put32(p + 4, (uint32_t)(v >> 32));
 #endif
+}
+
+static inline bool pl__trace_wants_text(const pl__trace *t)
+{
+    return ((const pl__trace_hot *)(const void *)t)->keep_log;
 }
 
 static inline void pl__trace_event(pl__trace *t, uint64_t step, pl_time time_ns,
