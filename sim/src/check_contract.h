@@ -38,6 +38,13 @@ static inline void pl__contract_check_orphan(pl__sim *s, pl_task *t)
     }
 }
 
+/* A PENDING that was no self-wake ends the task's streak of them. */
+static inline void pl__contract_end_streak(pl__task_info *ti)
+{
+    ti->self_wakes = 0;
+    ti->busy_wakes = 0;
+}
+
 /* A busy loop is the program's only if production would spin too: a
  * self-woken poll counts toward the limit when FIFO order would have
  * polled this task as well (it was the head, or alone). A task the
@@ -53,8 +60,7 @@ static inline void pl__contract_check_busy_loop(pl__sim *s, pl_task *t, pl__task
             pl__contract_busy_loop(s, t, ti);
         }
     } else {
-        ti->self_wakes = 0;
-        ti->busy_wakes = 0;
+        pl__contract_end_streak(ti);
     }
 }
 
@@ -63,6 +69,14 @@ static inline void pl__contract_on_pending(pl__sim *s, pl_task *t, pl__task_info
 {
     pl__contract_check_orphan(s, t);
     pl__contract_check_busy_loop(s, t, ti);
+}
+
+/* The common PENDING: not woken during its poll, a clone of its waker
+ * alive. pl__contract_on_pending then raises nothing and only ends the
+ * task's streak of self-wakes (pl__contract_end_streak). */
+static inline bool pl__contract_pending_plain(const pl__sim *s, const pl_task *t)
+{
+    return !s->woken_in_poll && pl_task_head_of(t)->waker_clones != 0;
 }
 
 /* The executor found no clone for a waker drop of `t`. */

@@ -213,8 +213,8 @@ static bool rescue_probe(pl__sim *s)
         return false;
     }
     uint32_t id = pl_task_id(t);
-    if (!pl__oracle_is_parked(&s->tasks[id]) || pl__oracle_live_clones(&s->tasks[id]) < 2 ||
-        !suspect(s, id)) {
+    /* suspect() asks whether it is parked, once. */
+    if (pl__oracle_live_clones(&s->tasks[id]) < 2 || !suspect(s, id)) {
         return false;
     }
     pl_time fire_ns = pl_executor_next_timer(s->ex);

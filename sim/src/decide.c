@@ -504,21 +504,19 @@ uint32_t pl__dec_choose(pl__dec *d, pl_decision_kind kind, uint32_t n, uint64_t 
 uint32_t pl__dec_choose_consulted(pl__dec *d, pl_decision_kind kind, uint32_t n, uint64_t key)
 {
     PL__SIM_ASSERT(n > 1 && (uint32_t)kind < PL_DECIDE__COUNT);
+    /* The random source first: every run but a replay or a fuzz input's
+     * draws from it. */
     uint32_t v;
-    switch (d->source) {
-    case PL__DEC_SOURCE_BYTES:
-        v = kind == PL_DECIDE_PROBE ? from_bytes_sparse(d) : from_bytes(d, n);
-        break;
-    case PL__DEC_SOURCE_LIST:
-        v = from_list(d, kind, n);
-        break;
-    case PL__DEC_SOURCE_LIST_BY_KIND:
-        v = from_list_by_kind(d, kind, n);
-        break;
-    case PL__DEC_SOURCE_PRNG:
-    default:
+    if (d->source == PL__DEC_SOURCE_PRNG) {
         v = from_prng(d, kind, n);
-        break;
+    } else if (d->source == PL__DEC_SOURCE_BYTES) {
+        v = kind == PL_DECIDE_PROBE ? from_bytes_sparse(d) : from_bytes(d, n);
+    } else if (d->source == PL__DEC_SOURCE_LIST) {
+        v = from_list(d, kind, n);
+    } else if (d->source == PL__DEC_SOURCE_LIST_BY_KIND) {
+        v = from_list_by_kind(d, kind, n);
+    } else {
+        v = from_prng(d, kind, n);
     }
     if (d->strategy != NULL) {
         v = d->strategy(d->strategy_ud, kind, n, key, v);

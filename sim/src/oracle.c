@@ -86,14 +86,10 @@ static void on_spawn(void *ud, pl_task *t, const char *where, const char *func)
     event(s, PL__EV_SPAWN, id, s->polling, 0);
 }
 
-static void on_poll_begin(void *ud, pl_task *t, uint32_t gen, bool probe)
+/* What every poll's beginning resets and notes, after s->step and
+ * s->polling moved on to it. */
+static inline void begin_poll(pl__sim *s, pl_task *t, bool probe)
 {
-    pl__sim *s = ud;
-    s->step++;
-    s->polling = tid(t);
-    if (s->step == s->opts.break_at_step) {
-        pl__sim_break(s, t); /* --break-at: one compare when unset */
-    }
     s->woken_in_poll = false;
     s->woke_other = false;
     s->sub_polls = 0;
@@ -118,33 +114,90 @@ static void on_poll_begin(void *ud, pl_task *t, uint32_t gen, bool probe)
         s->stale_tasks -= ti->stale_wakes > 0;
         ti->stale_wakes = 0;
     }
+}
+
+/* A probe, a poll at --break-at's step, or one whose POLL event is kept:
+ * out of line, so the common poll (on_poll_begin) saves no registers. */
+static __attribute__((noinline)) void poll_begin_rare(pl__sim *s, pl_task *t, uint32_t gen,
+                                                      bool probe)
+{
+    s->step++;
+    s->polling = tid(t);
+    if (s->step == s->opts.break_at_step) {
+        pl__sim_break(s, t);
+    }
+    begin_poll(s, t, probe);
     event(s, probe ? PL__EV_PROBE : PL__EV_POLL, s->polling, tpolls(t), gen);
     if (!probe) {
         pl__contract_on_poll(s, t);
     }
 }
 
-static void on_poll_end(void *ud, pl_task *t, pl_poll_result r, bool probe)
+static void on_poll_begin(void *ud, pl_task *t, uint32_t gen, bool probe)
 {
     pl__sim *s = ud;
+    if (probe || s->step + 1 == s->opts.break_at_step || pl__trace_wants_text(s->trace)) {
+        poll_begin_rare(s, t, gen, probe);
+        return;
+    }
+    s->step++;
+    s->polling = tid(t);
+    begin_poll(s, t, false);
+    /* Its POLL event is log-only, and nothing keeps it. */
+    pl__contract_on_poll(s, t);
+}
+
+/* A poll's end after the backtrace's leave, in full: out of line, for
+ * all but the common PENDING and READY (on_poll_end). The backtrace is
+ * log-only, so it may come before the event; the contract's findings
+ * come after it. */
+static __attribute__((noinline)) void poll_end_rest(pl__sim *s, pl_task *t, pl_poll_result r,
+                                                    bool probe)
+{
     pl__task_info *ti = info(s, t);
     const pl_task_head *h = pl_task_head_of(t);
-    event(s, r == PL_READY ? PL__EV_READY : PL__EV_PENDING, h->id, h->polls, h->gen);
-    pl__bt_leave(s, r, ti->kind->root);
     if (r == PL_PENDING && !probe) {
         ti->parked_step = s->step;
         ti->parked_ns = s->now;
         pl__bt_park(s, ti);
+    }
+    event(s, r == PL_READY ? PL__EV_READY : PL__EV_PENDING, h->id, h->polls, h->gen);
+    if (r == PL_PENDING && !probe) {
         pl__contract_on_pending(s, t, ti);
     }
     s->polling = 0;
     pl__progress.task = NULL;
 }
 
-static void on_wake(void *ud, pl_task *t, uint32_t gen, bool by_ref, pl_task *running,
-                    pl_wake_outcome outcome)
+/* The common end, a READY or a PENDING parked where it parked before
+ * with nothing for the contract to raise, makes its event last: it saves
+ * no registers. */
+static void on_poll_end(void *ud, pl_task *t, pl_poll_result r, bool probe)
 {
     pl__sim *s = ud;
+    pl__task_info *ti = info(s, t);
+    pl__bt_leave(s, r, ti->kind->root);
+    if (r == PL_PENDING && !probe) {
+        if (!pl__bt_is_path(s, ti->chain) || !pl__contract_pending_plain(s, t)) {
+            poll_end_rest(s, t, r, probe);
+            return;
+        }
+        ti->parked_step = s->step;
+        ti->parked_ns = s->now;
+        pl__contract_end_streak(ti);
+    }
+    s->polling = 0;
+    pl__progress.task = NULL;
+    const pl_task_head *h = pl_task_head_of(t);
+    event(s, r == PL_READY ? PL__EV_READY : PL__EV_PENDING, h->id, h->polls, h->gen);
+}
+
+/* Every wake but the common ones (on_wake): a stale one, one during a
+ * poll, any while a task is followed. Out of line, so the common wake
+ * saves no registers. */
+static __attribute__((noinline)) void wake_rare(pl__sim *s, pl_task *t, uint32_t gen,
+                                                pl_task *running, pl_wake_outcome outcome)
+{
     uint32_t id = tid(t);
     uint32_t run_id = running != NULL ? tid(running) : 0;
     uint32_t kind = PL__EV_WAKE;
@@ -166,12 +219,31 @@ static void on_wake(void *ud, pl_task *t, uint32_t gen, bool by_ref, pl_task *ru
     } else if (outcome == PL_WAKE_SCHEDULED && run_id != 0 && id != run_id) {
         s->woke_other = true;
     }
-    (void)by_ref;
-    event(s, kind, id, gen, run_id);
     if (s->follow.active && outcome == PL_WAKE_SCHEDULED) {
-        pl__follow_wake(s, id, run_id);
+        pl__follow_wake(s, id, run_id); /* it reads firing_seq, and makes no event */
     }
     s->firing_seq = 0;
+    event(s, kind, id, gen, run_id);
+}
+
+/* A wake that schedules the task, or finds it runnable or finished, with
+ * no task followed: what wake_rare does for those, inline. */
+static void on_wake(void *ud, pl_task *t, uint32_t gen, bool by_ref, pl_task *running,
+                    pl_wake_outcome outcome)
+{
+    pl__sim *s = ud;
+    (void)by_ref;
+    if (outcome == PL_WAKE_STALE || outcome == PL_WAKE_DURING_POLL || s->follow.active) {
+        wake_rare(s, t, gen, running, outcome);
+        return;
+    }
+    uint32_t id = tid(t);
+    uint32_t run_id = running != NULL ? tid(running) : 0;
+    if (outcome == PL_WAKE_SCHEDULED && run_id != 0 && id != run_id) {
+        s->woke_other = true;
+    }
+    s->firing_seq = 0;
+    event(s, outcome == PL_WAKE_SCHEDULED ? PL__EV_WAKE : PL__EV_WAKE_DEDUP, id, gen, run_id);
 }
 
 /* Called for clones made outside the task's own poll only. */
@@ -312,6 +384,23 @@ static void on_await(void *ud, pl_future *child, pl_poll_result r, const pl_awai
     pl__bt_await(ud, child, r, site);
 }
 
+/* on_wait when table i does not reach the polling task yet: grows it,
+ * then records. Out of line and called last, so the common declaration
+ * saves no registers. */
+static __attribute__((noinline)) void wait_grow(pl__sim *s, pl__task_info *ti, uint32_t i,
+                                                const pl_wait *w)
+{
+    if (pl__grow((void **)&s->waits[i], &s->waits_cap[i], (size_t)s->polling + 1,
+                 sizeof *s->waits[i], 64, 0) != 0) {
+        /* Without the record the task's condition goes unchecked:
+         * stop rather than judge it without. */
+        pl__run_out_of_memory(s, NULL, NULL);
+        return;
+    }
+    s->waits[i][s->polling] = *w;
+    ti->waits_len++;
+}
+
 /* A declaration outlives the poll that made it: the task stays parked on
  * it until its next poll, which forgets it (on_poll_begin). */
 static void on_wait(void *ud, const pl_wait *w)
@@ -323,11 +412,8 @@ static void on_wait(void *ud, const pl_wait *w)
     pl__task_info *ti = &s->tasks[s->polling];
     uint32_t i = ti->waits_len;
     if (i < PL__WAITS_MAX) {
-        if (pl__grow((void **)&s->waits[i], &s->waits_cap[i], (size_t)s->polling + 1,
-                     sizeof *s->waits[i], 64, 0) != 0) {
-            /* Without the record the task's condition goes unchecked:
-             * stop rather than judge it without. */
-            pl__run_out_of_memory(s, NULL, NULL);
+        if (s->polling >= s->waits_cap[i]) {
+            wait_grow(s, ti, i, w);
             return;
         }
         s->waits[i][s->polling] = *w;

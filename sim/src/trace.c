@@ -48,7 +48,7 @@ const char *pl__trace_kind_name(uint32_t kind)
     return kind < PL__EV__COUNT ? kind_names[kind] : "?";
 }
 
-/* The hashed-event count at which the next event needs event_slow: every
+/* The hashed-event count at which the next event needs pl__trace_after_: every
  * event with the log on, every checkpoint's worth without, never else. */
 static void update_slow_at(pl__trace *t)
 {
@@ -125,8 +125,6 @@ static __attribute__((noinline)) void flush(pl__trace *t)
     }
 }
 
-void pl__trace_flush_(pl__trace *t) { flush(t); }
-
 /* One more element in *arr, up to `max`; false when full or out of memory. */
 static bool grow(void **arr, size_t *cap, size_t size, size_t max)
 {
@@ -157,34 +155,40 @@ static void checkpoint(pl__trace *t)
     t->cps[t->cps_len++] = pl__trace_hash(t);
 }
 
-/* The rare work of an event, out of line so the common path (encode into
- * the buffer) needs no saved registers. */
-static __attribute__((noinline)) void event_slow(pl__trace *t, uint64_t step, pl_time time_ns,
-                                                 pl__trace_kind kind, uint32_t task, uint64_t a,
-                                                 uint64_t b)
+static uint32_t get32(const uint8_t *p)
 {
-    pl__trace_rec r = {step, time_ns, (uint32_t)kind, task, a, b};
-    if (t->opts.keep_log) {
-        log_append(t, &r);
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t get64(const uint8_t *p) { return get32(p) | (uint64_t)get32(p + 4) << 32; }
+
+/* The rare work of an event: the inline append encoded it at the end of
+ * the buffer, and the log, the ring and a checkpoint read it back from
+ * there (the checkpoint's hash flushes the buffer with it). */
+void pl__trace_after_(pl__trace *t, uint64_t step, pl_time time_ns)
+{
+    if (t->hot.count == t->hot.slow_at) {
+        const uint8_t *p = t->hot.buf + t->hot.used - PL__TRACE_EVENT_BYTES;
+        pl__trace_rec r = {step, time_ns, get32(p), get32(p + 4), get64(p + 8), get64(p + 16)};
+        if (t->opts.keep_log) {
+            log_append(t, &r);
+        }
+        if (t->ring != NULL) {
+            pl__ring_event(t->ring, &r);
+        }
+        if (t->opts.checkpoints && t->hot.count % PL__TRACE_CHECKPOINT_EVENTS == 0) {
+            checkpoint(t);
+        }
+        update_slow_at(t);
     }
-    if (t->ring != NULL) {
-        pl__ring_event(t->ring, &r);
-    }
-    if (t->opts.checkpoints && t->hot.count % PL__TRACE_CHECKPOINT_EVENTS == 0) {
-        checkpoint(t);
+    if (t->hot.used > PL__TRACE_BUF_BYTES - PL__TRACE_EVENT_BYTES) {
+        flush(t);
     }
 }
 
 bool pl__trace_kind_hashed(uint32_t kind)
 {
     return kind != PL__EV_POLL && kind != PL__EV_DECISION && kind != PL__EV_USER;
-}
-
-void pl__trace_event_slow_(pl__trace *t, uint64_t step, pl_time time_ns, pl__trace_kind kind,
-                           uint32_t task, uint64_t a, uint64_t b)
-{
-    event_slow(t, step, time_ns, kind, task, a, b);
-    update_slow_at(t);
 }
 
 void pl__trace_log_only_(pl__trace *t, uint64_t step, pl_time time_ns, pl__trace_kind kind,
@@ -197,11 +201,6 @@ void pl__trace_log_only_(pl__trace *t, uint64_t step, pl_time time_ns, pl__trace
     if (t->ring != NULL) {
         pl__ring_event(t->ring, &r);
     }
-}
-
-bool pl__trace_wants_text(const pl__trace *t)
-{
-    return t->hot.keep_log;
 }
 
 void pl__trace_set_ring(pl__trace *t, pl__trace_ring *ring)
@@ -677,7 +676,7 @@ int pl__trace_write_chrome(FILE *f, const pl__trace_rec *ev, size_t n,
 
 void pl__trace_check(const pl__trace *t)
 {
-    PL__SIM_ASSERT(t->hot.used <= PL__TRACE_BUF_BYTES);
+    PL__SIM_ASSERT(t->hot.used <= PL__TRACE_BUF_BYTES - PL__TRACE_EVENT_BYTES);
     PL__SIM_ASSERT(t->hot.slow_at > t->hot.count);
     PL__SIM_ASSERT(t->log_len <= t->log_cap || t->log_cap == 0);
     PL__SIM_ASSERT(!t->opts.keep_log || t->log_len <= t->opts.log_max);

@@ -163,8 +163,9 @@ void pl__trace_decision(pl__trace *t, uint64_t step, pl_time time_ns, uint32_t t
                         uint32_t decision_kind, uint32_t n, uint32_t value);
 
 /* Whether anything keeps log-only events (the log, or an attached crash
- * ring): a user event is formatted only then. */
-bool pl__trace_wants_text(const pl__trace *t);
+ * ring): a user event is formatted only then, and a POLL event is
+ * nothing but a branch otherwise. Inline below. */
+static inline bool pl__trace_wants_text(const pl__trace *t);
 
 /* Appends a USER event with `len` bytes of `text` (no NUL needed; at most
  * PL_TRACE_EVENT_MAX - 1 are kept). Log-only: never hashed or counted,
@@ -313,11 +314,11 @@ typedef struct pl__trace_hot {
     uint8_t buf[PL__TRACE_BUF_BYTES]; /* encoded events not yet hashed */
 } pl__trace_hot;
 
-/* Out of line: feeds buf to the hash; the log and checkpoints of an
- * event whose count reached slow_at; a log-only event. */
-void pl__trace_flush_(pl__trace *t);
-void pl__trace_event_slow_(pl__trace *t, uint64_t step, pl_time time_ns, pl__trace_kind kind,
-                           uint32_t task, uint64_t a, uint64_t b);
+/* Out of line: the work after an event just encoded at the end of buf
+ * (the log and checkpoints of an event whose count reached slow_at,
+ * then the hash of a buffer with no room left for one more); a log-only
+ * event. */
+void pl__trace_after_(pl__trace *t, uint64_t step, pl_time time_ns);
 void pl__trace_log_only_(pl__trace *t, uint64_t step, pl_time time_ns, pl__trace_kind kind,
                          uint32_t task, uint64_t a, uint64_t b);
 
@@ -346,6 +347,11 @@ static inline void pl__trace_put64(uint8_t *p, uint64_t v)
 #endif
 }
 
+static inline bool pl__trace_wants_text(const pl__trace *t)
+{
+    return ((const pl__trace_hot *)(const void *)t)->keep_log;
+}
+
 static inline void pl__trace_event(pl__trace *t, uint64_t step, pl_time time_ns,
                                    pl__trace_kind kind, uint32_t task, uint64_t a, uint64_t b)
 {
@@ -356,17 +362,17 @@ static inline void pl__trace_event(pl__trace *t, uint64_t step, pl_time time_ns,
         }
         return;
     }
-    if (h->used + PL__TRACE_EVENT_BYTES > PL__TRACE_BUF_BYTES) {
-        pl__trace_flush_(t);
-    }
+    /* Room for one event is kept after every append, so the encoding
+     * comes first and the rare work last: a hook that ends in an event
+     * reaches it by a jump, and saves no registers for it. */
     uint8_t *p = h->buf + h->used;
     pl__trace_put32(p, (uint32_t)kind);
     pl__trace_put32(p + 4, task);
     pl__trace_put64(p + 8, a);
     pl__trace_put64(p + 16, b);
     h->used += PL__TRACE_EVENT_BYTES;
-    if (++h->count == h->slow_at) {
-        pl__trace_event_slow_(t, step, time_ns, kind, task, a, b);
+    if (++h->count == h->slow_at || h->used > PL__TRACE_BUF_BYTES - PL__TRACE_EVENT_BYTES) {
+        pl__trace_after_(t, step, time_ns);
     }
 }
 

@@ -18,6 +18,25 @@ static pl__trace *make(bool keep_log, bool checkpoints)
     return t;
 }
 
+/* Event i of a deterministic pseudo-run drawn from p. */
+static pl__trace_rec pseudo_event(pl__prng *p, uint64_t i)
+{
+    pl__trace_rec r = {
+        .step = i,
+        .time_ns = (int64_t)(i * 1000),
+        /* The kinds there were when the golden value was computed:
+         * kinds appended since (USER, log-only) must not move it. */
+        .kind = (uint32_t)(pl__prng_below(p, PL__EV_USER)),
+        .task = pl__prng_below(p, 8),
+        .a = pl__prng_next(p),
+        .b = pl__prng_next(p),
+    };
+    if (!pl__trace_kind_hashed(r.kind)) {
+        r.kind = PL__EV_WAKE; /* hashed kinds only: counts and windows stay exact */
+    }
+    return r;
+}
+
 /* A deterministic pseudo-run: event i, with field `field` of event
  * `change_at` bumped by one when change_at < n. */
 static void feed(pl__trace *t, uint64_t n, uint64_t change_at, int field)
@@ -25,19 +44,7 @@ static void feed(pl__trace *t, uint64_t n, uint64_t change_at, int field)
     pl__prng p;
     pl__prng_seed(&p, 5);
     for (uint64_t i = 0; i < n; i++) {
-        pl__trace_rec r = {
-            .step = i,
-            .time_ns = (int64_t)(i * 1000),
-            /* The kinds there were when the golden value was computed:
-             * kinds appended since (USER, log-only) must not move it. */
-            .kind = (uint32_t)(pl__prng_below(&p, PL__EV_USER)),
-            .task = pl__prng_below(&p, 8),
-            .a = pl__prng_next(&p),
-            .b = pl__prng_next(&p),
-        };
-        if (!pl__trace_kind_hashed(r.kind)) {
-            r.kind = PL__EV_WAKE; /* hashed kinds only: counts and windows stay exact */
-        }
+        pl__trace_rec r = pseudo_event(&p, i);
         if (i == change_at) {
             switch (field) {
             case 0: r.step++; break;
@@ -232,6 +239,41 @@ LEAK_TEST(log, keeps_events_and_finds_the_first_difference)
     cr_assert_eq(pl__trace_first_diff(la, na, la, 1500), 1500);
     pl__trace_destroy(a);
     pl__trace_destroy(b);
+}
+
+/* The log and the checkpoints read each event back from the hash's
+ * buffer after its encoding: every field of every event, across many
+ * buffer flushes, must come back as it was appended. */
+LEAK_TEST(log, keeps_every_field_across_buffer_flushes)
+{
+    pl__trace *t = make(true, true);
+    pl__trace *plain = make(false, false);
+    pl__prng p;
+    pl__prng_seed(&p, 9);
+    const uint64_t n = 3000; /* about 17 buffers of 4 KiB */
+    for (uint64_t i = 0; i < n; i++) {
+        pl__trace_rec r = pseudo_event(&p, i);
+        r.task = (uint32_t)pl__prng_next(&p); /* all 32 bits */
+        pl__trace_event(t, r.step, r.time_ns, (pl__trace_kind)r.kind, r.task, r.a, r.b);
+        pl__trace_event(plain, r.step, r.time_ns, (pl__trace_kind)r.kind, r.task, r.a, r.b);
+        pl__trace_check(t);
+        pl__trace_check(plain);
+    }
+    size_t len;
+    const pl__trace_rec *log = pl__trace_log(t, &len, NULL);
+    cr_assert_eq(len, n);
+    pl__prng_seed(&p, 9);
+    for (uint64_t i = 0; i < n; i++) {
+        pl__trace_rec r = pseudo_event(&p, i);
+        r.task = (uint32_t)pl__prng_next(&p);
+        cr_assert(memcmp(&log[i], &r, sizeof r) == 0, "event %llu", (unsigned long long)i);
+    }
+    size_t cps;
+    (void)pl__trace_checkpoints(t, &cps);
+    cr_assert_eq(cps, n / PL__TRACE_CHECKPOINT_EVENTS);
+    cr_assert_eq(pl__trace_hash(t), pl__trace_hash(plain));
+    pl__trace_destroy(t);
+    pl__trace_destroy(plain);
 }
 
 LEAK_TEST(log, cap_truncates_without_touching_the_hash)
