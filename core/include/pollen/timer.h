@@ -22,17 +22,15 @@ extern "C" {
 /* A timer node. Caller-allocated (embedded in a future); must not move
  * while armed. All fields are private to the executor. */
 typedef struct pl_timer {
-    pl_time fire_ns;       /* deadline plus lateness */
-    uint64_t seq;          /* arming order, for the tie-break */
-    struct pl_timer *prev; /* while armed, in the list of its fire time (a */
-    struct pl_timer *next; /* leader's prev: the list's last) */
-    uint32_t heap_index;   /* a leader's slot in the heap; UINT32_MAX: not one */
-    uint32_t state;        /* PL__TIMER_* */
-    pl_executor *ex;       /* set while armed */
-    pl_waker waker;        /* woken (and consumed) when it fires */
+    pl_time fire_ns;     /* deadline plus lateness */
+    uint64_t seq;        /* arming order, for the tie-break */
+    pl_executor *ex;     /* set while armed */
+    pl_waker waker;      /* woken (and consumed) when it fires */
+    uint32_t state;      /* 0 idle, 1 fired; while armed 2 + its group's index */
+    uint32_t slot;       /* while armed, its place in the group's timers */
 } pl_timer;
 
-#define PL_TIMER_INIT ((pl_timer){0, 0, NULL, NULL, 0, 0, NULL, {NULL, NULL, 0, 0}})
+#define PL_TIMER_INIT ((pl_timer){0, 0, NULL, {NULL, NULL, 0, 0}, 0, 0})
 
 /* Arms `t` to fire at `deadline_ns`, waking a clone of `w`. A deadline
  * before the executor's now (pl_now) is clamped to now, so it fires at the
