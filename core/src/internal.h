@@ -142,8 +142,8 @@ typedef struct pl__timer_heap {
 } pl__timer_heap;
 
 /* pl_timer.state (timer.c, sleep.c): a timer in group g has state
- * PL__TIMER_IN_GROUP + g. */
-enum { PL__TIMER_IDLE = 0, PL__TIMER_FIRED = 1, PL__TIMER_IN_GROUP = 2 };
+ * PL__TIMER_IN_GROUP + g; an unpolled pl_sleep_for's, PL__TIMER_DURATION. */
+enum { PL__TIMER_IDLE = 0, PL__TIMER_FIRED = 1, PL__TIMER_IN_GROUP = PL__TIMER_DURATION + 1 };
 
 static inline bool pl__timer_armed(const pl_timer *t)
 {

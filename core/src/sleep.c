@@ -11,9 +11,10 @@ static pl_poll_result sleep_poll(pl_future *f, pl_context *cx)
 {
     pl_sleep *s = (pl_sleep *)f;
     pl_time now = pl_now(cx->ex);
-    if (s->duration_ns >= 0) {
-        s->deadline_ns = pl__time_add(now, s->duration_ns);
-        s->duration_ns = -1;
+    if (s->timer.state == PL__TIMER_DURATION) {
+        /* Lazy: the duration counts from the first poll. */
+        s->deadline_ns = pl__time_add(now, s->deadline_ns);
+        s->timer.state = PL__TIMER_IDLE;
     }
     if (now >= s->deadline_ns || s->timer.state == PL__TIMER_FIRED) {
         pl_timer_disarm(&s->timer);
@@ -50,7 +51,6 @@ const pl_future_vtable pl__sleep_poll_vtable = {"poll_interval", sleep_poll_inte
 void pl_sleep_reset(pl_sleep *s, pl_time deadline_ns)
 {
     s->deadline_ns = deadline_ns;
-    s->duration_ns = -1;
     if (pl__timer_armed(&s->timer)) {
         if (pl_timer_arm(s->timer.ex, &s->timer, deadline_ns, &s->timer.waker) != 0) {
             /* Out of memory: armed at the old deadline, it could fire
@@ -59,8 +59,8 @@ void pl_sleep_reset(pl_sleep *s, pl_time deadline_ns)
             pl_waker_slot_wake(&s->timer.waker);
             pl_timer_disarm(&s->timer);
         }
-    } else if (s->timer.state == PL__TIMER_FIRED) {
-        s->timer.state = PL__TIMER_IDLE;
+    } else {
+        s->timer.state = PL__TIMER_IDLE; /* fired, or a duration not yet polled */
     }
 }
 

@@ -375,13 +375,13 @@ TIMER_NOINLINE static void group_close(pl_executor *ex, pl__timer_heap *h, uint3
     }
 }
 
-/* Appends t to the group of t->fire_ns, opening one if there is none
+/* Appends t to the group of fire_ns, opening one if there is none
  * (reserve_arm made room for either). */
-static void timer_link(pl_executor *ex, pl__timer_heap *h, pl_timer *t)
+static void timer_link(pl_executor *ex, pl__timer_heap *h, pl_timer *t, pl_time fire_ns)
 {
-    uint32_t gi = group_find(h, t->fire_ns);
+    uint32_t gi = group_find(h, fire_ns);
     if (gi == NO_GROUP) {
-        gi = group_open(h, t->fire_ns);
+        gi = group_open(h, fire_ns);
     }
     pl__timer_group *g = &h->groups[gi];
     PL_ASSERT(g->len < g->cap);
@@ -505,17 +505,16 @@ int pl_timer_arm(pl_executor *ex, pl_timer *t, pl_time deadline_ns, const pl_wak
      * a fire time below now would reorder it before timers armed earlier
      * for now, and the next-timer deadline would read as overdue. */
     pl_time now_ns = pl_now(ex);
-    t->fire_ns = pl__time_add(deadline_ns < now_ns ? now_ns : deadline_ns, late);
+    pl_time fire_ns = pl__time_add(deadline_ns < now_ns ? now_ns : deadline_ns, late);
     t->ex = ex;
     if (w != &t->waker) {
         pl_waker_slot_set(&t->waker, w);
     }
-    timer_link(ex, h, t);
+    timer_link(ex, h, t, fire_ns);
     void *ud;
     const pl_observer *obs = pl__executor_observer(ex, &ud);
     if (obs != NULL && obs->timer_arm != NULL) {
-        obs->timer_arm(ud, t->seq, deadline_ns, t->fire_ns,
-                       pl__executor_waker_task(ex, &t->waker));
+        obs->timer_arm(ud, t->seq, deadline_ns, fire_ns, pl__executor_waker_task(ex, &t->waker));
     }
     return 0;
 }
