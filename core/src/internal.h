@@ -129,12 +129,12 @@ typedef struct pl__timer_heap {
     uint32_t items_cap;
     pl__timer_group *groups; /* in the heap or free; never moves a timer */
     uint32_t groups_cap;
-    uint32_t free_group;   /* first free group + 1; 0: none */
-    uint32_t *map;         /* group + 1 by hashed fire time; 0: an empty slot */
-    uint32_t map_mask;     /* map capacity - 1; 0 before the map is first used */
-    bool map_on;           /* the map indexes every group in the heap */
-    bool need_room;        /* a group's array is full (it could not grow) */
-    uint64_t seq;          /* last arming number handed out */
+    uint32_t free_group;     /* first free group + 1; 0: none */
+    uint32_t *map;           /* group + 1 by hashed fire time; 0: an empty slot */
+    uint32_t map_mask;       /* map capacity - 1; 0 before the map is first used */
+    bool map_on;             /* the map indexes every group in the heap */
+    bool need_room;          /* a group's array is full (it could not grow) */
+    uint64_t seq;            /* last arming number handed out */
     struct pl_timer **batch; /* scratch for equal-deadline batches */
     uint32_t batch_cap;
     uint32_t late_max; /* from the options */
@@ -145,10 +145,7 @@ typedef struct pl__timer_heap {
  * PL__TIMER_IN_GROUP + g; an unpolled pl_sleep_for's, PL__TIMER_DURATION. */
 enum { PL__TIMER_IDLE = 0, PL__TIMER_FIRED = 1, PL__TIMER_IN_GROUP = PL__TIMER_DURATION + 1 };
 
-static inline bool pl__timer_armed(const pl_timer *t)
-{
-    return t->state >= PL__TIMER_IN_GROUP;
-}
+static inline bool pl__timer_armed(const pl_timer *t) { return t->state >= PL__TIMER_IN_GROUP; }
 
 /* a + b (b >= 0), short of PL_TIME_NEVER. */
 static inline pl_time pl__time_add(pl_time a, pl_time b)

@@ -144,4 +144,3 @@ pl_interval_tick pl_interval_tick_init(pl_interval *iv)
     it.interval = iv;
     return it;
 }
-
