@@ -336,7 +336,9 @@ TIMER_NOINLINE static uint32_t group_open(pl__timer_heap *h, pl_time fire_ns)
     g->head = 0;
     h->items[h->items_len] = (pl__heap_entry){fire_ns, gi};
     g->heap_index = h->items_len++;
-    sift_up(h, g->heap_index);
+    if (g->heap_index > 0) {
+        sift_up(h, g->heap_index);
+    }
     if (h->map_on) {
         h->map[map_find(h, fire_ns)] = gi + 1;
     } else if (h->items_len >= MAP_MIN) {
@@ -348,8 +350,9 @@ TIMER_NOINLINE static uint32_t group_open(pl__timer_heap *h, pl_time fire_ns)
 
 /* An empty group leaves the heap and the map for the free list. It goes
  * behind the list's first, which reserve_arm may have readied for the
- * arming that is emptying this group (a re-arm of its last timer). */
-TIMER_NOINLINE static void group_close(pl_executor *ex, pl__timer_heap *h, uint32_t gi)
+ * arming that is emptying this group (a re-arm of its last timer).
+ * Inline: with a few timers at distinct times, every firing closes one. */
+static inline void group_close(pl_executor *ex, pl__timer_heap *h, uint32_t gi)
 {
     pl__timer_group *g = &h->groups[gi];
     PL_ASSERT(g->live == 0);
