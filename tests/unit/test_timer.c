@@ -400,8 +400,8 @@ static int model_sort(const pl_time *deadline, const uint64_t *order, int n, int
     return len;
 }
 
-/* Timers sharing fire times form groups (a leader in the heap, the rest
- * behind it): rounds of arms, re-arms and disarms over few and many
+/* Timers sharing fire times form groups (one heap slot, the timers in
+ * an array in arming order): rounds of arms, re-arms and disarms over few and many
  * groups (a scan finds a few, a map many, and the map goes when the heap
  * empties), each round firing a prefix that must match the model. */
 Test(timer, groups_match_a_sorted_model_as_the_heap_fills_and_empties)
