@@ -10,6 +10,7 @@
 #include "pollen/executor.h"
 #include "pollen/observer.h"
 #include "pollen/system.h"
+#include "pollen/timer.h"
 
 #define pl_container_of(ptr, type, member)                                  \
     ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
@@ -91,37 +92,66 @@ uint32_t pl__executor_decide(pl_executor *ex, pl_decision_kind kind, uint32_t n,
 const pl_observer *pl__executor_observer(const pl_executor *ex, void **ud);
 
 /* The executor's timers, grouped by firing time: the timers armed for
- * one fire_ns form a list in arming order (a new arming takes the highest
- * sequence number, so appending keeps the order) whose first timer, the
- * group's leader, has the group's one slot in an array-backed 8-ary
- * min-heap ordered by fire_ns. Timers firing together (the simulator's
+ * one fire_ns form a group, an array of timer pointers in arming order (a
+ * new arming takes the highest sequence number, so appending keeps the
+ * order), and the group has one slot in an array-backed 8-ary min-heap
+ * ordered by fire_ns. Timers firing together (the simulator's
  * whole-millisecond deadlines, a batch of equal timeouts) then share a
  * slot: arming one costs a lookup and an append where a heap of timers
  * would sift it through every armed timer's slot, and the (fire_ns, seq)
- * order is a heap of timers'. When the leader leaves, the next in its
- * list takes its slot in place (same fire time: the heap's order holds).
+ * order is a heap of timers'. A timer that leaves its group leaves a NULL
+ * behind (no other timer moves, so the order holds); a group whose array
+ * fills with NULLs compacts it instead of growing. Firing a group reads
+ * its array, not the timers, so the timers' memory can be fetched ahead.
  * A few groups are found by a scan of the heap's keys; from MAP_MIN
- * (timer.c) on, a map from fire time to leader (open addressing, linear
+ * (timer.c) on, a map from fire time to group (open addressing, linear
  * probing) finds them, until the heap next empties. */
 typedef struct pl__heap_entry {
-    pl_time fire_ns;    /* the leader's, next to it: sifting reads no timer */
-    struct pl_timer *t; /* the group's leader */
+    pl_time fire_ns; /* the group's, next to it: sifting reads no group */
+    uint32_t group;  /* index in pl__timer_heap.groups */
 } pl__heap_entry;
+
+typedef struct pl__timer_group {
+    pl_time fire_ns;
+    struct pl_timer **slots; /* armed timers in arming order; NULL: one left */
+    uint32_t head;           /* first non-NULL slot (while in the heap) */
+    uint32_t len;            /* slots used */
+    uint32_t cap;            /* slots allocated (0: none yet) */
+    uint32_t live;           /* non-NULL slots */
+    uint32_t heap_index;     /* its slot in the heap (while in it) */
+    uint32_t next_free;      /* while free: the next free group + 1; 0: last */
+} pl__timer_group;
 
 typedef struct pl__timer_heap {
     size_t len;            /* armed timers */
     pl__heap_entry *items; /* one slot per fire time */
     uint32_t items_len;
     uint32_t items_cap;
+    pl__timer_group *groups; /* in the heap or free; never moves a timer */
+    uint32_t groups_cap;
+    uint32_t free_group;     /* first free group + 1; 0: none */
+    uint32_t *map;           /* group + 1 by hashed fire time; 0: an empty slot */
     uint32_t map_mask;       /* map capacity - 1; 0 before the map is first used */
     bool map_on;             /* the map indexes every group in the heap */
-    struct pl_timer **map;   /* leaders by hashed fire time; NULL: an empty slot */
+    bool need_room;          /* a group's array is full (it could not grow) */
     uint64_t seq;            /* last arming number handed out */
     struct pl_timer **batch; /* scratch for equal-deadline batches */
     uint32_t batch_cap;
     uint32_t late_max; /* from the options */
     pl_time late_quantum_ns;
 } pl__timer_heap;
+
+/* pl_timer.state (timer.c, sleep.c): a timer in group g has state
+ * PL__TIMER_IN_GROUP + g; an unpolled pl_sleep_for's, PL__TIMER_DURATION. */
+enum { PL__TIMER_IDLE = 0, PL__TIMER_FIRED = 1, PL__TIMER_IN_GROUP = PL__TIMER_DURATION + 1 };
+
+static inline bool pl__timer_armed(const pl_timer *t) { return t->state >= PL__TIMER_IN_GROUP; }
+
+/* a + b (b >= 0), short of PL_TIME_NEVER. */
+static inline pl_time pl__time_add(pl_time a, pl_time b)
+{
+    return a > PL_TIME_NEVER - b ? PL_TIME_NEVER - 1 : a + b;
+}
 
 pl__timer_heap *pl__executor_timers(pl_executor *ex);
 
@@ -133,5 +163,7 @@ pl_task *pl__executor_waker_task(const pl_executor *ex, const pl_waker *w);
 size_t pl__timers_fire_due(pl_executor *ex, pl__timer_heap *h, pl_time now_ns);
 pl_time pl__timers_next(const pl__timer_heap *h);
 void pl__timers_finish(pl_executor *ex, pl__timer_heap *h);
+/* Disarms every armed timer whose waker wakes t (pl_executor_forget_task). */
+void pl__timers_disarm_task(pl_executor *ex, pl_task *t);
 
 #endif

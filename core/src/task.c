@@ -287,31 +287,11 @@ void pl_task_abort(pl_task *t)
 
 /* ---- Forgetting (a simulated process kill) ------------------------------ */
 
-/* Disarms the armed timers that would wake t. The heap holds one slot per
- * fire time (items_len of them, not len: that counts timers), each the
- * leader of its list of timers. Rescans after each removal: a removal
- * reorders the heap and the lists, and a kill is rare. */
-static void disarm_timers_of(pl_executor *ex, pl_task *t)
-{
-    bool found = true;
-    while (found) {
-        found = false;
-        for (uint32_t i = 0; i < ex->timers.items_len && !found; i++) {
-            for (pl_timer *tm = ex->timers.items[i].t; tm != NULL && !found; tm = tm->next) {
-                if (pl__executor_waker_task(ex, &tm->waker) == t) {
-                    pl_timer_disarm(tm);
-                    found = true;
-                }
-            }
-        }
-    }
-}
-
 void pl_executor_forget_task(pl_executor *ex, pl_task *t)
 {
     PL_ASSERT(t->ex == ex && ex->running != t);
     if (t->state >= TASK_DONE) {
-        disarm_timers_of(ex, t); /* armed in memory the caller is about to free */
+        pl__timers_disarm_task(ex, t); /* armed in memory the caller is about to free */
         return;
     }
     /* Never polled or dropped again (and no orphan report for the clones
@@ -320,7 +300,7 @@ void pl_executor_forget_task(pl_executor *ex, pl_task *t)
      * stale wake finds a finished task. */
     t->flags |= TASK_ABANDONED;
     t->refs++;
-    disarm_timers_of(ex, t);
+    pl__timers_disarm_task(ex, t);
     pl__task_finish(t, TASK_CANCELLED);
 }
 

@@ -1,5 +1,5 @@
-/* core/src/timer.c: the timers (grouped by firing time, see
- * internal.h), sleep, timeout and interval.
+/* core/src/timer.c: the timers, grouped by firing time (see internal.h),
+ * and what the simulator reads of them; sleep.c has the futures on them.
  *
  * The sequence number makes the order total, so production fires equal
  * deadlines in arming order and the simulator has a well-defined default
@@ -10,7 +10,11 @@
 #include "executor_internal.h"
 #include "pollen/timer.h"
 
-enum { TIMER_IDLE = 0, TIMER_ARMED = 1, TIMER_FIRED = 2 };
+enum {
+    TIMER_IDLE = PL__TIMER_IDLE,
+    TIMER_FIRED = PL__TIMER_FIRED,
+    TIMER_IN_GROUP = PL__TIMER_IN_GROUP
+};
 
 enum { HEAP_ARITY = 8 }; /* children per heap node */
 
@@ -23,14 +27,23 @@ enum { HEAP_ARITY = 8 }; /* children per heap node */
 #endif
 enum { MAP_MIN = 16 }; /* groups from which the map finds them, not a scan */
 
-/* ---- The heap of groups --------------------------------------------- */
+/* A group's first array, and the largest one a freed group keeps: a
+ * thousand timers of one millisecond must not pin their array forever. */
+enum { GROUP_MIN_CAP = 2, GROUP_KEEP_CAP = 64 };
 
-#define NOT_LEADER UINT32_MAX
+/* How far ahead a batch fetches the timers it fires, and their tasks. */
+enum { AHEAD_TIMER = 8, AHEAD_TASK = 4 };
+
+#define NO_GROUP UINT32_MAX
+
+static inline bool timer_armed(const pl_timer *t) { return pl__timer_armed(t); }
+
+/* ---- The heap of groups --------------------------------------------- */
 
 static inline void heap_place(pl__timer_heap *h, uint32_t i, pl__heap_entry e)
 {
     h->items[i] = e;
-    e.t->heap_index = i;
+    h->groups[e.group].heap_index = i;
 }
 
 /* Fire times in the heap are distinct (one group each): no tie-break. */
@@ -56,9 +69,8 @@ static void sift_down(pl__timer_heap *h, uint32_t i)
         if (first >= h->items_len) {
             break;
         }
-        /* Eight children per node: a third of a binary heap's depth, so a
-         * third of the heap_index stores into (cold) timers per removal;
-         * the children's keys share two adjacent cache lines. */
+        /* Eight children per node: a third of a binary heap's depth; the
+         * children's keys share two adjacent cache lines. */
         uint32_t end = first + HEAP_ARITY < h->items_len ? first + HEAP_ARITY : h->items_len;
         uint32_t child = first;
         for (uint32_t c = first + 1; c < end; c++) {
@@ -82,7 +94,7 @@ TIMER_NOINLINE static void heap_refill(pl__timer_heap *h, uint32_t i, pl__heap_e
     heap_place(h, i, last);
     sift_down(h, i);
     if (i > 0) {
-        sift_up(h, last.t->heap_index);
+        sift_up(h, h->groups[last.group].heap_index);
     }
 }
 
@@ -95,7 +107,7 @@ static inline void heap_remove(pl__timer_heap *h, uint32_t i)
     }
 }
 
-/* ---- The map from fire time to leader --------------------------------- */
+/* ---- The map from fire time to group ---------------------------------- */
 
 static inline uint32_t map_slot(const pl__timer_heap *h, pl_time fire_ns)
 {
@@ -105,11 +117,16 @@ static inline uint32_t map_slot(const pl__timer_heap *h, pl_time fire_ns)
     return (uint32_t)(x >> 32) & h->map_mask;
 }
 
-/* The slot of fire_ns's leader, or the empty slot it would take. */
-static uint32_t map_find(const pl__timer_heap *h, pl_time fire_ns)
+static inline pl_time map_key(const pl__timer_heap *h, uint32_t i)
+{
+    return h->groups[h->map[i] - 1].fire_ns;
+}
+
+/* The map slot of fire_ns's group, or the empty slot it would take. */
+TIMER_NOINLINE static uint32_t map_find(const pl__timer_heap *h, pl_time fire_ns)
 {
     uint32_t i = map_slot(h, fire_ns);
-    while (h->map[i] != NULL && h->map[i]->fire_ns != fire_ns) {
+    while (h->map[i] != 0 && map_key(h, i) != fire_ns) {
         i = (i + 1) & h->map_mask;
     }
     return i;
@@ -121,13 +138,13 @@ TIMER_NOINLINE static void map_delete(pl__timer_heap *h, uint32_t i)
 {
     uint32_t j = i;
     for (;;) {
-        h->map[i] = NULL;
+        h->map[i] = 0;
         for (;;) {
             j = (j + 1) & h->map_mask;
-            if (h->map[j] == NULL) {
+            if (h->map[j] == 0) {
                 return;
             }
-            uint32_t home = map_slot(h, h->map[j]->fire_ns);
+            uint32_t home = map_slot(h, map_key(h, j));
             /* Stays unless its home is cyclically outside (i, j]. */
             bool stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
             if (!stays) {
@@ -144,13 +161,13 @@ TIMER_NOINLINE static void map_fill(pl__timer_heap *h)
 {
     memset(h->map, 0, ((size_t)h->map_mask + 1) * sizeof *h->map);
     for (uint32_t k = 0; k < h->items_len; k++) {
-        h->map[map_find(h, h->items[k].fire_ns)] = h->items[k].t;
+        h->map[map_find(h, h->items[k].fire_ns)] = h->items[k].group + 1;
     }
 }
 
 static int map_grow(pl_executor *ex, pl__timer_heap *h, uint32_t cap)
 {
-    pl_timer **map = pl_alloc(ex, (size_t)cap * sizeof *map);
+    uint32_t *map = pl_alloc(ex, (size_t)cap * sizeof *map);
     if (map == NULL) {
         return PL_ENOMEM;
     }
@@ -167,30 +184,116 @@ static int map_grow(pl_executor *ex, pl__timer_heap *h, uint32_t cap)
 
 /* ---- Groups ------------------------------------------------------------ */
 
-/* The map's entry for fire_ns (the map on). */
-TIMER_NOINLINE static pl_timer **map_entry(const pl__timer_heap *h, pl_time fire_ns)
-{
-    return &h->map[map_find(h, fire_ns)];
-}
-
-/* The leader of the timers firing at fire_ns, or NULL. */
-static inline pl_timer *leader_of(const pl__timer_heap *h, pl_time fire_ns)
+/* The group of the timers firing at fire_ns, or NO_GROUP. */
+static inline uint32_t group_find(const pl__timer_heap *h, pl_time fire_ns)
 {
     if (h->map_on) {
-        return *map_entry(h, fire_ns);
+        uint32_t g = h->map[map_find(h, fire_ns)];
+        return g != 0 ? g - 1 : NO_GROUP;
     }
     for (uint32_t k = 0; k < h->items_len; k++) {
         if (h->items[k].fire_ns == fire_ns) {
-            return h->items[k].t;
+            return h->items[k].group;
         }
     }
-    return NULL;
+    return NO_GROUP;
 }
 
-/* Room for one more group: a heap slot and, from MAP_MIN groups, a map
- * kept at most half full. Allocates only when a table is full. */
-static int reserve_group(pl_executor *ex, pl__timer_heap *h)
+static int slots_resize(pl_executor *ex, pl__timer_group *g, uint32_t cap)
 {
+    pl_timer **slots = pl_alloc(ex, (size_t)cap * sizeof *slots);
+    if (slots == NULL) {
+        return PL_ENOMEM;
+    }
+    if (g->len > 0) {
+        memcpy(slots, g->slots, (size_t)g->len * sizeof *slots);
+    }
+    pl_free(ex, g->slots, (size_t)g->cap * sizeof *slots);
+    g->slots = slots;
+    g->cap = cap;
+    return 0;
+}
+
+/* Room for one more timer in a full group: the slots of timers that left
+ * are dropped when they are at least half of them (each live timer learns
+ * its new place), else the array doubles. Compaction runs after at least
+ * cap / 2 departures, so it costs O(1) per departure. */
+TIMER_NOINLINE static int group_room(pl_executor *ex, pl__timer_group *g)
+{
+    if (g->live <= g->cap / 2) {
+        uint32_t n = 0;
+        for (uint32_t i = g->head; i < g->len; i++) {
+            if (g->slots[i] != NULL) {
+                g->slots[n] = g->slots[i];
+                g->slots[n]->slot = n;
+                n++;
+            }
+        }
+        PL_ASSERT(n == g->live);
+        g->head = 0;
+        g->len = n;
+        return 0;
+    }
+    if (g->cap > UINT32_MAX / 2) {
+        return PL_ENOMEM;
+    }
+    return slots_resize(ex, g, g->cap * 2);
+}
+
+/* After an allocation failure left a group full: room in every group. */
+TIMER_NOINLINE static int room_everywhere(pl_executor *ex, pl__timer_heap *h)
+{
+    for (uint32_t k = 0; k < h->items_len; k++) {
+        pl__timer_group *g = &h->groups[h->items[k].group];
+        if (g->len == g->cap && group_room(ex, g) != 0) {
+            return PL_ENOMEM;
+        }
+    }
+    h->need_room = false;
+    return 0;
+}
+
+/* A free group with an array, first on the free list. */
+TIMER_NOINLINE static int reserve_free_group(pl_executor *ex, pl__timer_heap *h)
+{
+    if (h->free_group == 0) {
+        if (h->groups_cap > UINT32_MAX / 4) {
+            return PL_ENOMEM;
+        }
+        uint32_t cap = h->groups_cap ? h->groups_cap * 2 : 16;
+        pl__timer_group *groups = pl_alloc(ex, (size_t)cap * sizeof *groups);
+        if (groups == NULL) {
+            return PL_ENOMEM;
+        }
+        if (h->groups_cap > 0) {
+            memcpy(groups, h->groups, (size_t)h->groups_cap * sizeof *groups);
+        }
+        memset(groups + h->groups_cap, 0, (size_t)(cap - h->groups_cap) * sizeof *groups);
+        pl_free(ex, h->groups, (size_t)h->groups_cap * sizeof *groups);
+        for (uint32_t g = cap; g > h->groups_cap; g--) {
+            groups[g - 1].next_free = h->free_group;
+            h->free_group = g;
+        }
+        h->groups = groups;
+        h->groups_cap = cap;
+    }
+    pl__timer_group *g = &h->groups[h->free_group - 1];
+    return g->cap > 0 ? 0 : slots_resize(ex, g, GROUP_MIN_CAP);
+}
+
+/* Room for one more timer, whatever its fire time: a heap slot, a free
+ * group with an array, from MAP_MIN groups a map kept at most half full,
+ * and room in every group's array. Allocates only when something is full. */
+static int reserve_arm(pl_executor *ex, pl__timer_heap *h)
+{
+    if (h->need_room && room_everywhere(ex, h) != 0) {
+        return PL_ENOMEM;
+    }
+    if (h->free_group == 0 || h->groups[h->free_group - 1].cap == 0) {
+        if (reserve_free_group(ex, h) != 0) {
+            return PL_ENOMEM;
+        }
+    }
     if (h->items_len == h->items_cap) {
         if (h->items_cap > UINT32_MAX / 2) {
             return PL_ENOMEM;
@@ -220,105 +323,144 @@ static int reserve_group(pl_executor *ex, pl__timer_heap *h)
     return 0;
 }
 
-/* Appends t to the timers firing at t->fire_ns, or makes it the leader
- * of a new group (reserve_group made room). */
-TIMER_NOINLINE static void timer_link_slow(pl__timer_heap *h, pl_timer *t)
+/* Takes the first free group (reserve_arm gave it an array) for fire_ns
+ * into the heap and the map. */
+TIMER_NOINLINE static uint32_t group_open(pl__timer_heap *h, pl_time fire_ns)
 {
-    h->len++;
-    t->next = NULL;
-    pl_timer *lead = leader_of(h, t->fire_ns);
-    if (lead != NULL) {
-        t->heap_index = NOT_LEADER;
-        t->prev = lead->prev;
-        lead->prev->next = t;
-        lead->prev = t;
-        return;
+    PL_ASSERT(h->free_group != 0 && h->items_len < h->items_cap);
+    uint32_t gi = h->free_group - 1;
+    pl__timer_group *g = &h->groups[gi];
+    PL_ASSERT(g->cap > 0 && g->len == 0 && g->live == 0);
+    h->free_group = g->next_free;
+    g->fire_ns = fire_ns;
+    g->head = 0;
+    h->items[h->items_len] = (pl__heap_entry){fire_ns, gi};
+    g->heap_index = h->items_len++;
+    if (g->heap_index > 0) {
+        sift_up(h, g->heap_index);
     }
-    PL_ASSERT(h->items_len < h->items_cap);
-    t->prev = t;
-    h->items[h->items_len] = (pl__heap_entry){t->fire_ns, t};
-    t->heap_index = h->items_len++;
-    sift_up(h, t->heap_index);
     if (h->map_on) {
-        *map_entry(h, t->fire_ns) = t;
+        h->map[map_find(h, fire_ns)] = gi + 1;
     } else if (h->items_len >= MAP_MIN) {
-        h->map_on = true; /* reserve_group sized it */
+        h->map_on = true; /* reserve_arm sized it */
         map_fill(h);
     }
+    return gi;
 }
 
-/* Unlinks an armed timer. A leader's successor takes its heap slot (and
- * map entry) in place; a group left empty leaves the heap and the map. */
-TIMER_NOINLINE static void timer_unlink_slow(pl__timer_heap *h, pl_timer *t)
+/* An empty group leaves the heap and the map for the free list. It goes
+ * behind the list's first, which reserve_arm may have readied for the
+ * arming that is emptying this group (a re-arm of its last timer).
+ * Inline: with a few timers at distinct times, every firing closes one. */
+static inline void group_close(pl_executor *ex, pl__timer_heap *h, uint32_t gi)
 {
-    h->len--;
-    if (t->heap_index == NOT_LEADER) {
-        t->prev->next = t->next;
-        if (t->next != NULL) {
-            t->next->prev = t->prev;
-        } else {
-            leader_of(h, t->fire_ns)->prev = t->prev; /* the list's last left */
-        }
-        return;
-    }
-    PL_ASSERT(t->heap_index < h->items_len && h->items[t->heap_index].t == t);
-    pl_timer *next = t->next;
-    if (next != NULL) {
-        next->prev = t->prev; /* the list's last (itself when alone) */
-        next->heap_index = t->heap_index;
-        h->items[t->heap_index].t = next;
-        if (h->map_on) {
-            *map_entry(h, t->fire_ns) = next;
-        }
-        return;
-    }
+    pl__timer_group *g = &h->groups[gi];
+    PL_ASSERT(g->live == 0);
     if (h->map_on) {
-        map_delete(h, (uint32_t)(map_entry(h, t->fire_ns) - h->map));
+        map_delete(h, map_find(h, g->fire_ns));
     }
-    heap_remove(h, t->heap_index);
+    heap_remove(h, g->heap_index);
     h->map_on = h->map_on && h->items_len > 0;
+    g->len = 0;
+    g->head = 0;
+    if (g->cap > GROUP_KEEP_CAP) {
+        pl_free(ex, g->slots, (size_t)g->cap * sizeof *g->slots);
+        g->slots = NULL;
+        g->cap = 0;
+    }
+    if (h->free_group == 0) {
+        g->next_free = 0;
+        h->free_group = gi + 1;
+    } else {
+        pl__timer_group *first = &h->groups[h->free_group - 1];
+        g->next_free = first->next_free;
+        first->next_free = gi + 1;
+    }
 }
 
-/* A lone timer (one sleep at a time, the common case of a small program)
- * arms into and leaves an empty heap without the general paths. */
-static inline void timer_link(pl__timer_heap *h, pl_timer *t)
+/* Appends t to the group of fire_ns, opening one if there is none
+ * (reserve_arm made room for either). */
+static void timer_link(pl_executor *ex, pl__timer_heap *h, pl_timer *t, pl_time fire_ns)
 {
-    if (h->items_len == 0 && h->items_cap > 0) {
-        h->len++;
-        t->next = NULL;
-        t->prev = t;
-        t->heap_index = 0;
-        h->items[0] = (pl__heap_entry){t->fire_ns, t};
-        h->items_len = 1;
-        return;
+    uint32_t gi = group_find(h, fire_ns);
+    if (gi == NO_GROUP) {
+        gi = group_open(h, fire_ns);
     }
-    timer_link_slow(h, t);
+    pl__timer_group *g = &h->groups[gi];
+    PL_ASSERT(g->len < g->cap);
+    h->len++;
+    t->state = TIMER_IN_GROUP + gi;
+    t->slot = g->len;
+    g->slots[g->len++] = t;
+    g->live++;
+    /* Room for the next arming now, so that it never needs memory after
+     * its lateness decision; without memory, the next arming asks again. */
+    if (g->len == g->cap && group_room(ex, g) != 0) {
+        h->need_room = true;
+    }
 }
 
-static inline void timer_unlink(pl__timer_heap *h, pl_timer *t)
+/* Takes an armed timer out of its group: O(1), its slot goes NULL. The
+ * caller sets its state. */
+static inline void timer_unlink(pl_executor *ex, pl__timer_heap *h, pl_timer *t)
 {
-    if (h->items_len == 1 && t->heap_index == 0 && t->next == NULL) {
-        PL_ASSERT(h->items[0].t == t && h->len == 1);
-        h->len = 0;
-        h->items_len = 0;
-        h->map_on = false;
+    uint32_t gi = t->state - TIMER_IN_GROUP;
+    PL_ASSERT(gi < h->groups_cap);
+    pl__timer_group *g = &h->groups[gi];
+    PL_ASSERT(t->slot < g->len && g->slots[t->slot] == t);
+    h->len--;
+    g->slots[t->slot] = NULL;
+    if (--g->live == 0) {
+        group_close(ex, h, gi);
         return;
     }
-    timer_unlink_slow(h, t);
+    while (g->slots[g->head] == NULL) {
+        g->head++;
+    }
 }
 
 /* The armed timer that fires first ((fire_ns, seq) order), or NULL. */
 static inline pl_timer *first_timer(const pl__timer_heap *h)
 {
-    return h->items_len > 0 ? h->items[0].t : NULL;
+    if (h->items_len == 0) {
+        return NULL;
+    }
+    const pl__timer_group *g = &h->groups[h->items[0].group];
+    return g->slots[g->head];
 }
 
 /* Removes and returns the first timer (h->len > 0). */
-static pl_timer *pop_first(pl__timer_heap *h)
+static pl_timer *pop_first(pl_executor *ex, pl__timer_heap *h)
 {
     pl_timer *t = first_timer(h);
-    timer_unlink(h, t);
+    timer_unlink(ex, h, t);
     return t;
+}
+
+/* Takes the first n timers of the first group into out, in order, without
+ * reading them; the group closes when that is all of them. */
+static void take_first(pl_executor *ex, pl__timer_heap *h, uint32_t n, pl_timer **out)
+{
+    uint32_t gi = h->items[0].group;
+    pl__timer_group *g = &h->groups[gi];
+    PL_ASSERT(n > 0 && n <= g->live);
+    uint32_t i = g->head;
+    for (uint32_t k = 0; k < n; i++) {
+        if (g->slots[i] != NULL) {
+            out[k++] = g->slots[i];
+            g->slots[i] = NULL;
+        }
+    }
+    h->len -= n;
+    g->live -= n;
+    if (g->live == 0) {
+        group_close(ex, h, gi);
+        return;
+    }
+    g->head = i;
+    while (g->slots[g->head] == NULL) {
+        g->head++;
+    }
 }
 
 pl_time pl__timers_next(const pl__timer_heap *h)
@@ -328,6 +470,10 @@ pl_time pl__timers_next(const pl__timer_heap *h)
 
 void pl__timers_finish(pl_executor *ex, pl__timer_heap *h)
 {
+    for (uint32_t g = 0; g < h->groups_cap; g++) {
+        pl_free(ex, h->groups[g].slots, (size_t)h->groups[g].cap * sizeof *h->groups[g].slots);
+    }
+    pl_free(ex, h->groups, (size_t)h->groups_cap * sizeof *h->groups);
     pl_free(ex, h->items, (size_t)h->items_cap * sizeof *h->items);
     if (h->map != NULL) {
         pl_free(ex, h->map, ((size_t)h->map_mask + 1) * sizeof *h->map);
@@ -338,22 +484,17 @@ void pl__timers_finish(pl_executor *ex, pl__timer_heap *h)
 
 /* ---- Arming and firing ------------------------------------------------ */
 
-static pl_time sat_add(pl_time a, pl_time b)
-{
-    return a > PL_TIME_NEVER - b ? PL_TIME_NEVER - 1 : a + b;
-}
-
 int pl_timer_arm(pl_executor *ex, pl_timer *t, pl_time deadline_ns, const pl_waker *w)
 {
     pl__timer_heap *h = pl__executor_timers(ex);
-    /* Room for a new group first, before anything changes: the fire
-     * time (and so whether it needs one) is known only after the
-     * lateness decision, which must not be drawn twice. */
-    if (reserve_group(ex, h) != 0) {
+    /* Room first, before anything changes: the fire time (and so which
+     * group takes the timer) is known only after the lateness decision,
+     * which must not be drawn twice. */
+    if (reserve_arm(ex, h) != 0) {
         return PL_ENOMEM;
     }
-    if (t->state == TIMER_ARMED) {
-        timer_unlink(h, t);
+    if (timer_armed(t)) {
+        timer_unlink(ex, h, t);
         t->state = TIMER_IDLE;
     }
     PL_ASSERT(t->ex == NULL || t->ex == ex);
@@ -367,18 +508,16 @@ int pl_timer_arm(pl_executor *ex, pl_timer *t, pl_time deadline_ns, const pl_wak
      * a fire time below now would reorder it before timers armed earlier
      * for now, and the next-timer deadline would read as overdue. */
     pl_time now_ns = pl_now(ex);
-    t->fire_ns = sat_add(deadline_ns < now_ns ? now_ns : deadline_ns, late);
+    pl_time fire_ns = pl__time_add(deadline_ns < now_ns ? now_ns : deadline_ns, late);
     t->ex = ex;
-    t->state = TIMER_ARMED;
     if (w != &t->waker) {
         pl_waker_slot_set(&t->waker, w);
     }
-    timer_link(h, t);
+    timer_link(ex, h, t, fire_ns);
     void *ud;
     const pl_observer *obs = pl__executor_observer(ex, &ud);
     if (obs != NULL && obs->timer_arm != NULL) {
-        obs->timer_arm(ud, t->seq, deadline_ns, t->fire_ns,
-                       pl__executor_waker_task(ex, &t->waker));
+        obs->timer_arm(ud, t->seq, deadline_ns, fire_ns, pl__executor_waker_task(ex, &t->waker));
     }
     return 0;
 }
@@ -387,14 +526,14 @@ void pl_timer_set_waker(pl_timer *t, const pl_waker *w) { pl_waker_slot_set(&t->
 
 void pl_timer_disarm(pl_timer *t)
 {
-    if (t->state == TIMER_ARMED) {
-        timer_unlink(pl__executor_timers(t->ex), t);
+    if (timer_armed(t)) {
+        timer_unlink(t->ex, pl__executor_timers(t->ex), t);
     }
     t->state = TIMER_IDLE;
     pl_waker_slot_clear(&t->waker);
 }
 
-bool pl_timer_is_armed(const pl_timer *t) { return t->state == TIMER_ARMED; }
+bool pl_timer_is_armed(const pl_timer *t) { return timer_armed(t); }
 bool pl_timer_has_fired(const pl_timer *t) { return t->state == TIMER_FIRED; }
 
 static void fire(pl_executor *ex, pl_timer *t, pl_time now_ns)
@@ -421,47 +560,55 @@ static int batch_reserve(pl_executor *ex, pl__timer_heap *h, uint32_t n)
     if (batch == NULL) {
         return PL_ENOMEM;
     }
-    if (h->batch_cap > 0) {
-        memcpy(batch, h->batch, (size_t)h->batch_cap * sizeof *batch);
-    }
     pl_free(ex, h->batch, (size_t)h->batch_cap * sizeof *batch);
     h->batch = batch;
     h->batch_cap = cap;
     return 0;
 }
 
+/* Fetches what firing the timers ahead of the next pick reads: the timer
+ * AHEAD_TIMER places on, and the task a timer AHEAD_TASK places on wakes
+ * (its timer was fetched earlier). Choice 0 is the common pick. */
+static inline void fetch_ahead(pl_timer *const *rest, uint32_t left)
+{
+    if (left > AHEAD_TIMER) {
+        PL_PREFETCH(&rest[AHEAD_TIMER]->seq);
+        PL_PREFETCH(&rest[AHEAD_TIMER]->state);
+    }
+    if (left > AHEAD_TASK) {
+        PL_PREFETCH(rest[AHEAD_TASK]->waker.data);
+    }
+}
+
 /* Under a deciding system, timers that share the earliest firing time
  * leave the heap together and fire in the order the system picks. When
- * the batch cannot grow, the timers collected so far form the batch and
+ * the batch cannot grow, the timers the buffer holds form the batch and
  * the rest wait for the caller's next round; always at least one fires. */
 static size_t fire_tie_batch(pl_executor *ex, pl__timer_heap *h, pl_time now_ns)
 {
-    pl_time at = h->items[0].fire_ns;
-    uint32_t n = 0;
-    while (h->items_len > 0 && h->items[0].fire_ns == at) {
-        if (batch_reserve(ex, h, n + 1) != 0) {
-            break;
-        }
-        pl_timer *t = pop_first(h);
-        /* Firing reads the timer's sequence, state and waker: start
-         * fetching them now, while the rest of the batch leaves the heap. */
-        PL_PREFETCH(&t->seq);
-        PL_PREFETCH(&t->waker);
-        h->batch[n++] = t;
+    uint32_t n = h->groups[h->items[0].group].live;
+    if (batch_reserve(ex, h, n) != 0) {
+        n = n < h->batch_cap ? n : h->batch_cap;
     }
     if (n == 0) {
         /* No memory for a batch: fire the root alone, in production
          * order. The caller loops while timers are due, so a batch that
          * cannot grow must still fire one timer or the loop would spin. */
-        fire(ex, pop_first(h), now_ns);
+        fire(ex, pop_first(ex, h), now_ns);
         return 1;
+    }
+    pl_timer **b = h->batch;
+    take_first(ex, h, n, b);
+    for (uint32_t k = 0; k < n && k < AHEAD_TIMER; k++) {
+        PL_PREFETCH(&b[k]->seq);
+        PL_PREFETCH(&b[k]->state);
     }
     /* The unfired rest stays in order in batch[first, first + left): the
      * pick is closed from whichever side is shorter, so choice 0 (the
      * common case) costs nothing and a batch never goes quadratic. */
-    pl_timer **b = h->batch;
     uint32_t first = 0;
     for (uint32_t left = n; left > 0; left--) {
+        fetch_ahead(&b[first], left);
         uint32_t k = pl__executor_decide(ex, PL_DECIDE_TIMER_ORDER, left, b[first]->seq);
         pl_timer *t = b[first + k];
         if (k < left - 1 - k) {
@@ -469,11 +616,6 @@ static size_t fire_tie_batch(pl_executor *ex, pl__timer_heap *h, pl_time now_ns)
             first++;
         } else {
             memmove(&b[first + k], &b[first + k + 1], (size_t)(left - k - 1) * sizeof *b);
-        }
-        if (left > 1) {
-            /* The next pick is most likely the first left: its task's
-             * header, which the wake updates. */
-            PL_PREFETCH(b[first]->waker.data);
         }
         fire(ex, t, now_ns);
     }
@@ -492,150 +634,10 @@ size_t pl__timers_fire_due(pl_executor *ex, pl__timer_heap *h, pl_time now_ns)
             fired += fire_tie_batch(ex, h, now_ns);
             continue;
         }
-        fire(ex, pop_first(h), now_ns);
+        fire(ex, pop_first(ex, h), now_ns);
         fired++;
     }
     return fired;
-}
-
-/* ---- Sleep ------------------------------------------------------------ */
-
-static pl_poll_result sleep_poll(pl_future *f, pl_context *cx)
-{
-    pl_sleep *s = (pl_sleep *)f;
-    pl_time now = pl_now(cx->ex);
-    if (s->duration_ns >= 0) {
-        s->deadline_ns = sat_add(now, s->duration_ns);
-        s->duration_ns = -1;
-    }
-    if (now >= s->deadline_ns || s->timer.state == TIMER_FIRED) {
-        pl_timer_disarm(&s->timer);
-        return PL_READY;
-    }
-    if (s->timer.state != TIMER_ARMED) {
-        if (pl_timer_arm(cx->ex, &s->timer, s->deadline_ns, &cx->waker) != 0) {
-            /* Out of memory for the heap: poll again soon rather than
-             * hang; the next attempt may succeed. */
-            pl_waker_wake_by_ref(&cx->waker);
-        }
-        return PL_PENDING;
-    }
-    pl_timer_set_waker(&s->timer, &cx->waker);
-    return PL_PENDING;
-}
-
-static void sleep_drop(pl_future *f) { pl_timer_disarm(&((pl_sleep *)f)->timer); }
-
-const pl_future_vtable pl__sleep_vtable = {"sleep", sleep_poll, sleep_drop};
-
-static pl_poll_result sleep_poll_interval_poll(pl_future *f, pl_context *cx)
-{
-    pl_poll_result r = sleep_poll(f, cx);
-    if (r == PL_PENDING) {
-        pl_poll_interval_declare(cx);
-    }
-    return r;
-}
-
-const pl_future_vtable pl__sleep_poll_vtable = {"poll_interval", sleep_poll_interval_poll,
-                                                sleep_drop};
-
-void pl_sleep_reset(pl_sleep *s, pl_time deadline_ns)
-{
-    s->deadline_ns = deadline_ns;
-    s->duration_ns = -1;
-    if (s->timer.state == TIMER_ARMED) {
-        if (pl_timer_arm(s->timer.ex, &s->timer, deadline_ns, &s->timer.waker) != 0) {
-            /* Out of memory: armed at the old deadline, it could fire
-             * early and complete the sleep. Wake its task instead, whose
-             * next poll arms it again (as sleep_poll does). */
-            pl_waker_slot_wake(&s->timer.waker);
-            pl_timer_disarm(&s->timer);
-        }
-    } else if (s->timer.state == TIMER_FIRED) {
-        s->timer.state = TIMER_IDLE;
-    }
-}
-
-/* ---- Timeout ---------------------------------------------------------- */
-
-static pl_poll_result timeout_poll(pl_future *f, pl_context *cx)
-{
-    pl_timeout *t = (pl_timeout *)f;
-    if (pl_poll(t->inner, cx) == PL_READY) {
-        t->result = 0;
-        pl_drop_child(&t->sleep.base);
-        return PL_READY;
-    }
-    if (pl_poll(&t->sleep.base, cx) == PL_READY) {
-        t->result = PL_ETIMEDOUT;
-        pl_drop_child(t->inner);
-        pl_drop_child(&t->sleep.base);
-        return PL_READY;
-    }
-    return PL_PENDING;
-}
-
-static void timeout_drop(pl_future *f)
-{
-    pl_timeout *t = (pl_timeout *)f;
-    if (!pl_future_is_done(t->inner)) {
-        pl_drop_child(t->inner);
-    }
-    pl_drop_child(&t->sleep.base);
-}
-
-static const pl_future_vtable timeout_vtable = {"timeout", timeout_poll, timeout_drop};
-
-pl_timeout pl_timeout_init(pl_future *inner, pl_time duration_ns)
-{
-    return (pl_timeout){PL_FUTURE_INIT(&timeout_vtable), inner, pl_sleep_for(duration_ns), 0};
-}
-
-/* ---- Interval --------------------------------------------------------- */
-
-pl_interval pl_interval_init(pl_time period_ns)
-{
-    return (pl_interval){period_ns > 0 ? period_ns : 1, 0, 0};
-}
-
-static pl_poll_result interval_tick_poll(pl_future *f, pl_context *cx)
-{
-    pl_interval_tick *it = (pl_interval_tick *)f;
-    pl_interval *iv = it->interval;
-    pl_time now = pl_now(cx->ex);
-    if (it->sleep.base.vtable == NULL) {
-        /* The first tick completes at once, as tokio's does. */
-        it->sleep = pl_sleep_until(iv->ticks == 0 ? now : iv->next_ns);
-    }
-    if (pl_poll(&it->sleep.base, cx) == PL_PENDING) {
-        return PL_PENDING;
-    }
-    pl_drop_child(&it->sleep.base);
-    pl_time next = sat_add(it->sleep.deadline_ns, iv->period_ns);
-    iv->next_ns = next > now ? next : sat_add(now, iv->period_ns);
-    iv->ticks++;
-    return PL_READY;
-}
-
-static void interval_tick_drop(pl_future *f)
-{
-    pl_interval_tick *it = (pl_interval_tick *)f;
-    if (it->sleep.base.vtable != NULL) {
-        pl_drop_child(&it->sleep.base);
-    }
-}
-
-static const pl_future_vtable interval_tick_vtable = {"interval", interval_tick_poll,
-                                                      interval_tick_drop};
-
-pl_interval_tick pl_interval_tick_init(pl_interval *iv)
-{
-    pl_interval_tick it;
-    memset(&it, 0, sizeof it);
-    it.base = PL_FUTURE_INIT(&interval_tick_vtable);
-    it.interval = iv;
-    return it;
 }
 
 /* ---- Timers seen from the simulator ---------------------------------- */
@@ -655,14 +657,31 @@ pl_task *pl_executor_next_timer_task(const pl_executor *ex, uint64_t *seq)
     return timer_task(ex, t);
 }
 
+/* The armed timer at place k of heap slot i's group, or NULL for a slot
+ * a timer left (and past the group's end). */
+static pl_timer *group_timer(const pl__timer_heap *h, uint32_t i, uint32_t k)
+{
+    const pl__timer_group *g = &h->groups[h->items[i].group];
+    return g->head + k < g->len ? g->slots[g->head + k] : NULL;
+}
+
+static uint32_t group_span(const pl__timer_heap *h, uint32_t i)
+{
+    const pl__timer_group *g = &h->groups[h->items[i].group];
+    return g->len - g->head;
+}
+
 size_t pl_executor_timer_task_ids(const pl_executor *ex, uint32_t *ids, size_t max)
 {
     const pl__timer_heap *h = &ex->timers;
     size_t n = 0;
     for (uint32_t i = 0; i < h->items_len && n < max; i++) {
-        for (const pl_timer *tm = h->items[i].t; tm != NULL && n < max; tm = tm->next) {
-            const pl_task *t = timer_task(ex, tm);
-            ids[n++] = t != NULL ? t->id : 0;
+        for (uint32_t k = 0; k < group_span(h, i) && n < max; k++) {
+            const pl_timer *tm = group_timer(h, i, k);
+            if (tm != NULL) {
+                const pl_task *t = timer_task(ex, tm);
+                ids[n++] = t != NULL ? t->id : 0;
+            }
         }
     }
     return n;
@@ -672,12 +691,34 @@ bool pl_executor_timers_wake_foreground(const pl_executor *ex)
 {
     const pl__timer_heap *h = &ex->timers;
     for (uint32_t i = 0; i < h->items_len; i++) {
-        for (const pl_timer *tm = h->items[i].t; tm != NULL; tm = tm->next) {
-            const pl_task *t = timer_task(ex, tm);
-            if (t == NULL || (t->state < TASK_DONE && !(t->flags & TASK_BACKGROUND))) {
+        for (uint32_t k = 0; k < group_span(h, i); k++) {
+            const pl_timer *tm = group_timer(h, i, k);
+            const pl_task *t = tm != NULL ? timer_task(ex, tm) : NULL;
+            if (tm != NULL &&
+                (t == NULL || (t->state < TASK_DONE && !(t->flags & TASK_BACKGROUND)))) {
                 return true;
             }
         }
     }
     return false;
+}
+
+void pl__timers_disarm_task(pl_executor *ex, pl_task *t)
+{
+    pl__timer_heap *h = &ex->timers;
+    bool found = true;
+    while (found) {
+        /* A disarm may close a group and reorder the heap: rescan (a kill
+         * is rare). */
+        found = false;
+        for (uint32_t i = 0; i < h->items_len && !found; i++) {
+            for (uint32_t k = 0; k < group_span(h, i) && !found; k++) {
+                pl_timer *tm = group_timer(h, i, k);
+                if (tm != NULL && pl__executor_waker_task(ex, &tm->waker) == t) {
+                    pl_timer_disarm(tm);
+                    found = true;
+                }
+            }
+        }
+    }
 }

@@ -22,17 +22,18 @@ extern "C" {
 /* A timer node. Caller-allocated (embedded in a future); must not move
  * while armed. All fields are private to the executor. */
 typedef struct pl_timer {
-    pl_time fire_ns;       /* deadline plus lateness */
-    uint64_t seq;          /* arming order, for the tie-break */
-    struct pl_timer *prev; /* while armed, in the list of its fire time (a */
-    struct pl_timer *next; /* leader's prev: the list's last) */
-    uint32_t heap_index;   /* a leader's slot in the heap; UINT32_MAX: not one */
-    uint32_t state;        /* PL__TIMER_* */
-    pl_executor *ex;       /* set while armed */
-    pl_waker waker;        /* woken (and consumed) when it fires */
+    uint64_t seq;    /* arming order, for the tie-break */
+    pl_executor *ex; /* set while armed */
+    pl_waker waker;  /* woken (and consumed) when it fires */
+    uint32_t state;  /* 0 idle, 1 fired, 2 idle in a sleep not yet polled
+                        (PL__TIMER_DURATION); while armed 3 + its group */
+    uint32_t slot;   /* while armed, its place in the group's timers */
 } pl_timer;
 
-#define PL_TIMER_INIT ((pl_timer){0, 0, NULL, NULL, 0, 0, NULL, {NULL, NULL, 0, 0}})
+#define PL_TIMER_INIT ((pl_timer){0, NULL, {NULL, NULL, 0, 0}, 0, 0})
+
+/* An idle timer whose sleep holds a duration, not yet a deadline. */
+#define PL__TIMER_DURATION 2u
 
 /* Arms `t` to fire at `deadline_ns`, waking a clone of `w`. A deadline
  * before the executor's now (pl_now) is clamped to now, so it fires at the
@@ -58,20 +59,25 @@ bool pl_timer_has_fired(const pl_timer *t);
  * poll (futures are lazy); pl_sleep_until takes an absolute deadline. */
 typedef struct pl_sleep {
     pl_future base;
-    pl_time deadline_ns;   /* absolute once polled */
-    pl_time duration_ns;   /* relative form, before the first poll */
+    pl_time deadline_ns; /* absolute once polled; before, pl_sleep_for's
+                            duration (the timer's state says which) */
     pl_timer timer;
 } pl_sleep;
 
 extern const pl_future_vtable pl__sleep_vtable;
+static inline pl_sleep pl__sleep_of(const pl_future_vtable *vt, pl_time duration_ns)
+{
+    pl_sleep s = {PL_FUTURE_INIT(vt), duration_ns < 0 ? 0 : duration_ns, PL_TIMER_INIT};
+    s.timer.state = PL__TIMER_DURATION;
+    return s;
+}
 static inline pl_sleep pl_sleep_for(pl_time duration_ns)
 {
-    return (pl_sleep){PL_FUTURE_INIT(&pl__sleep_vtable), 0, duration_ns < 0 ? 0 : duration_ns,
-                      PL_TIMER_INIT};
+    return pl__sleep_of(&pl__sleep_vtable, duration_ns);
 }
 static inline pl_sleep pl_sleep_until(pl_time deadline_ns)
 {
-    return (pl_sleep){PL_FUTURE_INIT(&pl__sleep_vtable), deadline_ns, -1, PL_TIMER_INIT};
+    return (pl_sleep){PL_FUTURE_INIT(&pl__sleep_vtable), deadline_ns, PL_TIMER_INIT};
 }
 
 /* A sleep that also says its task polls on purpose (pl_poll_interval_declare):
@@ -82,8 +88,7 @@ static inline pl_sleep pl_sleep_until(pl_time deadline_ns)
 extern const pl_future_vtable pl__sleep_poll_vtable;
 static inline pl_sleep pl_sleep_poll_interval(pl_time duration_ns)
 {
-    return (pl_sleep){PL_FUTURE_INIT(&pl__sleep_poll_vtable), 0,
-                      duration_ns < 0 ? 0 : duration_ns, PL_TIMER_INIT};
+    return pl__sleep_of(&pl__sleep_poll_vtable, duration_ns);
 }
 
 /* Moves a sleep's deadline (absolute). A deadline already past makes the
