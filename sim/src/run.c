@@ -337,11 +337,11 @@ static void follow_up(const pl_scenario *sc, const pl__sim *first, pl_sim_result
     o.knobs = rec->knobs;
     o.keep_events = false;
     o.keep_decisions = false;
-    pl__sim *s = calloc(1, sizeof *s);
+    pl__sim sim; /* on the stack: see pl__sim_run_captured */
+    pl__sim *s = &sim;
     void *state = calloc(1, sc->state_size ? sc->state_size : 1);
     char err[128];
-    if (s == NULL || state == NULL || pl__sim_init(s, sc, &o, NULL, err, sizeof err) != 0) {
-        free(s);
+    if (state == NULL || pl__sim_init(s, sc, &o, NULL, err, sizeof err) != 0) {
         free(state);
         return;
     }
@@ -358,7 +358,6 @@ static void follow_up(const pl_scenario *sc, const pl__sim *first, pl_sim_result
     }
     wind_down(s, sc, state);
     pl__sim_finish(s);
-    free(s);
     free(state);
     pl__follow_explain(&f, by != 0 ? by_name : NULL, out->finding.time_ns, &out->finding);
 }
@@ -367,17 +366,20 @@ int pl__sim_run_captured(const pl_scenario *sc, const pl_sim_options *opts,
                          pl__capture *capture, pl_sim_result *out)
 {
     memset(out, 0, sizeof *out);
-    pl__sim *s = calloc(1, sizeof *s);
+    /* The simulator's own state lives on the stack: pl__sim_init zeroes
+     * it anyway, and a heap block of its 4 KB per run was a fresh page
+     * for every run under ASan, whose quarantine keeps freed blocks from
+     * being reused (a page fault and a zeroing per run of a fuzzer). The
+     * scenario's state stays on the heap, where ASan bounds it. */
+    pl__sim sim;
+    pl__sim *s = &sim;
     void *state = calloc(1, sc->state_size ? sc->state_size : 1);
-    if (s == NULL || state == NULL) {
-        free(s);
-        free(state);
+    if (state == NULL) {
         return PL_ENOMEM;
     }
     int rc = pl__sim_init(s, sc, opts, capture, out->finding.message,
                           sizeof out->finding.message);
     if (rc != 0) {
-        free(s);
         free(state);
         return rc;
     }
@@ -398,7 +400,6 @@ int pl__sim_run_captured(const pl_scenario *sc, const pl_sim_options *opts,
     if (s->follow_wanted) {
         follow_up(sc, s, out);
     }
-    free(s);
     free(state);
     return 0;
 }
