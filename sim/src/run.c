@@ -224,8 +224,10 @@ static pl__run_record *make_record(pl__sim *s, const pl_scenario *sc)
     rec->buggify_len = rec->buggify != NULL ? s->buggify.len : 0;
     memcpy(rec->consulted, s->dec.count, sizeof rec->consulted);
     memcpy(rec->deviated, s->dec.nonzero, sizeof rec->deviated);
-    pl__dec_knobs_format(&s->dec.knobs, rec->knobs, sizeof rec->knobs);
-    snprintf(rec->scenario, sizeof rec->scenario, "%s", sc->name);
+    rec->knobs = s->dec.knobs;
+    /* A copy, not snprintf: every run of a campaign makes a record. The
+     * record is zeroed, so the name stays terminated when cut. */
+    memcpy(rec->scenario, sc->name, strnlen(sc->name, sizeof rec->scenario - 1));
     set_name_blob(rec, s);
     rec->files_blob = pl__disk_names_blob(pl__run_only_disk(s), &rec->files_len,
                                           &rec->files_count);
@@ -334,7 +336,9 @@ static void follow_up(const pl_scenario *sc, const pl__sim *first, pl_sim_result
     o.decisions = rec->decisions;
     o.decisions_len = rec->decisions_len;
     o.strategy = "random"; /* the record holds every value; the knobs say which kinds */
-    o.knobs = rec->knobs;
+    char knobs[PL__DEC_KNOBS_TEXT_MAX];
+    pl__dec_knobs_format(&rec->knobs, knobs, sizeof knobs);
+    o.knobs = knobs;
     o.keep_events = false;
     o.keep_decisions = false;
     pl__sim sim; /* on the stack: see pl__sim_run_captured */
@@ -626,8 +630,12 @@ int pl_sim_write_replay(const pl_scenario *sc, const pl_sim_options *opts,
     rp.scenario = (char *)sc->name;
     rp.seed = opts != NULL ? opts->seed : 0;
     rp.strategy = (char *)(opts != NULL && opts->strategy != NULL ? opts->strategy : "random");
+    /* Through the text, as the file's reader will see them (a kind that
+     * is off keeps no probability there). */
+    char knobs[PL__DEC_KNOBS_TEXT_MAX];
+    pl__dec_knobs_format(&rec->knobs, knobs, sizeof knobs);
     pl__dec_knobs_default(&rp.knobs);
-    rp.has_knobs = pl__dec_knobs_parse(&rp.knobs, rec->knobs, strlen(rec->knobs), NULL, 0) == 0;
+    rp.has_knobs = pl__dec_knobs_parse(&rp.knobs, knobs, strlen(knobs), NULL, 0) == 0;
     rp.poll_cost_ns = opts != NULL ? opts->poll_cost_ns : 0;
     rp.rotation_off = opts != NULL && !opts->rotate_wakers;
     rp.finding = r->finding.kind != PL_FINDING_NONE ? (char *)pl_finding_name(r->finding.kind)
