@@ -233,9 +233,8 @@ static void assert_same_run(const pl_sim_result *a, const pl_sim_result *b, cons
                   memcmp(ra->checkpoints, rb->checkpoints,
                          ra->checkpoints_len * sizeof *ra->checkpoints) == 0,
               "%s: checkpoints differ", name);
-    cr_assert(ra->decisions_len == 0 ||
-                  memcmp(ra->decisions, rb->decisions,
-                         ra->decisions_len * sizeof *ra->decisions) == 0,
+    cr_assert(ra->decisions_len == 0 || memcmp(ra->decisions, rb->decisions,
+                                               ra->decisions_len * sizeof *ra->decisions) == 0,
               "%s: decisions differ", name);
 }
 
