@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "knobs_of.h"
 #include "shrink.h"
 #include "sim_internal.h"
 #include "trace_ring.h"
@@ -267,7 +268,9 @@ static int candidate_result(const pl_scenario *sc, const pl_sim_options *o, pl_s
         free(rec);
         return PL_ENOMEM;
     }
-    pl_sim_knobs_text(o, rec->knobs, sizeof rec->knobs);
+    if (pl__sim_knobs_of(o, &rec->knobs, NULL, 0) != 0) {
+        pl__dec_knobs_default(&rec->knobs); /* what an empty knobs text reads as */
+    }
     snprintf(rec->scenario, sizeof rec->scenario, "%s", sc->name);
     r->internal = rec;
     return 0;

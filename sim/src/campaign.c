@@ -292,19 +292,19 @@ int pl__campaign_tally_run(pl__campaign_tally *t, const pl_sim_result *r)
     }
     for (size_t i = 0; i < rec->buggify_len; i++) {
         const pl__site *site = &rec->buggify[i];
-        pl__cover_buggify one;
-        memset(&one, 0, sizeof one);
-        one.key = site->key;
-        one.reached = site->reached;
-        one.runs_enabled = site->enabled != 0;
-        one.fired = site->fired;
-        if (site->file != NULL) {
-            one.line = site->line;
-            snprintf(one.file, sizeof one.file, "%s", pl__site_base(site->file));
-            snprintf(one.func, sizeof one.func, "%s", site->func != NULL ? site->func : "?");
-        }
-        if (add_buggify(t, &one) != 0) {
+        pl__cover_buggify *b = buggify_entry(t, site->key);
+        if (b == NULL) {
             return PL_ENOMEM;
+        }
+        b->reached += site->reached;
+        b->runs_enabled += site->enabled != 0;
+        b->fired += site->fired;
+        /* As add_buggify: the first known location names the site. Written
+         * once per campaign, not once per seed (two snprintf a site). */
+        if (b->line == 0 && site->file != NULL && site->line != 0) {
+            b->line = site->line;
+            snprintf(b->file, sizeof b->file, "%s", pl__site_base(site->file));
+            snprintf(b->func, sizeof b->func, "%s", site->func != NULL ? site->func : "?");
         }
     }
     return 0;

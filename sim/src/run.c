@@ -224,8 +224,10 @@ static pl__run_record *make_record(pl__sim *s, const pl_scenario *sc)
     rec->buggify_len = rec->buggify != NULL ? s->buggify.len : 0;
     memcpy(rec->consulted, s->dec.count, sizeof rec->consulted);
     memcpy(rec->deviated, s->dec.nonzero, sizeof rec->deviated);
-    pl__dec_knobs_format(&s->dec.knobs, rec->knobs, sizeof rec->knobs);
-    snprintf(rec->scenario, sizeof rec->scenario, "%s", sc->name);
+    rec->knobs = s->dec.knobs;
+    /* A copy, not snprintf: every run of a campaign makes a record. The
+     * record is zeroed, so the name stays terminated when cut. */
+    memcpy(rec->scenario, sc->name, strnlen(sc->name, sizeof rec->scenario - 1));
     set_name_blob(rec, s);
     rec->files_blob = pl__disk_names_blob(pl__run_only_disk(s), &rec->files_len,
                                           &rec->files_count);
@@ -334,14 +336,16 @@ static void follow_up(const pl_scenario *sc, const pl__sim *first, pl_sim_result
     o.decisions = rec->decisions;
     o.decisions_len = rec->decisions_len;
     o.strategy = "random"; /* the record holds every value; the knobs say which kinds */
-    o.knobs = rec->knobs;
+    char knobs[PL__DEC_KNOBS_TEXT_MAX];
+    pl__dec_knobs_format(&rec->knobs, knobs, sizeof knobs);
+    o.knobs = knobs;
     o.keep_events = false;
     o.keep_decisions = false;
-    pl__sim *s = calloc(1, sizeof *s);
+    pl__sim sim; /* on the stack: see pl__sim_run_captured */
+    pl__sim *s = &sim;
     void *state = calloc(1, sc->state_size ? sc->state_size : 1);
     char err[128];
-    if (s == NULL || state == NULL || pl__sim_init(s, sc, &o, NULL, err, sizeof err) != 0) {
-        free(s);
+    if (state == NULL || pl__sim_init(s, sc, &o, NULL, err, sizeof err) != 0) {
         free(state);
         return;
     }
@@ -358,7 +362,6 @@ static void follow_up(const pl_scenario *sc, const pl__sim *first, pl_sim_result
     }
     wind_down(s, sc, state);
     pl__sim_finish(s);
-    free(s);
     free(state);
     pl__follow_explain(&f, by != 0 ? by_name : NULL, out->finding.time_ns, &out->finding);
 }
@@ -367,17 +370,20 @@ int pl__sim_run_captured(const pl_scenario *sc, const pl_sim_options *opts,
                          pl__capture *capture, pl_sim_result *out)
 {
     memset(out, 0, sizeof *out);
-    pl__sim *s = calloc(1, sizeof *s);
+    /* The simulator's own state lives on the stack: pl__sim_init zeroes
+     * it anyway, and a heap block of its 4 KB per run was a fresh page
+     * for every run under ASan, whose quarantine keeps freed blocks from
+     * being reused (a page fault and a zeroing per run of a fuzzer). The
+     * scenario's state stays on the heap, where ASan bounds it. */
+    pl__sim sim;
+    pl__sim *s = &sim;
     void *state = calloc(1, sc->state_size ? sc->state_size : 1);
-    if (s == NULL || state == NULL) {
-        free(s);
-        free(state);
+    if (state == NULL) {
         return PL_ENOMEM;
     }
     int rc = pl__sim_init(s, sc, opts, capture, out->finding.message,
                           sizeof out->finding.message);
     if (rc != 0) {
-        free(s);
         free(state);
         return rc;
     }
@@ -398,7 +404,6 @@ int pl__sim_run_captured(const pl_scenario *sc, const pl_sim_options *opts,
     if (s->follow_wanted) {
         follow_up(sc, s, out);
     }
-    free(s);
     free(state);
     return 0;
 }
@@ -625,8 +630,12 @@ int pl_sim_write_replay(const pl_scenario *sc, const pl_sim_options *opts,
     rp.scenario = (char *)sc->name;
     rp.seed = opts != NULL ? opts->seed : 0;
     rp.strategy = (char *)(opts != NULL && opts->strategy != NULL ? opts->strategy : "random");
+    /* Through the text, as the file's reader will see them (a kind that
+     * is off keeps no probability there). */
+    char knobs[PL__DEC_KNOBS_TEXT_MAX];
+    pl__dec_knobs_format(&rec->knobs, knobs, sizeof knobs);
     pl__dec_knobs_default(&rp.knobs);
-    rp.has_knobs = pl__dec_knobs_parse(&rp.knobs, rec->knobs, strlen(rec->knobs), NULL, 0) == 0;
+    rp.has_knobs = pl__dec_knobs_parse(&rp.knobs, knobs, strlen(knobs), NULL, 0) == 0;
     rp.poll_cost_ns = opts != NULL ? opts->poll_cost_ns : 0;
     rp.rotation_off = opts != NULL && !opts->rotate_wakers;
     rp.finding = r->finding.kind != PL_FINDING_NONE ? (char *)pl_finding_name(r->finding.kind)

@@ -581,7 +581,7 @@ typedef struct pl__run_record {
     size_t checkpoints_len;
     pl__trace_rec *events;
     size_t events_len;
-    char knobs[PL__DEC_KNOBS_TEXT_MAX];
+    pl__dec_knobs knobs; /* the run's; as text only when a replay or rerun needs it */
     char scenario[64];
     char *names_blob;       /* "\0"-separated task names, by id (1-based) */
     pl__spawn_site *spawn_sites; /* by id - 1, names_count of them; log-only */

@@ -8,7 +8,8 @@
  *  (c) outbox_broadcast, the known bug, must be found quickly, with the
  *      finding it declares, and its replay file must reproduce it;
  *  (d) be deterministic: one seed, one trace hash; while different seeds
- *      explore different schedules.
+ *      explore different schedules;
+ *  (e) run the same after other runs in the process as fresh.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include <pollen/sim.h>
 
 #include "leakcheck.h"
+#include "sim_internal.h"
 
 static const char *const clean_lessons[] = {
     "spawn_collect", "join_double", "delay", "handle", "outbox", "yield_runtime", "join_rotate",
@@ -195,4 +197,86 @@ LEAK_TEST(sim, outbox_seeds_explore_schedules)
     cr_assert_eq(pl_sim_campaign(lesson("outbox"), 1, 200, NULL, false, &r), 0);
     cr_assert_eq(r.findings, 0);
     cr_assert_gt(r.distinct_hashes, 1, "200 seeds gave one schedule");
+}
+
+/* ---- (e) A run after other runs equals a fresh run -------------------------
+ * A run starts on memory the runs before it left: the simulator's state
+ * is on the stack (run.c), where pl__sim_init must zero all of it, and
+ * the allocator hands back the blocks they freed. So a seed must give
+ * the same run whether it is the process's first or comes after other
+ * seeds and scenarios: the hash, steps, events, decisions, finding, and
+ * the record's checkpoints and decisions. */
+
+static void run_seed(const pl_scenario *sc, uint64_t seed, bool keep_events, pl_sim_result *r)
+{
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.seed = seed;
+    o.keep_events = keep_events;
+    cr_assert_eq(pl_sim_run(sc, &o, r), 0, "%s seed %llu", sc->name, (unsigned long long)seed);
+}
+
+static void assert_same_run(const pl_sim_result *a, const pl_sim_result *b, const char *name)
+{
+    cr_assert_eq(a->hash, b->hash, "%s: hash %016llx fresh, %016llx after other runs", name,
+                 (unsigned long long)a->hash, (unsigned long long)b->hash);
+    cr_assert_eq(a->steps, b->steps, "%s", name);
+    cr_assert_eq(a->events, b->events, "%s", name);
+    cr_assert_eq(a->decisions, b->decisions, "%s", name);
+    cr_assert_eq(a->finding.kind, b->finding.kind, "%s", name);
+    cr_assert_str_eq(a->finding.message, b->finding.message, "%s", name);
+    const pl__run_record *ra = pl__sim_result_record(a), *rb = pl__sim_result_record(b);
+    cr_assert(ra != NULL && rb != NULL, "%s: no record", name);
+    cr_assert_eq(ra->checkpoints_len, rb->checkpoints_len, "%s", name);
+    cr_assert_eq(ra->decisions_len, rb->decisions_len, "%s", name);
+    cr_assert(ra->checkpoints_len == 0 ||
+                  memcmp(ra->checkpoints, rb->checkpoints,
+                         ra->checkpoints_len * sizeof *ra->checkpoints) == 0,
+              "%s: checkpoints differ", name);
+    cr_assert(ra->decisions_len == 0 || memcmp(ra->decisions, rb->decisions,
+                                               ra->decisions_len * sizeof *ra->decisions) == 0,
+              "%s: decisions differ", name);
+}
+
+/* Runs of other scenarios and seeds, with and without the event log, as
+ * a campaign or a fuzzer leaves them behind. */
+static void run_others(void)
+{
+    const char *const others[] = {"handle", "outbox", "delay", "join_rotate"};
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+        for (uint64_t seed = 100; seed < 104; seed++) {
+            pl_sim_result r;
+            run_seed(lesson(others[i]), seed, seed % 2 == 0, &r);
+            pl_sim_result_free(&r);
+        }
+    }
+}
+
+static void assert_reuse_changes_nothing(const pl_scenario *sc, uint64_t seed)
+{
+    /* Each test is a process of its own, so the clean runs' first run is
+     * the process's first; the finding's seed is looked for first, so its
+     * two runs both follow others, in different numbers. */
+    pl_sim_result fresh, again;
+    run_seed(sc, seed, false, &fresh);
+    run_others();
+    run_seed(sc, seed, false, &again);
+    assert_same_run(&fresh, &again, sc->name);
+    pl_sim_result_free(&again);
+    pl_sim_result_free(&fresh);
+}
+
+LEAK_TEST(sim, a_clean_run_after_other_runs_equals_a_fresh_one)
+{
+    assert_reuse_changes_nothing(lesson("outbox"), 7);
+    assert_reuse_changes_nothing(lesson("handle"), 7);
+}
+
+LEAK_TEST(sim, a_finding_after_other_runs_equals_a_fresh_one)
+{
+    const pl_scenario *sc = lesson("outbox_broadcast");
+    pl_campaign_result c;
+    cr_assert_eq(pl_sim_campaign(sc, 1, BROADCAST_SEEDS_MAX, NULL, true, &c), 0);
+    cr_assert_eq(c.findings, 1, "outbox_broadcast not found in %d seeds", BROADCAST_SEEDS_MAX);
+    assert_reuse_changes_nothing(sc, c.first_seed);
 }
