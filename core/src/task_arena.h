@@ -88,8 +88,8 @@ static inline void pl__arena_free(pl__task_arena *a, void *p, size_t bytes)
 PL_INTERNAL void pl__arena_fini(pl__task_arena *a);
 
 /* backend/pages.c: `bytes` (a multiple of align) of zeroed anonymous
- * memory aligned to `align` (a power of two), with the huge-page hint
- * from PL__HUGE_PAGE_BYTES on; NULL when the system has none. */
+ * memory aligned to `align` (a power of two); NULL when the system has
+ * none. */
 PL_INTERNAL void *pl__pages_map(size_t bytes, size_t align);
 PL_INTERNAL void pl__pages_unmap(void *p, size_t bytes);
 

@@ -43,7 +43,7 @@ typedef struct pl_executor_options {
     void *observer_ud;
     pl_alloc_fn alloc;            /* NULL: malloc/realloc/free, and task blocks
                                      of up to 512 bytes from the executor's own
-                                     chunks (huge pages when the system allows),
+                                     chunks (mmap, 64 KB growing to 2 MB),
                                      kept for reuse until pl_executor_destroy */
     void *alloc_ud;
     uint32_t polls_per_tick_max;  /* polls between two I/O checks; 0: 128 */
