@@ -3,7 +3,7 @@
  * The real system's pages: mmap, the arena's 2 MB chunks aligned to 2 MB
  * so that a kernel whose transparent huge pages are on for every mapping
  * (THP "always") may back each with one. No MADV_HUGEPAGE hint: where THP
- * is "madvise" (Debian's default) the hint makes page faults compact
+ * is "madvise" the hint makes page faults compact
  * memory on the spot, and on a virtual machine that hands freed memory
  * back to its host a million-task spawn then took 81 to 361 ns per task
  * from run to run (median 160) against 122 to 141 (median 135) on 4 KB
