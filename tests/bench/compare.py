@@ -3,6 +3,7 @@
 
     python3 tests/bench/compare.py PEERS_DIR [BUILD_DIR] [--reps R] [--no-smol]
                                    [--asyncio] [--quick] [--build-peers] [--work DIR]
+                                   [--fuzz TARGET]
 
 PEERS_DIR is the peers' benchmark folder (run.sh, c/limit.c, rust/: the
 same workloads for tokio, smol, asyncio and a C floor). BUILD_DIR (default
@@ -13,6 +14,10 @@ rust/target/release/tokio_bench and smol_bench unless --no-smol); with
 a copy under --work DIR when PEERS_DIR is read-only). asyncio
 (python/asyncio_bench.py) runs only with --asyncio: one of its rounds
 takes minutes.
+
+With --fuzz TARGET (the outbox fuzz target of a clang build with
+-Dfuzz=true, ASan and UBSan) every round also runs `pollen-bench fuzz`,
+30 s of that target: its executions per second join the table.
 
 Every process runs one workload. A round runs every pollen workload (real
 and --sim) and every peer workload once, one after the other; R rounds
@@ -94,6 +99,8 @@ def parse_args():
     p.add_argument("--build-peers", action="store_true",
                    help="build the peers first with their run.sh (QUICK=1)")
     p.add_argument("--work", help="where --build-peers copies a read-only PEERS_DIR")
+    p.add_argument("--fuzz", metavar="TARGET",
+                   help="the outbox fuzz target: pollen-bench fuzz runs it 30 s per round")
     a = p.parse_args()
     if a.reps < 1:
         die("--reps must be at least 1")
@@ -143,10 +150,11 @@ def binaries(a, peers):
     return found
 
 
-def commands(b, quick):
+def commands(b, quick, fuzz):
     n = {k: (v // 10 if quick else v) for k, v in SIZES.items()}
     p = b["pollen"]
-    cmds = [
+    cmds = [[p, "fuzz", "3" if quick else "30"]] if fuzz else []
+    cmds += [
         [p, "pingpong", str(n["pingpong"])],
         [p, "spawn", str(n["spawn"])],
         [p, "pingpong", str(n["pingpong"]), "--sim"],
@@ -280,7 +288,12 @@ def main():
     if a.build_peers:
         peers = build_peers(a, peers)
     b = binaries(a, peers)
-    cmds = commands(b, a.quick)
+    cmds = commands(b, a.quick, a.fuzz)
+    if a.fuzz:
+        if not os.access(a.fuzz, os.X_OK):
+            die("--fuzz: no executable %s (build-fuzz/fuzz/fuzz_outbox: see "
+                "tests/bench/README.md)" % a.fuzz)
+        os.environ["POLLEN_FUZZ_TARGET"] = os.path.abspath(a.fuzz)
     values, units = {}, {}
     failed = 0
     load0 = loadavg()

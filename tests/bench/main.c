@@ -41,7 +41,8 @@ static const workload workloads[] = {
      "N tasks sleeping 1..1000 ms (N = 1000000); real mode waits the wall clock"},
     {"outbox", MODE_SIM, MODE_SIM, bench_outbox,
      "4 workers relaying N items, 1 per virtual ms, 20 runs (N = 10000)"},
-    {"fuzz", MODE_SIM, MODE_SIM, bench_fuzz, "libFuzzer exec/s of the outbox target (not yet)"},
+    /* A fuzz target is a simulation: --sim is optional. */
+    {"fuzz", MODE_REAL | MODE_SIM, MODE_SIM, bench_fuzz, "libFuzzer exec/s of the outbox fuzz target, N seconds (30; POLLEN_FUZZ_TARGET)"},
     /* Always the simulator (a campaign is one), so --sim is optional. */
     {"campaign", MODE_REAL | MODE_SIM, MODE_SIM, bench_campaign,
      "seeds/s of the outbox and handle lessons' campaigns, always simulated (SEEDS = 20000)"},
