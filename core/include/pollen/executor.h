@@ -148,13 +148,14 @@ typedef struct pl_join {
     pl_task *task;
     pl_waker waker;
     int result;
+    uint32_t reserved;     /* private: zero, so no byte is padding */
     const char *task_name; /* private: the task's name while registered */
 } pl_join;
 
 extern const pl_future_vtable pl__join_vtable;
 static inline pl_join pl_join_init(pl_task *t)
 {
-    return (pl_join){PL_FUTURE_INIT(&pl__join_vtable), t, PL_WAKER_EMPTY, 0, NULL};
+    return (pl_join){PL_FUTURE_INIT(&pl__join_vtable), t, PL_WAKER_EMPTY, 0, 0, NULL};
 }
 
 /* Runs until idle: no runnable task, no armed timer, no registered I/O
