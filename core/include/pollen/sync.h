@@ -157,7 +157,7 @@ typedef struct pl_oneshot {
     void *storage;      /* where the value lands; caller-owned */
     size_t item_size;   /* bytes */
     uint32_t state;     /* private: PL__ONESHOT_* bits */
-    uint32_t reserved; /* private: zero, so no byte is padding */
+    uint32_t reserved;  /* private: zero, so no byte is padding */
     pl_waker rx_waker;  /* private: the pending receive's waker */
 } pl_oneshot;
 
