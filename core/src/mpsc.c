@@ -321,5 +321,5 @@ static const pl_future_vtable recv_vtable = {
 
 pl_mpsc_recv pl_mpsc_recv_init(pl_mpsc *ch, void *out)
 {
-    return (pl_mpsc_recv){PL_FUTURE_INIT(&recv_vtable), ch, out, 0};
+    return (pl_mpsc_recv){PL_FUTURE_INIT(&recv_vtable), ch, out, 0, 0};
 }

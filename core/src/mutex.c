@@ -21,6 +21,7 @@ void pl_mutex_init(pl_mutex *m)
 {
     pl_list_init(&m->waiters);
     m->locked = 0;
+    m->reserved = 0;
 }
 
 bool pl_mutex_is_locked(const pl_mutex *m) { return m->locked != 0; }

@@ -30,6 +30,7 @@ void pl_notify_init(pl_notify *n)
 {
     pl_list_init(&n->waiters);
     n->permit = 0;
+    n->reserved = 0;
 }
 
 bool pl_notify_has_permit(const pl_notify *n) { return n->permit != 0; }

@@ -16,7 +16,7 @@ enum {
 void pl_oneshot_init(pl_oneshot *os, void *storage, size_t item_size)
 {
     PL_ASSERT(storage != NULL && item_size > 0);
-    *os = (pl_oneshot){storage, item_size, 0, PL_WAKER_EMPTY};
+    *os = (pl_oneshot){storage, item_size, 0, 0, PL_WAKER_EMPTY};
 }
 
 int pl_oneshot_send(pl_oneshot *os, const void *value)
@@ -123,5 +123,5 @@ static const pl_future_vtable recv_vtable = {
 
 pl_oneshot_recv pl_oneshot_recv_init(pl_oneshot *os)
 {
-    return (pl_oneshot_recv){PL_FUTURE_INIT(&recv_vtable), os, 0};
+    return (pl_oneshot_recv){PL_FUTURE_INIT(&recv_vtable), os, 0, 0};
 }

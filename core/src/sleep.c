@@ -96,7 +96,7 @@ static const pl_future_vtable timeout_vtable = {"timeout", timeout_poll, timeout
 
 pl_timeout pl_timeout_init(pl_future *inner, pl_time duration_ns)
 {
-    return (pl_timeout){PL_FUTURE_INIT(&timeout_vtable), inner, pl_sleep_for(duration_ns), 0};
+    return (pl_timeout){PL_FUTURE_INIT(&timeout_vtable), inner, pl_sleep_for(duration_ns), 0, 0};
 }
 
 /* ---- Interval --------------------------------------------------------- */

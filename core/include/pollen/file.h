@@ -102,8 +102,10 @@ typedef struct pl_file_open {
     uint32_t flags;
     uint32_t mode;
     bool parked;
+    uint8_t reserved[7]; /* private: zero, so no byte is padding */
     pl_file file;
     int result;
+    uint32_t reserved2; /* private: zero */
 } pl_file_open;
 
 pl_file_open pl_file_open_init(pl_dir *dir, const char *name, uint32_t flags, uint32_t mode);
@@ -119,6 +121,7 @@ typedef struct pl_file_pread {
     size_t len;
     uint64_t offset;
     bool parked;
+    uint8_t reserved[7]; /* private: zero, so no byte is padding */
     ssize_t result;
 } pl_file_pread;
 
@@ -138,6 +141,7 @@ typedef struct pl_file_pwrite {
     size_t written;
     bool all;
     bool parked;
+    uint8_t reserved[6]; /* private: zero, so no byte is padding */
     ssize_t result;
 } pl_file_pwrite;
 
@@ -154,6 +158,7 @@ typedef struct pl_file_fsync {
     pl_io_source *src;
     bool data_only;
     bool parked;
+    uint8_t reserved[2]; /* private: zero, so no byte is padding */
     int result;
 } pl_file_fsync;
 
@@ -169,6 +174,7 @@ typedef struct pl_dir_change {
     const char *name; /* borrowed */
     const char *to;   /* borrowed; NULL for an unlink */
     bool parked;
+    uint8_t reserved[3]; /* private: zero, so no byte is padding */
     int result;
 } pl_dir_change;
 
@@ -184,6 +190,7 @@ typedef struct pl_dir_listing {
     char *buf;
     size_t len;
     bool parked;
+    uint8_t reserved[7]; /* private: zero, so no byte is padding */
     ssize_t result;
 } pl_dir_listing;
 

@@ -83,6 +83,7 @@ typedef struct pl_io_read {
     void *buf;          /* borrowed */
     size_t len;
     bool parked;        /* a waker of ours is stored in the source */
+    uint8_t reserved[7]; /* private: zero, so no byte is padding */
     ssize_t result;
 } pl_io_read;
 
@@ -95,6 +96,7 @@ typedef struct pl_io_write {
     const void *buf;
     size_t len;
     bool parked;
+    uint8_t reserved[7]; /* private: zero, so no byte is padding */
     ssize_t result;
 } pl_io_write;
 
@@ -108,6 +110,7 @@ typedef struct pl_io_write_all {
     size_t len;
     size_t written;
     bool parked;
+    uint8_t reserved[7]; /* private: zero, so no byte is padding */
     ssize_t result;
 } pl_io_write_all;
 
@@ -144,6 +147,7 @@ typedef struct pl_io_ready {
     pl_io_source *src;
     uint32_t interest;  /* PL_IO_READABLE or PL_IO_WRITABLE */
     bool parked;
+    uint8_t reserved[3]; /* private: zero, so no byte is padding */
     uint32_t ready;     /* PL_IO_* bits seen, after READY */
     int result;
 } pl_io_ready;
@@ -223,10 +227,12 @@ typedef struct pl_tcp_accept {
     pl_future base;
     pl_io_source *src;  /* the listener's */
     bool parked;
+    uint8_t reserved[3]; /* private: zero, so no byte is padding */
     int result;
     pl_tcp_stream stream;
     struct sockaddr_storage peer;
     socklen_t peer_len;
+    uint32_t reserved2; /* private: zero */
 } pl_tcp_accept;
 
 pl_tcp_accept pl_tcp_accept_init(pl_tcp_listener *l);
@@ -247,7 +253,9 @@ typedef struct pl_tcp_connect {
     struct sockaddr_storage addr;
     socklen_t addr_len;
     bool parked;
+    uint8_t reserved[3]; /* private: zero, so no byte is padding */
     int result;
+    uint32_t reserved2;    /* private: zero */
     pl_tcp_stream stream;  /* connecting, then the connected stream */
 } pl_tcp_connect;
 
@@ -306,6 +314,7 @@ typedef struct pl_udp_send {
     struct sockaddr_storage addr;
     socklen_t addr_len;
     bool parked;
+    uint8_t reserved[3]; /* private: zero, so no byte is padding */
     ssize_t result;
 } pl_udp_send;
 
@@ -320,9 +329,11 @@ typedef struct pl_udp_recv {
     void *buf;
     size_t len;
     bool parked;
+    uint8_t reserved[7]; /* private: zero, so no byte is padding */
     ssize_t result;
     struct sockaddr_storage from;
     socklen_t from_len;
+    uint32_t reserved2; /* private: zero */
 } pl_udp_recv;
 
 pl_udp_recv pl_udp_recv_from(pl_udp_socket *u, void *buf, size_t len);

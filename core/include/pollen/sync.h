@@ -93,10 +93,11 @@ typedef struct pl_list_node {
 typedef struct pl_notify {
     pl_list_node waiters; /* private: pl_notified nodes, FIFO */
     uint32_t permit;      /* private: 0 or 1 */
+    uint32_t reserved;    /* private: zero, so no byte is padding */
 } pl_notify;
 
 /* Static initialiser: `pl_notify n = PL_NOTIFY_INIT(n);`. */
-#define PL_NOTIFY_INIT(name) {{&(name).waiters, &(name).waiters}, 0}
+#define PL_NOTIFY_INIT(name) {{&(name).waiters, &(name).waiters}, 0, 0}
 
 /* Initialises `n` in place: no waiter, no permit. `n` must not move
  * afterwards. Nothing to finish: a notify with no waiter holds nothing. */
@@ -156,6 +157,7 @@ typedef struct pl_oneshot {
     void *storage;      /* where the value lands; caller-owned */
     size_t item_size;   /* bytes */
     uint32_t state;     /* private: PL__ONESHOT_* bits */
+    uint32_t reserved;  /* private: zero, so no byte is padding */
     pl_waker rx_waker;  /* private: the pending receive's waker */
 } pl_oneshot;
 
@@ -191,6 +193,7 @@ typedef struct pl_oneshot_recv {
     pl_future base;
     pl_oneshot *os;
     int result;
+    uint32_t reserved; /* private: zero, so no byte is padding */
 } pl_oneshot_recv;
 
 /* A future receiving from `os` (borrowed; must outlive the future). */
@@ -282,6 +285,7 @@ typedef struct pl_mpsc_send {
     pl_list_node node;  /* private: linked while waiting for a slot */
     pl_waker waker;     /* private */
     int result;
+    uint32_t reserved; /* private: zero, so no byte is padding */
 } pl_mpsc_send;
 
 /* A future sending `item` on `ch` (both borrowed). Polling the first
@@ -296,6 +300,7 @@ typedef struct pl_mpsc_recv {
     pl_mpsc *ch;
     void *out;
     int result;
+    uint32_t reserved; /* private: zero, so no byte is padding */
 } pl_mpsc_recv;
 
 /* A future receiving from `ch` into `out` (both borrowed). */
@@ -324,6 +329,7 @@ pl_mpsc_recv pl_mpsc_recv_init(pl_mpsc *ch, void *out);
 typedef struct pl_mutex {
     pl_list_node waiters; /* private: pl_mutex_lock nodes, FIFO */
     uint32_t locked;      /* private */
+    uint32_t reserved;    /* private: zero, so no byte is padding */
 } pl_mutex;
 
 /* Initialises `m` unlocked, in place; it must not move afterwards. */

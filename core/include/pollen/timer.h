@@ -105,6 +105,7 @@ typedef struct pl_timeout {
     pl_future *inner;
     pl_sleep sleep;
     int result;
+    uint32_t reserved; /* private: zero, so no byte is padding */
 } pl_timeout;
 
 pl_timeout pl_timeout_init(pl_future *inner, pl_time duration_ns);
