@@ -296,6 +296,10 @@ int pl__dec_knobs_parse(pl__dec_knobs *k, const char *text, size_t len, char *er
 
 /* The stream ------------------------------------------------------------ */
 
+/* Each kind is a bit of strategy_kinds. */
+_Static_assert(PL_DECIDE__COUNT <= 32, "strategy_kinds holds one bit per kind");
+#define ALL_KINDS ((uint32_t)((UINT64_C(1) << PL_DECIDE__COUNT) - 1))
+
 void pl__dec_init(pl__dec *d, const pl__dec_knobs *knobs)
 {
     memset(d, 0, sizeof(*d));
@@ -351,8 +355,15 @@ void pl__dec_use_list_by_kind(pl__dec *d, const pl__dec_record *records, size_t 
 
 void pl__dec_set_strategy(pl__dec *d, pl__dec_strategy_fn fn, void *ud)
 {
+    pl__dec_set_strategy_kinds(d, fn, ud, ALL_KINDS);
+}
+
+void pl__dec_set_strategy_kinds(pl__dec *d, pl__dec_strategy_fn fn, void *ud, uint32_t kinds)
+{
     d->strategy = fn;
     d->strategy_ud = ud;
+    /* The mask is the only test a decision makes: no hook, no bit. */
+    d->strategy_kinds = fn != NULL ? kinds & ALL_KINDS : 0;
 }
 
 void pl__dec_set_record_max(pl__dec *d, size_t max)
@@ -379,17 +390,6 @@ const pl__dec_record *pl__dec_records(const pl__dec *d, size_t *len)
 bool pl__dec_bytes_exhausted(const pl__dec *d)
 {
     return d->source == PL__DEC_SOURCE_BYTES && d->bytes_pos >= d->bytes_len;
-}
-
-static uint32_t from_prng(pl__dec *d, pl_decision_kind kind, uint32_t n)
-{
-    if (!pl__prng_chance(&d->prng, d->knobs.kind[kind].prob)) {
-        return 0;
-    }
-    if (n == 2) {
-        return 1;
-    }
-    return 1 + pl__prng_below(&d->prng, n - 1);
 }
 
 static uint32_t from_bytes(pl__dec *d, uint32_t n)
@@ -468,7 +468,7 @@ static uint32_t from_list_by_kind(pl__dec *d, pl_decision_kind kind, uint32_t n)
 
 /* The slow path of recording: grow the array or give up. Kept out of line
  * so the common append stays a few instructions. */
-static void record_slow(pl__dec *d, pl__dec_record rec)
+void pl__dec_record_slow_(pl__dec *d, pl__dec_record rec)
 {
     if (d->records_len >= d->record_max) {
         d->truncated = true;
@@ -482,49 +482,30 @@ static void record_slow(pl__dec *d, pl__dec_record rec)
     d->records[d->records_len++] = rec;
 }
 
-static inline void record(pl__dec *d, pl_decision_kind kind, uint32_t n, uint32_t value)
-{
-    d->consulted++;
-    d->count[kind]++;
-    d->nonzero[kind] += value != 0;
-    pl__dec_record rec = {(uint32_t)kind, n, value};
-    if (d->records_len < d->records_cap && d->records_len < d->record_max) {
-        d->records[d->records_len++] = rec;
-    } else {
-        record_slow(d, rec);
-    }
-}
-
 uint32_t pl__dec_choose(pl__dec *d, pl_decision_kind kind, uint32_t n, uint64_t key)
 {
     PL__SIM_ASSERT((uint32_t)kind < PL_DECIDE__COUNT);
-    return pl__dec_consulted(d, kind, n) ? pl__dec_choose_consulted(d, kind, n, key) : 0;
+    return pl__dec_consulted(d, kind, n) ? pl__dec_choose_fast(d, kind, n, key) : 0;
 }
 
 uint32_t pl__dec_choose_consulted(pl__dec *d, pl_decision_kind kind, uint32_t n, uint64_t key)
 {
-    PL__SIM_ASSERT(n > 1 && (uint32_t)kind < PL_DECIDE__COUNT);
-    /* The random source first: every run but a replay or a fuzz input's
-     * draws from it. */
+    return pl__dec_choose_fast(d, kind, n, key);
+}
+
+uint32_t pl__dec_choose_other_(pl__dec *d, pl_decision_kind kind, uint32_t n, uint64_t key)
+{
     uint32_t v;
-    if (d->source == PL__DEC_SOURCE_PRNG) {
-        v = from_prng(d, kind, n);
-    } else if (d->source == PL__DEC_SOURCE_BYTES) {
+    if (d->source == PL__DEC_SOURCE_BYTES) {
         v = kind == PL_DECIDE_PROBE ? from_bytes_sparse(d) : from_bytes(d, n);
     } else if (d->source == PL__DEC_SOURCE_LIST) {
         v = from_list(d, kind, n);
     } else if (d->source == PL__DEC_SOURCE_LIST_BY_KIND) {
         v = from_list_by_kind(d, kind, n);
     } else {
-        v = from_prng(d, kind, n);
+        v = pl__dec_from_prng_(d, kind, n);
     }
-    if (d->strategy != NULL) {
-        v = d->strategy(d->strategy_ud, kind, n, key, v);
-    }
-    /* Every source and strategy keeps the [0, n) promise. */
-    PL__SIM_ASSERT(v < n);
-    record(d, kind, n, v);
-    return v;
+    return pl__dec_settle_(d, kind, n, key, v);
 }
 
 void pl__dec_check(const pl__dec *d)
@@ -537,6 +518,7 @@ void pl__dec_check(const pl__dec *d)
     PL__SIM_ASSERT(sum == d->consulted);
     PL__SIM_ASSERT(d->records_len <= d->records_cap || d->records_cap == 0);
     PL__SIM_ASSERT(d->records_len <= d->record_max);
+    PL__SIM_ASSERT(d->strategy != NULL || d->strategy_kinds == 0);
     PL__SIM_ASSERT(d->records_len == d->consulted || d->truncated);
     /* Each record's value < n was asserted as it was made. */
 }

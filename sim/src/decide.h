@@ -72,8 +72,10 @@
  *
  * Strategy hook: after the source, strategy(ud, kind, n, key, fallback)
  * may return any value in [0, n) to override the source's `fallback`.
- * It sees consulted decisions only (enabled kinds, n >= 2). Returning a
- * value >= n is a contract violation (assertion).
+ * It sees consulted decisions only (enabled kinds, n >= 2), and only of
+ * the kinds it was installed for (pl__dec_set_strategy_kinds: a hook
+ * that passes the other kinds through is not called for them). Returning
+ * a value >= n is a contract violation (assertion).
  *
  * Recording: records are kept in a growable array up to `record_max`
  * entries (default PL__DEC_RECORD_MAX_DEFAULT; 0 disables recording).
@@ -96,6 +98,7 @@
 
 #include "pollen/system.h"
 #include "prng.h"
+#include "sim_assert.h"
 
 /* The simulator's own decision kinds, in the number space of core's
  * (pollen/system.h: schedule 0, timer_order 2, timer_late 3, cancel 7,
@@ -197,6 +200,7 @@ typedef struct pl__dec {
     pl__dec_source source;
     pl__dec_strategy_fn strategy; /* NULL: none */
     void *strategy_ud;
+    uint32_t strategy_kinds; /* bit k set: the strategy sees kind k (0 with no strategy) */
 
     /* Source state. */
     pl__prng prng;
@@ -315,6 +319,11 @@ void pl__dec_use_list_by_kind(pl__dec *d, const pl__dec_record *records, size_t 
 /* Installs (or, with fn == NULL, removes) the strategy hook. */
 void pl__dec_set_strategy(pl__dec *d, pl__dec_strategy_fn fn, void *ud);
 
+/* Like pl__dec_set_strategy, for a hook that returns `fallback` unchanged
+ * (and changes nothing) for every kind whose bit (1u << kind) is clear in
+ * `kinds`: those decisions skip the call. */
+void pl__dec_set_strategy_kinds(pl__dec *d, pl__dec_strategy_fn fn, void *ud, uint32_t kinds);
+
 /* Caps the record at `max` entries (0: record nothing). Lowering it
  * below the current length does not discard what is recorded. */
 void pl__dec_set_record_max(pl__dec *d, size_t max);
@@ -334,6 +343,12 @@ static inline bool pl__dec_consulted(const pl__dec *d, pl_decision_kind kind, ui
 /* pl__dec_choose for a call pl__dec_consulted said is consulted. */
 uint32_t pl__dec_choose_consulted(pl__dec *d, pl_decision_kind kind, uint32_t n, uint64_t key);
 
+/* pl__dec_choose_consulted inline (below), for the simulator's one hot
+ * caller: the random source, the strategy test and the record append in
+ * the caller's frame; every other source out of line. */
+static inline uint32_t pl__dec_choose_fast(pl__dec *d, pl_decision_kind kind, uint32_t n,
+                                           uint64_t key);
+
 /* A yes/no decision: pl__dec_choose(d, kind, 2, key) != 0. */
 static inline bool pl__dec_flip(pl__dec *d, pl_decision_kind kind, uint64_t key)
 {
@@ -352,5 +367,58 @@ pl__dec_record *pl__dec_take_records(pl__dec *d, size_t *len);
 /* True once the byte source has no bytes left (false for other
  * sources). */
 bool pl__dec_bytes_exhausted(const pl__dec *d);
+
+/* Inline definitions -------------------------------------------------- */
+
+/* Internal to decide.c and the inline code below: the consulted decision
+ * from every source but the random one, and the record append's slow
+ * path (grow the array, or mark the record truncated). */
+uint32_t pl__dec_choose_other_(pl__dec *d, pl_decision_kind kind, uint32_t n, uint64_t key);
+void pl__dec_record_slow_(pl__dec *d, pl__dec_record rec);
+
+/* The random source: choice 0 unless chance(prob), then uniform in [1, n). */
+static inline uint32_t pl__dec_from_prng_(pl__dec *d, pl_decision_kind kind, uint32_t n)
+{
+    if (!pl__prng_chance(&d->prng, d->knobs.kind[kind].prob)) {
+        return 0;
+    }
+    if (n == 2) {
+        return 1;
+    }
+    return 1 + pl__prng_below(&d->prng, n - 1);
+}
+
+/* After the source: the strategy (when it wants this kind), the counters
+ * and the record. Returns the decision. */
+static inline uint32_t pl__dec_settle_(pl__dec *d, pl_decision_kind kind, uint32_t n,
+                                       uint64_t key, uint32_t v)
+{
+    if ((d->strategy_kinds >> (uint32_t)kind & 1u) != 0) {
+        v = d->strategy(d->strategy_ud, kind, n, key, v);
+    }
+    /* Every source and strategy keeps the [0, n) promise. */
+    PL__SIM_ASSERT(v < n);
+    d->consulted++;
+    d->count[kind]++;
+    d->nonzero[kind] += v != 0;
+    pl__dec_record rec = {(uint32_t)kind, n, v};
+    if (d->records_len < d->records_cap && d->records_len < d->record_max) {
+        d->records[d->records_len++] = rec;
+    } else {
+        pl__dec_record_slow_(d, rec);
+    }
+    return v;
+}
+
+static inline uint32_t pl__dec_choose_fast(pl__dec *d, pl_decision_kind kind, uint32_t n,
+                                           uint64_t key)
+{
+    PL__SIM_ASSERT(n > 1 && (uint32_t)kind < PL_DECIDE__COUNT);
+    /* Every run but a replay or a fuzz input's draws from the PRNG. */
+    if (d->source != PL__DEC_SOURCE_PRNG) {
+        return pl__dec_choose_other_(d, kind, n, key);
+    }
+    return pl__dec_settle_(d, kind, n, key, pl__dec_from_prng_(d, kind, n));
+}
 
 #endif

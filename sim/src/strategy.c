@@ -276,7 +276,7 @@ static int install_fair(pl__sim *s)
     }
     st->sim = s;
     s->strategy = st;
-    pl__dec_set_strategy(&s->dec, fair_choose, st);
+    pl__dec_set_strategy_kinds(&s->dec, fair_choose, st, 1u << PL_DECIDE_SCHEDULE);
     return 0;
 }
 
@@ -306,7 +306,7 @@ static int install_pct(pl__sim *s, const pl__strategy_spec *spec, const pl_sim_o
     pl__prng_seed(&st->prng, pl__prng_subseed(o->seed, PL__SEED_STRATEGY));
     pct_draw_change_points(st);
     s->strategy = st;
-    pl__dec_set_strategy(&s->dec, pct_choose, st);
+    pl__dec_set_strategy_kinds(&s->dec, pct_choose, st, 1u << PL_DECIDE_SCHEDULE);
     return 0;
 }
 
