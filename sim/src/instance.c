@@ -79,7 +79,7 @@ uint32_t pl__sim_choose(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t 
 
 uint32_t pl__sim_choose_consulted(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t key)
 {
-    uint32_t v = pl__dec_choose_consulted(&s->dec, kind, n, key);
+    uint32_t v = pl__dec_choose_fast(&s->dec, kind, n, key);
     if (kind == PL_DECIDE_SCHEDULE) {
         /* The oracles count only polls production would make too. */
         s->passed_head = v != 0 ? (uint32_t)key : 0;
