@@ -300,6 +300,13 @@ int pl__dec_knobs_parse(pl__dec_knobs *k, const char *text, size_t len, char *er
 _Static_assert(PL_DECIDE__COUNT <= 32, "strategy_kinds holds one bit per kind");
 #define ALL_KINDS ((uint32_t)((UINT64_C(1) << PL_DECIDE__COUNT) - 1))
 
+/* The inline append's bound: below it the array has room and the cap
+ * allows another record, so one compare does for both. */
+static void update_room(pl__dec *d)
+{
+    d->records_room = d->records_cap < d->record_max ? d->records_cap : d->record_max;
+}
+
 void pl__dec_init(pl__dec *d, const pl__dec_knobs *knobs)
 {
     memset(d, 0, sizeof(*d));
@@ -309,6 +316,7 @@ void pl__dec_init(pl__dec *d, const pl__dec_knobs *knobs)
         pl__dec_knobs_default(&d->knobs);
     }
     d->record_max = PL__DEC_RECORD_MAX_DEFAULT;
+    update_room(d); /* 0: nothing allocated yet */
     pl__dec_use_prng(d, 0);
 }
 
@@ -318,6 +326,7 @@ void pl__dec_finish(pl__dec *d)
     d->records = NULL;
     d->records_len = 0;
     d->records_cap = 0;
+    update_room(d);
 }
 
 void pl__dec_use_prng(pl__dec *d, uint64_t seed)
@@ -369,6 +378,7 @@ void pl__dec_set_strategy_kinds(pl__dec *d, pl__dec_strategy_fn fn, void *ud, ui
 void pl__dec_set_record_max(pl__dec *d, size_t max)
 {
     d->record_max = max;
+    update_room(d);
 }
 
 pl__dec_record *pl__dec_take_records(pl__dec *d, size_t *len)
@@ -378,6 +388,7 @@ pl__dec_record *pl__dec_take_records(pl__dec *d, size_t *len)
     d->records = NULL;
     d->records_cap = 0;
     d->record_max = 0; /* what it records from now on would be lost */
+    update_room(d);
     return r;
 }
 
@@ -479,6 +490,7 @@ void pl__dec_record_slow_(pl__dec *d, pl__dec_record rec)
         d->truncated = true;
         return;
     }
+    update_room(d);
     d->records[d->records_len++] = rec;
 }
 
@@ -518,6 +530,8 @@ void pl__dec_check(const pl__dec *d)
     PL__SIM_ASSERT(sum == d->consulted);
     PL__SIM_ASSERT(d->records_len <= d->records_cap || d->records_cap == 0);
     PL__SIM_ASSERT(d->records_len <= d->record_max);
+    PL__SIM_ASSERT(d->records_room ==
+                   (d->records_cap < d->record_max ? d->records_cap : d->record_max));
     PL__SIM_ASSERT(d->strategy != NULL || d->strategy_kinds == 0);
     PL__SIM_ASSERT(d->records_len == d->consulted || d->truncated);
     /* Each record's value < n was asserted as it was made. */

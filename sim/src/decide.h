@@ -222,6 +222,7 @@ typedef struct pl__dec {
     size_t records_len;
     size_t records_cap;
     size_t record_max;
+    size_t records_room; /* min(records_cap, record_max): where the inline append stops */
     bool truncated; /* some consulted decisions were not recorded */
 } pl__dec;
 
@@ -402,7 +403,7 @@ static inline uint32_t pl__dec_settle_(pl__dec *d, pl_decision_kind kind, uint32
     d->count[kind]++;
     d->nonzero[kind] += v != 0;
     pl__dec_record rec = {(uint32_t)kind, n, v};
-    if (d->records_len < d->records_cap && d->records_len < d->record_max) {
+    if (d->records_len < d->records_room) {
         d->records[d->records_len++] = rec;
     } else {
         pl__dec_record_slow_(d, rec);

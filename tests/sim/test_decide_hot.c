@@ -1,6 +1,6 @@
 /* tests/sim/test_decide_hot.c: the decision stream's inline path (the
- * strategy's kind mask) answers and records as the documented stream
- * does. */
+ * strategy's kind mask, the record's one bound) answers and records as
+ * the documented stream does. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +91,50 @@ LEAK_TEST(strategy_kinds, removing_the_hook_clears_the_mask)
     (void)pl__dec_choose(&d, PL_DECIDE_SCHEDULE, 5, 0);
     cr_assert_eq(log.calls, 1);
     pl__dec_check(&d);
+    pl__dec_finish(&d);
+}
+
+/* The inline append checks one bound, min(capacity, record_max): every
+ * call that moves either must move the bound with it. */
+LEAK_TEST(record_room, lowering_the_cap_after_growth_stops_the_record)
+{
+    pl__dec d;
+    pl__dec_init(&d, NULL);
+    pl__dec_use_prng(&d, 4);
+    for (uint32_t i = 0; i < 1100; i++) {
+        (void)pl__dec_choose(&d, PL_DECIDE_SCHEDULE, 3, 0);
+    }
+    cr_assert_gt(d.records_cap, 1100);
+    pl__dec_set_record_max(&d, 1100);
+    (void)pl__dec_choose(&d, PL_DECIDE_SCHEDULE, 3, 0);
+    cr_assert_eq(d.records_len, 1100);
+    cr_assert(d.truncated);
+    pl__dec_set_record_max(&d, 1102);
+    (void)pl__dec_choose(&d, PL_DECIDE_SCHEDULE, 3, 0);
+    cr_assert_eq(d.records_len, 1101);
+    cr_assert_eq(d.consulted, 1102);
+    pl__dec_check(&d);
+    pl__dec_finish(&d);
+}
+
+LEAK_TEST(record_room, nothing_is_recorded_after_take)
+{
+    pl__dec d;
+    pl__dec_init(&d, NULL);
+    for (uint32_t i = 0; i < 10; i++) {
+        (void)pl__dec_choose(&d, PL_DECIDE_SCHEDULE, 3, 0);
+    }
+    size_t len;
+    pl__dec_record *r = pl__dec_take_records(&d, &len);
+    cr_assert_eq(len, 10);
+    /* The taken array had room left: the stream must not write into it. */
+    pl__dec_record copy[10];
+    memcpy(copy, r, sizeof copy);
+    (void)pl__dec_choose(&d, PL_DECIDE_SCHEDULE, 3, 0);
+    cr_assert(d.truncated);
+    cr_assert_eq(d.consulted, 11);
+    cr_assert_eq(memcmp(copy, r, sizeof copy), 0);
+    free(r);
     pl__dec_finish(&d);
 }
 
