@@ -84,7 +84,10 @@ uint32_t pl__sim_choose_consulted(pl__sim *s, pl_decision_kind kind, uint32_t n,
         /* The oracles count only polls production would make too. */
         s->passed_head = v != 0 ? (uint32_t)key : 0;
     }
-    pl__trace_decision(s->trace, s->step, s->now, s->polling, (uint32_t)kind, n, v);
+    /* pl__trace_decision inline: a log-only event, a branch unless a log
+     * or a crash ring keeps it. */
+    pl__trace_event(s->trace, s->step, s->now, PL__EV_DECISION, s->polling, (uint32_t)kind,
+                    (uint64_t)n << 32 | v);
     if (mirror_len != NULL) {
         mirror(kind, n, v);
     }
