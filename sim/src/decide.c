@@ -307,6 +307,13 @@ static void update_room(pl__dec *d)
     d->records_room = d->records_cap < d->record_max ? d->records_cap : d->record_max;
 }
 
+/* The inline path serves the PRNG source only, and the kinds no strategy
+ * wants: one bit per kind says which way a decision goes. */
+static uint32_t slow_kinds_of(const pl__dec *d)
+{
+    return d->source != PL__DEC_SOURCE_PRNG ? ALL_KINDS : d->strategy_kinds;
+}
+
 void pl__dec_init(pl__dec *d, const pl__dec_knobs *knobs)
 {
     memset(d, 0, sizeof(*d));
@@ -332,6 +339,7 @@ void pl__dec_finish(pl__dec *d)
 void pl__dec_use_prng(pl__dec *d, uint64_t seed)
 {
     d->source = PL__DEC_SOURCE_PRNG;
+    d->slow_kinds = slow_kinds_of(d);
     pl__prng_seed(&d->prng, pl__prng_subseed(seed, PL__SEED_DECIDE));
 }
 
@@ -339,6 +347,7 @@ void pl__dec_use_bytes(pl__dec *d, const uint8_t *data, size_t len)
 {
     PL__SIM_ASSERT(data != NULL || len == 0);
     d->source = PL__DEC_SOURCE_BYTES;
+    d->slow_kinds = slow_kinds_of(d);
     d->bytes = data;
     d->bytes_len = len;
     d->bytes_pos = 0;
@@ -348,6 +357,7 @@ void pl__dec_use_list(pl__dec *d, const pl__dec_record *records, size_t len)
 {
     PL__SIM_ASSERT(records != NULL || len == 0);
     d->source = PL__DEC_SOURCE_LIST;
+    d->slow_kinds = slow_kinds_of(d);
     d->list = records;
     d->list_len = len;
     d->list_pos = 0;
@@ -359,6 +369,7 @@ void pl__dec_use_list_by_kind(pl__dec *d, const pl__dec_record *records, size_t 
 {
     pl__dec_use_list(d, records, len);
     d->source = PL__DEC_SOURCE_LIST_BY_KIND;
+    d->slow_kinds = slow_kinds_of(d);
     memset(d->kind_pos, 0, sizeof(d->kind_pos));
 }
 
@@ -373,6 +384,7 @@ void pl__dec_set_strategy_kinds(pl__dec *d, pl__dec_strategy_fn fn, void *ud, ui
     d->strategy_ud = ud;
     /* The mask is the only test a decision makes: no hook, no bit. */
     d->strategy_kinds = fn != NULL ? kinds & ALL_KINDS : 0;
+    d->slow_kinds = slow_kinds_of(d);
 }
 
 void pl__dec_set_record_max(pl__dec *d, size_t max)
@@ -497,12 +509,16 @@ void pl__dec_record_slow_(pl__dec *d, pl__dec_record rec)
 uint32_t pl__dec_choose(pl__dec *d, pl_decision_kind kind, uint32_t n, uint64_t key)
 {
     PL__SIM_ASSERT((uint32_t)kind < PL_DECIDE__COUNT);
-    return pl__dec_consulted(d, kind, n) ? pl__dec_choose_fast(d, kind, n, key) : 0;
+    return pl__dec_consulted(d, kind, n) ? pl__dec_choose_consulted(d, kind, n, key) : 0;
 }
 
 uint32_t pl__dec_choose_consulted(pl__dec *d, pl_decision_kind kind, uint32_t n, uint64_t key)
 {
-    return pl__dec_choose_fast(d, kind, n, key);
+    PL__SIM_ASSERT(n > 1 && (uint32_t)kind < PL_DECIDE__COUNT);
+    if (pl__dec_slow_kind_(d, kind)) {
+        return pl__dec_choose_other_(d, kind, n, key);
+    }
+    return pl__dec_settle_(d, kind, n, key, pl__dec_from_prng_(d, kind, n));
 }
 
 uint32_t pl__dec_choose_other_(pl__dec *d, pl_decision_kind kind, uint32_t n, uint64_t key)
@@ -533,6 +549,7 @@ void pl__dec_check(const pl__dec *d)
     PL__SIM_ASSERT(d->records_room ==
                    (d->records_cap < d->record_max ? d->records_cap : d->record_max));
     PL__SIM_ASSERT(d->strategy != NULL || d->strategy_kinds == 0);
+    PL__SIM_ASSERT(d->slow_kinds == slow_kinds_of(d));
     PL__SIM_ASSERT(d->records_len == d->consulted || d->truncated);
     /* Each record's value < n was asserted as it was made. */
 }

@@ -201,6 +201,7 @@ typedef struct pl__dec {
     pl__dec_strategy_fn strategy; /* NULL: none */
     void *strategy_ud;
     uint32_t strategy_kinds; /* bit k set: the strategy sees kind k (0 with no strategy) */
+    uint32_t slow_kinds; /* bit k set: kind k leaves the inline path (see below) */
 
     /* Source state. */
     pl__prng prng;
@@ -344,12 +345,6 @@ static inline bool pl__dec_consulted(const pl__dec *d, pl_decision_kind kind, ui
 /* pl__dec_choose for a call pl__dec_consulted said is consulted. */
 uint32_t pl__dec_choose_consulted(pl__dec *d, pl_decision_kind kind, uint32_t n, uint64_t key);
 
-/* pl__dec_choose_consulted inline (below), for the simulator's one hot
- * caller: the random source, the strategy test and the record append in
- * the caller's frame; every other source out of line. */
-static inline uint32_t pl__dec_choose_fast(pl__dec *d, pl_decision_kind kind, uint32_t n,
-                                           uint64_t key);
-
 /* A yes/no decision: pl__dec_choose(d, kind, 2, key) != 0. */
 static inline bool pl__dec_flip(pl__dec *d, pl_decision_kind kind, uint64_t key)
 {
@@ -369,13 +364,31 @@ pl__dec_record *pl__dec_take_records(pl__dec *d, size_t *len);
  * sources). */
 bool pl__dec_bytes_exhausted(const pl__dec *d);
 
-/* Inline definitions -------------------------------------------------- */
+/* The inline path (internal) ----------------------------------------- */
 
-/* Internal to decide.c and the inline code below: the consulted decision
- * from every source but the random one, and the record append's slow
- * path (grow the array, or mark the record truncated). */
+/* The pieces of pl__dec_choose_consulted, for the simulator's one hot
+ * caller (pl__sim_choose_consulted), which inlines the common case and
+ * keeps every rare one out of line: a kind for which
+ * pl__dec_slow_kind_ is true goes through pl__dec_settle_ (the PRNG
+ * source, with its strategy) or pl__dec_choose_other_ (other sources);
+ * otherwise the caller draws with pl__dec_from_prng_ and records with
+ * pl__dec_note_, calling pl__dec_record_slow_ when that returns false.
+ * Together they do exactly what pl__dec_choose_consulted does. */
+
+/* A consulted decision of a slow kind: any source, the strategy, the
+ * counters and the record. */
 uint32_t pl__dec_choose_other_(pl__dec *d, pl_decision_kind kind, uint32_t n, uint64_t key);
+
+/* The record append's slow path: grow the array, or mark the record
+ * truncated. */
 void pl__dec_record_slow_(pl__dec *d, pl__dec_record rec);
+
+/* True when `kind` leaves the inline path: a source other than the
+ * PRNG (every kind), or a strategy installed for it. One bit test. */
+static inline bool pl__dec_slow_kind_(const pl__dec *d, pl_decision_kind kind)
+{
+    return (d->slow_kinds >> (uint32_t)kind & 1u) != 0;
+}
 
 /* The random source: choice 0 unless chance(prob), then uniform in [1, n). */
 static inline uint32_t pl__dec_from_prng_(pl__dec *d, pl_decision_kind kind, uint32_t n)
@@ -389,6 +402,20 @@ static inline uint32_t pl__dec_from_prng_(pl__dec *d, pl_decision_kind kind, uin
     return 1 + pl__prng_below(&d->prng, n - 1);
 }
 
+/* Counts decision v and appends its record when the array has room;
+ * false when it has none (the caller then calls pl__dec_record_slow_). */
+static inline bool pl__dec_note_(pl__dec *d, pl_decision_kind kind, uint32_t n, uint32_t v)
+{
+    d->consulted++;
+    d->count[kind]++;
+    d->nonzero[kind] += v != 0;
+    if (d->records_len < d->records_room) {
+        d->records[d->records_len++] = (pl__dec_record){(uint32_t)kind, n, v};
+        return true;
+    }
+    return false;
+}
+
 /* After the source: the strategy (when it wants this kind), the counters
  * and the record. Returns the decision. */
 static inline uint32_t pl__dec_settle_(pl__dec *d, pl_decision_kind kind, uint32_t n,
@@ -399,27 +426,10 @@ static inline uint32_t pl__dec_settle_(pl__dec *d, pl_decision_kind kind, uint32
     }
     /* Every source and strategy keeps the [0, n) promise. */
     PL__SIM_ASSERT(v < n);
-    d->consulted++;
-    d->count[kind]++;
-    d->nonzero[kind] += v != 0;
-    pl__dec_record rec = {(uint32_t)kind, n, v};
-    if (d->records_len < d->records_room) {
-        d->records[d->records_len++] = rec;
-    } else {
-        pl__dec_record_slow_(d, rec);
+    if (!pl__dec_note_(d, kind, n, v)) {
+        pl__dec_record_slow_(d, (pl__dec_record){(uint32_t)kind, n, v});
     }
     return v;
-}
-
-static inline uint32_t pl__dec_choose_fast(pl__dec *d, pl_decision_kind kind, uint32_t n,
-                                           uint64_t key)
-{
-    PL__SIM_ASSERT(n > 1 && (uint32_t)kind < PL_DECIDE__COUNT);
-    /* Every run but a replay or a fuzz input's draws from the PRNG. */
-    if (d->source != PL__DEC_SOURCE_PRNG) {
-        return pl__dec_choose_other_(d, kind, n, key);
-    }
-    return pl__dec_settle_(d, kind, n, key, pl__dec_from_prng_(d, kind, n));
 }
 
 #endif

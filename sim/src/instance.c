@@ -33,11 +33,17 @@ static pl__dec_record *mirror_buf;
 static size_t mirror_cap;
 static volatile uint64_t *mirror_len;
 
+static struct pl__trace_ring *ring_to;
+
+/* mirror_len != NULL || ring_to != NULL: one test per decision for both. */
+static bool keep_extra;
+
 void pl__sim_record_to(pl__dec_record *buf, size_t cap, volatile uint64_t *len)
 {
     mirror_buf = buf;
     mirror_cap = cap;
     mirror_len = len;
+    keep_extra = mirror_len != NULL || ring_to != NULL;
 }
 
 void pl__sim_mirror_restart(void)
@@ -58,9 +64,11 @@ static void mirror(pl_decision_kind kind, uint32_t n, uint32_t v)
     *mirror_len = i + 1;
 }
 
-static pl__trace_ring *ring_to;
-
-void pl__sim_ring_to(pl__trace_ring *ring) { ring_to = ring; }
+void pl__sim_ring_to(pl__trace_ring *ring)
+{
+    ring_to = ring;
+    keep_extra = mirror_len != NULL || ring_to != NULL;
+}
 
 pl__trace_ring *pl__sim_ring(void) { return ring_to; }
 
@@ -77,15 +85,23 @@ uint32_t pl__sim_choose(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t 
     return pl__sim_choose_fast(s, kind, n, key);
 }
 
-uint32_t pl__sim_choose_consulted(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t key)
+/* For the paths out of pl__sim_choose_consulted, all reached by tail
+ * calls: SIM_APART for the two common ones (a kind on the inline path, a
+ * kind a strategy sees: every schedule decision of a seeded run), so
+ * each saves only the registers it needs; SIM_RARE for the rest. */
+#if defined(__GNUC__)
+#define SIM_APART __attribute__((noinline))
+#define SIM_RARE __attribute__((noinline, cold))
+#else
+#define SIM_APART
+#define SIM_RARE
+#endif
+
+/* What a kept log, the crash mirror and the crash ring take of a
+ * decision, in that order. */
+SIM_RARE static uint32_t keep_decision(pl__sim *s, pl_decision_kind kind, uint32_t n,
+                                       uint64_t key, uint32_t v)
 {
-    uint32_t v = pl__dec_choose_fast(&s->dec, kind, n, key);
-    if (kind == PL_DECIDE_SCHEDULE) {
-        /* The oracles count only polls production would make too. */
-        s->passed_head = v != 0 ? (uint32_t)key : 0;
-    }
-    /* pl__trace_decision inline: a log-only event, a branch unless a log
-     * or a crash ring keeps it. */
     pl__trace_event(s->trace, s->step, s->now, PL__EV_DECISION, s->polling, (uint32_t)kind,
                     (uint64_t)n << 32 | v);
     if (mirror_len != NULL) {
@@ -95,6 +111,62 @@ uint32_t pl__sim_choose_consulted(pl__sim *s, pl_decision_kind kind, uint32_t n,
         pl__ring_key(ring_to, key);
     }
     return v;
+}
+
+/* The simulator's part of a decision v, once the stream recorded it. */
+static inline uint32_t after_decision(pl__sim *s, pl_decision_kind kind, uint32_t n,
+                                      uint64_t key, uint32_t v)
+{
+    if (kind == PL_DECIDE_SCHEDULE) {
+        /* The oracles count only polls production would make too. */
+        s->passed_head = v != 0 ? (uint32_t)key : 0;
+    }
+    /* A DECISION event is log-only: nothing to do unless a log keeps it. */
+    if (pl__trace_wants_text(s->trace) || keep_extra) {
+        return keep_decision(s, kind, n, key, v);
+    }
+    return v;
+}
+
+SIM_APART static uint32_t choose_slow_kind(pl__sim *s, pl_decision_kind kind, uint32_t n,
+                                           uint64_t key)
+{
+    pl__dec *d = &s->dec;
+    uint32_t v = d->source == PL__DEC_SOURCE_PRNG
+                     ? pl__dec_settle_(d, kind, n, key, pl__dec_from_prng_(d, kind, n))
+                     : pl__dec_choose_other_(d, kind, n, key);
+    return after_decision(s, kind, n, key, v);
+}
+
+SIM_RARE static uint32_t record_slow(pl__sim *s, pl_decision_kind kind, uint32_t n,
+                                     uint64_t key, uint32_t v)
+{
+    pl__dec_record_slow_(&s->dec, (pl__dec_record){(uint32_t)kind, n, v});
+    return after_decision(s, kind, n, key, v);
+}
+
+/* A decision of a kind on the inline path: pl__dec_choose_consulted's
+ * pieces (decide.h), the random draw, the counters and the record append,
+ * run here. */
+SIM_APART static uint32_t choose_fast_kind(pl__sim *s, pl_decision_kind kind, uint32_t n,
+                                           uint64_t key)
+{
+    uint32_t v = pl__dec_from_prng_(&s->dec, kind, n);
+    PL__SIM_ASSERT(v < n);
+    if (!pl__dec_note_(&s->dec, kind, n, v)) {
+        return record_slow(s, kind, n, key, v);
+    }
+    return after_decision(s, kind, n, key, v);
+}
+
+/* Both ways out are tail calls: neither pays the other's saved registers. */
+uint32_t pl__sim_choose_consulted(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t key)
+{
+    PL__SIM_ASSERT(n > 1 && (uint32_t)kind < PL_DECIDE__COUNT);
+    if (pl__dec_slow_kind_(&s->dec, kind)) {
+        return choose_slow_kind(s, kind, n, key);
+    }
+    return choose_fast_kind(s, kind, n, key);
 }
 
 void pl__sim_break(const pl__sim *s, const pl_task *t)

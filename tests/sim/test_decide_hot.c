@@ -161,3 +161,30 @@ LEAK_TEST(random_source, inline_draws_match_the_documented_algorithm)
     pl__dec_check(&d);
     pl__dec_finish(&d);
 }
+
+/* One bit per kind sends a decision off the inline path: every kind for
+ * a source other than the PRNG, the strategy's kinds for the PRNG. */
+LEAK_TEST(slow_kinds, follow_the_source_and_the_strategy)
+{
+    static const uint8_t bytes[4] = {1, 2, 3, 4};
+    hook_log log = {0};
+    pl__dec d;
+    pl__dec_init(&d, NULL);
+    cr_assert_eq(d.slow_kinds, 0);
+    pl__dec_set_strategy_kinds(&d, schedule_last, &log, 1u << PL_DECIDE_SCHEDULE);
+    cr_assert(pl__dec_slow_kind_(&d, PL_DECIDE_SCHEDULE));
+    cr_assert(!pl__dec_slow_kind_(&d, PL_DECIDE_PROBE));
+    pl__dec_use_bytes(&d, bytes, sizeof bytes);
+    for (int k = 0; k < PL__DEC_KINDS; k++) {
+        cr_assert(pl__dec_slow_kind_(&d, (pl_decision_kind)k), "kind %d", k);
+    }
+    /* The byte source answers, not the PRNG: 3 % 2 == 1 after 1 % 2 == 1. */
+    cr_assert_eq(pl__dec_choose_consulted(&d, PL_DECIDE_TIMER_LATE, 2, 0), 1);
+    cr_assert_eq(pl__dec_choose_consulted(&d, PL_DECIDE_IO_ORDER, 3, 0), 2);
+    pl__dec_use_prng(&d, 1);
+    cr_assert_eq(d.slow_kinds, 1u << PL_DECIDE_SCHEDULE);
+    pl__dec_set_strategy(&d, NULL, NULL);
+    cr_assert_eq(d.slow_kinds, 0);
+    pl__dec_check(&d);
+    pl__dec_finish(&d);
+}
