@@ -418,8 +418,8 @@ static inline bool pl__dec_note_(pl__dec *d, pl_decision_kind kind, uint32_t n, 
 
 /* After the source: the strategy (when it wants this kind), the counters
  * and the record. Returns the decision. */
-static inline uint32_t pl__dec_settle_(pl__dec *d, pl_decision_kind kind, uint32_t n,
-                                       uint64_t key, uint32_t v)
+static inline uint32_t pl__dec_settle_(pl__dec *d, pl_decision_kind kind, uint32_t n, uint64_t key,
+                                       uint32_t v)
 {
     if ((d->strategy_kinds >> (uint32_t)kind & 1u) != 0) {
         v = d->strategy(d->strategy_ud, kind, n, key, v);

@@ -91,7 +91,7 @@ uint32_t pl__sim_choose(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t 
  * each saves only the registers it needs; SIM_RARE for the rest. */
 #if defined(__GNUC__)
 #define SIM_APART __attribute__((noinline))
-#define SIM_RARE __attribute__((noinline, cold))
+#define SIM_RARE  __attribute__((noinline, cold))
 #else
 #define SIM_APART
 #define SIM_RARE
@@ -99,8 +99,8 @@ uint32_t pl__sim_choose(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t 
 
 /* What a kept log, the crash mirror and the crash ring take of a
  * decision, in that order. */
-SIM_RARE static uint32_t keep_decision(pl__sim *s, pl_decision_kind kind, uint32_t n,
-                                       uint64_t key, uint32_t v)
+SIM_RARE static uint32_t keep_decision(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t key,
+                                       uint32_t v)
 {
     pl__trace_event(s->trace, s->step, s->now, PL__EV_DECISION, s->polling, (uint32_t)kind,
                     (uint64_t)n << 32 | v);
@@ -114,8 +114,8 @@ SIM_RARE static uint32_t keep_decision(pl__sim *s, pl_decision_kind kind, uint32
 }
 
 /* The simulator's part of a decision v, once the stream recorded it. */
-static inline uint32_t after_decision(pl__sim *s, pl_decision_kind kind, uint32_t n,
-                                      uint64_t key, uint32_t v)
+static inline uint32_t after_decision(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t key,
+                                      uint32_t v)
 {
     if (kind == PL_DECIDE_SCHEDULE) {
         /* The oracles count only polls production would make too. */
@@ -138,8 +138,8 @@ SIM_APART static uint32_t choose_slow_kind(pl__sim *s, pl_decision_kind kind, ui
     return after_decision(s, kind, n, key, v);
 }
 
-SIM_RARE static uint32_t record_slow(pl__sim *s, pl_decision_kind kind, uint32_t n,
-                                     uint64_t key, uint32_t v)
+SIM_RARE static uint32_t record_slow(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t key,
+                                     uint32_t v)
 {
     pl__dec_record_slow_(&s->dec, (pl__dec_record){(uint32_t)kind, n, v});
     return after_decision(s, kind, n, key, v);
