@@ -3,9 +3,10 @@
 pollen_packages="meson ninja-build pkg-config gcc clang llvm libclang-rt-14-dev \
 libcriterion-dev libxxhash-dev python3"
 
+# Extra packages may be named: the tests want dwarves (pahole) too.
 pollen_install_deps() {
     local missing=""
-    for p in $pollen_packages; do
+    for p in $pollen_packages "$@"; do
         dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
     done
     [ -z "$missing" ] && return 0

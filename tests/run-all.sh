@@ -16,7 +16,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . tests/deps.sh
-pollen_install_deps || { echo "pollen: could not install the packages"; exit 2; }
+pollen_install_deps dwarves || { echo "pollen: could not install the packages"; exit 2; }
 
 out=${POLLEN_BUILD_ROOT:-build-ci}
 status=0
