@@ -168,6 +168,54 @@ typedef struct replica_mem {
     int count; /* records 0..count-1 are in the log, synced */
 } replica_mem;
 
+/* ---- An append: record i written at its place in the log, then synced -- */
+
+typedef struct append {
+    pl_future base;
+    replica_mem *m;
+    int i;
+    pl_file_pwrite wr;
+    pl_file_fsync sy;
+    uint8_t rec[REC];
+    bool ok; /* the record is durable; false: refused (out of order) or failed */
+} append;
+
+static pl_poll_result append_poll(pl_future *f, pl_context *cx)
+{
+    append *a = (append *)f;
+    PL_ASYNC_BEGIN(a);
+    if (a->i < 0 || a->i >= PUTS || a->i > a->m->count) {
+        return PL_READY; /* only the next record, or one the log has */
+    }
+    zoo_record_encode(a->rec, a->i);
+    a->wr = pl_file_write_all(&a->m->log, a->rec, REC, (uint64_t)a->i * REC);
+    PL_AWAIT(cx, &a->wr);
+    if (a->wr.result != REC) {
+        return PL_READY;
+    }
+    a->sy = pl_file_sync(&a->m->log);
+    PL_AWAIT(cx, &a->sy);
+    a->ok = a->sy.result == 0;
+    if (a->ok && a->i + 1 > a->m->count) {
+        a->m->count = a->i + 1;
+    }
+    PL_ASYNC_END;
+}
+
+static void append_drop(pl_future *f)
+{
+    append *a = (append *)f;
+    pl_drop_child(&a->wr.base);
+    pl_drop_child(&a->sy.base);
+}
+
+static const pl_future_vtable append_vt = {"append", append_poll, append_drop};
+
+static append append_init(replica_mem *m, int i)
+{
+    return (append){.base = PL_FUTURE_INIT(&append_vt), .m = m, .i = i};
+}
+
 typedef struct replica {
     pl_future base;
     repl_state *st;
@@ -175,8 +223,8 @@ typedef struct replica {
     bool primary;
     pl_file_open op;
     pl_file_pread rd;
-    pl_file_pwrite wr;
     pl_file_fsync sy;
+    append app;
     pl_tcp_connect conn;
     pl_tcp_accept acc;
     pl_timeout limit;
@@ -297,21 +345,11 @@ static pl_poll_result replica_poll(pl_future *f, pl_context *cx)
             }
             v->i = (int)zoo_get32(v->msg);
             if (zoo_get32(v->msg) != W_PING) {
-                if (v->i < 0 || v->i >= PUTS || v->i > v->m->count) {
+                v->app = append_init(v->m, v->i);
+                PL_AWAIT(cx, &v->app);
+                if (!v->app.ok) {
                     break;
                 }
-                zoo_record_encode(v->rec, v->i);
-                v->wr = pl_file_write_all(&v->m->log, v->rec, REC, (uint64_t)v->i * REC);
-                PL_AWAIT(cx, &v->wr);
-                if (v->wr.result != REC) {
-                    break;
-                }
-                v->sy = pl_file_sync(&v->m->log);
-                PL_AWAIT(cx, &v->sy);
-                if (v->sy.result != 0) {
-                    break;
-                }
-                v->m->count = v->i + 1 > v->m->count ? v->i + 1 : v->m->count;
             }
             v->put = pl_tcp_write_all(&v->peer, v->msg, 4);
             PL_AWAIT(cx, &v->put);
@@ -404,21 +442,11 @@ serve:
                 zoo_put32(v->msg, (uint32_t)v->m->count);
             } else {
                 v->i = (int)zoo_get32(v->msg);
-                if (v->i < 0 || v->i >= PUTS || v->i > v->m->count) {
+                v->app = append_init(v->m, v->i);
+                PL_AWAIT(cx, &v->app);
+                if (!v->app.ok) {
                     break;
                 }
-                zoo_record_encode(v->rec, v->i);
-                v->wr = pl_file_write_all(&v->m->log, v->rec, REC, (uint64_t)v->i * REC);
-                PL_AWAIT(cx, &v->wr);
-                if (v->wr.result != REC) {
-                    break;
-                }
-                v->sy = pl_file_sync(&v->m->log);
-                PL_AWAIT(cx, &v->sy);
-                if (v->sy.result != 0) {
-                    break;
-                }
-                v->m->count = v->i + 1 > v->m->count ? v->i + 1 : v->m->count;
                 if (v->primary && !v->st->fixed) {
                     /* BUG: the backup does not have it yet. */
                     v->put = pl_tcp_write_all(&v->s, v->msg, 4);
@@ -460,8 +488,8 @@ static void replica_drop(pl_future *f)
     replica *v = (replica *)f;
     pl_drop_child(&v->op.base);
     pl_drop_child(&v->rd.base);
-    pl_drop_child(&v->wr.base);
     pl_drop_child(&v->sy.base);
+    pl_drop_child(&v->app.base);
     pl_drop_child(&v->limit.base);
     pl_drop_child(&v->get.base);
     pl_drop_child(&v->put.base);
