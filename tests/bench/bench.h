@@ -61,8 +61,8 @@ int bench_execute(const pl_scenario *sc, const bench_mode *mode, bench_region *o
  * names it: "item", "task", ...): polls_per_<unit>, events_per_<unit>
  * and decisions_per_<unit>, counted over the whole run. They say what a
  * nanosecond figure pays for; nothing is printed for the real backend. */
-void bench_work_lines(const char *workload, const bench_mode *mode, const bench_region *r,
-                      const char *unit, uint64_t n);
+void bench_work_lines(const char *workload, bool sim, const bench_region *r, const char *unit,
+                      uint64_t n);
 
 /* Prints one result line: "<workload> <impl> <metric>=<value> <unit> <extra>". */
 void bench_line(const char *workload, bool sim, const char *metric, double value,

@@ -95,10 +95,10 @@ void bench_line(const char *workload, bool sim, const char *metric, double value
     fflush(stdout);
 }
 
-void bench_work_lines(const char *workload, const bench_mode *mode, const bench_region *r,
-                      const char *unit, uint64_t n)
+void bench_work_lines(const char *workload, bool sim, const bench_region *r, const char *unit,
+                      uint64_t n)
 {
-    if (!mode->sim) {
+    if (!sim) {
         return;
     }
     const struct {

@@ -244,7 +244,6 @@ int bench_outbox(uint64_t n, bool sim)
         all.decisions += r.decisions;
     }
     outbox_report(region_ns, whole_ns, virtual_ns);
-    bench_mode sim_mode = {.sim = true};
-    bench_work_lines("outbox", &sim_mode, &all, "item", outbox_items * OUTBOX_RUNS);
+    bench_work_lines("outbox", true, &all, "item", outbox_items * OUTBOX_RUNS);
     return 0;
 }

@@ -144,6 +144,6 @@ int bench_pingpong(uint64_t n, bool sim)
     snprintf(extra, sizeof extra, "n=%llu", (unsigned long long)pp_n);
     bench_line("pingpong", sim, "ns_per_roundtrip", (double)bench_region_ns(&r) / (double)pp_n,
                1, "ns", extra);
-    bench_work_lines("pingpong", &mode, &r, "roundtrip", pp_n);
+    bench_work_lines("pingpong", sim, &r, "roundtrip", pp_n);
     return 0;
 }

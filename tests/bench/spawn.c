@@ -151,6 +151,6 @@ int bench_spawn(uint64_t n, bool sim)
     bench_line("spawn", sim, "ns_per_task", (double)bench_region_ns(&r) / (double)spawn_n, 1,
                "ns", extra);
     bench_line("spawn", sim, "rss_per_task", bench_rss_per(&r, spawn_n), 1, "B", extra);
-    bench_work_lines("spawn", &mode, &r, "task", spawn_n);
+    bench_work_lines("spawn", sim, &r, "task", spawn_n);
     return 0;
 }

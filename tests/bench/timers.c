@@ -192,7 +192,7 @@ int bench_timers(uint64_t n, bool sim)
     }
     if (rc == 0) {
         timers_report(&r, sim, sum);
-        bench_work_lines("timers", &mode, &r, "timer", timers_n);
+        bench_work_lines("timers", sim, &r, "timer", timers_n);
     }
     free(timers_d);
     timers_d = NULL;
