@@ -402,10 +402,27 @@ static int push_decisions(parser *ps, pl__dec_record rec, uint64_t repeat)
     return 0;
 }
 
+/* Writes every kind's letter, in kind order, to buf (PL__DEC_KINDS + 1
+ * bytes): the error names what this build reads, so a kind added to the
+ * table is listed without touching the parser. */
+static const char *kind_letters(char *buf)
+{
+    size_t n = 0;
+    for (int i = 0; i < PL__DEC_KINDS; i++) {
+        char c = pl__dec_kind_letter((uint32_t)i);
+        if (c != 0) {
+            buf[n++] = c;
+        }
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
 /* Parses one decision token: <letter><n>:<value>[*<repeat>]. */
 static int parse_decision_token(parser *ps, const char *t, size_t len)
 {
     char ex[48];
+    char letters[PL__DEC_KINDS + 1];
     const char *colon = memchr(t, ':', len);
     const char *star = colon != NULL ? memchr(colon, '*', len - (size_t)(colon - t)) : NULL;
     const char *vend = star != NULL ? star : t + len;
@@ -418,8 +435,8 @@ static int parse_decision_token(parser *ps, const char *t, size_t len)
         (star != NULL && !parse_decimal(star + 1, len - (size_t)(star - t) - 1, &repeat))) {
         return fail(ps, PL_EFORMAT,
                     "bad decision '%s' (expected <kind letter><n>:<value>[*<repeat>], "
-                    "letters sitlwpdcfjbB)",
-                    excerpt(ex, sizeof(ex), t, len));
+                    "letters %s)",
+                    excerpt(ex, sizeof(ex), t, len), kind_letters(letters));
     }
     if (n < 2 || value >= n || repeat == 0) {
         return fail(ps, PL_EFORMAT,
