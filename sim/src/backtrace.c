@@ -222,7 +222,7 @@ void pl__bt_note(pl__sim *s, bool fresh, uint32_t id)
     pl_finding_task *ft = &fd->tasks[fd->tasks_len++];
     memset(ft, 0, sizeof *ft);
     ft->id = id;
-    ft->name = pl__run_name_of(s, id);
+    snprintf(ft->name, sizeof ft->name, "%s", pl__run_name_of(s, id));
     ft->spawn_site = ti->kind->where != NULL ? base_name(ti->kind->where) : NULL;
     ft->spawn_function = ti->kind->func;
     const pl__chain *c = chain_of(s, id);

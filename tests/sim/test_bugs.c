@@ -33,7 +33,7 @@ static const char *const zoo[] = {
     "abort_permit",   "chan_register_late", "checksum",           "deadline_reset",
     "edge_notify",
     "event_clear",    "idle_timeout",       "join_repoll",        "kv_ack",
-    "log_ack",
+    "log_ack",        "node_register_late", "node_wake_no_flag",
     "poll_hang",
     "poll_spin",      "prefetch_leak",      "race_double_drop",   "reaper_orphan",
     "repl_ack",
@@ -170,6 +170,8 @@ ZOO_PAIR(idle_timeout)
 ZOO_PAIR(join_repoll)
 ZOO_PAIR(kv_ack)
 ZOO_PAIR(log_ack)
+ZOO_PAIR(node_register_late)
+ZOO_PAIR(node_wake_no_flag)
 ZOO_PAIR(poll_spin)
 ZOO_PAIR(prefetch_leak)
 ZOO_PAIR(race_double_drop)

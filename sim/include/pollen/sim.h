@@ -149,14 +149,20 @@ typedef struct pl_finding_frame {
 #define PL_FINDING_FRAMES_MAX 8
 #define PL_FINDING_TASKS_MAX 4
 
+#define PL_FINDING_NAME_MAX 64
+
 /* A task a finding names as parked (deadlock, lost wakeup, stale waker,
  * orphan, time limit), with the chain of futures it was parked in at its
- * latest PENDING poll, outermost (the task's own future) first. */
+ * latest PENDING poll, outermost (the task's own future) first. The
+ * finding owns the task's name (a node's task is named "node/task" by a
+ * table the run frees); the other strings are the program's own static
+ * strings, valid in a fork of it too, so a finding may be copied,
+ * kept after its run and sent to another process of the same binary. */
 typedef struct pl_finding_task {
     uint32_t id;
     uint32_t frames_len;      /* frames kept (at most PL_FINDING_FRAMES_MAX) */
     bool frames_cut;          /* deeper frames were left out */
-    const char *name;         /* the task's name (static, as pl_task_name's) */
+    char name[PL_FINDING_NAME_MAX]; /* the task's name, cut to fit, NUL-terminated */
     const char *spawn_site;   /* "outbox.c:120": where pl_spawn was called; NULL: unknown */
     const char *spawn_function;
     pl_finding_frame frames[PL_FINDING_FRAMES_MAX];
@@ -165,7 +171,7 @@ typedef struct pl_finding_task {
 typedef struct pl_finding {
     pl_finding_kind kind;
     uint32_t task_id;        /* 0 when no task is involved */
-    char task_name[64];
+    char task_name[PL_FINDING_NAME_MAX];
     uint32_t task_polls;     /* polls of that task so far */
     pl_time time_ns;         /* virtual time */
     uint64_t step;           /* polls since the run began */
