@@ -8,6 +8,7 @@
 #include <errno.h>
 
 #include "executor_internal.h"
+#include "pollen/thread.h"
 
 /* pthread_mutex_init may fail for lack of resources (EAGAIN, ENOMEM);
  * an executor without its remote-wake lock would race on first use. */
@@ -45,6 +46,9 @@ int pl_remote_waker_create(pl_context *cx, pl_remote_waker **out)
 
 static void remote_push(pl_remote_waker *rw, bool wake)
 {
+    /* A schedule point (pollen/thread.h): under the simulator another
+     * thread may run between the pusher's work and its wake. */
+    PL__THREAD_POINT(PL_THREAD_POINT_WRITE);
     pl_executor *ex = rw->task->ex;
     rw->wake = wake;
     pthread_mutex_lock(&ex->remote_lock);
