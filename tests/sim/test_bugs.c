@@ -4,7 +4,9 @@
  * whose .expect names the finding it must produce) and its fixed twin
  * (fix_<name>, which must stay clean). For each pair this checks that:
  *  - a campaign over seeds 0..9999 with default options finds the bug,
- *    and the first finding is of the documented kind, well within 10 s;
+ *    and the first finding is of the documented kind (the seed range
+ *    bounds the work; the wall time is printed, never asserted, so a
+ *    loaded machine cannot fail the test);
  *  - that finding's replay file (written under /tmp) reproduces the same
  *    finding and the same trace hash;
  *  - the fixed twin runs clean for 2,000 seeds (POLLEN_ZOO_FIX_SEEDS
@@ -25,7 +27,6 @@
 
 #define BUG_SEEDS 10000
 #define FIX_SEEDS 2000
-#define FIND_SECONDS_MAX 10.0
 
 /* Every pair in the zoo. A registered bug_ or fix_ scenario missing here
  * fails the registry test, so a new pair cannot go untested. */
@@ -119,7 +120,6 @@ static void expect_finding(const char *name, const char *knobs)
     cr_assert_eq(cr.findings, 1, "%s: no finding in %d seeds", sc->name, BUG_SEEDS);
     cr_assert_eq(cr.first.kind, (pl_finding_kind)want, "%s: first finding is %s, want %s: %s",
                  sc->name, pl_finding_name(cr.first.kind), sc->expect, cr.first.message);
-    cr_assert(dt < FIND_SECONDS_MAX, "%s: %.2f s to the first finding", sc->name, dt);
     fprintf(stderr, "zoo: %-24s %-17s after %5llu seed(s) (seed %llu) in %8.3f ms%s%s\n",
             sc->name, sc->expect, (unsigned long long)cr.runs,
             (unsigned long long)cr.first_seed, dt * 1e3, knobs != NULL ? ", knobs " : "",
