@@ -6,14 +6,38 @@
  * a clean run. pl__run_judge is the order in which run.c consults the
  * checkers' verdicts once pl_run has returned.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "sim_internal.h"
 
+/* A setup error says which call refused and why when a call of the
+ * simulator's API recorded it; the code alone ("invalid argument") left
+ * the user guessing which of the setup's calls failed. */
 void pl__run_setup_failed(pl__sim *s, int rc)
 {
-    pl__sim_finding(s, PL_FINDING_ASSERTION, NULL, PL_SIM_SETUP_FAILED ": %s", pl_strerror(rc));
+    if (s->call_error[0] != '\0') {
+        pl__sim_finding(s, PL_FINDING_ASSERTION, NULL, PL_SIM_SETUP_FAILED ": %s: %s",
+                        pl_strerror(rc), s->call_error);
+    } else {
+        pl__sim_finding(s, PL_FINDING_ASSERTION, NULL,
+                        PL_SIM_SETUP_FAILED ": %s (returned by the scenario's setup)",
+                        pl_strerror(rc));
+    }
+}
+
+int pl__run_call_error(pl__sim *s, int rc, const char *fmt, ...)
+{
+    PL__SIM_ASSERT(rc < 0);
+    if (s == NULL) {
+        return rc;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->call_error, sizeof s->call_error, fmt, ap);
+    va_end(ap);
+    return rc;
 }
 
 bool pl_finding_is_setup_error(const pl_finding *f)

@@ -112,32 +112,65 @@ static bool name_ok(const char *name)
     return strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_") == len;
 }
 
-static int host_of(const char *text, uint32_t *out)
+static int host_of(pl__sim *s, const pl_node_def *def, uint32_t *out)
 {
     struct in_addr in;
-    if (text == NULL || inet_pton(AF_INET, text, &in) != 1) {
-        return PL_EINVAL;
+    if (def->host == NULL || inet_pton(AF_INET, def->host, &in) != 1) {
+        return pl__run_call_error(s, PL_EINVAL,
+                                  "pl_sim_node_add: node '%s' has host '%s', not an IPv4 address "
+                                  "such as \"10.0.0.2\"",
+                                  def->name, def->host != NULL ? def->host : "(null)");
     }
     uint32_t h = ntohl(in.s_addr);
     if (h >> 24 != 10) {
-        return PL_EINVAL;
+        return pl__run_call_error(s, PL_EINVAL,
+                                  "pl_sim_node_add: host '%s' of node '%s' is outside 10.0.0.0/8 "
+                                  "(nodes live on 10.x.y.z)",
+                                  def->host, def->name);
     }
     *out = h;
     return 0;
 }
 
+/* Each refusal says which rule the definition broke (setup errors print it). */
 static int check_def(pl__sim *s, const pl_node_def *def, uint32_t *host)
 {
-    if (def == NULL || !name_ok(def->name) || def->boot == NULL || host_of(def->host, host) != 0 ||
-        pl__node_find(s, def->name) != NULL) {
-        return PL_EINVAL;
+    if (def == NULL) {
+        return pl__run_call_error(s, PL_EINVAL, "pl_sim_node_add: no definition (NULL)");
+    }
+    if (!name_ok(def->name)) {
+        return pl__run_call_error(s, PL_EINVAL,
+                                  "pl_sim_node_add: node name '%s' is not 1 to 32 characters of "
+                                  "[a-z0-9_]",
+                                  def->name != NULL ? def->name : "(null)");
+    }
+    if (def->boot == NULL) {
+        return pl__run_call_error(s, PL_EINVAL, "pl_sim_node_add: node '%s' has no boot function",
+                                  def->name);
+    }
+    if (pl__node_find(s, def->name) != NULL) {
+        return pl__run_call_error(s, PL_EINVAL, "pl_sim_node_add: a node named '%s' exists already",
+                                  def->name);
+    }
+    int rc = host_of(s, def, host);
+    if (rc != 0) {
+        return rc;
     }
     for (uint32_t i = 1; i < s->nodes_len; i++) {
         if (s->nodes[i].host == *host) {
-            return PL_EINVAL;
+            return pl__run_call_error(s, PL_EINVAL,
+                                      "pl_sim_node_add: host '%s' of node '%s' is node '%s''s "
+                                      "already (one host per node)",
+                                      def->host, def->name, s->nodes[i].def.name);
         }
     }
-    return s->nodes_len > PL_SIM_NODES_MAX ? PL_ENOSPC : 0;
+    if (s->nodes_len > PL_SIM_NODES_MAX) {
+        return pl__run_call_error(s, PL_ENOSPC,
+                                  "pl_sim_node_add: node '%s' would be one more than "
+                                  "PL_SIM_NODES_MAX (%d)",
+                                  def->name, PL_SIM_NODES_MAX);
+    }
+    return 0;
 }
 
 int pl__node_boot(pl__sim *s, pl__node *node)
@@ -155,7 +188,9 @@ int pl_sim_node_add(pl_executor *ex, const pl_node_def *def)
     pl__sim *s = pl__sim_current();
     uint32_t host = 0;
     if (s == NULL || s->ex != ex) {
-        return PL_EINVAL;
+        return pl__run_call_error(s, PL_EINVAL,
+                                  "pl_sim_node_add: %s", s == NULL ? "no simulation is running"
+                                  : "the executor is not the run's");
     }
     int rc = check_def(s, def, &host);
     if (rc != 0) {
@@ -171,7 +206,12 @@ int pl_sim_node_add(pl_executor *ex, const pl_node_def *def)
     pl__node *node = &s->nodes[s->nodes_len++];
     node->def = *def;
     node->host = host;
-    return pl__node_boot(s, node);
+    rc = pl__node_boot(s, node);
+    if (rc != 0 && s->call_error[0] == '\0') {
+        pl__run_call_error(s, rc, "pl_sim_node_add: the boot function of node '%s' returned %s",
+                           def->name, pl_strerror(rc));
+    }
+    return rc;
 }
 
 int pl_sim_node_restart(const char *name)

@@ -299,6 +299,10 @@ struct pl__sim {
     struct pl__task_alias *task_names; /* interned "node/task" names (grow.h) */
     size_t task_names_len, task_names_cap;
 
+    /* Why the latest call of pollen's simulator API that returned an
+     * error refused (check_run.c): a setup error names it. "" none. */
+    char call_error[192];
+
     bool stopped;
     pl_finding finding;
 };
@@ -535,6 +539,13 @@ void pl__props_verdict(pl__sim *s);
  * checkers' verdicts once pl_run returned `rc`: quiescence (PL_EDEADLK),
  * an executor error, properties, then the scenario's check. */
 void pl__run_setup_failed(pl__sim *s, int rc);
+/* Records why a call of the simulator's API refused ("pl_sim_node_add:
+ * host '192.168.0.1' of node 'db' is outside 10.0.0.0/8"), for the
+ * setup error that may follow; returns rc, so a refusal reads
+ * `return pl__run_call_error(s, PL_EINVAL, "...", ...)`. s may be NULL
+ * (no run: nothing to record). */
+__attribute__((format(printf, 3, 4))) int pl__run_call_error(pl__sim *s, int rc, const char *fmt,
+                                                             ...);
 /* what: NULL, or a detail after "simulator out of memory: ". */
 void pl__run_out_of_memory(pl__sim *s, const pl_task *t, const char *what);
 void pl__run_judge(pl__sim *s, const pl_scenario *sc, void *state, int rc);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <pollen/sim.h>
+#include <pollen/sim_node.h>
 
 #include "cli_selftests.h"
 
@@ -321,6 +322,27 @@ static const pl_scenario case_setup_error = {
     .setup = failing_setup,
 };
 
+static int noop_boot(pl_executor *ex, void *ud)
+{
+    (void)ex;
+    (void)ud;
+    return 0;
+}
+
+/* A node on a host outside 10.0.0.0/8: pl_sim_node_add refuses it. */
+static int bad_host_setup(pl_executor *ex, void *state)
+{
+    (void)state;
+    const pl_node_def db = {.name = "db", .host = "192.168.0.5", .boot = noop_boot};
+    return pl_sim_node_add(ex, &db);
+}
+
+static const pl_scenario case_bad_host = {
+    .name = "selftest_bad_host",
+    .summary = "CLI self-test: a node on a host outside 10.0.0.0/8",
+    .setup = bad_host_setup,
+};
+
 static const pl_scenario case_missed = {
     .name = "selftest_missed",
     .summary = "CLI self-test: a known-bug scenario whose bug is gone (always clean)",
@@ -332,8 +354,9 @@ static const pl_scenario case_missed = {
 static const pl_scenario *harness_case(void)
 {
     static const pl_scenario *const cases[] = {&case_bad_expect, &case_bad_name,
-                                               &case_setup_error, &case_missed};
-    static const char *const names[] = {"bad_expect", "bad_name", "setup_error", "missed"};
+                                               &case_setup_error, &case_bad_host, &case_missed};
+    static const char *const names[] = {"bad_expect", "bad_name", "setup_error", "bad_host",
+                                        "missed"};
     const char *want = getenv("POLLEN_HARNESS_CASE");
     for (size_t i = 0; want != NULL && i < sizeof cases / sizeof cases[0]; i++) {
         if (strcmp(want, names[i]) == 0) {

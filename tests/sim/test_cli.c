@@ -1736,6 +1736,39 @@ Test(cli, a_setup_error_has_its_own_status_and_no_replay_or_shrink)
     child_ran_free(&p);
 }
 
+/* A setup error says which call refused and why, prints no task line
+ * (nothing ran), and the summary counts it apart from the findings. */
+Test(cli, a_setup_error_names_the_call_that_refused)
+{
+    cr_assert_eq(setenv("POLLEN_HARNESS_CASE", "bad_host", 1), 0);
+    child_ran p = HARNESS("run", "selftest_bad_host", "--seeds", "0..9");
+    cr_assert_eq(p.status, 5, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "scenario setup failed: invalid argument: pl_sim_node_add: "
+                                     "host '192.168.0.5' of node 'db' is outside 10.0.0.0/8"),
+                       "%s", p.out);
+    cr_assert_null(strstr(p.out, "no task was running"), "%s", p.out);
+    cr_assert_null(strstr(p.out, "task:"), "%s", p.out);
+    const char *summary = strstr(p.out, "\nselftest_bad_host: ");
+    cr_assert_not_null(summary, "%s", p.out);
+    cr_assert_not_null(strstr(summary, " run"), "%s", p.out);
+    cr_assert_not_null(strstr(summary, ", 0 findings,"), "%s", p.out);
+    cr_assert_not_null(strstr(summary, "; 1 setup error (the scenario never ran)"), "%s", p.out);
+    child_ran_free(&p);
+    p = HARNESS("run", "selftest_bad_host", "--seeds", "0..9", "--json");
+    cr_assert_eq(p.status, 5, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "\"setup_error\":true"), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "\"findings\":0,"), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "\"setup_errors\":1,"), "%s", p.out);
+    child_ran_free(&p);
+    /* A setup that fails on its own says so, not a call's reason. */
+    cr_assert_eq(setenv("POLLEN_HARNESS_CASE", "setup_error", 1), 0);
+    p = HARNESS("run", "selftest_setup_error", "--seeds", "0..9");
+    cr_assert_not_null(
+        strstr(p.out, "scenario setup failed: invalid argument (returned by the scenario's setup)"),
+        "%s", p.out);
+    child_ran_free(&p);
+}
+
 Test(cli, replay_says_where_a_changed_file_differs)
 {
     char path[4096];

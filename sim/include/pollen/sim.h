@@ -181,7 +181,10 @@ typedef struct pl_finding {
 } pl_finding;
 
 /* A scenario whose setup returns an error never runs: the run records an
- * assertion finding whose message starts with PL_SIM_SETUP_FAILED, and
+ * assertion finding whose message starts with PL_SIM_SETUP_FAILED, then
+ * the error, then which of the simulator's calls refused and why when
+ * one did ("scenario setup failed: invalid argument: pl_sim_node_add:
+ * host '192.168.0.5' of node 'db' is outside 10.0.0.0/8"), and
  * pl_finding_is_setup_error tells it from the scenario's own failures. */
 #define PL_SIM_SETUP_FAILED "scenario setup failed"
 bool pl_finding_is_setup_error(const pl_finding *f);

@@ -315,6 +315,7 @@ typedef struct campaign {
     char total[24];          /* how many, in decimal (2^64 does not fit a uint64_t) */
     uint64_t done;           /* seeds finished */
     uint64_t findings;       /* findings reported */
+    uint64_t setup_errors;   /* seeds whose setup failed: not findings */
     uint64_t limit;          /* lowest seed with a finding; UINT64_MAX: none */
     report *first;           /* the lowest-seed finding */
     pl__campaign_tally tally; /* distinct schedules, pl_sometimes counters */

@@ -84,6 +84,7 @@ typedef struct outcome {
     bool ran;
     char total[24];         /* seeds, in decimal; "" for none */
     uint64_t runs, findings, distinct;
+    uint64_t setup_errors;  /* seeds whose setup failed (not findings) */
     bool distinct_partial;
     bool stopped;
     uint64_t resume_seed;   /* stopped: every seed below it is done */
@@ -111,6 +112,7 @@ static void outcome_of(const campaign *cp, const char *not_judged, outcome *out)
     snprintf(out->total, sizeof out->total, "%s", cp->total);
     out->runs = cp->done;
     out->findings = cp->findings;
+    out->setup_errors = cp->setup_errors;
     out->distinct = cp->tally.hashes.count;
     out->distinct_partial = cp->tally.hashes.full;
     out->stopped = cp->stopped;
@@ -137,6 +139,10 @@ static void print_summary_line(const run_opts *o, const outcome *out)
             o->check_det ? " (each twice)" : "", out->findings, out->findings == 1 ? "" : "s",
             out->distinct_partial ? "at least " : "", out->distinct,
             out->distinct == 1 ? "" : "s", out->seconds);
+    if (out->setup_errors > 0) {
+        fprintf(f, "; %" PRIu64 " setup error%s (the scenario never ran)", out->setup_errors,
+                out->setup_errors == 1 ? "" : "s");
+    }
     if (out->stopped) {
         fprintf(f, "; %s after %" PRIu64 " of %s seeds",
                 pl__cli_interrupted ? "interrupted" : "stopped by --time", out->runs,
@@ -153,9 +159,9 @@ static void print_summary_line(const run_opts *o, const outcome *out)
     if (out->first != PL_FINDING_NONE && !o->keep_going && o->seed_lo < o->seed_hi) {
         /* The workers' tallies of the slices cut short never arrive: a
          * partial block would read as the range's coverage. */
-        fputs("  coverage: not gathered: the campaign stopped at its first finding "
-              "(--keep-going runs the whole range)\n",
-              f);
+        fprintf(f, "  coverage: not gathered: the campaign stopped at its first %s "
+                   "(--keep-going runs the whole range)\n",
+                out->first_setup ? "setup error" : "finding");
     } else if (out->has_cover && o->seed_lo < o->seed_hi) {
         pl__cli_cover_text(f, &out->cov, out->runs);
     } else if (out->has_cover && out->cov.nsometimes > 0) {
@@ -460,7 +466,8 @@ static int bounded_one(const cli *c, const run_opts *o, const pl_scenario *sc, o
         }
         out->first = rp->f.kind;
         out->first_setup = pl_finding_is_setup_error(&rp->f);
-        out->findings = 1;
+        out->findings = !out->first_setup;
+        out->setup_errors = out->first_setup;
         rc = rp->note[0] != '\0' ? ST_INTERNAL : 0;
         pl__cli_shrink_report(c, o, rp);
         pl__cli_report_once(c, o, rp);
@@ -484,6 +491,7 @@ static void summary_json_scenario(const outcome *out)
                ",\"distinct_schedules\":%" PRIu64 ",\"distinct_exact\":%s,\"seconds\":%.3f",
             out->ran ? "true" : "false", total_of(out), out->runs, out->findings, out->distinct,
             out->distinct_partial ? "false" : "true", out->seconds);
+    fprintf(f, ",\"setup_errors\":%" PRIu64, out->setup_errors);
     fprintf(f, ",\"complete\":%s", out->ran && !out->stopped ? "true" : "false");
     if (out->stopped && out->resume_seed != UINT64_MAX) {
         fprintf(f, ",\"resume_seed\":%" PRIu64, out->resume_seed);

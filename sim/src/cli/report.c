@@ -216,7 +216,9 @@ void pl__cli_print_finding_head(FILE *f, const run_opts *o, const report *rp)
                 o->seed_lo, o->seed_hi);
     }
     fputs(rp->original, f); /* a shrunk finding: what the original run was */
-    if (rp->positioned) {
+    if (setup) {
+        /* The scenario never ran: no task, time or step to tell. */
+    } else if (rp->positioned) {
         print_task_line(f, rp);
     } else if (rp->has_seed && rp->unknown[0] != '\0') {
         /* The reproduce command, with --trace: a replay, or the seed's run. */
@@ -412,6 +414,7 @@ static void print_report_json(const report *rp)
                    ",\"decisions\":%zu}",
                 rp->original_step, rp->original_time_ns, rp->original_decisions);
     }
+    fprintf(f, ",\"setup_error\":%s", pl_finding_is_setup_error(&rp->f) ? "true" : "false");
     fprintf(f, ",\"expected\":%s,\"real\":%s}\n",
             rp->sc->expect != NULL && strcmp(rp->sc->expect, pl_finding_name(rp->f.kind)) == 0
                 ? "true"

@@ -83,8 +83,10 @@ static void discard_report(report *rp, bool remove_file)
 void pl__cli_accept_report(campaign *cp, report *rp)
 {
     pl__cli_make_reproduce(cp->c, cp->o, rp);
+    bool setup = pl_finding_is_setup_error(&rp->f);
     if (cp->o->keep_going) {
-        cp->findings++;
+        cp->findings += !setup;
+        cp->setup_errors += setup;
         pl__cli_print_report(cp->o, rp);
     }
     bool lower = cp->first == NULL || (rp->has_seed && rp->seed < cp->first->seed);
@@ -95,7 +97,11 @@ void pl__cli_accept_report(campaign *cp, report *rp)
         discard_report(rp, !cp->o->keep_going);
     }
     if (!cp->o->keep_going) {
-        cp->findings = 1;
+        /* Stop mode reports the lowest seed alone: one finding or one
+         * setup error (the scenario never ran: not a finding). */
+        bool first_setup = pl_finding_is_setup_error(&cp->first->f);
+        cp->findings = !first_setup;
+        cp->setup_errors = first_setup;
     }
     if (cp->first->has_seed) {
         pl__cli_lower_limit(cp, cp->first->seed);
