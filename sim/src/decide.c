@@ -27,6 +27,8 @@ static const char *const kind_names[PL_DECIDE__COUNT] = {
     [PL_DECIDE_CLOG] = "clog",
     [PL_DECIDE_NODE_CRASH] = "node_crash",
     [PL_DECIDE_CRASH_SILENCE] = "crash_silence",
+    [PL_DECIDE_THREAD_SWITCH] = "thread_switch",
+    [PL_DECIDE_COND_SPURIOUS] = "cond_spurious",
 };
 
 static const char kind_letters[PL_DECIDE__COUNT] = {
@@ -40,6 +42,8 @@ static const char kind_letters[PL_DECIDE__COUNT] = {
     [PL_DECIDE_CLOG] = 'C',
     [PL_DECIDE_NODE_CRASH] = 'K',
     [PL_DECIDE_CRASH_SILENCE] = 'Z',
+    [PL_DECIDE_THREAD_SWITCH] = 'T',
+    [PL_DECIDE_COND_SPURIOUS] = 'V',
 };
 
 static const pl__dec_knob default_knobs[PL_DECIDE__COUNT] = {
@@ -69,6 +73,8 @@ static const pl__dec_knob default_knobs[PL_DECIDE__COUNT] = {
     [PL_DECIDE_CLOG] = {true, 256},
     [PL_DECIDE_NODE_CRASH] = {true, 256},
     [PL_DECIDE_CRASH_SILENCE] = {true, 16384},
+    [PL_DECIDE_THREAD_SWITCH] = {true, 8192},
+    [PL_DECIDE_COND_SPURIOUS] = {true, 1024},
 };
 
 /* Kind names and letters ----------------------------------------------- */

@@ -35,6 +35,7 @@
  *     link_reset     on    128     partition      on    256
  *     clog           on    256     node_crash     on    256
  *     crash_silence  on  16384
+ *     thread_switch  on   8192     cond_spurious  on   1024
  *
  * The link kinds are consulted only for traffic between two distinct
  * hosts (net/link.c), so a run whose sockets stay on one host never asks
@@ -137,9 +138,19 @@
 /* At a crash, per connected stream of the node (key: the endpoint id): 1
  * the peer hears nothing (no RST, no FIN), 0 it reads ECONNRESET. */
 #define PL_DECIDE_CRASH_SILENCE ((pl_decision_kind)25)
+/* Simulated threads (threads/sched.c), consulted only while a thread
+ * besides thread 0 lives and more than one could run; the key is the
+ * running thread's id: */
+#define PL_DECIDE_THREAD_SWITCH ((pl_decision_kind)26) /* at a point: 0 keeps running, k runs
+                                                          the k-th other runnable thread in
+                                                          ready order; when the running one
+                                                          blocks, or a wait wakes one of n:
+                                                          the k-th, 0 the longest waiting */
+#define PL_DECIDE_COND_SPURIOUS ((pl_decision_kind)27) /* a condition-variable wait returns
+                                                          without a signal (POSIX allows it) */
 /* Every kind, core's and these; a number without a name is not assigned
  * in this build. */
-#define PL_DECIDE__COUNT 26
+#define PL_DECIDE__COUNT 28
 
 #define PL__DEC_KINDS ((int)PL_DECIDE__COUNT)
 
@@ -278,7 +289,8 @@ const char *pl__dec_kind_name(uint32_t kind);
 int pl__dec_kind_from_name(const char *text, size_t len);
 
 /* The one-letter code of a kind in replay files (s i t l w p d c f j b B q
- * k e x u, in enum order, then g L D r R P C K Z for 17..25), or 0 for a kind
+ * k e x u, in enum order, then g L D r R P C K Z for 17..25, T V for 26
+ * and 27), or 0 for a kind
  * out of range or not assigned. */
 char pl__dec_kind_letter(uint32_t kind);
 

@@ -233,6 +233,10 @@ static void on_wake(void *ud, pl_task *t, uint32_t gen, bool by_ref, pl_task *ru
 {
     pl__sim *s = ud;
     (void)by_ref;
+    if (s->threads.current != 0) {
+        /* Task wakers are single-threaded (threads/check_threads.c). */
+        pl__threads_wrong_thread(s, "wakes a task's waker");
+    }
     if (outcome == PL_WAKE_STALE || outcome == PL_WAKE_DURING_POLL || s->follow.active) {
         wake_rare(s, t, gen, running, outcome);
         return;
@@ -251,6 +255,9 @@ static void on_waker_clone(void *ud, pl_task *t, uint32_t gen)
 {
     pl__sim *s = ud;
     (void)gen;
+    if (s->threads.current != 0) {
+        pl__threads_wrong_thread(s, "clones a task's waker");
+    }
     info(s, t)->clone_holder = s->polling;
 }
 

@@ -276,10 +276,16 @@ static void run_escapable(pl__sim *s, const pl_scenario *sc, void *state)
     }
     int rc = pl_run(s->ex);
     s->escape = NULL;
+    if (rc == 0 && pl__threads_active(&s->threads)) {
+        pl__threads_finish_run(s); /* the threads still running end first */
+    }
     s->run_over = true;
     s->dropping = 0; /* the check runs on the scenario's own disk */
     pl__run_judge(s, sc, state, rc);
 }
+    if (s->finding.kind == PL_FINDING_DEADLOCK && s->threads.len > 1) {
+        pl__threads_annotate(s);
+    }
 
 static void fill_result(pl__sim *s, pl_sim_result *out)
 {

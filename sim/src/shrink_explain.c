@@ -191,6 +191,20 @@ static void explain_other(explainer *x, size_t i, uint32_t kind, uint64_t key, c
         sb_printf(&x->out, "probe: polled the parked tasks where only a timer could fire "
                            "next (timer-quiescent point #%llu)", k);
         break;
+    /* Simulated threads (threads/sched.c): the asker says who ran where. */
+    case PL_DECIDE_THREAD_SWITCH:
+        if (what != NULL && what[0] != '\0') {
+            sb_printf(&x->out, "thread switch: %s", what);
+        } else {
+            sb_printf(&x->out, "thread switch: choice %u of %u (thread #%llu was running)", v, n,
+                      k);
+        }
+        break;
+    case PL_DECIDE_COND_SPURIOUS:
+        sb_printf(&x->out, "spurious wakeup: a condition-variable wait of thread #%llu returned "
+                           "without a signal",
+                  k);
+        break;
     case PL_DECIDE_CRASH_SILENCE:
         if (what != NULL && what[0] != '\0') {
             sb_printf(&x->out,

@@ -137,6 +137,9 @@ static void advance_clock(pl__sim *s, pl_time to)
         pl__trace_event(s->trace, s->step, to, PL__EV_CLOCK, 0, (uint64_t)to, (uint64_t)s->now);
         s->now = to;
         s->steps_since_progress = 0;
+        if (pl__threads_active(&s->threads)) {
+            pl__threads_clock_moved(s);
+        }
     }
 }
 
@@ -174,10 +177,21 @@ static int sim_wait(void *self, pl_executor *ex, pl_time deadline_ns)
     if (s->now > s->time_limit_ns) {
         return time_limit_reached(s);
     }
+    /* The executor's thread waits: the other threads run meanwhile
+     * (threads/sched.c); a thread's deadline is an event like I/O. */
+    pl_time thread_next = PL_TIME_NEVER;
+    if (pl__threads_active(&s->threads)) {
+        pl__threads_idle(s);
+        if (s->stopped) {
+            return 0;
+        }
+        thread_next = pl__threads_next_wake(s);
+    }
     bool runnable = pl_executor_runnable(s->ex) > 0;
     pl_time io_next = s->reactor != NULL ? pl__reactor_next_event(s->reactor) : PL_TIME_NEVER;
     pl_time disk_next = pl__nodes_next_event(s);
     io_next = disk_next < io_next ? disk_next : io_next;
+    io_next = thread_next < io_next ? thread_next : io_next;
     pl_time next = io_next < deadline_ns ? io_next : deadline_ns;
     if (!runnable && next == PL_TIME_NEVER && !s->remote_pending) {
         return PL_EDEADLK; /* quiescence: the runner takes over */
@@ -351,6 +365,7 @@ int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o,
         pl__sim_finish(s);
         return rc;
     }
+    pl__threads_install(s);
     pl__sim_mirror_restart();
     pl__sim_ring_restart(s);
     pl__progress.task = NULL;
@@ -364,6 +379,7 @@ void pl__sim_finish(pl__sim *s)
     if (pl__sim_current() == s) {
         pl__sim_set_current(NULL);
     }
+    pl__threads_free(s);
     pl_executor_destroy(s->ex);
     s->ex = NULL;
     pl__reactor_destroy(s->reactor);

@@ -19,6 +19,7 @@
 #include "grow.h"
 #include "hashset.h"
 #include "sim_assert.h"
+#include "threads/threads.h"
 #include "trace.h"
 
 typedef struct pl__sim pl__sim;
@@ -302,6 +303,8 @@ struct pl__sim {
     /* Why the latest call of pollen's simulator API that returned an
      * error refused (check_run.c): a setup error names it. "" none. */
     char call_error[192];
+
+    pl__threads threads;    /* simulated threads (threads/threads.h) */
 
     bool stopped;
     pl_finding finding;

@@ -41,7 +41,7 @@ static const char *const kind_names[PL__EV__COUNT] = {
     "spawn",       "poll",       "pending",    "ready",      "wake",     "wake_stale",
     "wake_dedup",  "waker_clone", "waker_drop", "timer_arm", "timer_fire", "io_ready",
     "decision",    "complete",   "drop",       "finding",    "clock",      "probe",
-    "event",       "node",
+    "event",       "node",       "thread",
 };
 
 const char *pl__trace_kind_name(uint32_t kind)
@@ -349,6 +349,7 @@ static const arg_label arg_labels[PL__EV__COUNT] = {
     [PL__EV_PROBE] = {"poll", "gen", false, false},
     [PL__EV_USER] = {NULL, NULL, false, false},
     [PL__EV_NODE] = {"node", "restart", false, false},
+    [PL__EV_THREAD] = {"thread", "what", false, false},
 };
 
 /* Writes a task's display name into buf (valid until the next call). */

@@ -97,8 +97,20 @@ typedef enum pl__trace_kind {
     PL__EV_USER = 18,      /* log-only: a user trace event, see above */
     PL__EV_NODE = 19,      /* a node crashed (b = 0) or restarted (b = 1): a = its
                               index (sim_node.h); only in cluster scenarios */
+    PL__EV_THREAD = 20,    /* a simulated thread (threads/): a = its id, b = what
+                              (PL__THREAD_EV_*) << 32 | the other thread's id */
     PL__EV__COUNT
 } pl__trace_kind;
+
+/* What a PL__EV_THREAD event says of thread a (b's high half); the
+ * other thread is b's low half. */
+enum {
+    PL__THREAD_EV_SPAWN = 0,  /* spawned by the other */
+    PL__THREAD_EV_SWITCH = 1, /* runs now; the other ran before */
+    PL__THREAD_EV_BLOCK = 2,  /* blocked; low half: what it waits for (pl__thread_wait) */
+    PL__THREAD_EV_EXIT = 3,
+    PL__THREAD_EV_READY = 4,  /* made runnable; low half: 1 when by a deadline */
+};
 
 /* "No task" in the task field and in task-valued arguments. Executor
  * task ids start at 1 (pollen/observer.h), so 0 is free. */
