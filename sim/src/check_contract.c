@@ -12,6 +12,7 @@
  * steps_since_progress); the hot checks are inline in check_contract.h.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "check_contract.h"
 
@@ -21,11 +22,38 @@ void pl__contract_init(pl__sim *s, const pl_sim_options *o)
     s->self_wakes_max = o->self_wakes_max ? o->self_wakes_max : 10000;
 }
 
+/* Polls cost no virtual time by default, so a task that yields in a loop
+ * until a deadline passes never sees it pass: with a timer armed, the
+ * livelock may be the simulation's, not the program's, and the finding
+ * says which option tells the two apart. */
+static void hint_poll_cost(pl__sim *s)
+{
+    pl_time next = pl_executor_next_timer(s->ex);
+    if (s->opts.poll_cost_ns != 0 || next == PL_TIME_NEVER) {
+        return;
+    }
+    size_t used = strlen(s->finding.message);
+    size_t len = sizeof s->finding.message;
+    if (used + 1 >= len) {
+        return;
+    }
+    snprintf(s->finding.message + used, len - used,
+             "\n  a timer is armed for %lld.%03lld ms, and polls cost no virtual time: a task "
+             "that yields in a loop until time passes never sees it pass. If it waits for "
+             "time by design, run with --poll-cost 1us (pl_sim_options.poll_cost_ns): then "
+             "every poll moves the clock, and only a real busy loop stays a livelock",
+             (long long)(next / PL_MS), (long long)(next % PL_MS / PL_US));
+}
+
 void pl__contract_no_progress(pl__sim *s, pl_task *t)
 {
+    bool fresh = s->finding.kind == PL_FINDING_NONE;
     pl__sim_finding(s, PL_FINDING_LIVELOCK, t,
                     "%llu polls without virtual time passing and without a task completing",
                     (unsigned long long)s->steps_max);
+    if (fresh) {
+        hint_poll_cost(s);
+    }
 }
 
 void pl__contract_orphan(pl__sim *s, pl_task *t)
@@ -40,10 +68,14 @@ void pl__contract_orphan(pl__sim *s, pl_task *t)
 
 void pl__contract_busy_loop(pl__sim *s, pl_task *t, const pl__task_info *ti)
 {
+    bool fresh = s->finding.kind == PL_FINDING_NONE;
     pl__sim_finding(s, PL_FINDING_LIVELOCK, t,
                     "'%s' woke itself %u polls in a row without waking anyone else "
                     "or completing: a busy loop",
                     pl_task_name(t), ti->busy_wakes - 1);
+    if (fresh) {
+        hint_poll_cost(s);
+    }
 }
 
 void pl__contract_on_waker_drop(pl__sim *s, pl_task *t)

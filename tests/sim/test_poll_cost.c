@@ -88,6 +88,82 @@ PL_SCENARIO(poll_cost_overlap, .name = "poll_cost_overlap",
             .summary = "a 10 us sleep next to a task yielding 1000 times",
             .state_size = sizeof(overlap_state), .setup = overlap_setup, .check = overlap_check);
 
+/* ---- A task that waits for time by yielding ------------------------------ */
+
+typedef struct wait_state {
+    bool elapsed; /* the alarm's sleep ended */
+    bool seen;    /* the waiter saw it */
+    bool no_timer; /* the waiter spins on a flag that nothing sets (a real busy loop) */
+} wait_state;
+
+typedef struct alarm_task {
+    pl_future base;
+    wait_state *st;
+    pl_sleep nap;
+} alarm_task;
+
+static pl_poll_result alarm_poll(pl_future *f, pl_context *cx)
+{
+    alarm_task *self = (alarm_task *)f;
+    PL_ASYNC_BEGIN(self);
+    self->nap = pl_sleep_for(PL_MS);
+    PL_AWAIT(cx, &self->nap);
+    self->st->elapsed = true;
+    PL_ASYNC_END;
+}
+
+static void alarm_drop(pl_future *f) { pl_drop_child(&((alarm_task *)f)->nap.base); }
+
+static const pl_future_vtable alarm_vt = {"alarm", alarm_poll, alarm_drop};
+
+/* Yields until the alarm went off: correct in production, where a poll
+ * takes time; a livelock while polls cost no virtual time. */
+typedef struct time_waiter {
+    pl_future base;
+    wait_state *st;
+} time_waiter;
+
+static pl_poll_result time_waiter_poll(pl_future *f, pl_context *cx)
+{
+    wait_state *st = ((time_waiter *)f)->st;
+    if (!st->elapsed) {
+        pl_waker_wake_by_ref(&cx->waker);
+        return PL_PENDING;
+    }
+    st->seen = true;
+    return PL_READY;
+}
+
+static const pl_future_vtable time_waiter_vt = {"time_waiter", time_waiter_poll, NULL};
+
+static int wait_setup(pl_executor *ex, void *state)
+{
+    wait_state *st = state;
+    time_waiter w = {PL_FUTURE_INIT(&time_waiter_vt), state};
+    if (!st->no_timer) {
+        alarm_task a = {.base = PL_FUTURE_INIT(&alarm_vt), .st = state};
+        int rc = PL_SPAWN(ex, a, "alarm", NULL);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    return PL_SPAWN(ex, w, "time_waiter", NULL);
+}
+
+static int spin_setup(pl_executor *ex, void *state)
+{
+    ((wait_state *)state)->no_timer = true;
+    return wait_setup(ex, state);
+}
+
+PL_SCENARIO(poll_cost_wait, .name = "poll_cost_wait",
+            .summary = "a task yields until a 1 ms sleep of another task ended",
+            .state_size = sizeof(wait_state), .setup = wait_setup);
+
+PL_SCENARIO(poll_cost_spin, .name = "poll_cost_spin",
+            .summary = "a task yields until a flag nothing sets (no timer armed)",
+            .state_size = sizeof(wait_state), .setup = spin_setup);
+
 /* ---- Tests ---------------------------------------------------------------- */
 
 /* Late timers would blur the claim (a timer may fire up to 4 ms late). */
@@ -193,4 +269,33 @@ LEAK_TEST(poll_cost, replay_key_defaults_to_zero_and_is_checked)
     cr_assert_eq(pl__replay_parse_buffer(bad, strlen(bad), &r, err, sizeof err), PL_EFORMAT);
     cr_assert(strncmp(err, "line 3: ", 8) == 0, "%s", err);
     pl__replay_free(&r);
+}
+
+/* A livelock while a timer is armed names the option that tells a task
+ * waiting for time from a busy loop; with it the same program passes. */
+LEAK_TEST(poll_cost, a_livelock_with_a_timer_armed_names_the_option)
+{
+    pl_sim_options o;
+    options(&o, 0);
+    pl_campaign_result r;
+    cr_assert_eq(pl_sim_campaign(&poll_cost_wait, 0, 9, &o, false, &r), 0);
+    cr_assert_eq(r.findings, r.runs);
+    cr_assert_eq(r.first.kind, PL_FINDING_LIVELOCK, "%s", r.first.message);
+    cr_assert_not_null(strstr(r.first.message, "a timer is armed for 1.000 ms"), "%s",
+                       r.first.message);
+    cr_assert_not_null(strstr(r.first.message, "--poll-cost 1us"), "%s", r.first.message);
+    options(&o, PL_US);
+    cr_assert_eq(pl_sim_campaign(&poll_cost_wait, 0, 99, &o, true, &r), 0);
+    cr_assert_eq(r.findings, 0, "seed %llu: %s", (unsigned long long)r.first_seed, r.first.message);
+}
+
+/* No timer armed: a busy loop whatever polls cost, and no hint. */
+LEAK_TEST(poll_cost, a_livelock_without_a_timer_gives_no_hint)
+{
+    pl_sim_options o;
+    options(&o, 0);
+    pl_campaign_result r;
+    cr_assert_eq(pl_sim_campaign(&poll_cost_spin, 0, 9, &o, false, &r), 0);
+    cr_assert_eq(r.first.kind, PL_FINDING_LIVELOCK, "%s", r.first.message);
+    cr_assert_null(strstr(r.first.message, "--poll-cost"), "%s", r.first.message);
 }
