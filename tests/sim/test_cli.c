@@ -1769,6 +1769,37 @@ Test(cli, a_setup_error_names_the_call_that_refused)
     child_ran_free(&p);
 }
 
+/* A long shrink account is cut after a whole line and says how many
+ * lines were left out and where they all are. */
+Test(cli, a_long_account_is_cut_at_a_line)
+{
+    char text[8192] = "";
+    size_t used = 0;
+    for (int i = 0; i < 100; i++) {
+        used += (size_t)snprintf(text + used, sizeof text - used,
+                                 "    step %d: schedule: polled 'worker%02d' first\n", i, i);
+    }
+    char dst[512];
+    pl__cli_cut_lines(dst, sizeof dst, text, "  ", "out/x.shrunk.replay");
+    cr_assert_lt(strlen(dst), sizeof dst);
+    const char *closing = strstr(dst, "  ... ");
+    cr_assert_not_null(closing, "%s", dst);
+    cr_assert(closing == dst || closing[-1] == '\n', "%s", dst); /* after a whole line */
+    cr_assert_eq(strncmp(dst, text, (size_t)(closing - dst)), 0);
+    unsigned more = 0, total = 0;
+    cr_assert_eq(sscanf(closing, "  ... %u more of %u lines", &more, &total), 2, "%s", closing);
+    cr_assert_eq(total, 100u);
+    size_t shown = 0;
+    for (const char *p = dst; p < closing; p++) {
+        shown += *p == '\n';
+    }
+    cr_assert_eq(more, 100u - shown);
+    cr_assert_not_null(strstr(closing, "out/x.shrunk.replay holds them all in its header\n"));
+    /* Text that fits is copied whole. */
+    pl__cli_cut_lines(dst, sizeof dst, "a\nb\n", "  ", "r");
+    cr_assert_str_eq(dst, "a\nb\n");
+}
+
 Test(cli, replay_says_where_a_changed_file_differs)
 {
     char path[4096];

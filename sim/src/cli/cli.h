@@ -14,6 +14,12 @@
 
 #include "pollen/time.h"
 
+/* Copies text into dst (dst_len > 0) whole, or cut after a whole line,
+ * followed by one line "<indent>... N more of M lines: the shrunk replay
+ * <replay> holds them all in its header". dst ends NUL-terminated. */
+void pl__cli_cut_lines(char *dst, size_t dst_len, const char *text, const char *indent,
+                       const char *replay);
+
 /* Parses a decimal uint64 ("0", "42"; no sign, no spaces, no overflow).
  * Returns 0 or PL_EINVAL. */
 int pl__cli_parse_u64(const char *text, uint64_t *out);

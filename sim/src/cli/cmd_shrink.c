@@ -87,12 +87,15 @@ static void shrink_child(const void *ctx, void *result)
                                      sizeof m->err);
     name_errno(m->err, sizeof m->err, m->rc);
     if (m->rc == 0) {
-        /* One byte short: the text stays NUL-terminated when it is cut. */
-        FILE *f = fmemopen(m->text, sizeof m->text - 1, "w");
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
         if (f != NULL) {
             pl__shrink_print(f, &res, NULL, sj->indent);
             fclose(f);
+            pl__cli_cut_lines(m->text, sizeof m->text, text != NULL ? text : "", sj->indent, m->out);
         }
+        free(text);
         m->finding = res.run.finding;
         m->decisions_before = res.decisions_before;
         if (res.kind == PL_FINDING_CRASH) {

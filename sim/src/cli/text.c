@@ -1,6 +1,7 @@
 /* sim/src/cli/text.c: the pure helpers of the command line (cli.h):
  * seed, duration and size parsing, escaping, quoting and
- * edit distance. No I/O: the unit tests call them in-process. */
+ * edit distance, cutting a long text at a line. No I/O: the unit tests
+ * call them in-process. */
 #include "cli_internal.h"
 
 int pl__cli_parse_u64(const char *text, uint64_t *out)
@@ -281,4 +282,43 @@ int pl__cli_shell_quote(const char *text, char *buf, size_t len)
         buf[n < len ? n : len - 1] = '\0';
     }
     return (int)n;
+}
+
+static size_t lines_in(const char *text)
+{
+    size_t n = 0;
+    for (const char *p = text; *p != '\0'; p++) {
+        n += *p == '\n';
+    }
+    return n;
+}
+
+/* A cut in the middle of a line ran into the next line of the report:
+ * cut after the last whole line that leaves room for the closing line. */
+void pl__cli_cut_lines(char *dst, size_t dst_len, const char *text, const char *indent,
+                       const char *replay)
+{
+    PL__SIM_ASSERT(dst_len > 0);
+    size_t len = strlen(text);
+    if (len < dst_len) {
+        memcpy(dst, text, len + 1);
+        return;
+    }
+    static const char closing[] = "%s... %zu more of %zu lines: the shrunk replay %s holds them "
+                                  "all in its header\n";
+    size_t total = lines_in(text);
+    int need = snprintf(NULL, 0, closing, indent, total, total, replay);
+    PL__SIM_ASSERT(need >= 0);
+    size_t room = dst_len - 1 > (size_t)need ? dst_len - 1 - (size_t)need : 0;
+    size_t keep = 0;
+    for (size_t i = 0; i < room; i++) {
+        if (text[i] == '\n') {
+            keep = i + 1;
+        }
+    }
+    memcpy(dst, text, keep);
+    dst[keep] = '\0';
+    size_t shown = lines_in(dst);
+    PL__SIM_ASSERT(shown <= total);
+    snprintf(dst + keep, dst_len - keep, closing, indent, total - shown, total, replay);
 }
