@@ -6,6 +6,9 @@
  * the disk crashes, then the node's memory goes. Task memory stays with
  * the executor until the run ends (pl_executor_forget_task): wakers that
  * other code still holds into it stay safe to wake and drop.
+ *
+ * The end of a run releases what every node (and the scenario) still
+ * holds the same way, without the crash's decisions (pl__nodes_end_run).
  */
 #include "disk/disk_impl.h"
 #include "net/net_impl.h"
@@ -61,12 +64,19 @@ static void close_sockets(pl__sim *s, uint32_t n)
     }
 }
 
-static void crash_disk(pl__disk *d)
+/* The disk's registrations go; its handles stay open (stale after a
+ * crash, freed with the disk at the end of a run). */
+static void forget_disk_sources(pl__disk *d)
 {
     for (size_t i = 0; d != NULL && i < d->handles_len; i++) {
         pl_io_source_forget(d->handles[i].src);
         d->handles[i].src = NULL;
     }
+}
+
+static void crash_disk(pl__disk *d)
+{
+    forget_disk_sources(d);
     (void)pl__disk_crash(d);
 }
 
@@ -85,6 +95,33 @@ static void crash(pl__sim *s, pl__node *node)
     crash_disk(node->disk);
     s->booting = saved;
     pl__node_blocks_free(node);
+}
+
+/* The end of a run is every process's exit: what the program still holds
+ * goes, as at a crash, and no oracle counts it. Unlike a crash it decides
+ * nothing, emits nothing and closes nothing a peer could see (nothing
+ * runs any more): the registrations go, so that neither they nor the
+ * wakers in them outlive the executor, and the sockets, directories and
+ * files go with the network and the disks in pl__sim_finish. */
+void pl__nodes_end_run(pl__sim *s)
+{
+    PL__SIM_ASSERT(s->polling == 0 && s->dropping == 0); /* no task runs */
+    pl__reactor *r = s->reactor;
+    for (size_t i = 0; r != NULL && i < r->handles_len; i++) {
+        if (r->handles[i] != NULL) {
+            pl_io_source_forget(r->handles[i]->src);
+        }
+    }
+    /* Each deregistration reaches the disk of the node set as booting
+     * (none: the scenario's own disk). */
+    uint32_t saved = s->booting;
+    s->booting = 0;
+    forget_disk_sources(s->disk);
+    for (uint32_t n = 1; n < s->nodes_len; n++) {
+        s->booting = n;
+        forget_disk_sources(s->nodes[n].disk);
+    }
+    s->booting = saved;
 }
 
 int pl_sim_node_crash(const char *name)

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "disk/disk.h"
+#include "node.h"
 #include "run.h"
 #include "sim_internal.h"
 #include "strategy.h"
@@ -172,23 +173,6 @@ static bool dup_failed(const void *dst, const void *src, size_t n)
     return dst == NULL && src != NULL && n > 0;
 }
 
-/* The run's one disk, the scenario's or a node's, whose file names the
- * record keeps; NULL when there are several (their file numbers collide:
- * explanations then say "file #N"). */
-static const struct pl__disk *pl__run_only_disk(const pl__sim *s)
-{
-    const struct pl__disk *only = s->disk;
-    for (uint32_t n = 1; n < s->nodes_len; n++) {
-        if (s->nodes[n].disk != NULL) {
-            if (only != NULL) {
-                return NULL;
-            }
-            only = s->nodes[n].disk;
-        }
-    }
-    return only;
-}
-
 static pl__run_record *make_record(pl__sim *s, const pl_scenario *sc)
 {
     pl__run_record *rec = calloc(1, sizeof *rec);
@@ -229,8 +213,7 @@ static pl__run_record *make_record(pl__sim *s, const pl_scenario *sc)
      * record is zeroed, so the name stays terminated when cut. */
     memcpy(rec->scenario, sc->name, strnlen(sc->name, sizeof rec->scenario - 1));
     set_name_blob(rec, s);
-    rec->files_blob = pl__disk_names_blob(pl__run_only_disk(s), &rec->files_len,
-                                          &rec->files_count);
+    rec->files_blob = pl__disk_run_names(s, &rec->files_len, &rec->files_count);
     for (uint32_t n = 1; n < s->nodes_len; n++) {
         snprintf(rec->node_names[n], sizeof rec->node_names[n], "%s", pl__node_name(s, n));
     }
@@ -275,17 +258,17 @@ static void run_escapable(pl__sim *s, const pl_scenario *sc, void *state)
         return;
     }
     int rc = pl_run(s->ex);
-    s->escape = NULL;
     if (rc == 0 && pl__threads_active(&s->threads)) {
         pl__threads_finish_run(s); /* the threads still running end first */
     }
+    s->escape = NULL;
     s->run_over = true;
     s->dropping = 0; /* the check runs on the scenario's own disk */
     pl__run_judge(s, sc, state, rc);
-}
     if (s->finding.kind == PL_FINDING_DEADLOCK && s->threads.len > 1) {
         pl__threads_annotate(s);
     }
+}
 
 static void fill_result(pl__sim *s, pl_sim_result *out)
 {
@@ -316,7 +299,9 @@ static void fill_result(pl__sim *s, pl_sim_result *out)
 
 /* What runs after the run was judged, in one order for every run: the
  * tasks are cancelled (their drops release wakers and handles), then the
- * scenario's teardown. */
+ * scenario's teardown, then what the nodes and the scenario still hold
+ * open goes as at a crash (node.h), so that the leak verdict and a
+ * LeakSanitizer around many runs agree. */
 static void wind_down(pl__sim *s, const pl_scenario *sc, void *state)
 {
     pl_executor_cancel_all(s->ex);
@@ -324,6 +309,7 @@ static void wind_down(pl__sim *s, const pl_scenario *sc, void *state)
     if (sc->teardown != NULL) {
         sc->teardown(state);
     }
+    pl__nodes_end_run(s);
 }
 
 /* A probe found that a task could have run although nothing woke it. A

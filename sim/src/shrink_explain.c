@@ -218,10 +218,10 @@ static void explain_other(explainer *x, size_t i, uint32_t kind, uint64_t key, c
         }
         break;
     default: {
-        char disk[400];
+        char disk[720]; /* a node's name and two paths of 255-byte names fit */
         char link[160];
-        if (pl__disk_explain(disk, sizeof disk, kind, key, v, n, x->rec->files_blob,
-                             x->rec->files_count)) {
+        if (pl__disk_explain_run(disk, sizeof disk, kind, key, v, n, x->rec->files_blob,
+                                 x->rec->files_count)) {
             sb_printf(&x->out, "%s", disk);
         } else if (pl__net_explain(link, sizeof link, kind, key, v, n, e->time_ns)) {
             sb_printf(&x->out, "%s", link);

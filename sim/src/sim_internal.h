@@ -613,7 +613,7 @@ typedef struct pl__run_record {
     uint64_t deviated[PL_DECIDE__COUNT];
     pl__site *buggify;
     size_t buggify_len;
-    char *files_blob;       /* the disk's file names, by number (disk.h) */
+    char *files_blob;       /* every disk's paths, by node (pl__disk_run_names) */
     char node_names[PL_SIM_NODES_MAX + 1][33]; /* by node index; "" when none */
     size_t files_len;
     uint32_t files_count;

@@ -251,7 +251,7 @@ Test(disk, crash_tears_the_unsynced_writes)
     cr_assert_eq(count, 1);
     cr_assert(pl__disk_explain(what, sizeof what, PL_DECIDE_DISK_LOSE,
                                fk.last_key[PL_DECIDE_DISK_LOSE], 6, 12, names, count));
-    cr_assert_str_eq(what, "disk: the crash tore 'log''s unsynced writes after 6 of 12 bytes");
+    cr_assert_str_eq(what, "disk: the crash tore 'db/log''s unsynced writes after 6 of 12 bytes");
     free(names);
 }
 

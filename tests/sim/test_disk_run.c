@@ -136,10 +136,13 @@ LEAK_TEST(disk_run, a_slow_sync_lets_other_tasks_run)
     pl_sim_result r = run_slow("disk_latency=off,disk_fault=off,disk_corrupt=off", 0);
     cr_assert_eq(last.ticks_during_sync, 0, "an undelayed sync completes in its first poll");
     cr_assert_eq(last.sync_result, 0);
-    /* The record keeps the file's name for the shrinker's explanation. */
+    /* The record keeps the file's path for the shrinker's explanation:
+     * the scenario's disk (node 0), its directory, its file. */
     const pl__run_record *rec = pl__sim_result_record(&r);
-    cr_assert_eq(rec->files_count, 1);
-    cr_assert_str_eq(rec->files_blob, "f");
+    cr_assert_eq(rec->files_count, 3);
+    cr_assert_str_eq(rec->files_blob, "@0:1:1:");
+    cr_assert_str_eq(rec->files_blob + 8, "d");
+    cr_assert_str_eq(rec->files_blob + 10, "d/f");
     pl_sim_result_free(&r);
     /* Every operation delayed: the sync takes 1 to 15 quanta of 250 us,
      * and the ticker's 100 us naps run meanwhile. */

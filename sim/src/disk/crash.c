@@ -28,7 +28,7 @@ static void handles_die(pl__disk *d)
 /* How many bytes of `ino`'s pending list reach the platter. */
 static uint64_t survivors(pl__disk *d, const pl__disk_inode *ino)
 {
-    uint64_t key = pl__disk_key(PL__DISK_OP_CRASH, 0, ino->no, d->crashes);
+    uint64_t key = pl__disk_key_of(d, PL__DISK_OP_CRASH, 0, ino->no, d->crashes);
     uint32_t mode = pl__sim_choose(d->sim, PL_DECIDE_DISK_LOSE, 3, key);
     if (mode == 0) {
         return 0;

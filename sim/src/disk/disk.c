@@ -5,13 +5,14 @@
 
 #include "disk_impl.h"
 
-int pl__disk_create(pl__disk **out, pl__sim *sim)
+int pl__disk_create(pl__disk **out, pl__sim *sim, uint32_t node)
 {
     pl__disk *d = calloc(1, sizeof *d);
     if (d == NULL) {
         return PL_ENOMEM;
     }
     d->sim = sim;
+    d->node = node;
     *out = d;
     return 0;
 }

@@ -55,8 +55,9 @@ typedef struct pl__disk pl__disk;
 
 /* ---- Lifecycle and delivery ------------------------------------------- */
 
-/* Creates the disk of `sim`. Returns 0 or PL_ENOMEM. */
-int pl__disk_create(pl__disk **out, pl__sim *sim);
+/* Creates the disk of node `node` of `sim` (0: the scenario's own).
+ * Returns 0 or PL_ENOMEM. */
+int pl__disk_create(pl__disk **out, pl__sim *sim, uint32_t node);
 /* Frees every file, directory, handle and pending completion. NULL: no-op. */
 void pl__disk_destroy(pl__disk *d);
 /* True for a handle number in the disk's range. */
@@ -90,18 +91,35 @@ int pl__disk_dir_rename(void *self, int dir, const char *from, const char *to);
 int pl__disk_dir_unlink(void *self, int dir, const char *name);
 ssize_t pl__disk_dir_list(void *self, int dir, char *buf, size_t len);
 
-/* The latest name of every file of the run by number, "\0"-separated
- * (an unknown name is ""), for the run's record: *count names, *len
- * bytes, malloc'ed (the caller frees it). NULL when there is no disk or
- * no memory. */
+/* The latest path ("wal/0001.log": the directory's path as opened, then
+ * the name) of every file of disk d by number, "\0"-separated (an
+ * unknown one is ""): *count paths, *len bytes, malloc'ed (the caller
+ * frees it). NULL when there is no disk, no file or no memory. */
 char *pl__disk_names_blob(const pl__disk *d, size_t *len, uint32_t *count);
 
+/* The names of every disk of run s, for its record, read once the run is
+ * over: "\0"-separated strings, *count of them, *len bytes, malloc'ed
+ * (the caller frees it); NULL when no disk was used, or no memory. One
+ * section per disk, in node order (the scenario's own first): a header
+ * "@N:D:F:NAME" (node index N, NAME "" for the scenario), then the paths
+ * of its D directories by number, then the latest paths of its F files
+ * by number (pl__disk_names_blob's). File and directory numbers are per
+ * disk: a decision's key says whose (disk_impl.h). */
+char *pl__disk_run_names(const pl__sim *s, size_t *len, uint32_t *count);
+
 /* ---- Explanations (explain.c) -------------------------------------------
- * Writes what a non-default disk decision did ("disk: read of 'log.dat' at
- * offset 4096 returned a flipped bit (bit 13 of 512 bytes)") into buf,
- * naming files from `names` (pl__disk_names_blob's, `count` of them; a
- * file without a name there is "file #N"). Returns false for a kind that
- * is not the disk's. */
+ * Writes what a non-default disk decision did ("disk: node 'b1': read of
+ * 'wal/0001.log' at offset 4096 returned a flipped bit (bit 13 of 512
+ * bytes)"; the scenario's own disk names no node) into buf. Returns false
+ * for a kind that is not the disk's. A file or directory with no name
+ * known is "file #N" or "directory #N".
+ *
+ * pl__disk_explain_run reads the names from `names`, a run's
+ * pl__disk_run_names (`count` strings; NULL: none), and finds the node
+ * from the key. pl__disk_explain reads one disk's file paths
+ * (pl__disk_names_blob's) and names no node or directory. */
+bool pl__disk_explain_run(char *buf, size_t len, uint32_t kind, uint64_t key, uint32_t v,
+                          uint32_t n, const char *names, uint32_t count);
 bool pl__disk_explain(char *buf, size_t len, uint32_t kind, uint64_t key, uint32_t v, uint32_t n,
                       const char *names, uint32_t count);
 

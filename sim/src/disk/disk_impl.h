@@ -98,6 +98,7 @@ typedef struct pl__disk_completion {
 
 struct pl__disk {
     pl__sim *sim;
+    uint32_t node;           /* whose disk: 0 the scenario's, else a node's index */
     pl__disk_inode **inodes; /* by number - 1; NULL once freed */
     size_t inodes_len;
     size_t inodes_cap;
@@ -113,7 +114,7 @@ struct pl__disk {
     size_t due_len;
     size_t due_cap;
     uint64_t seq;
-    char **file_names; /* latest name of file number i + 1, for explanations */
+    char **file_names; /* latest path of file number i + 1, for explanations */
     size_t file_names_len;
     size_t file_names_cap;
     uint64_t bytes; /* what PL_SIM_DISK_BYTES_MAX bounds */
@@ -170,9 +171,9 @@ int pl__disk_names_add(pl__disk *d, pl__disk_dir *dir, const char *name, uint32_
 int pl__disk_names_rename(pl__disk *d, pl__disk_dir *dir, const char *from, const char *to);
 int pl__disk_names_unlink(pl__disk *d, pl__disk_dir *dir, const char *name);
 ssize_t pl__disk_names_list(const pl__disk_dir *dir, char *buf, size_t len);
-/* Notes `name` as the latest name of file `no` (best effort: only for
- * the explanations). */
-void pl__disk_names_note(pl__disk *d, uint32_t no, const char *name);
+/* Notes `name` in `dir` as the latest path of file `no` (best effort:
+ * only for the explanations). */
+void pl__disk_names_note(pl__disk *d, uint32_t no, const pl__disk_dir *dir, const char *name);
 /* Copies the visible set to the durable one (sync), or back (crash). */
 int pl__disk_names_sync(pl__disk *d, pl__disk_dir *dir);
 void pl__disk_names_revert(pl__disk *d, pl__disk_dir *dir);
@@ -180,7 +181,11 @@ void pl__disk_names_free(pl__disk_entries *es);
 
 /* ---- faults.c ------------------------------------------------------------- */
 
-/* Decision keys: what, whose, where (explain.c decodes them). */
+/* Decision keys: what (op, and sub for the second decision of one op),
+ * which file or directory (obj), on which node's disk, where (off, its
+ * low 31 bits): bits 60-63 op, 56-59 sub, 36-55 obj, 31-35 node, 0-30
+ * off. explain.c decodes them. A key only names the subject: no source
+ * or strategy draws a disk decision from it. */
 enum {
     PL__DISK_OP_READ = 1,
     PL__DISK_OP_WRITE = 2,
@@ -188,7 +193,10 @@ enum {
     PL__DISK_OP_DIRSYNC = 4,
     PL__DISK_OP_CRASH = 5,
 };
+/* The key of node 0's disk (the scenario's). */
 uint64_t pl__disk_key(uint32_t op, uint32_t sub, uint32_t obj, uint64_t off);
+/* The key of an op on disk d (its node's). */
+uint64_t pl__disk_key_of(const pl__disk *d, uint32_t op, uint32_t sub, uint32_t obj, uint64_t off);
 /* 0: run the op now; PL_EAGAIN: it was delayed (or still is). */
 int pl__disk_delay(pl__disk *d, int handle, pl__disk_handle *h, int side, uint64_t key);
 /* The fault of one op: 0 none, PL_EIO, or (short ops) a byte count in

@@ -71,7 +71,7 @@ int pl__disk_dir_open(void *self, const char *path, int create)
 {
     pl__sim *s = self;
     pl__disk **slot = pl__node_disk_slot(s);
-    if (*slot == NULL && pl__disk_create(slot, s) != 0) {
+    if (*slot == NULL && pl__disk_create(slot, s, pl__node_current(s)) != 0) {
         return PL_ENOMEM;
     }
     if ((*slot)->open_handles >= PL_SIM_DISK_HANDLES_MAX) {
@@ -158,8 +158,9 @@ static pl__disk_handle *data_op(void *self, int handle, uint32_t need, int side,
         *err = PL_EBADF;
         return NULL;
     }
-    *key = pl__disk_key(op, 0, h->obj, off);
-    *err = pl__disk_delay(disk_of(self), handle, h, side, *key);
+    pl__disk *d = disk_of(self);
+    *key = pl__disk_key_of(d, op, 0, h->obj, off);
+    *err = pl__disk_delay(d, handle, h, side, *key);
     return *err == 0 ? h : NULL;
 }
 
@@ -220,7 +221,7 @@ int pl__disk_file_sync(void *self, int handle, int data_only)
     }
     bool is_dir = h->kind == PL__DISK_H_DIR;
     uint32_t op = is_dir ? PL__DISK_OP_DIRSYNC : PL__DISK_OP_SYNC;
-    uint64_t key = pl__disk_key(op, 0, h->obj, 0);
+    uint64_t key = pl__disk_key_of(d, op, 0, h->obj, 0);
     int rc = pl__disk_delay(d, handle, h, 1, key);
     if (rc != 0) {
         return rc;

@@ -1,14 +1,21 @@
 /* sim/src/disk/faults.c: the disk's decisions. Each is consulted only
  * when a file is used, so a scenario without files draws none of them and
  * keeps its runs and trace hashes. A decision's key says which operation
- * of which file at which offset it is about, so the shrinker's
- * explanation can say so (explain.c decodes it). */
+ * of which file of which node's disk at which offset it is about, so the
+ * shrinker's explanation can say so (explain.c decodes it). */
 #include "disk_impl.h"
+
+_Static_assert(PL_SIM_NODES_MAX < 32, "a node index fits the key's 5 bits");
 
 uint64_t pl__disk_key(uint32_t op, uint32_t sub, uint32_t obj, uint64_t off)
 {
     return (uint64_t)(op & 0xfu) << 60 | (uint64_t)(sub & 0xfu) << 56 |
-           (uint64_t)(obj & 0xfffffu) << 36 | (off & 0xfffffffffu);
+           (uint64_t)(obj & 0xfffffu) << 36 | (off & 0x7fffffffu);
+}
+
+uint64_t pl__disk_key_of(const pl__disk *d, uint32_t op, uint32_t sub, uint32_t obj, uint64_t off)
+{
+    return pl__disk_key(op, sub, obj, off) | (uint64_t)(d->node & 0x1fu) << 31;
 }
 
 /* A delay is decided at an operation's first attempt; its wake makes the

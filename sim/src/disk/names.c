@@ -4,6 +4,7 @@
  * a copy of the visible one. Each file counts the entries of each set
  * that name it (links, dlinks) and is freed when nothing names or opens
  * it. Names count toward PL_SIM_DISK_BYTES_MAX, once per set. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,7 +88,7 @@ static void remove_at(pl__disk *d, pl__disk_entries *es, size_t i)
     es->len--;
 }
 
-void pl__disk_names_note(pl__disk *d, uint32_t no, const char *name)
+void pl__disk_names_note(pl__disk *d, uint32_t no, const pl__disk_dir *dir, const char *name)
 {
     if (no == 0 || no > PL__DISK_NAMES_KEPT) {
         return;
@@ -99,13 +100,31 @@ void pl__disk_names_note(pl__disk *d, uint32_t no, const char *name)
         }
         d->file_names_len = no;
     }
-    size_t len = strlen(name) + 1;
+    /* "wal/0001.log": the directory's path as it was opened, one slash. */
+    size_t dlen = strlen(dir->path);
+    bool slash = dlen > 0 && dir->path[dlen - 1] != '/';
+    size_t len = dlen + slash + strlen(name) + 1;
     char *copy = malloc(len);
     if (copy != NULL) {
-        memcpy(copy, name, len);
+        memcpy(copy, dir->path, dlen);
+        copy[dlen] = '/';
+        memcpy(copy + dlen + slash, name, len - dlen - slash);
         free(d->file_names[no - 1]);
         d->file_names[no - 1] = copy;
     }
+}
+
+/* Appends s and its NUL at *p. */
+static char *put(char *p, const char *s)
+{
+    size_t l = strlen(s) + 1;
+    memcpy(p, s, l);
+    return p + l;
+}
+
+static const char *file_name_or_empty(const pl__disk *d, size_t i)
+{
+    return d->file_names[i] != NULL ? d->file_names[i] : "";
 }
 
 char *pl__disk_names_blob(const pl__disk *d, size_t *len, uint32_t *count)
@@ -117,7 +136,7 @@ char *pl__disk_names_blob(const pl__disk *d, size_t *len, uint32_t *count)
     }
     size_t total = 0;
     for (size_t i = 0; i < d->file_names_len; i++) {
-        total += (d->file_names[i] != NULL ? strlen(d->file_names[i]) : 0) + 1;
+        total += strlen(file_name_or_empty(d, i)) + 1;
     }
     char *blob = malloc(total);
     if (blob == NULL) {
@@ -125,13 +144,68 @@ char *pl__disk_names_blob(const pl__disk *d, size_t *len, uint32_t *count)
     }
     char *p = blob;
     for (size_t i = 0; i < d->file_names_len; i++) {
-        const char *n = d->file_names[i] != NULL ? d->file_names[i] : "";
-        size_t l = strlen(n) + 1;
-        memcpy(p, n, l);
-        p += l;
+        p = put(p, file_name_or_empty(d, i));
     }
     *len = total;
     *count = (uint32_t)d->file_names_len;
+    return blob;
+}
+
+/* The run's disks by node: the scenario's, then each node's. */
+static const pl__disk *disk_of_node(const pl__sim *s, uint32_t n)
+{
+    return n == 0 ? s->disk : s->nodes[n].disk;
+}
+
+/* One disk's section of pl__disk_run_names: its header, its directories'
+ * paths and its files' latest paths. Writes it at p when p is not NULL;
+ * returns its bytes. Adds its strings to *count. */
+static size_t section(const pl__disk *d, uint32_t n, const char *node, char *p, uint32_t *count)
+{
+    char head[64];
+    int w = snprintf(head, sizeof head, "@%u:%zu:%zu:%s", n, d->dirs_len, d->file_names_len, node);
+    PL__SIM_ASSERT(w > 0 && (size_t)w < sizeof head); /* node names are 32 bytes at most */
+    size_t bytes = (size_t)w + 1;
+    char *q = p != NULL ? put(p, head) : NULL;
+    for (size_t i = 0; i < d->dirs_len; i++) {
+        bytes += strlen(d->dirs[i]->path) + 1;
+        q = q != NULL ? put(q, d->dirs[i]->path) : NULL;
+    }
+    for (size_t i = 0; i < d->file_names_len; i++) {
+        bytes += strlen(file_name_or_empty(d, i)) + 1;
+        q = q != NULL ? put(q, file_name_or_empty(d, i)) : NULL;
+    }
+    *count += 1 + (uint32_t)d->dirs_len + (uint32_t)d->file_names_len;
+    return bytes;
+}
+
+char *pl__disk_run_names(const pl__sim *s, size_t *len, uint32_t *count)
+{
+    uint32_t nodes = s->nodes != NULL ? s->nodes_len : 1;
+    size_t total = 0;
+    *count = 0;
+    for (uint32_t n = 0; n < nodes; n++) {
+        const pl__disk *d = disk_of_node(s, n);
+        total += d != NULL ? section(d, n, n != 0 ? s->nodes[n].def.name : "", NULL, count) : 0;
+    }
+    *len = 0;
+    if (total == 0) {
+        *count = 0;
+        return NULL;
+    }
+    char *blob = malloc(total);
+    if (blob == NULL) {
+        *count = 0;
+        return NULL;
+    }
+    char *p = blob;
+    uint32_t written = 0;
+    for (uint32_t n = 0; n < nodes; n++) {
+        const pl__disk *d = disk_of_node(s, n);
+        p += d != NULL ? section(d, n, n != 0 ? s->nodes[n].def.name : "", p, &written) : 0;
+    }
+    PL__SIM_ASSERT(written == *count && (size_t)(p - blob) == total);
+    *len = total;
     return blob;
 }
 
@@ -143,7 +217,7 @@ int pl__disk_names_add(pl__disk *d, pl__disk_dir *dir, const char *name, uint32_
     int rc = insert(d, &dir->vis, i, name, ino);
     if (rc == 0) {
         pl__disk_inode_get(d, ino)->links++;
-        pl__disk_names_note(d, ino, name);
+        pl__disk_names_note(d, ino, dir, name);
     }
     return rc;
 }
@@ -168,7 +242,7 @@ int pl__disk_names_rename(pl__disk *d, pl__disk_dir *dir, const char *from, cons
     if (strcmp(from, to) == 0) {
         return 0;
     }
-    pl__disk_names_note(d, moved, to);
+    pl__disk_names_note(d, moved, dir, to);
     size_t j = find(&dir->vis, to, &found);
     if (found) {
         /* Replace the target in place, then drop the source's entry. */
