@@ -30,6 +30,11 @@
  * (pl_sim_node_restart) calls the boot function again; the disk keeps
  * what was durable.
  *
+ * End of the run: what a node (or the scenario) still holds open, a
+ * listener, a connection, a directory, a file, is released silently, as
+ * at a crash but deciding nothing: a correct program may end that way,
+ * so it is no finding, and nothing of it leaks.
+ *
  * Rules for the program: nodes share nothing but the network. A node's
  * tasks must not hold wakers, handles or memory of another node (a crash
  * would leave them pointing at what it discarded); a node's own state
