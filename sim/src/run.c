@@ -258,6 +258,16 @@ static void run_escapable(pl__sim *s, const pl_scenario *sc, void *state)
         return;
     }
     int rc = pl_run(s->ex);
+    /* An executor with nothing in flight returns without a wait, so the
+     * other threads had no turn: they run now, and pl_run again if they
+     * woke a task (threads/sched.c). */
+    while (rc == PL_EDEADLK && pl__threads_active(&s->threads) && !s->stopped) {
+        pl__threads_idle(s);
+        if (s->stopped || (pl_executor_runnable(s->ex) == 0 && !s->remote_pending)) {
+            break;
+        }
+        rc = pl_run(s->ex);
+    }
     if (rc == 0 && pl__threads_active(&s->threads)) {
         pl__threads_finish_run(s); /* the threads still running end first */
     }

@@ -31,12 +31,13 @@
 /* Every pair in the zoo. A registered bug_ or fix_ scenario missing here
  * fails the registry test, so a new pair cannot go untested. */
 static const char *const zoo[] = {
-    "abort_permit",   "chan_register_late", "checksum",           "deadline_reset",
+    "abort_permit",   "atomic_waker",
+    "chan_register_late", "checksum",           "deadline_reset",
     "edge_notify",
     "event_clear",    "idle_timeout",       "join_repoll",        "kv_ack",
     "log_ack",        "node_register_late", "node_wake_no_flag",
     "poll_hang",
-    "poll_spin",      "prefetch_leak",      "race_double_drop",   "reaper_orphan",
+    "poll_spin",      "pool_done_flag",     "prefetch_leak",      "race_double_drop",   "reaper_orphan",
     "repl_ack",
     "reply_busy",     "resend_twice",       "retry_stale",        "select_first_waker",
     "sem_release",    "signal_drop",        "spin_wait",          "stale_reply",
@@ -161,6 +162,7 @@ static void expect_clean(const char *name, const char *knobs, bool rotate)
     }
 
 ZOO_PAIR(abort_permit)
+ZOO_PAIR(atomic_waker)
 ZOO_PAIR(chan_register_late)
 ZOO_PAIR(checksum)
 ZOO_PAIR(deadline_reset)
@@ -173,6 +175,7 @@ ZOO_PAIR(log_ack)
 ZOO_PAIR(node_register_late)
 ZOO_PAIR(node_wake_no_flag)
 ZOO_PAIR(poll_spin)
+ZOO_PAIR(pool_done_flag)
 ZOO_PAIR(prefetch_leak)
 ZOO_PAIR(race_double_drop)
 ZOO_PAIR(reaper_orphan)

@@ -15,6 +15,7 @@
  * __sanitizer_finish_switch_fiber), without which it takes a switched-to
  * stack for a wild stack and reports false errors.
  */
+#include <signal.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -164,8 +165,91 @@ void pl__fiber_swap(void **save, void *sp);
 
 static size_t page_size(void)
 {
-    long p = sysconf(_SC_PAGESIZE);
-    return p > 0 ? (size_t)p : 4096;
+    static size_t page; /* read once: the SIGSEGV handler uses it too */
+    if (page == 0) {
+        long p = sysconf(_SC_PAGESIZE);
+        page = p > 0 ? (size_t)p : 4096;
+    }
+    return page;
+}
+
+/* ---- Stack overflows ------------------------------------------------------
+ * A fault in the running fiber's guard page is a stack overflow: the
+ * handler, on an alternate stack (the faulting one is full), names the
+ * thread on stderr, puts back the handler it replaced and returns; the
+ * fault repeats and that handler (a sanitizer's, the campaign guard's,
+ * the default) reports the crash as before. */
+
+static _Thread_local const pl__fiber *running_fiber;
+static _Thread_local const char *running_name;
+static _Thread_local uint32_t running_id;
+static _Thread_local bool altstack_set;
+static struct sigaction previous_segv;
+
+static void put(const char *s)
+{
+    ssize_t n = write(STDERR_FILENO, s, strlen(s));
+    (void)n; /* nothing to do about a failed write from a dying process */
+}
+
+static void on_segv(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig;
+    (void)uc;
+    const pl__fiber *f = running_fiber;
+    if (f != NULL && pl__fiber_in_guard(f, si->si_addr)) {
+        char id[12];
+        size_t i = sizeof id - 1;
+        id[i] = '\0';
+        uint32_t v = running_id;
+        do {
+            id[--i] = (char)('0' + v % 10);
+            v /= 10;
+        } while (v != 0);
+        put("\npollen: stack overflow in simulated thread '");
+        put(running_name != NULL ? running_name : "?");
+        put("' (#");
+        put(id + i);
+        put("): it recursed past its stack (PL__THREAD_STACK_BYTES, threads/threads.h)\n");
+    }
+    sigaction(SIGSEGV, &previous_segv, NULL);
+}
+
+/* Per OS thread an alternate signal stack; per process the handler
+ * (again when someone replaced it since). */
+static void watch_overflows(void)
+{
+    if (!altstack_set) {
+        size_t len = 64 * 1024;
+        void *alt = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (alt == MAP_FAILED) {
+            return;
+        }
+        stack_t ss = {.ss_sp = alt, .ss_size = len, .ss_flags = 0};
+        if (sigaltstack(&ss, NULL) != 0) {
+            munmap(alt, len);
+            return;
+        }
+        altstack_set = true; /* kept for the OS thread's life */
+    }
+    struct sigaction cur;
+    if (sigaction(SIGSEGV, NULL, &cur) != 0 ||
+        ((cur.sa_flags & SA_SIGINFO) != 0 && cur.sa_sigaction == on_segv)) {
+        return;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_segv;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, &previous_segv);
+}
+
+void pl__fiber_running(const pl__fiber *f, const char *name, uint32_t id)
+{
+    running_fiber = f;
+    running_name = name;
+    running_id = id;
 }
 
 int pl__fiber_create(pl__fiber *f, size_t stack_len, pl__fiber_entry entry, void *arg)
@@ -183,6 +267,7 @@ int pl__fiber_create(pl__fiber *f, size_t stack_len, pl__fiber_entry entry, void
         munmap(map, len);
         return PL_ENOMEM;
     }
+    watch_overflows();
     f->map = map;
     f->map_len = len;
     f->asan_bottom = (char *)map + page;

@@ -60,7 +60,9 @@ static void switch_to(pl__sim *s, uint32_t to, bool ends)
         th->ended = from + 1;
     }
     event(s, to, PL__THREAD_EV_SWITCH, from);
-    pl__fiber_switch(&me->fiber, &th->t[to]->fiber, ends);
+    pl__thread_rec *next = th->t[to];
+    pl__fiber_running(&next->fiber, next->name, to);
+    pl__fiber_switch(&me->fiber, &next->fiber, ends);
     PL__SIM_ASSERT(!ends);
     /* Back on this thread: whoever switched here set current. */
     PL__SIM_ASSERT(th->current == from);
@@ -254,10 +256,10 @@ static void run_next(pl__sim *s, bool ends)
             if (v != 0) {
                 explain(s, me, to, false);
             }
-        } else if (me->state == PL__TH_RUNNABLE) {
-            return; /* yielding with no one else to run */
         } else if (th->t[0]->state == PL__TH_IDLE && me->id != 0) {
             to = 0; /* the executor's wait goes on */
+        } else if (me->state == PL__TH_RUNNABLE) {
+            return; /* yielding with no one else to run */
         } else if ((n = candidates(th, me->id, true)) > 0) {
             for (uint32_t i = 0; i < n; i++) {
                 th->t[th->ids[i]]->yielded = false;
@@ -402,6 +404,11 @@ void pl__threads_idle(pl__sim *s)
     }
     PL__SIM_ASSERT(th->current == 0);
     pl__thread_rec *me = th->t[0];
+    /* A yielded thread looks once more at each wait of the executor:
+     * what it waits for may have been stored right after its look. */
+    for (uint32_t i = 1; i < th->len; i++) {
+        th->t[i]->yielded = false;
+    }
     me->state = PL__TH_IDLE;
     while (!s->stopped) {
         uint32_t n = candidates(th, 0, false);

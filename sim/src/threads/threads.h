@@ -56,6 +56,9 @@ void pl__fiber_started(void);
 /* After a switch returned or a fiber started: `origin` is the fiber that
  * switched here; ASan's bounds of thread 0's stack are learned so. */
 void pl__fiber_note_origin(pl__fiber *origin);
+/* The fiber that runs now, for the stack-overflow report (sched.c
+ * calls it at each switch). */
+void pl__fiber_running(const pl__fiber *f, const char *name, uint32_t id);
 /* True when addr lies in f's guard page (a stack overflow). */
 bool pl__fiber_in_guard(const pl__fiber *f, const void *addr);
 
