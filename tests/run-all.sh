@@ -10,8 +10,10 @@
 #   3. clang + libFuzzer: build the fuzz targets and run the fuzz smoke
 #      test, then the OSS-Fuzz / ClusterFuzzLite build under the builders'
 #      environment (fuzz/oss_fuzz_check.sh) (skip both with POLLEN_SKIP_FUZZ=1);
-#   4. packaging: pollen as a meson subproject of a user's project
-#      (tests/packaging/subproject.sh, gcc).
+#   4. packaging, gcc: pollen as a meson subproject of a user's project
+#      (tests/packaging/subproject.sh), and README's install recipe run
+#      as written into a temporary prefix, a user's program built against
+#      it through pkg-config (tests/packaging/install.sh).
 # Ends with one line "N passed, N failed" counting every test case.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -76,8 +78,15 @@ else
     packaging_result=fail
     status=1
 fi
+if CC=gcc tests/packaging/install.sh; then
+    install_result=pass
+else
+    install_result=fail
+    status=1
+fi
 
 python3 tests/count.py "${logs[@]}" ${fuzz_result:+--extra fuzz_smoke=$fuzz_result} \
     ${oss_fuzz_result:+--extra oss_fuzz_build=$oss_fuzz_result} \
-    --extra packaging_subproject=$packaging_result || status=1
+    --extra packaging_subproject=$packaging_result \
+    --extra packaging_install=$install_result || status=1
 exit $status
