@@ -79,6 +79,8 @@ struct pl__strategy {
     pl__prng prng;            /* priorities and change points */
     uint64_t *prio;           /* by task id; 0: not seen yet */
     size_t prio_cap;
+    uint64_t *thread_prio;    /* by simulated thread id; 0: not seen yet */
+    size_t thread_prio_cap;
     uint32_t *ids;            /* candidate buffer */
     size_t ids_cap;
     uint64_t step;            /* schedule decisions so far */
@@ -92,6 +94,7 @@ void pl__strategy_free(pl__strategy *st)
 {
     if (st != NULL) {
         free(st->prio);
+        free(st->thread_prio);
         free(st->ids);
         free(st);
     }
@@ -183,10 +186,53 @@ static void pct_change_point(pl__strategy *st, uint32_t id)
     }
 }
 
+/* Simulated threads get PCT priorities of their own (thread ids are
+ * not task ids): the highest-ranked runnable thread runs, and at a
+ * change point the chosen one drops below every initial priority. A
+ * yielding thread is not among the choices (threads/sched.c). */
+static uint64_t pct_thread_priority(pl__strategy *st, uint32_t id)
+{
+    if (pl__grow((void **)&st->thread_prio, &st->thread_prio_cap, (size_t)id + 1,
+                 sizeof *st->thread_prio, 8, 0) != 0) {
+        return PCT_PRIO_FLOOR;
+    }
+    if (st->thread_prio[id] == 0) {
+        st->thread_prio[id] = PCT_PRIO_FLOOR + (pl__prng_next(&st->prng) >> 2);
+    }
+    return st->thread_prio[id];
+}
+
+static uint32_t pct_choose_thread(pl__strategy *st, uint32_t n, uint32_t fallback)
+{
+    const uint32_t *ids = pl__threads_choices(st->sim, n);
+    if (ids == NULL) {
+        return fallback; /* which waiter to wake: not a priority question */
+    }
+    st->step++;
+    uint32_t best = 0;
+    uint64_t best_prio = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t p = pct_thread_priority(st, ids[i]);
+        if (p > best_prio) {
+            best_prio = p;
+            best = i;
+        }
+    }
+    for (uint32_t j = 1; j < st->depth; j++) {
+        if (st->change[j] == st->step && ids[best] < st->thread_prio_cap) {
+            st->thread_prio[ids[best]] = st->depth - j;
+        }
+    }
+    return best;
+}
+
 static uint32_t pct_choose(void *ud, pl_decision_kind kind, uint32_t n, uint64_t key,
                            uint32_t fallback)
 {
     pl__strategy *st = ud;
+    if (kind == PL_DECIDE_THREAD_SWITCH) {
+        return pct_choose_thread(st, n, fallback);
+    }
     if (kind != PL_DECIDE_SCHEDULE) {
         return fallback;
     }
@@ -306,7 +352,8 @@ static int install_pct(pl__sim *s, const pl__strategy_spec *spec, const pl_sim_o
     pl__prng_seed(&st->prng, pl__prng_subseed(o->seed, PL__SEED_STRATEGY));
     pct_draw_change_points(st);
     s->strategy = st;
-    pl__dec_set_strategy_kinds(&s->dec, pct_choose, st, 1u << PL_DECIDE_SCHEDULE);
+    pl__dec_set_strategy_kinds(&s->dec, pct_choose, st,
+                               1u << PL_DECIDE_SCHEDULE | 1u << PL_DECIDE_THREAD_SWITCH);
     return 0;
 }
 

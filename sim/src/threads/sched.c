@@ -98,7 +98,7 @@ static void unyield_all(pl__threads *th)
 /* ---- Candidates ------------------------------------------------------------- */
 
 /* The runnable threads other than `except`, yielded ones only when
- * `yielded`, in ready order (oldest first) into th->ids. */
+ * `yielded`, in ready order (oldest first) into th->ids[1..n]. */
 static uint32_t candidates(pl__threads *th, uint32_t except, bool yielded)
 {
     uint32_t n = 0;
@@ -107,15 +107,32 @@ static uint32_t candidates(pl__threads *th, uint32_t except, bool yielded)
         if (i == except || r->state != PL__TH_RUNNABLE || r->yielded != yielded) {
             continue;
         }
-        /* Insertion by ready_seq: a handful of threads. */
-        uint32_t j = n++;
-        while (j > 0 && th->t[th->ids[j - 1]]->ready_seq > r->ready_seq) {
+        /* Insertion by ready_seq: a handful of threads. ids[0] is kept
+         * for the running thread (a point's choice 0). */
+        uint32_t j = ++n;
+        while (j > 1 && th->t[th->ids[j - 1]]->ready_seq > r->ready_seq) {
             th->ids[j] = th->ids[j - 1];
             j--;
         }
         th->ids[j] = i;
     }
     return n;
+}
+
+/* A thread_switch decision among the threads choices[0..n): what a
+ * strategy (PCT) reads through pl__threads_choices while it decides. */
+static uint32_t choose(pl__sim *s, const uint32_t *choices, uint32_t n, uint32_t running)
+{
+    s->threads.choices = choices;
+    s->threads.choices_len = n;
+    uint32_t v = pl__sim_choose(s, PL_DECIDE_THREAD_SWITCH, n, running);
+    s->threads.choices = NULL;
+    return v;
+}
+
+const uint32_t *pl__threads_choices(const pl__sim *s, uint32_t n)
+{
+    return s->threads.choices_len == n ? s->threads.choices : NULL;
 }
 
 static const char *base_name(const char *file)
@@ -251,8 +268,8 @@ static void run_next(pl__sim *s, bool ends)
         uint32_t n = candidates(th, me->id, false);
         uint32_t to;
         if (n > 0) {
-            uint32_t v = n > 1 ? pl__sim_choose(s, PL_DECIDE_THREAD_SWITCH, n, me->id) : 0;
-            to = th->ids[v];
+            uint32_t v = n > 1 ? choose(s, th->ids + 1, n, me->id) : 0;
+            to = th->ids[1 + v];
             if (v != 0) {
                 explain(s, me, to, false);
             }
@@ -262,9 +279,9 @@ static void run_next(pl__sim *s, bool ends)
             return; /* yielding with no one else to run */
         } else if ((n = candidates(th, me->id, true)) > 0) {
             for (uint32_t i = 0; i < n; i++) {
-                th->t[th->ids[i]]->yielded = false;
+                th->t[th->ids[1 + i]]->yielded = false;
             }
-            to = th->ids[0];
+            to = th->ids[1];
         } else if (advance_to_deadline(s)) {
             if (me->state == PL__TH_RUNNABLE) {
                 return; /* its own deadline came first */
@@ -364,11 +381,12 @@ void pl__threads_point(pl__sim *s, const pl_thread_site *site, unsigned what)
     if (n == 0) {
         return;
     }
-    uint32_t v = pl__sim_choose(s, PL_DECIDE_THREAD_SWITCH, n + 1, me->id);
+    th->ids[0] = me->id;
+    uint32_t v = choose(s, th->ids, n + 1, me->id);
     if (v == 0) {
         return;
     }
-    uint32_t to = th->ids[v - 1];
+    uint32_t to = th->ids[v];
     explain(s, me, to, true);
     me->ready_seq = ++th->seq;
     th->came_from = me->id;
@@ -415,9 +433,9 @@ void pl__threads_idle(pl__sim *s)
         if (n == 0) {
             break;
         }
-        uint32_t v = n > 1 ? pl__sim_choose(s, PL_DECIDE_THREAD_SWITCH, n, 0) : 0;
+        uint32_t v = n > 1 ? choose(s, th->ids + 1, n, 0) : 0;
         th->came_from = 0;
-        switch_to(s, th->ids[v], false);
+        switch_to(s, th->ids[1 + v], false);
         after_switch(th, came_from_of(th));
     }
     me->state = PL__TH_RUNNABLE;
@@ -433,7 +451,7 @@ void pl__threads_finish_run(pl__sim *s)
         }
         uint32_t yielded = candidates(th, 0, true);
         for (uint32_t i = 0; i < yielded; i++) {
-            th->t[th->ids[i]]->yielded = false;
+            th->t[th->ids[1 + i]]->yielded = false;
         }
         if (yielded == 0 && !advance_to_deadline(s)) {
             pl__threads_deadlock(s, "after pl_run returned");
@@ -451,7 +469,7 @@ int pl__threads_ensure_main(pl__sim *s)
         return 0;
     }
     th->t = calloc(8, sizeof *th->t);
-    th->ids = calloc(8, sizeof *th->ids);
+    th->ids = calloc(8 + 1, sizeof *th->ids);
     pl__thread_rec *r = calloc(1, sizeof *r);
     if (th->t == NULL || th->ids == NULL || r == NULL) {
         free(th->t);
@@ -482,7 +500,7 @@ static int reserve(pl__threads *th)
         return PL_ENOMEM;
     }
     th->t = t;
-    uint32_t *ids = realloc(th->ids, cap * sizeof *ids);
+    uint32_t *ids = realloc(th->ids, (cap + 1) * sizeof *ids);
     if (ids == NULL) {
         return PL_ENOMEM;
     }

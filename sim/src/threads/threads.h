@@ -122,7 +122,9 @@ typedef struct pl__tobj {
 
 typedef struct pl__threads {
     pl__thread_rec **t;  /* by id; t[0] is thread 0 once any thread was spawned */
-    uint32_t *ids;       /* scratch: candidates in ready order (cap of them) */
+    uint32_t *ids;       /* scratch: [0] the running thread, then candidates in ready order */
+    const uint32_t *choices; /* while a thread_switch decision is asked: its choices */
+    uint32_t choices_len;
     uint32_t len;
     uint32_t cap;
     uint32_t came_from;  /* the thread that made the latest switch */
@@ -190,6 +192,9 @@ uint32_t pl__threads_obj(struct pl__sim *s, uint64_t *run, uint32_t *id, uint8_t
 void pl__threads_enqueue(struct pl__sim *s, uint32_t obj, pl__thread_rec *r);
 uint32_t pl__threads_waiters(const struct pl__sim *s, uint32_t obj);
 uint32_t pl__threads_dequeue(struct pl__sim *s, uint32_t obj, uint32_t k);
+/* While a thread_switch decision of n choices is asked: the thread id of
+ * each choice (NULL when it is a pick among waiters, or n differs). */
+const uint32_t *pl__threads_choices(const struct pl__sim *s, uint32_t n);
 /* A decision of which of n waiters to wake (0: the longest waiting). */
 uint32_t pl__threads_pick_waiter(struct pl__sim *s, uint32_t n);
 /* Creates thread records (thread 0's on first use) and starts nothing:
