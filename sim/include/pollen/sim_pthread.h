@@ -23,8 +23,10 @@
  * declarations, renamed, declare the functions, so a program that writes
  * the prototypes out itself (a preprocessed source) compiles the same.
  * It does include <stdatomic.h> (to redefine its generic functions with a
- * schedule point first); a preprocessed source that already holds
- * <stdatomic.h>'s declarations defines PL_SIM_PTHREAD_NO_ATOMICS.
+ * schedule point first), which may include <stdint.h> (clang's does): a
+ * preprocessed source, which holds those declarations already and whose
+ * atomics are expanded already, is compiled with
+ * -DPL_SIM_PTHREAD_NO_ATOMICS.
  *
  * The program's globals: every run starts with the values the program's
  * files had when the process entered main (their .data and .bss are

@@ -1,7 +1,8 @@
 /* sim/src/pthread/run.c: the program as a scenario, and its process.
  *
- * The process's main is here: it copies the program's globals once, then
- * hands over to pl_main with one scenario, "main". Each run of it copies
+ * main.c, the process's main, has this file copy the program's globals
+ * once, then hands over to pl_main and the scenario "main" registered
+ * here. Each run of it copies
  * the globals back, starts the program's main on a simulated thread and
  * parks thread 0 (the executor's) in a task until the program ends: main
  * returns, a thread calls exit, or the last thread ends. exit, abort and
@@ -431,18 +432,17 @@ static void program_teardown(void *state)
 }
 
 /* Registered (not handed to pl_main as an extra) so that replay and
- * shrink, which look scenarios up by name, find it too; this file holds
- * main, so the linker always keeps it. */
+ * shrink, which look scenarios up by name, find it too; main.c calls
+ * pl__spt_program_start, so the linker always keeps this file. */
 PL_SCENARIO(program_scenario, .name = "main",
             .summary = "the program's main(), its threads simulated",
             .state_size = sizeof(pl__spt_state), .setup = program_setup,
             .check = program_check, .teardown = program_teardown);
 
-int main(int argc, char **argv)
+void pl__spt_program_start(const char *argv0)
 {
-    const char *base = argc > 0 && argv[0] != NULL ? strrchr(argv[0], '/') : NULL;
+    const char *base = argv0 != NULL ? strrchr(argv0, '/') : NULL;
     snprintf(program_name, sizeof program_name, "%s",
-             base != NULL ? base + 1 : (argc > 0 && argv[0] != NULL ? argv[0] : "main"));
+             base != NULL ? base + 1 : (argv0 != NULL ? argv0 : "main"));
     globals_take();
-    return pl_main(argc, argv, NULL);
 }

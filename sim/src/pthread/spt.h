@@ -192,6 +192,11 @@ void pl__spt_thread_ending(pl__spt_run *r, pl__spt_thread *t, void *ret);
 void pl__spt_threads_free(pl__spt_run *r);
 void pl__spt_objs_free(pl__spt_run *r);
 
+/* Before any run, once: notes the program's name (its argv[0] in runs)
+ * and copies its globals (run.c). main.c calls it; so does a harness
+ * that runs the scenario "main" through the library instead of pl_main. */
+void pl__spt_program_start(const char *argv0);
+
 /* Starts the program's main on a simulated thread (thread.c). */
 int pl__spt_start_main(pl__spt_run *r);
 
