@@ -13,7 +13,9 @@
 #   4. packaging, gcc: pollen as a meson subproject of a user's project
 #      (tests/packaging/subproject.sh), and README's install recipe run
 #      as written into a temporary prefix, a user's program built against
-#      it through pkg-config (tests/packaging/install.sh).
+#      it through pkg-config (tests/packaging/install.sh), and a plain
+#      pthread program built against it with README's one compile line
+#      (tests/packaging/sim_pthread.sh).
 # Ends with one line "N passed, N failed" counting every test case.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -84,9 +86,16 @@ else
     install_result=fail
     status=1
 fi
+if CC=gcc tests/packaging/sim_pthread.sh; then
+    sim_pthread_result=pass
+else
+    sim_pthread_result=fail
+    status=1
+fi
 
 python3 tests/count.py "${logs[@]}" ${fuzz_result:+--extra fuzz_smoke=$fuzz_result} \
     ${oss_fuzz_result:+--extra oss_fuzz_build=$oss_fuzz_result} \
     --extra packaging_subproject=$packaging_result \
-    --extra packaging_install=$install_result || status=1
+    --extra packaging_install=$install_result \
+    --extra packaging_sim_pthread=$sim_pthread_result || status=1
 exit $status
