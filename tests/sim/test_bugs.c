@@ -37,6 +37,7 @@ static const char *const zoo[] = {
     "event_clear",    "idle_timeout",       "join_repoll",        "kv_ack",
     "log_ack",        "node_register_late", "node_wake_no_flag",
     "poll_hang",
+    "notify_waiters_thread",
     "poll_spin",      "pool_done_flag",     "prefetch_leak",      "race_double_drop",   "reaper_orphan",
     "repl_ack",
     "reply_busy",     "resend_twice",       "retry_stale",        "select_first_waker",
@@ -178,6 +179,7 @@ ZOO_PAIR(poll_spin)
 ZOO_PAIR(pool_done_flag)
 ZOO_PAIR(prefetch_leak)
 ZOO_PAIR(race_double_drop)
+ZOO_PAIR(notify_waiters_thread)
 ZOO_PAIR(reaper_orphan)
 ZOO_PAIR(repl_ack)
 ZOO_PAIR(reply_busy)

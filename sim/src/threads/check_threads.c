@@ -106,7 +106,9 @@ void pl__threads_describe(const pl__sim *s, char *buf, size_t len, size_t *used)
     const pl__threads *th = &s->threads;
     for (uint32_t i = 0; i < th->len; i++) {
         const pl__thread_rec *r = th->t[i];
-        if (r->state != PL__TH_DONE && r->state != PL__TH_STOPPED && (i != 0 || th->len > 1)) {
+        /* Thread 0 is the executor's: listed only when it is stuck itself. */
+        if (r->state != PL__TH_DONE && r->state != PL__TH_STOPPED &&
+            (i != 0 || r->state == PL__TH_BLOCKED)) {
             describe_one(s, r, buf, len, used);
         }
     }
@@ -114,14 +116,16 @@ void pl__threads_describe(const pl__sim *s, char *buf, size_t len, size_t *used)
 
 void pl__threads_annotate(pl__sim *s)
 {
-    if (s->threads.live <= 1 && s->threads.len <= 1) {
-        return;
+    char list[900] = "";
+    size_t n = 0;
+    pl__threads_describe(s, list, sizeof list, &n);
+    if (n == 0) {
+        return; /* every thread ended: the tasks alone are stuck */
     }
     size_t used = strlen(s->finding.message);
     char *buf = s->finding.message;
     size_t len = sizeof s->finding.message;
-    put(buf, len, &used, "\n  and the threads:");
-    pl__threads_describe(s, buf, len, &used);
+    put(buf, len, &used, "\n  and the threads:%s", list);
 }
 
 void pl__threads_deadlock(pl__sim *s, const char *where)
