@@ -84,7 +84,8 @@ static int validate(const pl__replay *r)
     }
     if (r->decisions_len > PL__REPLAY_DECISIONS_MAX ||
         r->checkpoints_len > PL__REPLAY_CHECKPOINTS_MAX || r->poll_cost_ns < 0 ||
-        r->poll_cost_ns > PL_SIM_POLL_COST_MAX) {
+        r->poll_cost_ns > PL_SIM_POLL_COST_MAX || r->time_limit_ns < 0 ||
+        r->time_limit_ns > PL__REPLAY_TIME_LIMIT_MAX) {
         return PL_EINVAL;
     }
     if ((r->decisions_len > 0 && r->decisions == NULL) ||
@@ -213,6 +214,9 @@ int pl__replay_write(FILE *f, const pl__replay *r)
     if (r->poll_cost_ns != 0) {
         fprintf(f, "poll-cost-ns %" PRId64 "\n", r->poll_cost_ns);
     }
+    if (r->time_limit_ns != 0) {
+        fprintf(f, "time-limit-ns %" PRId64 "\n", r->time_limit_ns);
+    }
     if (r->rotation_off) {
         fprintf(f, "waker-rotation off\n");
     }
@@ -282,6 +286,7 @@ bool pl__replay_same(const pl__replay *a, const pl__replay *b)
 {
     bool numbers = a->seed == b->seed && a->steps == b->steps && a->events == b->events &&
                    a->poll_cost_ns == b->poll_cost_ns && a->rotation_off == b->rotation_off &&
+                   a->time_limit_ns == b->time_limit_ns &&
                    a->has_hash == b->has_hash &&
                    (!a->has_hash || a->hash == b->hash) && a->truncated == b->truncated &&
                    a->has_knobs == b->has_knobs &&

@@ -41,6 +41,10 @@
  *   - poll-cost-ns: the run's pl_sim_options.poll_cost_ns, a number up to
  *     PL_SIM_POLL_COST_MAX; written only when not 0, and a file without
  *     it (every file before the key existed) reads as 0.
+ *   - time-limit-ns: the run's pl_sim_options.time_limit_ns (a shrunk
+ *     finding at the virtual time limit records the smaller limit it
+ *     needs), a number from 1 to PL__REPLAY_TIME_LIMIT_MAX; written only
+ *     when not 0, and a file without it reads as 0 (the scenario's).
  *   - waker-rotation: "off" when the run did not rotate wakers
  *     (pl_sim_options.rotate_wakers false, `--waker-rotation=off`);
  *     written only then, and a file without it reads as "on".
@@ -105,6 +109,7 @@
 #define PL__REPLAY_LINE_MAX ((size_t)1 << 16)
 #define PL__REPLAY_TEXT_MAX ((size_t)16000) /* 4 bytes escaped each, plus a key */
 #define PL__REPLAY_LINES_MAX ((uint64_t)1 << 24)
+#define PL__REPLAY_TIME_LIMIT_MAX ((int64_t)1 << 62)
 
 typedef struct pl__replay {
     uint32_t format;        /* parsed: the file's version; ignored by the writer */
@@ -116,6 +121,7 @@ typedef struct pl__replay {
     bool has_knobs;         /* false: omitted (readers use the defaults) */
     pl__dec_knobs knobs;
     int64_t poll_cost_ns;   /* virtual ns per poll; 0: omitted */
+    int64_t time_limit_ns;  /* the run's virtual time limit; 0: omitted (the scenario's) */
     bool rotation_off;      /* "waker-rotation off"; false: omitted (rotation on) */
     char *finding;          /* finding name, e.g. "lost_wakeup"; NULL: none */
     char *message;          /* free text, may hold newlines (escaped) */

@@ -37,6 +37,7 @@ enum key_id {
     K_KNOBS,
     K_POLL_COST,
     K_ROTATION,
+    K_TIME_LIMIT,
     K_FINDING,
     K_MESSAGE,
     K_STEPS,
@@ -51,7 +52,8 @@ enum key_id {
 
 static const char *const key_names[K__COUNT] = {
     "pollen-version", "build", "scenario", "seed",  "strategy",
-    "knobs",          "poll-cost-ns", "waker-rotation", "finding", "message", "steps", "events",
+    "knobs",          "poll-cost-ns", "waker-rotation", "time-limit-ns", "finding", "message",
+    "steps",          "events",
     "hash",           "truncated", "checkpoints", "decisions", "end",
 };
 
@@ -306,6 +308,18 @@ static int parse_poll_cost(parser *ps, const char *v, size_t len)
     return 0;
 }
 
+static int parse_time_limit(parser *ps, const char *v, size_t len)
+{
+    char ex[48];
+    uint64_t ns;
+    if (!parse_decimal(v, len, &ns) || ns == 0 || ns > (uint64_t)PL__REPLAY_TIME_LIMIT_MAX) {
+        return fail(ps, PL_EFORMAT, "expected 'time-limit-ns <1 to %lld>', got '%s'",
+                    (long long)PL__REPLAY_TIME_LIMIT_MAX, excerpt(ex, sizeof(ex), v, len));
+    }
+    ps->out->time_limit_ns = (int64_t)ns;
+    return 0;
+}
+
 static int parse_rotation(parser *ps, const char *v, size_t len)
 {
     char ex[48];
@@ -339,6 +353,7 @@ static int parse_key(parser *ps, enum key_id k, const char *v, size_t len)
     case K_KNOBS: return parse_knobs(ps, v, len);
     case K_POLL_COST: return parse_poll_cost(ps, v, len);
     case K_ROTATION: return parse_rotation(ps, v, len);
+    case K_TIME_LIMIT: return parse_time_limit(ps, v, len);
     case K_CHECKPOINTS: return parse_checkpoints_header(ps, v, len);
     case K_DECISIONS: return parse_decisions_header(ps, v, len);
     case K_HASH:

@@ -639,6 +639,7 @@ int pl_sim_write_replay(const pl_scenario *sc, const pl_sim_options *opts,
     pl__dec_knobs_default(&rp.knobs);
     rp.has_knobs = pl__dec_knobs_parse(&rp.knobs, knobs, strlen(knobs), NULL, 0) == 0;
     rp.poll_cost_ns = opts != NULL ? opts->poll_cost_ns : 0;
+    rp.time_limit_ns = opts != NULL ? opts->time_limit_ns : 0;
     rp.rotation_off = opts != NULL && !opts->rotate_wakers;
     rp.finding = r->finding.kind != PL_FINDING_NONE ? (char *)pl_finding_name(r->finding.kind)
                                                      : NULL;
@@ -706,6 +707,7 @@ int pl__replay_options(const pl__replay *rp, pl_sim_options *o, char *knobs, siz
     pl_sim_options_default(o);
     o->seed = rp->seed;
     o->poll_cost_ns = rp->poll_cost_ns;
+    o->time_limit_ns = rp->time_limit_ns;
     o->rotate_wakers = !rp->rotation_off;
     if (pl__replay_seed_only(rp)) {
         o->source = PL_SIM_SOURCE_SEED;

@@ -1,20 +1,35 @@
 /* sim/src/shrink.c: the shrinker (its explanation is shrink_explain.c).
  *
- * The shrinker works on the decision list only, shortlex like Hypothesis:
- * a list is smaller when it is shorter, or as long and smaller value by
- * value. Every candidate is a smaller edit of the best list so far; a
+ * The shrinker works on the decision list only. A list is smaller when
+ * it leaves production's order in fewer decisions (fewer non-zero
+ * values), then when it is shorter, then when it is smaller value by
+ * value (shortlex, like Hypothesis): what a reader has to understand is
+ * the departures, so a longer list with fewer of them is the better
+ * explanation. Every candidate is an edit of the best list so far; a
  * candidate that still fails with the same finding kind is replaced by
  * what its run actually consulted (its record, trailing zeros trimmed),
- * which is never larger and replays exactly, without divergence. Only
- * complete records are adopted: a truncated one is a prefix that replays
- * something else. The final list is run once more the way `pollen replay`
- * reads it (positionally), and the shrink fails unless that run fails
- * with the same kind, without divergence, recording exactly that list:
- * what is written is what was verified.
+ * which replays exactly, without divergence, and is adopted only when
+ * smaller. Only complete records are adopted: a truncated one is a
+ * prefix that replays something else. The final list is run once more
+ * the way `pollen replay` reads it (positionally), and the shrink fails
+ * unless that run fails with the same kind, without divergence,
+ * recording exactly that list: what is written is what was verified.
  *
- * Default limits: 30 s of wall-clock time and 20000 runs. Runs are
- * deterministic, so the result depends only on the input and the run
- * limit unless the clock cuts a pass short.
+ * Order of the work: a finding at the virtual time limit first shrinks
+ * the limit (every later candidate then runs a shorter run); then the
+ * bulk passes (drop the tail, zero whole kinds, keep only the last
+ * departures, delete chunks, zero chunks, lower values) until they stop
+ * helping; then the cause passes (each departure alone, zeroed and the
+ * rest of the list re-aligned with what the run then asks), and the bulk
+ * passes again, until a whole round changes nothing; then the limit
+ * again.
+ *
+ * The budget counts candidate runs (default 50000), so the result
+ * depends only on the input: the same finding shrinks to the same list,
+ * in the same number of runs, on any machine. A wall-clock limit exists
+ * only as a safety net for the CLI (a scenario whose runs are slow); the
+ * result says when it stopped the shrink, the one case where it is not
+ * reproducible.
  */
 #include "shrink.h"
 
@@ -27,12 +42,12 @@
 #include "pollen/error.h"
 #include "replay.h"
 #include "run.h"
+#include "sim_assert.h"
 #include "sim_internal.h"
 #include "strategy.h"
 #include "trace_ring.h"
 
-#define SHRINK_TIME_DEFAULT_NS (30 * PL_S)
-#define SHRINK_RUNS_DEFAULT 20000u
+#define SHRINK_RUNS_DEFAULT 50000u
 
 typedef struct shrinker {
     const pl_scenario *sc;
@@ -45,8 +60,13 @@ typedef struct shrinker {
     uint64_t runs;
     uint64_t runs_max;
     pl_time start_ns;
-    pl_time time_ns;
+    pl_time time_ns;      /* the wall-clock safety net; 0: none */
     bool out_of_budget;
+    bool clock_hit;       /* the safety net stopped it */
+    bool at_limit;        /* a finding at the virtual time limit: keep its stuck tasks */
+    uint32_t stuck_len;
+    uint32_t stuck[PL_FINDING_TASKS_MAX];
+    pl_time limit_before; /* the effective limit of the input's run */
     int rc;               /* first internal error */
 } shrinker;
 
@@ -118,18 +138,33 @@ static bool shortlex_less(const pl__dec_record *a, size_t na, const pl__dec_reco
     return false;
 }
 
+/* The order the shrinker descends: fewer departures, then shortlex. */
+static bool smaller(const pl__dec_record *a, size_t na, const pl__dec_record *b, size_t nb)
+{
+    size_t ca = count_nonzero(a, na), cb = count_nonzero(b, nb);
+    return ca != cb ? ca < cb : shortlex_less(a, na, b, nb);
+}
+
+/* The clock is read only when a safety net is set: the run count alone
+ * decides where a shrink without one ends. */
 static bool budget_left(shrinker *sh)
 {
-    if (sh->rc != 0 || sh->runs >= sh->runs_max || wall_ns() - sh->start_ns >= sh->time_ns) {
+    if (sh->rc == 0 && sh->runs < sh->runs_max && sh->time_ns > 0 &&
+        wall_ns() - sh->start_ns >= sh->time_ns) {
+        sh->clock_hit = true;
+    }
+    if (sh->rc != 0 || sh->runs >= sh->runs_max || sh->clock_hit) {
         sh->out_of_budget = sh->rc == 0;
         return false;
     }
     return true;
 }
 
-/* Makes `list` (n entries; may alias nothing owned by sh) the best list. */
+/* Makes `list` (n entries; may alias nothing owned by sh) the best list:
+ * the first one, or one smaller than the best, so the descent ends. */
 static bool adopt(shrinker *sh, const pl__dec_record *list, size_t n)
 {
+    PL__SIM_ASSERT(sh->cur == NULL || smaller(list, n, sh->cur, sh->len));
     pl__dec_record *copy = malloc((n ? n : 1) * sizeof *copy);
     if (copy == NULL) {
         sh->rc = PL_ENOMEM;
@@ -166,11 +201,42 @@ static bool run_candidate(shrinker *sh, const pl__dec_record *list, size_t n, pl
     return true;
 }
 
+/* A finding raised at the virtual time limit (check_probe.c's
+ * pl__probe_time_limit) says so first. */
+#define AT_LIMIT_PREFIX "virtual time limit of "
+
+static bool finding_at_limit(const pl_finding *f)
+{
+    return strncmp(f->message, AT_LIMIT_PREFIX, sizeof AT_LIMIT_PREFIX - 1) == 0;
+}
+
+/* Whether r shows the finding kept: its kind, and for a finding at the
+ * time limit, at the limit with the same stuck tasks. */
+static bool same_finding(const shrinker *sh, const pl_sim_result *r)
+{
+    const pl_finding *f = &r->finding;
+    if (f->kind != sh->kind) {
+        return false;
+    }
+    if (!sh->at_limit) {
+        return true;
+    }
+    if (!finding_at_limit(f) || f->tasks_len != sh->stuck_len) {
+        return false;
+    }
+    for (uint32_t i = 0; i < f->tasks_len; i++) {
+        if (f->tasks[i].id != sh->stuck[i]) {
+            return false;
+        }
+    }
+    return true;
+}
+
 /* When a candidate's run r failed with the kind and its normalized list is
  * smaller than the best, adopts that. Returns whether it adopted. */
 static bool consider(shrinker *sh, const pl_sim_result *r)
 {
-    if (r->finding.kind != sh->kind) {
+    if (!same_finding(sh, r)) {
         return false;
     }
     /* The candidate itself is read by kind, not positionally: only the
@@ -181,7 +247,10 @@ static bool consider(shrinker *sh, const pl_sim_result *r)
     }
     const pl__dec_record *norm = rec->decisions;
     size_t nn = trimmed_len(rec->decisions, rec->decisions_len);
-    return shortlex_less(norm, nn, sh->cur, sh->len) && adopt(sh, norm, nn);
+    if (!smaller(norm, nn, sh->cur, sh->len)) {
+        return false;
+    }
+    return adopt(sh, norm, nn);
 }
 
 static bool try_list(shrinker *sh, const pl__dec_record *list, size_t n)
@@ -386,17 +455,245 @@ static bool zero_realigned(shrinker *sh, size_t i, pl__dec_record *cand)
     return false;
 }
 
-static bool pass_realign(shrinker *sh)
+/* ---- Moments ------------------------------------------------------------
+ * Removing one departure often changes how many decisions of a kind come
+ * before the others (a buggify firing that no longer fires arms no timer,
+ * two items that no longer batch make one more relay), and every later
+ * departure of that kind then lands on another decision, at another
+ * moment of the run: the failure is lost although the departures that
+ * make it were kept. A departure is better named by its moment: its
+ * kind, the task running when it was asked, the virtual time, and its
+ * rank among the decisions sharing those three. A moved candidate is the
+ * record of the run without the removed departures, with each kept
+ * departure set again on the decision of its moment there. */
+
+typedef struct moment {
+    int64_t time_ns;
+    uint32_t kind;
+    uint32_t task;
+    uint32_t rank;
+    uint32_t value; /* what the departure chose */
+} moment;
+
+/* The moment of each decision of run r, whose events were kept; NULL
+ * (and *n 0) when its log does not hold every decision. */
+static moment *moments_of(const pl_sim_result *r, size_t *n)
 {
-    bool progress = false;
-    pl__dec_record *cand = malloc((sh->len + REALIGN_MAX + 1) * sizeof *cand);
-    if (cand == NULL) {
+    const pl__run_record *rec = pl__sim_result_record(r);
+    *n = 0;
+    if (rec == NULL || rec->decisions_truncated) {
+        return NULL;
+    }
+    moment *m = malloc((rec->decisions_len ? rec->decisions_len : 1) * sizeof *m);
+    if (m == NULL) {
+        return NULL;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < rec->events_len && k < rec->decisions_len; i++) {
+        const pl__trace_rec *e = &rec->events[i];
+        if (e->kind != PL__EV_DECISION) {
+            continue;
+        }
+        moment t = {e->time_ns, rec->decisions[k].kind, e->task, 0, rec->decisions[k].value};
+        /* Time never goes back: equal moments are adjacent in time. */
+        for (size_t j = k; j-- > 0 && m[j].time_ns == t.time_ns;) {
+            t.rank += m[j].kind == t.kind && m[j].task == t.task;
+        }
+        m[k++] = t;
+    }
+    if (k < rec->decisions_len) {
+        free(m);
+        return NULL;
+    }
+    *n = k;
+    return m;
+}
+
+static bool same_moment(const moment *a, const moment *b)
+{
+    return a->time_ns == b->time_ns && a->kind == b->kind && a->task == b->task &&
+           a->rank == b->rank;
+}
+
+/* Sets each wanted departure on the decision of its moment in run r
+ * (every other decision 0) into sh->cand; returns its trimmed length, or
+ * SIZE_MAX when no moment is found again or nothing changes. */
+static size_t place_moments(shrinker *sh, const pl_sim_result *r, const moment *want,
+                            size_t nwant)
+{
+    size_t n;
+    moment *have = moments_of(r, &n);
+    if (have == NULL) {
+        return SIZE_MAX;
+    }
+    const pl__run_record *rec = pl__sim_result_record(r);
+    if (pl__grow((void **)&sh->cand, &sh->cap, n, sizeof *sh->cand, n, 0) != 0) {
+        free(have);
+        sh->rc = PL_ENOMEM;
+        return SIZE_MAX;
+    }
+    bool changed = false;
+    size_t placed = 0, from = 0;
+    for (size_t i = 0; i < n; i++) {
+        sh->cand[i] = rec->decisions[i];
+        sh->cand[i].value = 0;
+    }
+    for (size_t w = 0; w < nwant; w++) {
+        /* The same moment; else the first free decision of the kind at
+         * that time (another task may be the one busy then). */
+        size_t at = SIZE_MAX;
+        for (size_t i = from; i < n && at == SIZE_MAX; i++) {
+            at = same_moment(&have[i], &want[w]) ? i : at;
+        }
+        for (size_t i = from; i < n && at == SIZE_MAX && have[i].time_ns <= want[w].time_ns;
+             i++) {
+            at = have[i].time_ns == want[w].time_ns && have[i].kind == want[w].kind ? i : at;
+        }
+        if (at != SIZE_MAX && want[w].value < rec->decisions[at].n) {
+            sh->cand[at].value = want[w].value;
+            placed++;
+            from = at + 1;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        changed |= sh->cand[i].value != rec->decisions[i].value;
+    }
+    free(have);
+    return placed > 0 && changed ? trimmed_len(sh->cand, n) : SIZE_MAX;
+}
+
+/* The moments of the best list's departures (its run again, with
+ * events); NULL when they cannot be had. */
+static moment *best_moments(shrinker *sh, size_t *k)
+{
+    pl_sim_result r;
+    sh->o.keep_events = true;
+    bool ran = run_candidate(sh, sh->cur, sh->len, &r);
+    sh->o.keep_events = false;
+    *k = 0;
+    if (!ran) {
+        return NULL;
+    }
+    size_t n;
+    moment *all = moments_of(&r, &n);
+    pl_sim_result_free(&r);
+    if (all == NULL) {
+        return NULL;
+    }
+    size_t j = 0;
+    for (size_t i = 0; i < n && i < sh->len; i++) {
+        if (all[i].value != 0) {
+            all[j++] = all[i];
+        }
+    }
+    *k = j;
+    return all;
+}
+
+/* Runs list (n entries, in sh->cand or elsewhere; copied as needed) and,
+ * when it does not fail, moves the wanted departures back to their
+ * moments in what it ran, up to MOVE_TRIES times. Returns whether it
+ * adopted. */
+#define MOVE_TRIES 3
+
+static bool try_moved(shrinker *sh, const pl__dec_record *list, size_t n, const moment *want,
+                      size_t nwant)
+{
+    pl_sim_result r;
+    sh->o.keep_events = true;
+    bool ran = run_candidate(sh, list, n, &r);
+    for (int t = 0; ran && t <= MOVE_TRIES; t++) {
+        if (consider(sh, &r)) {
+            pl_sim_result_free(&r);
+            sh->o.keep_events = false;
+            return true;
+        }
+        size_t len = t < MOVE_TRIES ? place_moments(sh, &r, want, nwant) : SIZE_MAX;
+        pl_sim_result_free(&r);
+        ran = len != SIZE_MAX && run_candidate(sh, sh->cand, len, &r);
+    }
+    sh->o.keep_events = false;
+    return false;
+}
+
+/* Zeroes every departure but the last m: a failure is usually made by
+ * the few departures just before it, the earlier ones being noise the
+ * run has since forgotten. Tries m = 1, 2, ... up to KEEP_LAST_LINEAR,
+ * then doubling, each with the kept departures moved to their moments,
+ * and adopts the first that still fails. */
+#define KEEP_LAST_LINEAR 8
+
+static bool pass_keep_last(shrinker *sh)
+{
+    size_t k;
+    moment *mo = best_moments(sh, &k);
+    if (mo == NULL) {
+        return false;
+    }
+    bool adopted = false;
+    for (size_t m = 1; m < k && !adopted && budget_left(sh);
+         m = m < KEEP_LAST_LINEAR ? m + 1 : m * 2) {
+        /* cur's departures in order are mo's: zero all but the last m. */
+        copy_records(sh->cand, sh->cur, sh->len);
+        for (size_t i = 0, j = 0; i < sh->len; i++) {
+            if (sh->cand[i].value != 0 && j++ + m < k) {
+                sh->cand[i].value = 0;
+            }
+        }
+        adopted = try_moved(sh, sh->cand, sh->len, mo + (k - m), m);
+    }
+    free(mo);
+    return adopted;
+}
+
+/* Removes departure j of mo (k of them) from the best list, the others
+ * moved to their moments. */
+static bool try_without(shrinker *sh, const moment *mo, size_t k, size_t j)
+{
+    moment *want = malloc((k ? k : 1) * sizeof *want);
+    if (want == NULL) {
         sh->rc = PL_ENOMEM;
         return false;
     }
+    memcpy(want, mo, j * sizeof *want);
+    memcpy(want + j, mo + j + 1, (k - j - 1) * sizeof *want);
+    copy_records(sh->cand, sh->cur, sh->len);
+    for (size_t i = 0, d = 0; i < sh->len; i++) {
+        if (sh->cand[i].value != 0 && d++ == j) {
+            sh->cand[i].value = 0;
+        }
+    }
+    bool adopted = try_moved(sh, sh->cand, sh->len, want, k - 1);
+    free(want);
+    return adopted;
+}
+
+/* The cause pass: every departure alone, last first, removed with the
+ * others moved to their moments, else zeroed and the rest of the list
+ * re-aligned positionally with what the run asked for. */
+static bool pass_each(shrinker *sh)
+{
+    bool progress = false;
+    size_t k;
+    moment *mo = best_moments(sh, &k);
+    for (size_t j = k; j-- > 0 && mo != NULL && budget_left(sh);) {
+        if (try_without(sh, mo, k, j)) {
+            progress = true;
+            free(mo);
+            mo = best_moments(sh, &k);
+            j = k;
+        }
+    }
+    free(mo);
+    pl__dec_record *cand = malloc((sh->len + REALIGN_MAX + 1) * sizeof *cand);
+    if (cand == NULL) {
+        sh->rc = PL_ENOMEM;
+        return progress;
+    }
     size_t cap = sh->len;
-    for (size_t i = 0; i < sh->len && sh->len <= cap && budget_left(sh); i++) {
-        if (sh->cur[i].value != 0 && zero_realigned(sh, i, cand)) {
+    for (size_t i = sh->len; i-- > 0 && budget_left(sh);) {
+        if (i < sh->len && sh->len <= cap && sh->cur[i].value != 0 &&
+            zero_realigned(sh, i, cand)) {
             progress = true;
         }
     }
@@ -404,17 +701,258 @@ static bool pass_realign(shrinker *sh)
     return progress;
 }
 
+/* Two departures traded for one: removes departures a and b (the others
+ * moved to their moments) and, when that alone does not fail, tries one
+ * departure instead at each decision from a's moment on, each value up
+ * to TRADE_VALUES. Two interchangeable causes (a slow relay, a late
+ * timer) are often both in a run; keeping the cheaper one is a smaller
+ * explanation that no removal alone reaches. */
+#define TRADE_VALUES 4u
+
+static bool trade_at(shrinker *sh, pl__dec_record *base, size_t n, const moment *have,
+                     int64_t from_ns)
+{
+    for (size_t p = 0; p < n && budget_left(sh); p++) {
+        if (base[p].value != 0 || have[p].time_ns < from_ns) {
+            continue;
+        }
+        for (uint32_t v = 1; v < base[p].n && v <= TRADE_VALUES && budget_left(sh); v++) {
+            copy_records(sh->cand, base, n);
+            sh->cand[p].value = v;
+            if (try_list(sh, sh->cand, n)) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+static bool try_trade(shrinker *sh, const moment *mo, size_t k, size_t a, size_t b)
+{
+    moment *want = malloc((k ? k : 1) * sizeof *want);
+    if (want == NULL) {
+        sh->rc = PL_ENOMEM;
+        return false;
+    }
+    size_t nw = 0;
+    for (size_t j = 0; j < k; j++) {
+        if (j != a && j != b) {
+            want[nw++] = mo[j];
+        }
+    }
+    copy_records(sh->cand, sh->cur, sh->len);
+    for (size_t i = 0, d = 0; i < sh->len; i++) {
+        if (sh->cand[i].value != 0 && (d == a || d == b)) {
+            sh->cand[i].value = 0;
+        }
+        d += sh->cur[i].value != 0;
+    }
+    /* The run without them, its departures moved back once. */
+    pl_sim_result r;
+    sh->o.keep_events = true;
+    bool adopted = false;
+    if (run_candidate(sh, sh->cand, sh->len, &r)) {
+        adopted = consider(sh, &r);
+        size_t len = adopted ? SIZE_MAX : place_moments(sh, &r, want, nw);
+        if (len != SIZE_MAX) {
+            pl_sim_result_free(&r);
+            pl__dec_record *moved = malloc((len ? len : 1) * sizeof *moved);
+            if (moved != NULL) {
+                copy_records(moved, sh->cand, len);
+            }
+            bool ran = moved != NULL && run_candidate(sh, moved, len, &r);
+            free(moved);
+            if (!ran) {
+                sh->o.keep_events = false;
+                free(want);
+                return false;
+            }
+            adopted = consider(sh, &r);
+        }
+        size_t n;
+        moment *have = adopted ? NULL : moments_of(&r, &n);
+        const pl__run_record *rec = pl__sim_result_record(&r);
+        pl__dec_record *base = have != NULL ? malloc((n ? n : 1) * sizeof *base) : NULL;
+        sh->o.keep_events = false;
+        if (base != NULL && rec != NULL) {
+            copy_records(base, rec->decisions, n);
+            adopted = trade_at(sh, base, n, have, mo[a].time_ns);
+        }
+        free(base);
+        free(have);
+        pl_sim_result_free(&r);
+    }
+    sh->o.keep_events = false;
+    free(want);
+    return adopted;
+}
+
+static bool pass_trade(shrinker *sh)
+{
+    size_t k;
+    moment *mo = best_moments(sh, &k);
+    bool adopted = false;
+    /* Latest pairs first: they leave the fewest decisions to try. */
+    for (size_t a = k; a-- > 0 && mo != NULL && !adopted && budget_left(sh);) {
+        for (size_t b = k; b-- > a + 1 && !adopted && budget_left(sh);) {
+            adopted = try_trade(sh, mo, k, a, b);
+        }
+    }
+    free(mo);
+    return adopted;
+}
+
+/* ---- The time limit -------------------------------------------------------
+ * A finding at the virtual time limit (tasks stuck while a ticker keeps
+ * the run alive) shows at any limit after the tasks got stuck: the
+ * smallest whole millisecond that still shows the same stuck tasks,
+ * found by binary search (assumed monotone, checked by every later run),
+ * makes every later candidate a short run and the replay a short one. */
+
+static pl_time effective_limit(const shrinker *sh)
+{
+    return sh->o.time_limit_ns > 0       ? sh->o.time_limit_ns
+           : sh->sc->time_limit_ns > 0 ? sh->sc->time_limit_ns
+                                         : 3600 * PL_S;
+}
+
+/* Whether the best list shows the finding with limit `ns`; its record
+ * into *r when it does (free it). */
+static bool fails_with_limit(shrinker *sh, pl_time ns, pl_sim_result *r)
+{
+    pl_time was = sh->o.time_limit_ns;
+    sh->o.time_limit_ns = ns;
+    bool ran = run_candidate(sh, sh->cur, sh->len, r);
+    sh->o.time_limit_ns = was;
+    if (ran && same_finding(sh, r)) {
+        const pl__run_record *rec = pl__sim_result_record(r);
+        if (rec != NULL && !rec->decisions_truncated) {
+            return true;
+        }
+    }
+    if (ran) {
+        pl_sim_result_free(r);
+    }
+    return false;
+}
+
+static bool pass_limit(shrinker *sh)
+{
+    if (!sh->at_limit) {
+        return false;
+    }
+    pl_time limit = effective_limit(sh);
+    int64_t lo = 1, hi = (limit + PL_MS - 1) / PL_MS; /* in ms; hi is known to fail */
+    while (lo < hi && budget_left(sh)) {
+        int64_t mid = lo + (hi - lo) / 2;
+        pl_sim_result r;
+        if (fails_with_limit(sh, mid * PL_MS, &r)) {
+            pl_sim_result_free(&r);
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    pl_sim_result r;
+    if (hi * PL_MS >= limit || !fails_with_limit(sh, hi * PL_MS, &r)) {
+        return false;
+    }
+    sh->o.time_limit_ns = hi * PL_MS;
+    /* A shorter run consults a prefix of the list: never larger. */
+    const pl__run_record *rec = pl__sim_result_record(&r);
+    size_t n = trimmed_len(rec->decisions, rec->decisions_len);
+    PL__SIM_ASSERT(!smaller(sh->cur, sh->len, rec->decisions, n));
+    if (smaller(rec->decisions, n, sh->cur, sh->len)) {
+        adopt(sh, rec->decisions, n);
+    }
+    pl_sim_result_free(&r);
+    return true;
+}
+
+/* The bulk passes: cheap, big steps first. */
+static bool bulk_round(shrinker *sh)
+{
+    bool progress = pass_tail(sh);
+    progress |= pass_zero_kind(sh);
+    progress |= pass_keep_last(sh);
+    progress |= pass_delete(sh);
+    progress |= pass_zero(sh);
+    progress |= pass_lower(sh);
+    return progress;
+}
+
 static void shrink_rounds(shrinker *sh)
 {
+    pass_limit(sh);
+    while (bulk_round(sh) && budget_left(sh)) {
+    }
+    /* Then until a fixed point: each departure alone, whole kinds again
+     * (a departure gone may leave a kind that no longer matters), and
+     * the bulk passes on what is left. */
     bool progress = true;
     while (progress && budget_left(sh)) {
-        progress = pass_tail(sh);
+        progress = pass_each(sh);
         progress |= pass_zero_kind(sh);
-        progress |= pass_delete(sh);
-        progress |= pass_zero(sh);
-        progress |= pass_lower(sh);
-        /* Costlier: only once the simple passes are stuck. */
-        progress = progress || pass_realign(sh);
+        progress |= progress && bulk_round(sh);
+        /* Costliest: only once nothing else helps. */
+        progress = progress || pass_trade(sh);
+    }
+    /* Fewer departures may get stuck sooner. */
+    pass_limit(sh);
+}
+
+/* A descent ends in a local minimum that depends on its first steps:
+ * one kind of departure (buggify's slow relays) may have been kept
+ * where another (late timers) makes a smaller explanation. So when more
+ * than one departure is left, the original list is shrunk again without
+ * each kind the result still uses, and the smallest result is kept. */
+static void shrink_without(shrinker *sh, const pl__dec_record *orig, size_t n, uint32_t kind)
+{
+    shrinker sub = *sh;
+    sub.cur = NULL;
+    sub.len = 0;
+    sub.cand = malloc((n ? n : 1) * sizeof *sub.cand);
+    sub.cap = n;
+    if (sub.cand == NULL) {
+        sh->rc = PL_ENOMEM;
+        return;
+    }
+    copy_records(sub.cand, orig, n);
+    for (size_t i = 0; i < n; i++) {
+        sub.cand[i].value = sub.cand[i].kind == kind ? 0 : sub.cand[i].value;
+    }
+    pl_sim_result r;
+    if (run_candidate(&sub, sub.cand, n, &r)) {
+        const pl__run_record *rec = pl__sim_result_record(&r);
+        bool fails = r.finding.kind == sh->kind && rec != NULL && !rec->decisions_truncated;
+        if (fails && adopt(&sub, rec->decisions, trimmed_len(rec->decisions, rec->decisions_len))) {
+            pl_sim_result_free(&r);
+            shrink_rounds(&sub);
+        } else {
+            pl_sim_result_free(&r);
+        }
+    }
+    sh->runs = sub.runs;
+    sh->rc = sub.rc;
+    sh->out_of_budget |= sub.out_of_budget;
+    sh->clock_hit |= sub.clock_hit;
+    if (sh->rc == 0 && sub.cur != NULL && smaller(sub.cur, sub.len, sh->cur, sh->len)) {
+        adopt(sh, sub.cur, sub.len);
+    }
+    free(sub.cur);
+    free(sub.cand);
+}
+
+static void shrink_restarts(shrinker *sh, const pl__dec_record *orig, size_t n)
+{
+    bool used[PL_DECIDE__COUNT] = {false};
+    for (size_t i = 0; i < sh->len; i++) {
+        used[sh->cur[i].kind] |= sh->cur[i].value != 0;
+    }
+    for (uint32_t kind = 0; kind < PL_DECIDE__COUNT; kind++) {
+        if (used[kind] && count_nonzero(sh->cur, sh->len) > 1 && budget_left(sh)) {
+            shrink_without(sh, orig, n, kind);
+        }
     }
 }
 
@@ -427,6 +965,8 @@ static bool final_run_verified(const shrinker *sh, pl_sim_shrink_result *out)
     const char *why = NULL;
     if (r->finding.kind != sh->kind) {
         why = "it ends with another finding";
+    } else if (!same_finding(sh, r)) {
+        why = "it is no longer stuck at the time limit with the same tasks";
     } else if (r->diverged) {
         why = "it diverges from the list";
     } else if (rec == NULL || rec->decisions_truncated || rec->decisions_len < sh->len) {
@@ -577,6 +1117,12 @@ static int shrink_start(shrinker *sh, const pl__dec_record *list, size_t n,
         pl_sim_result_free(&r);
         return PL_EINVAL;
     }
+    sh->limit_before = effective_limit(sh);
+    sh->at_limit = finding_at_limit(&r.finding);
+    sh->stuck_len = r.finding.tasks_len;
+    for (uint32_t i = 0; i < r.finding.tasks_len; i++) {
+        sh->stuck[i] = r.finding.tasks[i].id;
+    }
     adopt(sh, rec->decisions, trimmed_len(rec->decisions, rec->decisions_len));
     pl_sim_result_free(&r);
     return sh->rc;
@@ -610,7 +1156,7 @@ int pl_sim_shrink(const pl_scenario *sc, const pl_sim_options *base, const void 
     sh.o.source = PL_SIM_SOURCE_LIST_BY_KIND;
     sh.o.keep_decisions = true;
     sh.o.keep_events = false;
-    sh.time_ns = limits != NULL && limits->time_ns > 0 ? limits->time_ns : SHRINK_TIME_DEFAULT_NS;
+    sh.time_ns = limits != NULL && limits->time_ns > 0 ? limits->time_ns : 0;
     sh.runs_max = limits != NULL && limits->runs_max > 0 ? limits->runs_max : SHRINK_RUNS_DEFAULT;
     out->kind = kind;
     out->decisions_before = n;
@@ -618,12 +1164,16 @@ int pl_sim_shrink(const pl_scenario *sc, const pl_sim_options *base, const void 
     int rc = shrink_start(&sh, decisions, n, out);
     if (rc == 0) {
         shrink_rounds(&sh);
+        shrink_restarts(&sh, decisions, n);
         rc = sh.rc != 0 ? sh.rc : final_run(&sh, out);
     }
     out->decisions_after = sh.len;
     out->nonzero_after = count_nonzero(sh.cur, sh.len);
     out->runs = sh.runs;
     out->budget_hit = sh.out_of_budget;
+    out->clock_hit = sh.clock_hit;
+    out->limit_before = sh.at_limit ? sh.limit_before : 0;
+    out->limit_after = sh.at_limit ? effective_limit(&sh) : 0;
     out->elapsed_ns = wall_ns() - sh.start_ns;
     free(sh.cur);
     free(sh.cand);

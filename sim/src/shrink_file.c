@@ -16,12 +16,23 @@
 #include "sim_internal.h"
 
 
+static const char *budget_note(const pl_sim_shrink_result *r)
+{
+    return r->clock_hit    ? ", stopped by its wall-clock safety net (not reproducible)"
+           : r->budget_hit ? ", stopped by its budget of runs"
+                           : "";
+}
+
 static void write_comments(FILE *f, const pl_sim_shrink_result *r)
 {
     fprintf(f, "# shrunk-from %zu decisions (%zu non-default) to %zu (%zu non-default) in %llu "
                "runs%s\n",
             r->decisions_before, r->nonzero_before, r->decisions_after, r->nonzero_after,
-            (unsigned long long)r->runs, r->budget_hit ? ", stopped by its budget" : "");
+            (unsigned long long)r->runs, budget_note(r));
+    if (r->limit_after > 0 && r->limit_after < r->limit_before) {
+        fprintf(f, "# virtual time limit shrunk from %.3f s to %.3f s (time-limit-ns below)\n",
+                (double)r->limit_before / 1e9, (double)r->limit_after / 1e9);
+    }
     fprintf(f, "# %s with these departures from production order\n", pl_finding_name(r->kind));
     fprintf(f, "# (every other decision is production's: FIFO, no fault, no delay):\n");
     for (const char *p = r->explanation; p != NULL && *p != '\0';) {
@@ -77,7 +88,10 @@ int pl_sim_write_shrunk_replay(const pl_scenario *sc, const pl_sim_options *base
     trimmed.decisions_len = r->decisions_after;
     pl_sim_result run = r->run;
     run.internal = &trimmed;
-    int rc = pl_sim_write_replay(sc, base, &run, path);
+    /* The shrunk run's limit, so the file replays it. */
+    pl_sim_options o = *base;
+    o.time_limit_ns = r->limit_after > 0 ? r->limit_after : base->time_limit_ns;
+    int rc = pl_sim_write_replay(sc, &o, &run, path);
     return rc != 0 ? rc : insert_comments(path, r);
 }
 
@@ -189,7 +203,14 @@ void pl__shrink_print(FILE *f, const pl_sim_shrink_result *res, const char *out,
             indent, pl_finding_name(res->kind), res->decisions_before, res->nonzero_before,
             res->decisions_after, res->nonzero_after, (unsigned long long)res->runs,
             (double)res->elapsed_ns / 1e9,
-            res->budget_hit ? " (budget reached: a smaller schedule may exist)" : "");
+            res->clock_hit    ? " (stopped by the wall-clock safety net: a smaller schedule may "
+                                "exist, and another shrink may end elsewhere)"
+            : res->budget_hit ? " (budget of runs reached: a smaller schedule may exist)"
+                              : "");
+    if (res->limit_after > 0 && res->limit_after < res->limit_before) {
+        fprintf(f, "%sthe same tasks are stuck at a virtual time limit of %.3f s (was %.3f s)\n",
+                indent, (double)res->limit_after / 1e9, (double)res->limit_before / 1e9);
+    }
     fprintf(f, "%sthe schedule that fails leaves production's order here:\n", indent);
     for (const char *p = res->explanation; p != NULL && *p != '\0';) {
         const char *nl = strchr(p, '\n');

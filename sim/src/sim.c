@@ -325,7 +325,9 @@ int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o,
     s->opts = *o;
     s->system.vtable = &sim_vtable;
     s->system.self = s;
-    s->time_limit_ns = sc->time_limit_ns > 0 ? sc->time_limit_ns : 3600 * PL_S;
+    s->time_limit_ns = o->time_limit_ns > 0   ? o->time_limit_ns
+                       : sc->time_limit_ns > 0 ? sc->time_limit_ns
+                                               : 3600 * PL_S;
     pl__contract_init(s, o);
     if (o->poll_cost_ns < 0 || o->poll_cost_ns > PL_SIM_POLL_COST_MAX) {
         snprintf(err, err_len, "poll cost %lld ns is outside 0..%lld ns",

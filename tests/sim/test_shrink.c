@@ -13,6 +13,8 @@
 #include "leakcheck.h"
 #include "pollen/pollen.h"
 #include "pollen/sim.h"
+#include "replay.h"
+#include "run.h"
 #include "shrink.h"
 #include "sim_internal.h"
 
@@ -317,6 +319,84 @@ static int sipper_check(pl_executor *ex, void *state, char *msg, size_t len)
 PL_SCENARIO(sipper_scenario, .name = "t_sipper", .summary = "a read cut short by an I/O fault",
             .state_size = sizeof(sipper_state), .setup = sipper_setup, .check = sipper_check,
             .expect = "assertion");
+
+/* A task stuck behind a ticker: the waiter sleeps 200 ms, then waits on
+ * a bell for a flag nobody sets; a ticker (not background) rings the bell
+ * every millisecond, so the waiter is woken, finds nothing and waits
+ * again, until the 10 s limit reports it stuck (deadlock at the time
+ * limit). From 200 ms on any limit shows it. */
+#define STUCK_AFTER_NS (200 * PL_MS)
+
+typedef struct stuck_state {
+    pl_notify bell;
+    bool ready; /* never set: the bug */
+} stuck_state;
+
+typedef struct waiter {
+    pl_future base;
+    stuck_state *st;
+    pl_sleep nap;
+    pl_notified wait;
+} waiter;
+
+static pl_poll_result waiter_poll(pl_future *f, pl_context *cx)
+{
+    waiter *w = (waiter *)f;
+    PL_ASYNC_BEGIN(w);
+    w->nap = pl_sleep_for(STUCK_AFTER_NS);
+    PL_AWAIT(cx, &w->nap);
+    while (!w->st->ready) {
+        w->wait = pl_notified_init(&w->st->bell);
+        PL_AWAIT(cx, &w->wait);
+    }
+    PL_ASYNC_END;
+}
+
+static void waiter_drop(pl_future *f)
+{
+    waiter *w = (waiter *)f;
+    pl_drop_child(&w->nap.base);
+    pl_drop_child(&w->wait.base);
+}
+
+static const pl_future_vtable waiter_vt = {"waiter", waiter_poll, waiter_drop};
+
+typedef struct ringer {
+    pl_future base;
+    stuck_state *st;
+    pl_sleep tick;
+} ringer;
+
+static pl_poll_result ringer_poll(pl_future *f, pl_context *cx)
+{
+    ringer *r = (ringer *)f;
+    PL_ASYNC_BEGIN(r);
+    for (;;) {
+        r->tick = pl_sleep_for(TICK_NS);
+        PL_AWAIT(cx, &r->tick);
+        pl_notify_waiters(&r->st->bell);
+    }
+    PL_ASYNC_END;
+}
+
+static void ringer_drop(pl_future *f) { pl_drop_child(&((ringer *)f)->tick.base); }
+
+static const pl_future_vtable ringer_vt = {"ringer", ringer_poll, ringer_drop};
+
+static int stuck_setup(pl_executor *ex, void *state)
+{
+    stuck_state *st = state;
+    pl_notify_init(&st->bell);
+    waiter w = {.base = PL_FUTURE_INIT(&waiter_vt), .st = st};
+    int rc = PL_SPAWN(ex, w, "waiter", NULL);
+    ringer t = {.base = PL_FUTURE_INIT(&ringer_vt), .st = st};
+    return rc != 0 ? rc : PL_SPAWN(ex, t, "ringer", NULL);
+}
+
+PL_SCENARIO(stuck_scenario, .name = "t_stuck_behind_ticker",
+            .summary = "a waiter stuck while a ticker runs to the time limit",
+            .state_size = sizeof(stuck_state), .setup = stuck_setup,
+            .time_limit_ns = 10 * PL_S, .expect = "deadlock");
 
 /* ---- Helpers ---------------------------------------------------------- */
 
@@ -715,4 +795,138 @@ LEAK_TEST(shrink, no_shrunk_replay_from_a_truncated_record)
     cr_assert_eq(pl_sim_write_shrunk_replay(&noisy_scenario, &o, &s, out), PL_EINVAL);
     cr_assert_eq(access(out, F_OK), -1, "nothing written");
     pl_sim_shrink_result_free(&s);
+}
+
+/* The same replay file shrinks to the same bytes every time: the budget
+ * is candidate runs, and nothing else decides where a shrink ends. */
+LEAK_TEST(shrink, the_same_file_shrinks_to_the_same_bytes)
+{
+    pl_sim_result r;
+    failing_run(&r, 300);
+    char in[256], a[256], b[256], err[512] = "";
+    temp_path(in, sizeof in, "det-in");
+    temp_path(a, sizeof a, "det-a");
+    temp_path(b, sizeof b, "det-b");
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    cr_assert_eq(pl_sim_write_replay(&noisy_scenario, &o, &r, in), 0);
+    pl_sim_shrink_result s1, s2;
+    cr_assert_eq(pl__shrink_file_ex(in, a, NULL, &s1, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(pl__shrink_file_ex(in, b, NULL, &s2, err, sizeof err), 0, "%s", err);
+    cr_assert(!s1.budget_hit && !s1.clock_hit);
+    cr_assert_eq(s1.runs, s2.runs);
+    char *ta = slurp(a), *tb = slurp(b);
+    cr_assert_str_eq(ta, tb);
+    free(ta);
+    free(tb);
+    pl_sim_shrink_result_free(&s1);
+    pl_sim_shrink_result_free(&s2);
+    pl_sim_result_free(&r);
+    remove(in);
+    remove(a);
+    remove(b);
+}
+
+/* A wall-clock net that stops a shrink says so: that result alone may
+ * differ from one shrink to the next. */
+LEAK_TEST(shrink, a_shrink_stopped_by_the_clock_says_so)
+{
+    pl_sim_result r;
+    failing_run(&r, 300);
+    char in[256], out[256], err[512] = "";
+    temp_path(in, sizeof in, "clock-in");
+    temp_path(out, sizeof out, "clock-out");
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    cr_assert_eq(pl_sim_write_replay(&noisy_scenario, &o, &r, in), 0);
+    pl_sim_shrink_limits lim = {.time_ns = 1};
+    pl_sim_shrink_result s;
+    cr_assert_eq(pl__shrink_file_ex(in, out, &lim, &s, err, sizeof err), 0, "%s", err);
+    cr_assert(s.clock_hit && s.budget_hit);
+    char *text = slurp(out);
+    cr_assert(strstr(text, "wall-clock safety net (not reproducible)") != NULL, "%s", text);
+    free(text);
+    pl_sim_shrink_result_free(&s);
+    pl_sim_result_free(&r);
+    remove(in);
+    remove(out);
+}
+
+/* A deadlock found at the virtual time limit shrinks the limit too: the
+ * smallest whole millisecond that still shows the same stuck task, which
+ * the shrunk replay records and replays. */
+LEAK_TEST(shrink, a_finding_at_the_time_limit_shrinks_the_limit)
+{
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.seed = 3;
+    pl_sim_result r;
+    cr_assert_eq(pl_sim_run(&stuck_scenario, &o, &r), 0);
+    cr_assert_eq(r.finding.kind, PL_FINDING_DEADLOCK, "%s", r.finding.message);
+    cr_assert(strncmp(r.finding.message, "virtual time limit of 10.000 s", 30) == 0, "%s",
+              r.finding.message);
+    cr_assert_gt(r.nonzero_decisions, 0);
+    char in[256], out[256], err[512] = "";
+    temp_path(in, sizeof in, "limit");
+    pl__shrink_default_out(in, out, sizeof out);
+    cr_assert_eq(pl_sim_write_replay(&stuck_scenario, &o, &r, in), 0);
+    pl_sim_shrink_result s;
+    cr_assert_eq(pl__shrink_file_ex(in, NULL, NULL, &s, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(s.limit_before, 10 * PL_S);
+    cr_assert_eq(s.limit_after, STUCK_AFTER_NS, "%lld ns", (long long)s.limit_after);
+    cr_assert_eq(s.nonzero_after, 0);
+    cr_assert(strstr(s.run.finding.message, "virtual time limit of 0.200 s") != NULL, "%s",
+              s.run.finding.message);
+    cr_assert(strstr(s.run.finding.message, "1 task(s) parked that no timer will wake") != NULL,
+              "%s", s.run.finding.message);
+    cr_assert_str_eq(s.run.finding.task_name, "waiter");
+    char *text = slurp(out);
+    cr_assert(strstr(text, "\ntime-limit-ns 200000000\n") != NULL, "%s", text);
+    cr_assert(strstr(text, "# virtual time limit shrunk from 10.000 s to 0.200 s") != NULL, "%s",
+              text);
+    free(text);
+    pl_sim_result re;
+    cr_assert_eq(pl_sim_replay_file(out, &re, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(re.finding.kind, PL_FINDING_DEADLOCK);
+    cr_assert_eq(re.hash, s.run.hash);
+    cr_assert_lt(re.steps, r.steps / 20, "%llu steps", (unsigned long long)re.steps);
+    pl_sim_result_free(&re);
+    pl_sim_shrink_result_free(&s);
+    pl_sim_result_free(&r);
+    remove(in);
+    remove(out);
+}
+
+/* The replay key that carries a shrunk limit: read back as written,
+ * refused when 0 or not a number, absent (0: the scenario's) otherwise. */
+LEAK_TEST(shrink, the_time_limit_key_round_trips)
+{
+    static const char good[] = "pollen-replay 2\nseed 3\ntime-limit-ns 250000000\n"
+                               "decisions 0\nend\n";
+    char err[256] = "";
+    pl__replay rp;
+    cr_assert_eq(pl__replay_parse_buffer(good, sizeof good - 1, &rp, err, sizeof err), 0, "%s",
+                 err);
+    cr_assert_eq(rp.time_limit_ns, 250 * PL_MS);
+    pl_sim_options o;
+    char knobs[PL__DEC_KNOBS_TEXT_MAX];
+    pl__replay_options(&rp, &o, knobs, sizeof knobs);
+    cr_assert_eq(o.time_limit_ns, 250 * PL_MS);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cr_assert_eq(pl__replay_write(f, &rp), 0);
+    fclose(f);
+    cr_assert(strstr(text, "\ntime-limit-ns 250000000\n") != NULL, "%s", text);
+    free(text);
+    pl__replay_free(&rp);
+    static const char zero[] = "pollen-replay 2\nseed 3\ntime-limit-ns 0\ndecisions 0\nend\n";
+    cr_assert_eq(pl__replay_parse_buffer(zero, sizeof zero - 1, &rp, err, sizeof err),
+                 PL_EFORMAT);
+    cr_assert(strstr(err, "time-limit-ns <1 to") != NULL, "%s", err);
+    pl__replay_free(&rp);
+    static const char none[] = "pollen-replay 2\nseed 3\ndecisions 0\nend\n";
+    cr_assert_eq(pl__replay_parse_buffer(none, sizeof none - 1, &rp, err, sizeof err), 0);
+    cr_assert_eq(rp.time_limit_ns, 0);
+    pl__replay_free(&rp);
 }

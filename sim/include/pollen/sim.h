@@ -275,6 +275,10 @@ typedef struct pl_sim_options {
                                       timelines), say so on stderr and raise(SIGTRAP): a
                                       debugger stops there; without one the process dies
                                       of it. 0 (default): never */
+    pl_time time_limit_ns;         /* the run's virtual time limit; 0 (default): the
+                                      scenario's (pl_scenario.time_limit_ns). The shrinker
+                                      lowers it for a finding at the limit, and replay
+                                      files record it ("time-limit-ns") */
 } pl_sim_options;
 
 void pl_sim_options_default(pl_sim_options *o);
@@ -468,9 +472,14 @@ void pl_sim_bounded_result_free(pl_sim_bounded_result *r);
 
 /* ---- Shrinking --------------------------------------------------------- */
 
+/* The budget of a shrink is its candidate runs, so a shrink is
+ * deterministic: the same input shrinks to the same list in the same
+ * number of runs on every machine. time_ns is a safety net only (a
+ * scenario whose runs are slow): when it stops a shrink the result says
+ * so (clock_hit) and may differ from one shrink to the next. */
 typedef struct pl_sim_shrink_limits {
-    pl_time time_ns;   /* wall-clock budget; 0: 30 s */
-    uint64_t runs_max; /* run budget; 0: 20000 */
+    pl_time time_ns;   /* wall-clock safety net; 0: none */
+    uint64_t runs_max; /* candidate runs; 0: 50000 */
 } pl_sim_shrink_limits;
 
 typedef struct pl_sim_shrink_result {
@@ -482,6 +491,10 @@ typedef struct pl_sim_shrink_result {
     uint64_t runs;              /* runs spent */
     pl_time elapsed_ns;         /* wall-clock time spent */
     bool budget_hit;            /* a limit stopped it: smaller may exist */
+    bool clock_hit;             /* that limit was the wall-clock safety net */
+    pl_time limit_before;       /* a finding at the virtual time limit: the limit */
+    pl_time limit_after;        /* the smallest that shows the same stuck tasks (the
+                                   shrunk run's); both 0 for other findings */
     pl_sim_result run;          /* the shrunk list's run, events kept; its
                                    record holds the shrunk decisions */
     char *explanation;          /* owned: one line per non-zero decision,
@@ -490,20 +503,26 @@ typedef struct pl_sim_shrink_result {
 } pl_sim_shrink_result;
 
 /* Shrinks a decision list (internal records, as pl_sim_options.decisions)
- * that makes `sc` produce a finding of `kind` to the shortlex-smallest
- * list it can find that still does: passes of drop-the-tail (binary
- * search on the length; values past the end read as 0), delete chunks
- * (sizes n/2, n/4, ..., 1), zero values, lower values (binary search),
- * repeated until a whole round changes nothing or a limit is reached.
- * `base` gives the run's other options (seed, strategy and knobs of the
- * original run: they decide which kinds are consulted); its source and
- * decisions are ignored. limits may be NULL (30 s, 20000 runs). The
- * result is deterministic unless the time limit cuts it, and shrinking a
- * result again returns it unchanged. Returns 0; PL_EINVAL when the input
- * does not produce a finding of `kind` (reason in out->message), or for
- * kind PL_FINDING_CRASH (a crash is shrunk with its candidates in child
- * processes: `pollen shrink`, or `run`'s own shrink); or another
- * negative code. Always call pl_sim_shrink_result_free. */
+ * that makes `sc` produce a finding of `kind` to the smallest list it can
+ * find that still does, smallest meaning fewest non-zero decisions
+ * (departures from production's order), then shortest, then smallest
+ * value by value: drop the tail, zero whole decision kinds, keep only the
+ * last departures, delete chunks, zero chunks, lower values; then each
+ * departure alone (the others moved to the moment of the run they were
+ * made at), two traded for one, and the bulk passes again, until a whole
+ * round changes nothing or the run budget is spent. A finding at the
+ * virtual time limit keeps its stuck tasks and gets the smallest limit
+ * (whole ms) that still shows them (limit_after; written to the shrunk
+ * replay). `base` gives the run's other options (seed, strategy and knobs
+ * of the original run: they decide which kinds are consulted); its
+ * source and decisions are ignored. limits may be NULL (50000 runs, no
+ * wall clock). The result is deterministic (a function of the input and
+ * runs_max) unless limits->time_ns stops it (clock_hit). Returns 0;
+ * PL_EINVAL when the input does not produce a finding of `kind` (reason
+ * in out->message), or for kind PL_FINDING_CRASH (a crash is shrunk with
+ * its candidates in child processes: `pollen shrink`, or `run`'s own
+ * shrink); or another negative code. Always call
+ * pl_sim_shrink_result_free. */
 int pl_sim_shrink(const pl_scenario *sc, const pl_sim_options *base, const void *decisions,
                   size_t n, pl_finding_kind kind, const pl_sim_shrink_limits *limits,
                   pl_sim_shrink_result *out);

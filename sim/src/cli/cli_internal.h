@@ -72,7 +72,9 @@ enum {
 #define DEFAULT_SEED_HI 999u
 #define DEFAULT_OUT_DIR "pollen-out"
 #define DEFAULT_WATCHDOG_NS (10 * PL_S)
-#define DEFAULT_SHRINK_NS (10 * PL_S)
+/* A shrink's budget is its candidate runs (deterministic); this
+ * wall-clock net only stops one whose runs are unusually slow. */
+#define DEFAULT_SHRINK_NS (300 * PL_S)
 #define DEFAULT_REAL_LIMIT_NS (60 * PL_S)
 #define PROGRESS_TTY_MS 1000
 #define PROGRESS_PIPE_MS 10000

@@ -115,8 +115,8 @@ static int shrink_isolated(const char *in, const char *out,
     shrink_job sj = {in, out, limits, indent, rotation};
     child_end end;
     memset(m, 0, sizeof *m);
-    /* The shrinker keeps its own time budget; this is the backstop. */
-    pl_time budget = limits->time_ns > 0 ? limits->time_ns : 30 * PL_S;
+    /* The shrinker keeps its own safety net; this is the backstop. */
+    pl_time budget = limits->time_ns > 0 ? limits->time_ns : DEFAULT_SHRINK_NS;
     int64_t deadline = pl__cli_now_ms() + budget / PL_MS + 60 * 1000;
     int rc = pl__cli_run_in_child(shrink_child, &sj, m, sizeof *m, deadline, OUT_DISCARD, &end);
     if (rc != 0) {
@@ -264,6 +264,9 @@ int pl__cli_cmd_shrink(cli *c, int argc, char **argv)
     int rc = shrink_opts_parse(c, argc, argv, &sa);
     if (rc != 0) {
         return rc < 0 ? ST_CLEAN : rc;
+    }
+    if (sa.limits.time_ns == 0) {
+        sa.limits.time_ns = DEFAULT_SHRINK_NS;
     }
     shrink_msg m;
     if (shrink_isolated(sa.in, sa.out, &sa.limits, "", sa.rotation, &m) != 0) {
