@@ -96,7 +96,7 @@ bug exit_status assertion 20 "the program called exit with status 3"
 for twin in lock_order_fixed claim_flag_fixed cond_if_fixed lost_signal_fixed; do
     clean "$twin" "$twin_seeds"
 done
-for prog in api_tour exit_early globals own_prototypes; do
+for prog in api_tour exit_early main_exit globals own_prototypes; do
     clean "$prog" 1000
     clean "$prog" 200 --check-determinism
 done

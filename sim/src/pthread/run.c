@@ -178,17 +178,25 @@ static void run_atexit(pl__spt_run *r)
     }
 }
 
+/* exit(), main's return and the last thread's end: the atexit handlers,
+ * then the end. */
+void pl__spt_exit(pl__spt_run *r, int status, bool by_exit)
+{
+    if (r->over) {
+        return;
+    }
+    r->by_exit = by_exit;
+    run_atexit(r);
+    pl__spt_end_program(r, status);
+}
+
 void pl_sim_pthread_exit_process(int status)
 {
     pl__spt_run *r = current;
     if (r == NULL) {
         exit(status);
     }
-    if (!r->over) {
-        r->by_exit = true;
-        run_atexit(r);
-        pl__spt_end_program(r, status);
-    }
+    pl__spt_exit(r, status, true);
     pl_thread_exit(NULL);
 }
 

@@ -183,6 +183,9 @@ _Noreturn void pl__spt_fail(pl__spt_run *r, const char *fmt, ...)
 
 /* Ends the program with `status` (the main task wakes, the run ends). */
 void pl__spt_end_program(pl__spt_run *r, int status);
+/* The same after the atexit handlers, as exit() (by_exit), main's return
+ * and the last thread's end do. */
+void pl__spt_exit(pl__spt_run *r, int status, bool by_exit);
 
 /* Thread bookkeeping at a thread's end: destructors of its keys, the
  * live count; the program ends with the last thread. */

@@ -123,8 +123,9 @@ void pl__spt_thread_ending(pl__spt_run *r, pl__spt_thread *t, void *ret)
     pl_thread_cond_broadcast(&r->sys.cv);
     pl_thread_mutex_unlock(&r->sys.lock);
     if (r->live == 0) {
-        /* main called pthread_exit and this was the last thread. */
-        pl__spt_end_program(r, 0);
+        /* main called pthread_exit and this was the last thread: the
+         * process exits with status 0. */
+        pl__spt_exit(r, 0, false);
     }
 }
 
@@ -150,7 +151,7 @@ static void *main_body(void *arg)
     char *envp[] = {NULL};
     int status = pl_sim_pthread_user_main(1, argv, envp);
     pl__spt_stop_if_over(r);
-    pl__spt_end_program(r, status);
+    pl__spt_exit(r, status, false);
     return NULL;
 }
 
@@ -197,7 +198,8 @@ int pl_sim_pthread_create(pthread_t *restrict out, const pthread_attr_t *restric
     }
     *out = t->self;
     r->live++;
-    int rc = pl_thread_spawn(&t->handle, t->name, trampoline, t);
+    int rc = pl_thread_spawn_at(&t->handle, t->name, trampoline, t, __FILE__, __LINE__,
+                                "pthread_create");
     if (rc != 0) {
         r->live--;
         t->done = true;
@@ -230,7 +232,7 @@ static int join_now(pl__spt_run *r, pl__spt_thread *t, void **ret)
 {
     t->joined = true;
     void *v = NULL;
-    int rc = pl_thread_join(t->handle, &v);
+    int rc = pl_thread_join_at(t->handle, &v, __FILE__, __LINE__, "pthread_join");
     pl__spt_stop_if_over(r);
     if (rc != 0) {
         return -rc;
