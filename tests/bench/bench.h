@@ -87,5 +87,6 @@ int bench_outbox(uint64_t n, bool sim);
 int bench_fuzz(uint64_t n, bool sim);
 int bench_campaign(uint64_t n, bool sim); /* n: seeds; always under the simulator */
 int bench_cluster(uint64_t n, bool sim);  /* n: messages in total */
+int bench_threads(uint64_t n, bool sim);  /* n: round trips; 10 n points */
 
 #endif

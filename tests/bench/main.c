@@ -48,6 +48,8 @@ static const workload workloads[] = {
      "seeds/s of the outbox and handle lessons' campaigns, always simulated (SEEDS = 20000)"},
     {"cluster", MODE_SIM, MODE_SIM, bench_cluster,
      "5 hosts exchanging N UDP datagrams over default links, and on one host (N = 100000)"},
+    {"threads", MODE_REAL | MODE_SIM, 0, bench_threads,
+     "2 threads handing a token through semaphores, then 10 N schedule points (N = 200000)"},
 };
 
 #define WORKLOADS_LEN (sizeof workloads / sizeof workloads[0])

@@ -750,7 +750,7 @@ Test(cli, each_command_has_help)
                                      "  schedule=32768 "),
                        "%s", p.out);
     cr_assert_not_null(strstr(p.out, " spurious_poll=off "), "%s", p.out);
-    cr_assert_not_null(strstr(p.out, " crash_silence=16384\n"), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, " cond_spurious=1024\n"), "%s", p.out);
     child_ran_free(&p);
     p = POLLEN("replay", "-h");
     cr_assert_not_null(strstr(p.out, "  --trace                 print the run's event timeline"));
@@ -1898,7 +1898,8 @@ Test(cli, bounded_strategy_enumerates_schedules)
                                      "buggify_fire, probe, disk_latency, disk_fault, "
                                      "disk_corrupt, disk_lose, link_latency, link_loss, "
                                      "link_dup, link_reorder, link_reset, partition, clog, "
-                                     "node_crash, crash_silence; "
+                                     "node_crash, crash_silence, thread_switch, "
+                                     "cond_spurious; "
                                      "not explored: spurious_poll (off)\n"),
                        "%s", p.out);
     child_ran_free(&p);

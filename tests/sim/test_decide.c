@@ -118,7 +118,7 @@ LEAK_TEST(knobs, defaults_are_the_documented_table)
                           "probe=4096,disk_latency=8192,disk_fault=1024,disk_corrupt=1024,"
                           "disk_lose=32768,link_latency=16384,link_loss=1024,link_dup=512,"
                           "link_reorder=1024,link_reset=128,partition=256,clog=256,node_crash=256,"
-                          "crash_silence=16384");
+                          "crash_silence=16384,thread_switch=8192,cond_spurious=1024");
     cr_assert_eq((size_t)n, strlen(buf));
 }
 
