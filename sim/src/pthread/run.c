@@ -185,6 +185,12 @@ void pl__spt_exit(pl__spt_run *r, int status, bool by_exit)
     if (r->over) {
         return;
     }
+    if (r->exiting) {
+        /* Another thread is in exit's handlers: this one ends there, as
+         * it would with the process. */
+        pl_thread_exit(NULL);
+    }
+    r->exiting = true;
     r->by_exit = by_exit;
     run_atexit(r);
     pl__spt_end_program(r, status);
@@ -238,6 +244,12 @@ void pl_sim_pthread_abort(void)
     pl__spt_fail(r, "abort() called");
 }
 
+/* The program's main is renamed; its assert says main. */
+static const char *user_func(const char *func)
+{
+    return func != NULL && strcmp(func, "pl_sim_pthread_user_main") == 0 ? "main" : func;
+}
+
 void pl_sim_pthread_assert_fail(const char *expr, const char *file, unsigned int line,
                                 const char *func)
 {
@@ -246,7 +258,7 @@ void pl_sim_pthread_assert_fail(const char *expr, const char *file, unsigned int
         fprintf(stderr, "%s:%u: %s: Assertion `%s' failed.\n", file, line, func, expr);
         abort();
     }
-    pl__spt_fail(r, "assert failed: %s (%s:%u, in %s)", expr, file, line, func);
+    pl__spt_fail(r, "assert failed: %s (%s:%u, in %s)", expr, file, line, user_func(func));
 }
 
 void pl_sim_pthread_assert_perror_fail(int errnum, const char *file, unsigned int line,
@@ -258,7 +270,7 @@ void pl_sim_pthread_assert_perror_fail(int errnum, const char *file, unsigned in
         abort();
     }
     pl__spt_fail(r, "assert_perror failed: %s (%s:%u, in %s)", strerror(errnum), file, line,
-                 func);
+                 user_func(func));
 }
 
 /* ---- Clocks and sleeps: the virtual clock --------------------------------- */

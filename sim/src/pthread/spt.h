@@ -140,6 +140,7 @@ typedef struct pl__spt_run {
     pl__spt_monitor sys; /* once, join-with-timeout */
     pl_thread_sem ended; /* thread 0 waits on it; the run's stop ends the wait */
     bool over;           /* main returned, exit was called, or every thread ended */
+    bool exiting;        /* a thread runs the atexit handlers */
     bool by_exit;        /* over through exit() */
     int status;
     void (*atexit_fns[PL__SPT_ATEXIT_MAX])(void);

@@ -172,7 +172,7 @@ int pl__spt_start_main(pl__spt_run *r)
         return PL_ENOMEM;
     }
     r->live = 1;
-    int rc = pl_thread_spawn(&t->handle, "main", main_trampoline, t);
+    int rc = pl_thread_spawn(&t->handle, "main()", main_trampoline, t);
     if (rc != 0) {
         return rc;
     }
