@@ -802,6 +802,194 @@ static bool pass_trade(shrinker *sh)
     return adopted;
 }
 
+/* Whole kinds traded for fewer departures of other kinds: a buggify
+ * site enabled and fired three times (four departures of two kinds) is
+ * often one late timer per busy task away from failing without them.
+ * Removes every departure of one kind or two (the others moved to their
+ * moments) and, in the run without them, tries each set of up to (their
+ * count - 1, at most SWAP_LAST) departures of the other kinds at
+ * decisions from the earliest of their last SWAP_LAST departures on, each
+ * with its largest value (the latest timer, the last task in the queue):
+ * an exhaustive search of a window, tried only while it costs at most
+ * SWAP_RUNS_MAX runs, fewest departures first. */
+#define SWAP_LAST 3
+#define SWAP_RUNS_MAX 30000u
+#define SWAP_OPTIONS_MAX 256
+
+typedef struct swap_option {
+    uint32_t at;    /* index in the base list */
+    uint32_t value;
+} swap_option;
+
+static uint64_t choose(uint64_t n, uint64_t k)
+{
+    uint64_t c = 1;
+    for (uint64_t i = 1; i <= k && c <= SWAP_RUNS_MAX; i++) {
+        c = c * (n - k + i) / i;
+    }
+    return c;
+}
+
+/* Tries every set of `size` options (distinct decisions), in order. */
+static bool swap_sets(shrinker *sh, const pl__dec_record *base, size_t n,
+                      const swap_option *opt, size_t nopt, size_t size)
+{
+    size_t idx[SWAP_LAST] = {0};
+    for (size_t i = 0; i < size; i++) {
+        idx[i] = i;
+    }
+    while (budget_left(sh)) {
+        bool distinct = true;
+        for (size_t i = 1; i < size; i++) {
+            distinct &= opt[idx[i]].at != opt[idx[i - 1]].at;
+        }
+        if (distinct) {
+            copy_records(sh->cand, base, n);
+            for (size_t i = 0; i < size; i++) {
+                sh->cand[opt[idx[i]].at].value = opt[idx[i]].value;
+            }
+            if (try_list(sh, sh->cand, n)) {
+                return true;
+            }
+        }
+        size_t i = size;
+        while (i-- > 0 && idx[i] == nopt - size + i) {
+        }
+        if (i == SIZE_MAX) {
+            return false;
+        }
+        idx[i]++;
+        for (size_t j = i + 1; j < size; j++) {
+            idx[j] = idx[j - 1] + 1;
+        }
+    }
+    return false;
+}
+
+/* The options of kind `only` (PL_DECIDE__COUNT: every kind not gone)
+ * from from_ns on, each with its largest value. */
+static size_t swap_options(const pl__dec_record *base, const moment *have, size_t n,
+                           int64_t from_ns, const bool *gone, uint32_t only, swap_option *opt)
+{
+    size_t nopt = 0;
+    for (size_t i = 0; i < n && nopt < SWAP_OPTIONS_MAX; i++) {
+        bool kind_ok = only == PL_DECIDE__COUNT ? !gone[base[i].kind] : base[i].kind == only;
+        if (have[i].time_ns >= from_ns && kind_ok && base[i].value == 0) {
+            opt[nopt++] = (swap_option){(uint32_t)i, base[i].n - 1};
+        }
+    }
+    return nopt;
+}
+
+/* Each kind alone first (a few late timers), then every kind together
+ * while that stays affordable. */
+static bool swap_search(shrinker *sh, const pl_sim_result *r, int64_t from_ns,
+                        const bool *gone, size_t add_max)
+{
+    size_t n;
+    moment *have = moments_of(r, &n);
+    const pl__run_record *rec = pl__sim_result_record(r);
+    swap_option *opt = malloc(SWAP_OPTIONS_MAX * sizeof *opt);
+    pl__dec_record *base = malloc((n ? n : 1) * sizeof *base);
+    bool adopted = false;
+    if (have != NULL && opt != NULL && base != NULL) {
+        copy_records(base, rec->decisions, n);
+        for (uint32_t only = 0; only <= PL_DECIDE__COUNT && !adopted; only++) {
+            if (only < PL_DECIDE__COUNT && gone[only]) {
+                continue;
+            }
+            size_t nopt = swap_options(base, have, n, from_ns, gone, only, opt);
+            for (size_t size = 1; size <= add_max && size <= nopt && !adopted; size++) {
+                if (choose(nopt, size) > SWAP_RUNS_MAX) {
+                    break;
+                }
+                adopted = swap_sets(sh, base, n, opt, nopt, size);
+            }
+        }
+    }
+    free(have);
+    free(opt);
+    free(base);
+    return adopted;
+}
+
+static bool try_swap_kinds(shrinker *sh, const moment *mo, size_t k, const bool *gone)
+{
+    moment *want = malloc((k ? k : 1) * sizeof *want);
+    if (want == NULL) {
+        sh->rc = PL_ENOMEM;
+        return false;
+    }
+    size_t nw = 0, nk = 0;
+    int64_t from_ns = INT64_MAX;
+    for (size_t j = k; j-- > 0;) {
+        if (gone[mo[j].kind]) {
+            from_ns = nk++ < SWAP_LAST ? mo[j].time_ns : from_ns;
+        }
+    }
+    for (size_t j = 0; j < k; j++) {
+        if (!gone[mo[j].kind]) {
+            want[nw++] = mo[j];
+        }
+    }
+    copy_records(sh->cand, sh->cur, sh->len);
+    for (size_t i = 0; i < sh->len; i++) {
+        sh->cand[i].value = gone[sh->cand[i].kind] ? 0 : sh->cand[i].value;
+    }
+    bool adopted = false;
+    pl_sim_result r;
+    sh->o.keep_events = true;
+    if (run_candidate(sh, sh->cand, sh->len, &r)) {
+        adopted = consider(sh, &r);
+        size_t len = adopted || nw == 0 ? SIZE_MAX : place_moments(sh, &r, want, nw);
+        if (len != SIZE_MAX) {
+            pl_sim_result_free(&r);
+            pl__dec_record *moved = malloc((len ? len : 1) * sizeof *moved);
+            bool ran = false;
+            if (moved != NULL) {
+                copy_records(moved, sh->cand, len);
+                ran = run_candidate(sh, moved, len, &r);
+            }
+            free(moved);
+            if (!ran) {
+                sh->o.keep_events = false;
+                free(want);
+                return false;
+            }
+            adopted = consider(sh, &r);
+        }
+        sh->o.keep_events = false;
+        if (!adopted && nk > 1) {
+            adopted = swap_search(sh, &r, from_ns, gone, nk - 1 < SWAP_LAST ? nk - 1 : SWAP_LAST);
+        }
+        pl_sim_result_free(&r);
+    }
+    sh->o.keep_events = false;
+    free(want);
+    return adopted;
+}
+
+/* Each kind the departures use, then each pair of them. */
+static bool pass_swap_kind(shrinker *sh)
+{
+    size_t k;
+    moment *mo = best_moments(sh, &k);
+    bool used[PL_DECIDE__COUNT] = {false};
+    for (size_t j = 0; mo != NULL && j < k; j++) {
+        used[mo[j].kind] = true;
+    }
+    bool adopted = false;
+    for (uint32_t a = 0; a < PL_DECIDE__COUNT && mo != NULL && !adopted && k > 1; a++) {
+        for (uint32_t b = a; b < PL_DECIDE__COUNT && used[a] && !adopted; b++) {
+            bool gone[PL_DECIDE__COUNT] = {false};
+            gone[a] = gone[b] = true;
+            adopted = used[b] && budget_left(sh) && try_swap_kinds(sh, mo, k, gone);
+        }
+    }
+    free(mo);
+    return adopted;
+}
+
 /* ---- The time limit -------------------------------------------------------
  * A finding at the virtual time limit (tasks stuck while a ticker keeps
  * the run alive) shows at any limit after the tasks got stuck: the
@@ -896,6 +1084,7 @@ static void shrink_rounds(shrinker *sh)
         progress |= progress && bulk_round(sh);
         /* Costliest: only once nothing else helps. */
         progress = progress || pass_trade(sh);
+        progress = progress || pass_swap_kind(sh);
     }
     /* Fewer departures may get stuck sooner. */
     pass_limit(sh);
