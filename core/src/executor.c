@@ -9,12 +9,22 @@
 
 #include "executor_internal.h"
 #include "pollen/testing.h"
+#include "pollen/thread.h"
 #include "pollen/timer.h"
 #include "ready.h"
 
 static _Thread_local pl_executor *current_executor;
 
 pl_executor *pl__current_executor(void) { return current_executor; }
+
+/* pollen/thread.h: fibers share the OS thread's copy, so a thread switch
+ * swaps it (the simulator's threads, each with its executor). */
+pl_executor *pl_thread_swap_executor(pl_executor *ex)
+{
+    pl_executor *old = current_executor;
+    current_executor = ex;
+    return old;
+}
 
 /* ---- Allocation ------------------------------------------------------- */
 

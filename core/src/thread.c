@@ -184,6 +184,14 @@ void pl_thread_sleep(pl_time ns)
     pl__thread_clock_sleep(ns);
 }
 
+int pl_thread_executor_create(pl_executor **out)
+{
+    if (cur_ops != NULL && cur_ops->executor_create != NULL) {
+        return cur_ops->executor_create(cur_self, out);
+    }
+    return pl_executor_create(out, NULL);
+}
+
 pl_time pl_thread_now(void)
 {
     return cur_ops != NULL ? cur_ops->now(cur_self) : pl__thread_clock_now();

@@ -42,7 +42,8 @@ static const char *const zoo[] = {
     "repl_ack",
     "reply_busy",     "resend_twice",       "retry_stale",        "select_first_waker",
     "sem_release",    "signal_drop",        "spin_wait",          "stale_reply",
-    "ticker_flush",   "ticker_lock",        "wake_by_ref_leak",   "wake_means_ready",
+    "ticker_flush",   "ticker_lock",        "tpc_mpsc",
+    "wake_by_ref_leak",   "wake_means_ready",
     "wiped_permit",
 };
 
@@ -192,6 +193,7 @@ ZOO_PAIR(spin_wait)
 ZOO_PAIR(stale_reply)
 ZOO_PAIR(ticker_flush)
 ZOO_PAIR(ticker_lock)
+ZOO_PAIR(tpc_mpsc)
 ZOO_PAIR(wake_by_ref_leak)
 ZOO_PAIR(wake_means_ready)
 ZOO_PAIR(wiped_permit)

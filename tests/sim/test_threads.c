@@ -793,3 +793,79 @@ Test(threads, stack_overflow_names_the_thread)
     cr_assert(strstr(out, "stack overflow in simulated thread 'recurser' (#1)") != NULL,
               "stderr: %s", out);
 }
+
+/* ---- Thread per core: a thread's own executor on the virtual clock -------- */
+
+typedef struct core_state {
+    pl_thread *t;
+    pl_time done_at;
+    int rc;
+    pl_sleep nap;
+} core_state;
+
+typedef struct napper {
+    pl_future base;
+    core_state *st;
+} napper;
+
+static pl_poll_result napper_poll(pl_future *f, pl_context *cx)
+{
+    napper *self = (napper *)f;
+    PL_ASYNC_BEGIN(self);
+    self->st->nap = pl_sleep_for(3 * PL_MS);
+    PL_AWAIT(cx, &self->st->nap);
+    self->st->done_at = pl_now(cx->ex);
+    PL_ASYNC_END;
+}
+
+static const pl_future_vtable napper_vt = {"napper", napper_poll, NULL};
+
+static void *core_main(void *arg)
+{
+    core_state *st = arg;
+    pl_executor *ex = NULL;
+    st->rc = pl_thread_executor_create(&ex);
+    if (st->rc == 0) {
+        napper n = {.base = PL_FUTURE_INIT(&napper_vt), .st = st};
+        st->rc = PL_SPAWN(ex, n, "napper", NULL);
+    }
+    if (st->rc == 0) {
+        st->rc = pl_run(ex);
+    }
+    pl_executor_destroy(ex);
+    return NULL;
+}
+
+static int core_setup(pl_executor *ex, void *state)
+{
+    (void)ex;
+    core_state *st = state;
+    return pl_thread_spawn(&st->t, "core1", core_main, st);
+}
+
+static int core_check(pl_executor *ex, void *state, char *msg, size_t len)
+{
+    (void)ex;
+    core_state *st = state;
+    if (pl_thread_join(st->t, NULL) != 0 || st->rc != 0) {
+        return pl_check_fail(msg, len, "core 1 failed: %d", st->rc);
+    }
+    /* Its timer may fire late (timer_late is not asked by its executor,
+     * but the clock only moves to the earliest deadline). */
+    if (st->done_at != 3 * PL_MS) {
+        return pl_check_fail(msg, len, "the nap ended at %lld ns", (long long)st->done_at);
+    }
+    return 0;
+}
+
+PL_SCENARIO(core_sc, .name = "t_thr_core", .summary = "a thread's own executor and a timer",
+            .state_size = sizeof(core_state), .setup = core_setup, .check = core_check);
+
+LEAK_TEST(threads, a_threads_own_executor_sleeps_on_the_virtual_clock)
+{
+    expect_clean(&core_sc, 50);
+    pl_sim_result r = run_seed(&core_sc, 0, NULL);
+    cr_assert_eq(r.time_ns, 3 * PL_MS, "the run ends at the nap's end: %lld",
+                 (long long)r.time_ns);
+    pl_sim_result_free(&r);
+}

@@ -43,6 +43,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "pollen/executor.h"
 #include "pollen/time.h"
 
 #ifdef __cplusplus
@@ -80,6 +81,16 @@ void pl_thread_yield(void);
 void pl_thread_sleep(pl_time ns);
 /* CLOCK_MONOTONIC in production, the virtual clock under the simulator. */
 pl_time pl_thread_now(void);
+
+/* ---- Thread per core ----------------------------------------------------
+ * An executor for the calling thread, which runs it with pl_run (its
+ * tasks' remote wakers wake it from other threads). In production,
+ * pl_executor_create with default options (the real backend); under the
+ * simulator an executor on the run's virtual clock whose wait blocks the
+ * simulated thread until a remote wake or its next timer. Destroy it with
+ * pl_executor_destroy on the same thread. 0, PL_ENOMEM or another
+ * pl_executor_create error. */
+int pl_thread_executor_create(pl_executor **out);
 
 /* ---- Mutex -------------------------------------------------------------
  * Not recursive. The sim_* fields belong to the simulator: never touch. */
@@ -245,10 +256,17 @@ typedef struct pl_thread_ops {
     void (*sem_destroy)(void *self, pl_thread_sem *s);
     int (*sem_wait)(void *self, pl_thread_sem *s, pl_time deadline, const pl_thread_site *site);
     void (*sem_post)(void *self, pl_thread_sem *s);
+    /* Appended in version 1: the calling thread's own executor. */
+    int (*executor_create)(void *self, pl_executor **out);
 } pl_thread_ops;
 
 /* Installs `ops` (NULL: production) for the calling OS thread. */
 void pl_thread_ops_install(const pl_thread_ops *ops, void *self);
+/* The executor the calling OS thread is running (the one pl_run, a poll
+ * and pl_now() refer to) becomes `ex`; returns the previous one. Fibers
+ * share their OS thread's, so an implementer that switches threads
+ * inside a run swaps it at each switch. */
+pl_executor *pl_thread_swap_executor(pl_executor *ex);
 
 #ifdef __cplusplus
 }

@@ -28,6 +28,8 @@ static const char *wait_name(uint8_t w)
         return "join of thread";
     case PL__WAIT_SLEEP:
         return "sleep";
+    case PL__WAIT_EXECUTOR:
+        return "its executor's wait (a remote wake or a timer)";
     default:
         return "?";
     }

@@ -54,6 +54,7 @@ static void switch_to(pl__sim *s, uint32_t to, bool ends)
     PL__SIM_ASSERT(from != to && to < th->len);
     pl__thread_rec *me = th->t[from];
     me->saved_errno = errno;
+    me->cur_ex = pl_thread_swap_executor(NULL); /* a fresh fiber starts with none */
     th->current = to;
     th->switches++;
     if (ends) {
@@ -66,6 +67,7 @@ static void switch_to(pl__sim *s, uint32_t to, bool ends)
     PL__SIM_ASSERT(!ends);
     /* Back on this thread: whoever switched here set current. */
     PL__SIM_ASSERT(th->current == from);
+    (void)pl_thread_swap_executor(me->cur_ex);
     errno = me->saved_errno;
 }
 
@@ -647,6 +649,10 @@ void pl__threads_free(pl__sim *s)
         PL__SIM_ASSERT(i != th->current || i == 0);
         pl__fiber_destroy(&r->fiber);
         free(r->handle);
+        for (uint32_t k = 0; k < r->systems_len; k++) {
+            free(r->systems[k]);
+        }
+        free(r->systems);
         free(r);
     }
     free(th->t);

@@ -378,6 +378,11 @@ static void op_sem_post(void *self, pl_thread_sem *sem)
     pl__threads_point(s, NULL, PL_THREAD_POINT_WRITE);
 }
 
+static int op_executor_create(void *self, pl_executor **out)
+{
+    return pl__threads_executor_create(self, out);
+}
+
 static const pl_thread_ops sim_thread_ops = {
     .version = PL_THREAD_OPS_VERSION,
     .spawn = op_spawn,
@@ -399,6 +404,7 @@ static const pl_thread_ops sim_thread_ops = {
     .sem_destroy = op_sem_destroy,
     .sem_wait = op_sem_wait,
     .sem_post = op_sem_post,
+    .executor_create = op_executor_create,
 };
 
 void pl__threads_install(pl__sim *s)

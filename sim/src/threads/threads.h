@@ -12,8 +12,9 @@
  *
  * Layers (no call cycles, tests/check_sim_graph.sh): fiber.c (context
  * switch, stacks) <- check_threads.c (findings, reading the tables) <-
- * sched.c (the table, switching, blocking, the clock) <- sync.c (the
- * pl_thread_ops the simulator installs: spawn, join, mutex, cond, sem).
+ * sched.c (the table, switching, blocking, the clock) <- tpc.c (a
+ * thread's own executor) <- sync.c (the pl_thread_ops the simulator
+ * installs: spawn, join, mutex, cond, sem).
  */
 #ifndef POLLEN_SIM_THREADS_H
 #define POLLEN_SIM_THREADS_H
@@ -80,6 +81,7 @@ typedef enum pl__thread_wait {
     PL__WAIT_SEM = 3,
     PL__WAIT_JOIN = 4,
     PL__WAIT_SLEEP = 5,
+    PL__WAIT_EXECUTOR = 6, /* its own executor's wait: a remote wake or its next timer */
 } pl__thread_wait;
 
 /* One simulated thread. Allocated one by one (fibers keep pointers to
@@ -105,6 +107,9 @@ typedef struct pl__thread_rec {
     bool timed_out;          /* its latest timed wait ended by the deadline */
     bool detached;
     void *handle;            /* its pl_thread handle until joined (sync.c); NULL after */
+    pl_executor *cur_ex;     /* the OS thread's current executor while switched out */
+    void **systems;          /* the systems of the executors it made (tpc.c) */
+    uint32_t systems_len;
     int saved_errno;
     char name[32];
 } pl__thread_rec;
@@ -203,6 +208,10 @@ int pl__threads_spawn(struct pl__sim *s, const char *name, pl_thread_fn fn, void
                       const pl_thread_site *site, uint32_t *id);
 /* The running thread ends with `ret` (never returns). */
 _Noreturn void pl__threads_exit(struct pl__sim *s, void *ret);
+
+/* An executor for the running thread, on a system of its own (tpc.c):
+ * its wait blocks the thread until a remote wake or its next timer. */
+int pl__threads_executor_create(struct pl__sim *s, pl_executor **out);
 
 /* ---- Findings (check_threads.c) ---------------------------------------- */
 

@@ -1,0 +1,232 @@
+/* sim/src/threads/tpc.c: thread per core, a simulated thread running an
+ * executor of its own (pl_thread_executor_create).
+ *
+ * The executor runs on a small system of its own on the run's virtual
+ * clock: its wait blocks the simulated thread until a remote wake (a
+ * pl_remote_waker of one of its tasks, pushed from any thread) or its
+ * next timer, and lets the other threads run meanwhile, as an epoll_wait
+ * would. It has no observer: the oracles judge its threads (a thread
+ * parked in its executor for good is a deadlock) and thread 0's tasks,
+ * not its tasks one by one, and its tasks run in production's order (no
+ * schedule decision). It has no I/O: the I/O entries say PL_ENOSYS.
+ */
+#include <stdlib.h>
+
+#include "../sim_internal.h"
+#include "threads.h"
+
+typedef struct tpc_sys {
+    pl_system system;
+    pl__sim *s;
+    uint32_t thread; /* the thread it belongs to */
+    bool pending;    /* a remote wake came since the last drain */
+    bool parked;     /* its thread is blocked in wait */
+} tpc_sys;
+
+static pl_time tpc_now(void *self) { return ((tpc_sys *)self)->s->now; }
+
+static int tpc_wait(void *self, pl_executor *ex, pl_time deadline_ns)
+{
+    tpc_sys *y = self;
+    pl__sim *s = y->s;
+    if (s->stopped) {
+        return PL_ECANCELED;
+    }
+    pl__thread_rec *me = pl__threads_self(s);
+    PL__SIM_ASSERT(me->id == y->thread);
+    if (!y->pending && pl_executor_runnable(ex) == 0 && deadline_ns > s->now) {
+        me->state = PL__TH_BLOCKED;
+        me->waits = PL__WAIT_EXECUTOR;
+        me->obj = 0;
+        me->wake_at = deadline_ns;
+        y->parked = true;
+        bool ok = pl__threads_block(s);
+        y->parked = false;
+        if (!ok) {
+            return PL_ECANCELED;
+        }
+    } else {
+        /* A busy executor still checks in: another thread may run. */
+        pl__threads_point(s, NULL, PL_THREAD_POINT_READ);
+    }
+    if (y->pending) {
+        y->pending = false;
+        pl_executor_drain_remote(ex);
+    }
+    return s->stopped ? PL_ECANCELED : 0;
+}
+
+/* Any thread: makes the parked owner runnable. */
+static void tpc_remote_wake(void *self)
+{
+    tpc_sys *y = self;
+    y->pending = true;
+    if (y->parked && y->s->threads.t[y->thread]->state == PL__TH_BLOCKED) {
+        pl__threads_ready(y->s, y->thread);
+    }
+}
+
+static int no_register(void *self, pl_io_source *src)
+{
+    (void)self;
+    (void)src;
+    return PL_ENOSYS;
+}
+
+static void no_deregister(void *self, pl_io_source *src)
+{
+    (void)self;
+    (void)src;
+}
+
+static int no_socket(void *self, int domain, int type)
+{
+    (void)self;
+    (void)domain;
+    (void)type;
+    return PL_ENOSYS;
+}
+
+static int no_pipe(void *self, int handles[2])
+{
+    (void)self;
+    (void)handles;
+    return PL_ENOSYS;
+}
+
+static int no_handle(void *self, int handle)
+{
+    (void)self;
+    (void)handle;
+    return PL_ENOSYS;
+}
+
+static int no_addr(void *self, int handle, const struct sockaddr *addr, socklen_t len)
+{
+    (void)self;
+    (void)handle;
+    (void)addr;
+    (void)len;
+    return PL_ENOSYS;
+}
+
+static int no_listen(void *self, int handle, int backlog)
+{
+    (void)self;
+    (void)handle;
+    (void)backlog;
+    return PL_ENOSYS;
+}
+
+static int no_accept(void *self, int handle, struct sockaddr *addr, socklen_t *len)
+{
+    (void)self;
+    (void)handle;
+    (void)addr;
+    (void)len;
+    return PL_ENOSYS;
+}
+
+static ssize_t no_read(void *self, int handle, void *buf, size_t len)
+{
+    (void)self;
+    (void)handle;
+    (void)buf;
+    (void)len;
+    return PL_ENOSYS;
+}
+
+static ssize_t no_write(void *self, int handle, const void *buf, size_t len)
+{
+    (void)self;
+    (void)handle;
+    (void)buf;
+    (void)len;
+    return PL_ENOSYS;
+}
+
+static ssize_t no_sendto(void *self, int handle, const void *buf, size_t len,
+                         const struct sockaddr *addr, socklen_t addr_len)
+{
+    (void)self;
+    (void)handle;
+    (void)buf;
+    (void)len;
+    (void)addr;
+    (void)addr_len;
+    return PL_ENOSYS;
+}
+
+static ssize_t no_recvfrom(void *self, int handle, void *buf, size_t len, struct sockaddr *addr,
+                           socklen_t *addr_len)
+{
+    (void)self;
+    (void)handle;
+    (void)buf;
+    (void)len;
+    (void)addr;
+    (void)addr_len;
+    return PL_ENOSYS;
+}
+
+static const pl_system_vtable tpc_vtable = {
+    .version = PL_SYSTEM_VERSION,
+    .name = "sim-thread",
+    .now = tpc_now,
+    .wait = tpc_wait,
+    .decide = NULL, /* production's order for its tasks */
+    .remote_wake = tpc_remote_wake,
+    .io_register = no_register,
+    .io_deregister = no_deregister,
+    .socket = no_socket,
+    .pipe = no_pipe,
+    .close = no_handle,
+    .bind = no_addr,
+    .listen = no_listen,
+    .accept = no_accept,
+    .connect = no_addr,
+    .connect_result = no_handle,
+    .local_addr = no_accept,
+    .read = no_read,
+    .write = no_write,
+    .sendto = no_sendto,
+    .recvfrom = no_recvfrom,
+};
+
+int pl__threads_executor_create(pl__sim *s, pl_executor **out)
+{
+    if (pl__threads_ensure_main(s) != 0) {
+        return PL_ENOMEM;
+    }
+    pl__thread_rec *me = pl__threads_self(s);
+    tpc_sys *y = calloc(1, sizeof *y);
+    if (y == NULL) {
+        return PL_ENOMEM;
+    }
+    y->system.vtable = &tpc_vtable;
+    y->system.self = y;
+    y->s = s;
+    y->thread = me->id;
+    pl_executor_options eo;
+    pl_executor_options_default(&eo);
+    eo.system = &y->system;
+    int rc = pl_executor_create(out, &eo);
+    if (rc != 0) {
+        free(y);
+        return rc;
+    }
+    /* Freed with the run: the executor may outlive its thread's code. */
+    y->system.self = y;
+    me->systems_len++;
+    void **list = realloc(me->systems, me->systems_len * sizeof *list);
+    if (list == NULL) {
+        me->systems_len--;
+        pl_executor_destroy(*out);
+        *out = NULL;
+        free(y);
+        return PL_ENOMEM;
+    }
+    list[me->systems_len - 1] = y;
+    me->systems = list;
+    return 0;
+}
