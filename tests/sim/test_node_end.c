@@ -22,6 +22,7 @@
 
 #include "child.h"
 #include "disk/disk_impl.h"
+#include "fuzz.h"
 #include "leakcheck.h"
 #include "sim_internal.h"
 
@@ -227,6 +228,28 @@ LEAK_TEST(node_end, seeded_runs_with_every_kind_release_too)
         cr_assert(r.finding.kind != PL_FINDING_TASK_LEAK && r.finding.kind != PL_FINDING_WAKER_LEAK,
                   "seed %llu: %s", (unsigned long long)seed, r.finding.message);
         pl_sim_result_free(&r);
+    }
+}
+
+/* The fuzz target's own entry point (fuzz/fuzz_scenario.c, built into
+ * this test for the cluster), called input after input in one process as
+ * libFuzzer calls it; a finding would abort. The inputs are decision
+ * streams: production's order (all zeros, any length), then streams that
+ * move the schedule, delay I/O and the disk, and fault them. */
+LEAK_TEST(node_end, the_fuzz_target_loop_leaks_nothing)
+{
+    check_mode = CHECK_NOTHING;
+    char name[] = "test_sim_node_end";
+    char *args[] = {name, NULL};
+    char **argv = args;
+    int argc = 1;
+    cr_assert_eq(LLVMFuzzerInitialize(&argc, &argv), 0);
+    uint8_t in[96];
+    for (size_t i = 0; i < 12; i++) {
+        for (size_t j = 0; j < sizeof in; j++) {
+            in[j] = i < 4 ? 0 : (uint8_t)((j * 7 + i * 13) % (i + 1));
+        }
+        cr_assert_eq(LLVMFuzzerTestOneInput(in, i < 4 ? i * 8 : sizeof in), 0);
     }
 }
 
