@@ -469,6 +469,14 @@ void pl__trace_write_args(FILE *f, const pl__trace_rec *e, const pl__trace_namer
     } else if (e->kind == PL__EV_DECISION) {
         fprintf(f, " %s n=%" PRIu64 " value=%" PRIu64, decision_name(e), e->b >> 32,
                 e->b & UINT32_MAX);
+    } else if (e->kind == PL__EV_THREAD) {
+        static const char *const what[] = {"spawned by", "runs after", "blocks: wait", "exits",
+                                           "ready: by deadline"};
+        uint64_t w = e->b >> 32;
+        fprintf(f, " #%" PRIu64 " %s", e->a, w < 5 ? what[w] : "?");
+        if (w != PL__THREAD_EV_EXIT) {
+            fprintf(f, " %s%" PRIu64, w <= PL__THREAD_EV_SWITCH ? "#" : "", e->b & UINT32_MAX);
+        }
     } else if (e->kind < PL__EV__COUNT) {
         const arg_label *l = &arg_labels[e->kind];
         write_arg(f, l->a, l->a_task, "a", e->a, nm);
