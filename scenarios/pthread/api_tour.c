@@ -4,7 +4,9 @@
  * names one serial thread, once runs its routine once, keys hold one
  * value per thread and run their destructors at thread exit, timed waits
  * time out on the clock that clock_gettime reads, semaphores count, mutex
- * types behave as their type says, and spinlocks exclude. */
+ * types behave as their type says, spinlocks exclude, and every C11
+ * atomic operation (each a schedule point here) still computes what
+ * C11 says. */
 #include <assert.h>
 #include <errno.h>
 #include <pthread.h>
@@ -167,8 +169,45 @@ static void check_timed_waits(void)
     assert(time(NULL) >= before + 3);
 }
 
+/* Every generic function of <stdatomic.h> the header redefines. */
+static void check_atomics(void)
+{
+    atomic_int a = ATOMIC_VAR_INIT(1);
+    atomic_long l;
+    atomic_init(&l, 5L);
+    assert(atomic_exchange(&a, 2) == 1);
+    assert(atomic_exchange_explicit(&a, 3, memory_order_acq_rel) == 2);
+    int expected = 0;
+    assert(!atomic_compare_exchange_strong(&a, &expected, 9) && expected == 3);
+    assert(atomic_compare_exchange_strong_explicit(&a, &expected, 4, memory_order_seq_cst,
+                                                   memory_order_relaxed));
+    while (!atomic_compare_exchange_weak(&a, &expected, 6)) {
+    }
+    assert(atomic_load_explicit(&a, memory_order_acquire) == 6);
+    expected = 6;
+    while (!atomic_compare_exchange_weak_explicit(&a, &expected, 7, memory_order_release,
+                                                  memory_order_relaxed)) {
+    }
+    assert(atomic_fetch_or(&a, 8) == 7 && atomic_fetch_and(&a, 12) == 15);
+    assert(atomic_fetch_xor(&a, 1) == 12 && atomic_fetch_sub(&a, 3) == 13);
+    assert(atomic_fetch_or_explicit(&a, 0, memory_order_relaxed) == 10);
+    assert(atomic_fetch_and_explicit(&a, 15, memory_order_relaxed) == 10);
+    assert(atomic_fetch_xor_explicit(&a, 0, memory_order_relaxed) == 10);
+    assert(atomic_fetch_add_explicit(&l, 2L, memory_order_relaxed) == 5L);
+    assert(atomic_fetch_sub_explicit(&l, 7L, memory_order_relaxed) == 7L);
+    atomic_store_explicit(&l, 11L, memory_order_release);
+    assert(atomic_load(&l) == 11L);
+    atomic_flag f = ATOMIC_FLAG_INIT;
+    assert(!atomic_flag_test_and_set(&f));
+    assert(atomic_flag_test_and_set_explicit(&f, memory_order_acquire));
+    atomic_flag_clear_explicit(&f, memory_order_release);
+    assert(!atomic_flag_test_and_set(&f));
+    atomic_flag_clear(&f);
+}
+
 int main(void)
 {
+    check_atomics();
     check_mutex_types();
     check_timed_waits();
     assert(pthread_key_create(&slot, slot_destructor) == 0);
