@@ -36,6 +36,14 @@
  * every zero-initialized global is in .bss); a library linked in without
  * it keeps its state across runs.
  *
+ * Return codes and errno are glibc's (pthread_* return an error number,
+ * sem_* return -1 and set errno). Where a call is allowed: in the
+ * program's main and the threads it creates, that is inside a run; a
+ * call from a constructor, a destructor or another OS thread prints why
+ * and aborts (clock and exit calls fall back to the real ones there).
+ * Ownership is POSIX's: the program allocates every object; the shim's
+ * per-run state behind an object is freed with the run.
+ *
  * Not covered (README, "Unmodified pthread programs"): plain loads and
  * stores are not schedule points; no weak memory (every atomic is
  * sequentially consistent); no signals, fork, cancellation, robust or
