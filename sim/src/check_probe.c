@@ -142,13 +142,220 @@ static void report_progress(pl__sim *s, const pl_task *t, const probe_out *p, co
     pl__bt_describe(s, fresh, id);
 }
 
-/* One probe poll of task `id`. Progress: it completed, woke a task (itself
- * included), or its future's bytes changed; then it is reported (`where`
- * the probe ran, `rescue` what woke the task instead when known). A probe
- * never allocates, so running out of memory cannot turn a lost wakeup
- * into a deadlock. */
-static bool probe_task(pl__sim *s, uint32_t id, const char *where, const char *rescue,
-                       probe_out *out)
+/* ---- Progress or bookkeeping -------------------------------------------
+ * A future that recomputes its next wake on every poll changes its bytes
+ * when probed without having seen anything: it re-arms its sleep (a new
+ * arming number) to the same deadline or a later one, refreshes a cached
+ * "now", counts its polls. Reporting that as a lost wakeup is a false
+ * alarm. So a probe's changes are read word by word (8 bytes, futures up
+ * to PROBE_COPY_MAX; bigger ones are compared whole), and these are
+ * bookkeeping:
+ *  - a pl_timer inside the future, armed before the probe and re-armed by
+ *    it for a deadline no earlier than before (pl_sleep's own deadline
+ *    word, or the future's copy of it, moves with it the same way);
+ *  - a word that held an earlier time and now holds exactly the probe's
+ *    virtual time (a cached clock);
+ *  - counters that went up by one, when a second probe, right after,
+ *    moves exactly the same words by exactly as much and nothing else
+ *    (a poll counter counts every poll; what an event changed, a second
+ *    look does not change again the same way).
+ * A deadline moved earlier (a new entry the future had not seen), any
+ * other word, READY, a wake, a spawn: progress, as before. At final
+ * quiescence nothing can wake the task anyway, so there every change
+ * counts (the finding is a deadlock either way; this keeps its kind). */
+
+#define WORD 8u
+#define WORDS_MAX (PROBE_COPY_MAX / WORD)
+#define RESIDUE_MAX 4u /* counters a second probe is asked about */
+_Static_assert(WORDS_MAX <= 64, "one bit per word of a copied future");
+
+typedef struct rearm {
+    pl_time old_ns; /* the deadline before the probe, and after it */
+    pl_time new_ns;
+} rearm;
+
+/* What a probe changed that is not bookkeeping: the words, and by how
+ * much (new - old, modulo 2^64). */
+typedef struct residue {
+    uint32_t len;      /* may exceed RESIDUE_MAX: then not all are listed */
+    bool earlier;      /* a timer was moved to an earlier deadline */
+    uint32_t word[RESIDUE_MAX];
+    uint64_t delta[RESIDUE_MAX];
+} residue;
+
+static uint64_t word_at(const unsigned char *bytes, size_t size, size_t w)
+{
+    uint64_t v = 0;
+    size_t at = w * WORD;
+    memcpy(&v, bytes + at, size - at < WORD ? size - at : WORD); /* the tail, zero-padded */
+    return v;
+}
+
+static bool probe_armed(const pl__sim *s, uint64_t seq)
+{
+    uint32_t n = s->probe_arms_len < PL__PROBE_ARMS_MAX ? s->probe_arms_len : PL__PROBE_ARMS_MAX;
+    for (uint32_t i = 0; i < n; i++) {
+        if (s->probe_arms[i] == seq) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool arm_deadline(const pl__sim *s, uint64_t seq, pl_time *out)
+{
+    if (seq >= s->arm_deadlines_cap) {
+        return false;
+    }
+    *out = s->arm_deadlines[seq];
+    return true;
+}
+
+/* The timers at 8-byte offsets of the future that the probe re-armed, as
+ * they were armed before it: their words are excused when the deadline
+ * did not move earlier. Returns how many re-arms it recorded in rearms. */
+static uint32_t find_rearms(const pl__sim *s, const unsigned char *before,
+                            const unsigned char *after, size_t size, uint64_t *excused,
+                            rearm *rearms, bool *earlier)
+{
+    uint32_t n = 0;
+    if (s->probe_arms_len == 0 || s->probe_arms_len > PL__PROBE_ARMS_MAX) {
+        return 0; /* nothing re-armed, or too much to tell apart */
+    }
+    for (size_t at = 0; at + sizeof(pl_timer) <= size; at += WORD) {
+        pl_timer was, is;
+        memcpy(&was, before + at, sizeof was);
+        memcpy(&is, after + at, sizeof is);
+        pl_time old_ns, new_ns;
+        if (is.ex != s->ex || was.ex != s->ex || !pl_timer_is_armed(&is) ||
+            !pl_timer_is_armed(&was) || is.seq == was.seq || !probe_armed(s, is.seq) ||
+            !arm_deadline(s, was.seq, &old_ns) || !arm_deadline(s, is.seq, &new_ns)) {
+            continue;
+        }
+        if (new_ns < old_ns) {
+            *earlier = true;
+            continue;
+        }
+        for (size_t w = at / WORD; w < (at + sizeof(pl_timer)) / WORD; w++) {
+            *excused |= UINT64_C(1) << w;
+        }
+        if (n < PL__PROBE_ARMS_MAX) {
+            rearms[n++] = (rearm){old_ns, new_ns};
+        }
+    }
+    return n;
+}
+
+static bool is_rearm_copy(const rearm *rearms, uint32_t n, uint64_t was, uint64_t is)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if ((uint64_t)rearms[i].old_ns == was && (uint64_t)rearms[i].new_ns == is) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Reads what the probe changed in a future of `size` <= PROBE_COPY_MAX
+ * bytes into *out; true when all of it is bookkeeping of timers and
+ * clocks (counters are left in *out for a second probe to judge). */
+static bool read_changes(const pl__sim *s, const unsigned char *before, const unsigned char *after,
+                         size_t size, residue *out)
+{
+    *out = (residue){0};
+    uint64_t excused = 0;
+    rearm rearms[PL__PROBE_ARMS_MAX];
+    uint32_t nrearms = find_rearms(s, before, after, size, &excused, rearms, &out->earlier);
+    size_t words = (size + WORD - 1) / WORD;
+    PL__SIM_ASSERT(words <= WORDS_MAX);
+    for (size_t w = 0; w < words; w++) {
+        uint64_t was = word_at(before, size, w);
+        uint64_t is = word_at(after, size, w);
+        if (was == is || (excused >> w & 1u) != 0 || is_rearm_copy(rearms, nrearms, was, is) ||
+            ((pl_time)is == s->now && (pl_time)was < s->now && (pl_time)was >= 0)) {
+            continue;
+        }
+        if (out->len < RESIDUE_MAX) {
+            out->word[out->len] = (uint32_t)w;
+            out->delta[out->len] = is - was;
+        }
+        out->len++;
+    }
+    return out->len == 0 && !out->earlier;
+}
+
+/* An increment by one of an aligned 1-, 2-, 4- or 8-byte counter. */
+static bool counted_one(uint64_t delta)
+{
+    for (unsigned shift = 0; shift < 64; shift += 8) {
+        if (delta == UINT64_C(1) << shift) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool counters_only(const residue *r)
+{
+    if (r->earlier || r->len == 0 || r->len > RESIDUE_MAX) {
+        return false;
+    }
+    for (uint32_t i = 0; i < r->len; i++) {
+        if (!counted_one(r->delta[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool same_residue(const residue *a, const residue *b)
+{
+    if (a->len != b->len || a->earlier || b->earlier || a->len > RESIDUE_MAX) {
+        return false;
+    }
+    for (uint32_t i = 0; i < a->len; i++) {
+        if (a->word[i] != b->word[i] || a->delta[i] != b->delta[i]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* One probe poll, with what it needs to judge it: whether it completed,
+ * woke a task or spawned one. */
+static pl_poll_result probe_poll(pl__sim *s, pl_task *t, bool *woke)
+{
+    uint32_t spawned = s->tasks_spawned;
+    s->probe_arms_len = 0;
+    s->polling_probe = true;
+    pl_poll_result r = pl_executor_probe(s->ex, t);
+    s->polling_probe = false;
+    *woke = s->woken_in_poll || s->woke_other || s->tasks_spawned != spawned;
+    return r;
+}
+
+/* After a probe that changed only counters by one: a second probe, right
+ * after, that moves the same counters by as much and changes nothing
+ * else says they count polls. */
+static bool counts_polls(pl__sim *s, pl_task *t, size_t size, const residue *first)
+{
+    unsigned char before[PROBE_COPY_MAX];
+    memcpy(before, pl_task_future(t), size);
+    bool woke;
+    pl_poll_result r = probe_poll(s, t, &woke);
+    residue second;
+    return r == PL_PENDING && !woke && !read_changes(s, before, pl_task_future(t), size, &second) &&
+           same_residue(first, &second);
+}
+
+/* One probe poll of task `id`. Progress: it completed, woke or spawned a
+ * task, or its future changed more than bookkeeping (above; `strict`
+ * counts every changed byte). Progress is reported (`where` the probe
+ * ran, `rescue` what woke the task instead when known). A probe never
+ * allocates, so running out of memory cannot turn a lost wakeup into a
+ * deadlock. */
+static bool probe_task_as(pl__sim *s, uint32_t id, const char *where, const char *rescue,
+                          bool strict, probe_out *out)
 {
     pl__task_info *ti = &s->tasks[id];
     PL__SIM_ASSERT(pl__oracle_is_parked(ti));
@@ -174,22 +381,35 @@ static bool probe_task(pl__sim *s, uint32_t id, const char *where, const char *r
     } else {
         before = XXH3_128bits(pl_task_future(t), size);
     }
-    s->polling_probe = true;
-    pl_poll_result r = pl_executor_probe(s->ex, t);
-    s->polling_probe = false;
-    bool woke = s->woken_in_poll || s->woke_other;
+    bool woke;
+    pl_poll_result r = probe_poll(s, t, &woke);
     bool changed = r == PL_READY ||
                    (small ? memcmp(copy, pl_task_future(t), size) != 0
                           : !XXH128_isEqual(before, XXH3_128bits(pl_task_future(t), size)));
+    residue first = {0};
+    if (changed && !woke && r == PL_PENDING && small && !strict) {
+        changed = !read_changes(s, copy, pl_task_future(t), size, &first) &&
+                  !(counters_only(&first) && counts_polls(s, t, size, &first));
+    }
     /* A spawn during the probe may have moved s->tasks: index again. */
     s->tasks[id].probed_step = s->step;
     out->progress = changed || woke;
-    out->how = r == PL_READY ? "completed" : woke ? "woke a task" : "changed its state";
+    out->how = r == PL_READY ? "completed"
+               : woke        ? "woke a task"
+               : first.earlier ? "moved its timer to an earlier deadline"
+                               : "changed its state";
     if (out->progress) {
         report_progress(s, t, out, where, rescue);
     }
     pl_task_release(t);
     return out->progress;
+}
+
+/* Probes at points where a timer can still fire tell bookkeeping apart. */
+static bool probe_task(pl__sim *s, uint32_t id, const char *where, const char *rescue,
+                       probe_out *out)
+{
+    return probe_task_as(s, id, where, rescue, false, out);
 }
 
 /* "<lead> it is woken only at 103.000 ms, by timer #8 armed by 'r' (#1)
@@ -466,17 +686,220 @@ static bool background_only(pl__sim *s)
     return background_ran && judge_foreground(s);
 }
 
+/* ---- Parked while timers keep the run alive ----------------------------
+ * Part of a program deadlocks while a ticker keeps the rest alive: the
+ * run would only end at its virtual time limit (an hour by default,
+ * millions of steps), and the finding would take as long to shrink. At
+ * timer-quiescent points the parked foreground tasks that no timer will
+ * wake are watched: once none of them has run for a long while (KEEP_DIV
+ * of the time limit) and the tasks that do run (the keepers, woken by
+ * their timers) each ran at least KEEP_ROUNDS rounds in that time (polled
+ * at later virtual times) without touching them, no probe progresses and
+ * no declared wait condition holds, they are a deadlock, reported with
+ * what keeps the run alive. That is a horizon, not a proof: a task that
+ * waits with no timeout for something a ticker does only after the
+ * horizon is reported too; a longer time limit moves the horizon. */
+
+#define KEEP_ROUNDS 8u
+#define KEEP_DIV 256
+#define KEEP_TRIES 16 /* watches tried per horizon of virtual time, at most */
+#define KEEP_TASKS_MAX 256u /* more tasks: judged at the time limit only */
+#define KEEP_TIMERS_MAX 64u
+
+static bool timer_held(const uint32_t *timer_ids, size_t n, uint32_t id)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (timer_ids[i] == id) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Starts a watch: marks the parked foreground tasks no timer will wake.
+ * Returns how many it marked (0: nothing to watch). */
+static uint32_t keep_start(pl__sim *s)
+{
+    uint32_t timer_ids[KEEP_TIMERS_MAX];
+    size_t timers = pl_executor_timers(s->ex);
+    s->keep_step = 0;
+    /* A busy program moves its parked tasks all the time: a watch that
+     * ended is tried again a fraction of the horizon later, so the scans
+     * stay rare and a stuck set is still judged within a horizon and a
+     * sixteenth of it. */
+    s->keep_retry_ns = s->now + s->time_limit_ns / KEEP_DIV / KEEP_TRIES;
+    /* Unless more foreground tasks live than timers are armed, each may
+     * hold one: then nothing is scanned (the common point). */
+    if (timers > KEEP_TIMERS_MAX || s->tasks_spawned > KEEP_TASKS_MAX ||
+        pl_executor_live_tasks(s->ex) - pl_executor_live_background(s->ex) <= timers) {
+        return 0;
+    }
+    size_t held = pl_executor_timer_task_ids(s->ex, timer_ids, KEEP_TIMERS_MAX);
+    uint32_t marked = 0;
+    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
+        pl__task_info *ti = &s->tasks[id];
+        ti->keep_parked = pl__oracle_is_parked(ti) && !pl_task_is_background(ti->task) &&
+                          !ti->on_purpose && !timer_held(timer_ids, held, id);
+        ti->quiet_rounds = 0;
+        marked += ti->keep_parked;
+    }
+    s->keep_woken = false;
+    if (marked > 0) {
+        s->keep_step = s->step;
+        s->keep_last_step = s->step;
+        s->keep_last_ns = s->now;
+        s->keep_since_ns = s->now;
+        s->keep_spawned = s->tasks_spawned;
+    }
+    return marked;
+}
+
+/* Whether a task joined the watched ones since the watch started (it
+ * parked later, with no timer of its own): then the watch starts again,
+ * so that each task reported stayed put for the whole horizon. */
+static bool keep_grew(pl__sim *s)
+{
+    uint32_t timer_ids[KEEP_TIMERS_MAX];
+    size_t timers = pl_executor_timers(s->ex);
+    size_t held = pl_executor_timer_task_ids(s->ex, timer_ids, KEEP_TIMERS_MAX);
+    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
+        pl__task_info *ti = &s->tasks[id];
+        if (!ti->keep_parked && pl__oracle_is_parked(ti) && !pl_task_is_background(ti->task) &&
+            !ti->on_purpose && (timers > KEEP_TIMERS_MAX || !timer_held(timer_ids, held, id))) {
+            (void)keep_start(s);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* "'ticker' (#3, 12 rounds), ...": the tasks that ran while the watched
+ * ones stayed put, and the timer that fires next. */
+static void list_keepers(pl__sim *s, char *buf, size_t len)
+{
+    size_t used = 0;
+    for (uint32_t id = 1; id <= s->tasks_spawned && used < len - 1; id++) {
+        pl__task_info *ti = &s->tasks[id];
+        if (ti->task == NULL || pl_task_is_finished(ti->task) || ti->keep_parked ||
+            ti->quiet_rounds == 0) {
+            continue;
+        }
+        int n = snprintf(buf + used, len - used, "%s'%s' (#%u, %u rounds)", used > 0 ? ", " : "",
+                         pl_task_name(ti->task), id, ti->quiet_rounds);
+        used += n > 0 ? (size_t)n : 0;
+    }
+    used = used < len ? used : len - 1;
+    uint64_t seq = 0;
+    pl_task *next = pl_executor_next_timer_task(s->ex, &seq);
+    if (next != NULL && used < len - 1) {
+        uint32_t armer = seq < s->armers_cap ? s->armers[seq] : 0;
+        snprintf(buf + used, len - used, "; next, timer #%llu armed by '%s' (#%u) wakes '%s' (#%u) at %.3f ms",
+                 (unsigned long long)seq, pl__run_name_of(s, armer), armer, pl_task_name(next),
+                 pl_task_id(next), ms(pl_executor_next_timer(s->ex)));
+    }
+}
+
+/* The watched tasks, judged: probes, wait conditions, then a deadlock. */
+static bool judge_kept(pl__sim *s)
+{
+    uint32_t n;
+    uint32_t *ids = parked_by_age(s, true, &n);
+    if (ids == NULL) {
+        pl__sim_finding(s, PL_FINDING_ASSERTION, NULL, "simulator out of memory");
+        return true;
+    }
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (s->tasks[ids[i]].keep_parked) {
+            ids[k++] = ids[i];
+        }
+    }
+    const char *where = "while only timers kept the run alive";
+    if (k == 0 || probe_all(s, ids, k, where) || waits_hold(s, ids, k)) {
+        free(ids);
+        return k > 0;
+    }
+    char list[900];
+    size_t used = 0;
+    for (uint32_t i = 0; i < k; i++) {
+        list_task(s, ids[i], "", list, sizeof list, &used);
+    }
+    list[used] = '\0';
+    char keepers[400];
+    list_keepers(s, keepers, sizeof keepers);
+    bool fresh = s->finding.kind == PL_FINDING_NONE;
+    pl__sim_finding(s, PL_FINDING_DEADLOCK, s->tasks[ids[0]].task,
+                    "%u task(s) parked that no timer will wake, untouched for %.3f ms while "
+                    "only timers kept the run alive (running: %s); no probe made progress "
+                    "(longest parked first):%s",
+                    k, ms(s->now - s->keep_since_ns), keepers, list);
+    note_all(s, fresh, ids, k);
+    free(ids);
+    return true;
+}
+
+/* Timers can still wake someone in the foreground. Watches the parked
+ * tasks that no timer will wake (keep_start) and judges them once they
+ * stayed put past the horizon while the keepers ran their rounds. */
+static bool keepers_only(pl__sim *s)
+{
+    if (s->keep_step == 0 || s->tasks_spawned != s->keep_spawned) {
+        if (s->keep_step != 0 || s->now >= s->keep_retry_ns) {
+            (void)keep_start(s);
+        }
+        return false;
+    }
+    bool new_round = s->now > s->keep_last_ns;
+    bool ran_any = false;
+    uint32_t rounds = 0;
+    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
+        pl__task_info *ti = &s->tasks[id];
+        if (ti->task == NULL || pl_task_is_finished(ti->task)) {
+            continue;
+        }
+        if (ti->keep_parked) {
+            /* pollen's own spurious wakes re-poll it without moving it */
+            if (s->keep_woken || !pl__oracle_is_parked(ti)) {
+                s->keep_step = 0; /* a watched task moved: start again later */
+                s->keep_retry_ns = s->now + s->time_limit_ns / KEEP_DIV / KEEP_TRIES;
+                return false;
+            }
+            continue;
+        }
+        bool ran = ti->parked_step > s->keep_last_step;
+        ran_any = ran_any || ran;
+        ti->quiet_rounds += new_round && ran;
+        rounds = ti->quiet_rounds > rounds ? ti->quiet_rounds : rounds;
+    }
+    /* Every KEEP_ROUNDS rounds: has one that ran parked with no timer of
+     * its own? Then it is watched from now on. */
+    if (new_round && ran_any && rounds % KEEP_ROUNDS == 0 && keep_grew(s)) {
+        return false;
+    }
+    if (new_round) {
+        s->keep_last_step = s->step;
+        s->keep_last_ns = s->now;
+    }
+    pl_time horizon = s->time_limit_ns / KEEP_DIV;
+    return rounds >= KEEP_ROUNDS && s->now - s->keep_since_ns >= horizon && !keep_grew(s) &&
+           judge_kept(s);
+}
+
 bool pl__probe_point(pl__sim *s)
 {
     s->points++;
     size_t background = pl_executor_live_background(s->ex);
     if (background > 0 && pl_executor_live_tasks(s->ex) > background &&
         !pl_executor_timers_wake_foreground(s->ex)) {
+        s->keep_step = 0; /* the tasks' quiet_rounds count background rounds now */
         if (background_only(s)) {
             return true;
         }
     } else {
         s->quiet_step = 0;
+        if (keepers_only(s)) {
+            return true;
+        }
     }
     if (!s->dec.knobs.kind[PL_DECIDE_PROBE].enabled) {
         return false;
@@ -507,16 +930,6 @@ bool pl__probe_before_injection(pl__sim *s, pl_task *t, bool is_poll, bool *prob
 }
 
 /* ---- The time limit ---------------------------------------------------- */
-
-static bool timer_held(const uint32_t *timer_ids, size_t n, uint32_t id)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (timer_ids[i] == id) {
-            return true;
-        }
-    }
-    return false;
-}
 
 void pl__probe_time_limit(pl__sim *s)
 {
@@ -662,7 +1075,8 @@ void pl__oracle_quiescence(pl__sim *s)
     }
     for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
         probe_out p;
-        if (pl__oracle_is_parked(&s->tasks[id]) && probe_task(s, id, "at quiescence", "", &p)) {
+        if (pl__oracle_is_parked(&s->tasks[id]) &&
+            probe_task_as(s, id, "at quiescence", "", true, &p)) {
             return;
         }
     }

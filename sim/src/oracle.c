@@ -193,8 +193,8 @@ static void on_poll_end(void *ud, pl_task *t, pl_poll_result r, bool probe)
 }
 
 /* Every wake but the common ones (on_wake): a stale one, one during a
- * poll, any while a task is followed. Out of line, so the common wake
- * saves no registers. */
+ * poll, any while a task is followed or parked tasks are watched
+ * (check_probe.c). Out of line, so the common wake saves no registers. */
 static __attribute__((noinline)) void wake_rare(pl__sim *s, pl_task *t, uint32_t gen,
                                                 pl_task *running, pl_wake_outcome outcome)
 {
@@ -222,6 +222,10 @@ static __attribute__((noinline)) void wake_rare(pl__sim *s, pl_task *t, uint32_t
     if (s->follow.active && outcome == PL_WAKE_SCHEDULED) {
         pl__follow_wake(s, id, run_id); /* it reads firing_seq, and makes no event */
     }
+    if (s->keep_step != 0 && outcome == PL_WAKE_SCHEDULED && !s->injecting &&
+        info(s, t)->keep_parked) {
+        s->keep_woken = true; /* a watched task moves (check_probe.c, keepers_only) */
+    }
     s->firing_seq = 0;
     event(s, kind, id, gen, run_id);
 }
@@ -237,7 +241,8 @@ static void on_wake(void *ud, pl_task *t, uint32_t gen, bool by_ref, pl_task *ru
         /* Task wakers are single-threaded (threads/check_threads.c). */
         pl__threads_wrong_thread(s, "wakes a task's waker");
     }
-    if (outcome == PL_WAKE_STALE || outcome == PL_WAKE_DURING_POLL || s->follow.active) {
+    if (outcome == PL_WAKE_STALE || outcome == PL_WAKE_DURING_POLL || s->follow.active ||
+        s->keep_step != 0) {
         wake_rare(s, t, gen, running, outcome);
         return;
     }
@@ -269,16 +274,30 @@ static void on_waker_drop(void *ud, pl_task *t, uint32_t gen)
     pl__contract_on_waker_drop(s, t);
 }
 
-/* Who armed timer #seq: a report names the timer that rescued a task and
- * its author. Arming numbers are dense, so an array indexed by them. */
-static void note_armer(pl__sim *s, uint64_t seq)
+/* Who armed timer #seq, and for which deadline: a report names the timer
+ * that rescued a task and its author, and a probe that re-arms a timer
+ * tells a moved deadline from bookkeeping by it (check_probe.c). Arming
+ * numbers are dense, so arrays indexed by them. */
+static void note_armer(pl__sim *s, uint64_t seq, pl_time deadline_ns)
 {
+    if (s->polling_probe) {
+        if (s->probe_arms_len < PL__PROBE_ARMS_MAX) {
+            s->probe_arms[s->probe_arms_len] = seq;
+        }
+        s->probe_arms_len++;
+    }
     if (seq >= s->armers_cap &&
         (seq >= SIZE_MAX || pl__grow((void **)&s->armers, &s->armers_cap, (size_t)seq + 1,
                                      sizeof *s->armers, 256, 0) != 0)) {
         return; /* the report then says "armed outside any poll" */
     }
     s->armers[seq] = s->polling;
+    if (seq >= s->arm_deadlines_cap &&
+        pl__grow((void **)&s->arm_deadlines, &s->arm_deadlines_cap, (size_t)seq + 1,
+                 sizeof *s->arm_deadlines, 256, 0) != 0) {
+        return; /* a probe then excuses no re-arm of this timer */
+    }
+    s->arm_deadlines[seq] = deadline_ns;
 }
 
 static void note_late(pl__sim *s, uint32_t task, pl_time from, pl_time until)
@@ -307,7 +326,7 @@ static void on_timer_arm(void *ud, uint64_t seq, pl_time deadline_ns, pl_time fi
 {
     pl__sim *s = ud;
     event(s, PL__EV_TIMER_ARM, s->polling, seq, (uint64_t)fire_ns);
-    note_armer(s, seq);
+    note_armer(s, seq, deadline_ns);
     if (fire_ns > deadline_ns && wakes != NULL) {
         /* A late timer: between its deadline and its firing the task's
          * own clock check says "due" although nothing woke it yet; that is

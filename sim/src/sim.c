@@ -398,6 +398,9 @@ void pl__sim_finish(pl__sim *s)
     free(s->armers);
     s->armers = NULL;
     s->armers_cap = 0;
+    free(s->arm_deadlines);
+    s->arm_deadlines = NULL;
+    s->arm_deadlines_cap = 0;
     free(s->late);
     for (int i = 0; i < PL__WAITS_MAX; i++) {
         free(s->waits[i]);

@@ -81,6 +81,8 @@ void pl__sim_break(const pl__sim *s, const pl_task *t);
  * whose tasks declare one each (a million waiters on a notify) pays for
  * one each. */
 #define PL__WAITS_MAX 2
+/* Timers one probe poll may arm and still be told apart (check_probe.c). */
+#define PL__PROBE_ARMS_MAX 8
 
 /* One future of an async backtrace (backtrace.c): its name and where it
  * awaited (static storage; site NULL while unknown). */
@@ -142,6 +144,8 @@ typedef struct pl__task_info {
     uint32_t chain_prev;    /* the one before it (a loop parks at two awaits in turn) */
     bool on_purpose;        /* its latest poll said it polls on purpose (a poll interval) */
     bool forgotten;         /* its node crashed: never dropped, not a leak */
+    bool keep_parked;       /* parked with no timer of its own while timers kept the
+                               run alive (check_probe.c, keepers_only) */
     uint8_t node;           /* its node (index in s->nodes); 0: the scenario's own */
 } pl__task_info;
 _Static_assert(sizeof(pl__task_info) <= 96, "pl__task_info: no padding between its fields");
@@ -269,6 +273,10 @@ struct pl__sim {
     uint32_t probe_cursor;  /* where the next point's scan for parked tasks starts */
     uint32_t *armers;       /* task that armed timer #seq (index seq); 0: none */
     size_t armers_cap;
+    pl_time *arm_deadlines; /* the deadline timer #seq was armed for (index seq; zeroed) */
+    size_t arm_deadlines_cap;
+    uint64_t probe_arms[PL__PROBE_ARMS_MAX]; /* timers the current probe poll armed */
+    uint32_t probe_arms_len; /* past PL__PROBE_ARMS_MAX: some went unrecorded */
     uint64_t firing_seq;    /* timer whose wake is being delivered; 0: none */
     pl_wait *waits[PL__WAITS_MAX]; /* [i][task id]; NULL until a task declares i + 1 */
     size_t waits_cap[PL__WAITS_MAX];
@@ -285,6 +293,16 @@ struct pl__sim {
     uint32_t quiet_spawned; /* tasks spawned by then */
     uint64_t quiet_last_step; /* step of the latest such point that counted a round */
     pl_time quiet_last_ns;    /* and its virtual time: a round takes time to pass */
+    /* Parked foreground tasks left alone while timers keep the run alive
+     * (check_probe.c, keepers_only); the tasks' quiet_rounds count the
+     * keepers' rounds then, as background_only's never runs at once. */
+    uint64_t keep_step;     /* step since which the parked set stayed put; 0: not now */
+    uint32_t keep_spawned;  /* tasks spawned by then */
+    uint64_t keep_last_step; /* step of the latest point that counted a round */
+    pl_time keep_last_ns;    /* and its virtual time */
+    pl_time keep_since_ns;   /* virtual time at keep_step */
+    pl_time keep_retry_ns;   /* no watch starts before this virtual time */
+    bool keep_woken;         /* a watched task was woken since, not by pollen's injection */
     bool follow_wanted;     /* the finding wants a follow-up run (rescue unknown) */
     uint32_t follow_task;
     uint64_t follow_point;

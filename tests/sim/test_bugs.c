@@ -35,6 +35,7 @@ static const char *const zoo[] = {
     "chan_register_late", "checksum",           "deadline_reset",
     "edge_notify",
     "event_clear",    "idle_timeout",       "join_repoll",        "kv_ack",
+    "lock_order",
     "log_ack",        "node_register_late", "node_wake_no_flag",
     "poll_hang",
     "notify_waiters_thread",
@@ -43,6 +44,7 @@ static const char *const zoo[] = {
     "reply_busy",     "resend_twice",       "retry_stale",        "select_first_waker",
     "sem_release",    "signal_drop",        "spin_wait",          "stale_reply",
     "ticker_flush",   "ticker_lock",        "tpc_mpsc",
+    "timer_table",    "timer_table_clock",  "timer_table_count",  "timer_table_later",
     "wake_by_ref_leak",   "wake_means_ready",
     "wiped_permit",
 };
@@ -173,6 +175,7 @@ ZOO_PAIR(event_clear)
 ZOO_PAIR(idle_timeout)
 ZOO_PAIR(join_repoll)
 ZOO_PAIR(kv_ack)
+ZOO_PAIR(lock_order)
 ZOO_PAIR(log_ack)
 ZOO_PAIR(node_register_late)
 ZOO_PAIR(node_wake_no_flag)
@@ -194,6 +197,10 @@ ZOO_PAIR(stale_reply)
 ZOO_PAIR(ticker_flush)
 ZOO_PAIR(ticker_lock)
 ZOO_PAIR(tpc_mpsc)
+ZOO_PAIR(timer_table)
+ZOO_PAIR(timer_table_clock)
+ZOO_PAIR(timer_table_count)
+ZOO_PAIR(timer_table_later)
 ZOO_PAIR(wake_by_ref_leak)
 ZOO_PAIR(wake_means_ready)
 ZOO_PAIR(wiped_permit)

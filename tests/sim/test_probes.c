@@ -360,17 +360,25 @@ LEAK_TEST(background, a_foreground_deadlock_is_found_while_the_ticker_runs)
     pl_sim_result_free(&r);
 }
 
-LEAK_TEST(background, the_time_limit_names_the_stuck_task)
+/* A foreground ticker keeps the run alive as well: the waiter, parked
+ * with no timer and untouched while the ticker ran its rounds, is judged
+ * long before the time limit, and the report names what keeps the run
+ * alive (the ticker and its next timer). */
+LEAK_TEST(background, a_deadlock_behind_a_foreground_ticker_is_found_before_the_time_limit)
 {
     pl_sim_result r;
     run_zero(&stuck_fg_sc, NULL, &r);
     cr_assert_eq(r.finding.kind, PL_FINDING_DEADLOCK, "%s: %s", pl_finding_name(r.finding.kind),
                  r.finding.message);
     cr_assert_str_eq(r.finding.task_name, "waiter");
-    cr_assert(strstr(r.finding.message, "virtual time limit of 1.000 s reached") != NULL, "%s",
+    cr_assert(strstr(r.finding.message, "while only timers kept the run alive (running: "
+                                        "'ticker' (#1, 8 rounds); next, timer #") != NULL,
+              "%s", r.finding.message);
+    cr_assert(strstr(r.finding.message, "armed by 'ticker' (#1) wakes 'ticker' (#1)") != NULL,
+              "%s", r.finding.message);
+    cr_assert(strstr(r.finding.message, "'waiter' (#2, spawned at test_probes.c:") != NULL, "%s",
               r.finding.message);
-    cr_assert(strstr(r.finding.message, "'ticker' (#1, spawned at test_probes.c:") != NULL, "%s",
-              r.finding.message);
+    cr_assert_lt(r.time_ns, 100 * PL_MS, "judged at %lld ns", (long long)r.time_ns);
     pl_sim_result_free(&r);
 }
 
@@ -389,6 +397,200 @@ LEAK_TEST(background, the_fixed_server_with_a_background_ticker_is_clean)
 {
     pl_campaign_result cr;
     cr_assert_eq(pl_sim_campaign(&fine_bg_sc, 0, 999, NULL, true, &cr), 0);
+    cr_assert_eq(cr.findings, 0, "seed %llu: %s", (unsigned long long)cr.first_seed,
+                 cr.first.message);
+}
+
+/* ---- Bookkeeping is not progress -------------------------------------
+ * A consumer takes one item per poll from a box, counting what it took in
+ * its future, with an idle timeout armed. A sender puts three items in at
+ * 10, 20 and 30 ms. */
+
+typedef struct tally_state {
+    int items;
+    pl_waker consumer;
+    bool skip_wake;   /* the sender does not wake the consumer at 20 ms (the bug) */
+    bool count_polls; /* the consumer also counts its polls (bookkeeping) */
+} tally_state;
+
+typedef struct tally {
+    pl_future base;
+    tally_state *st;
+    pl_sleep idle;
+    uint32_t polls;
+    uint32_t taken;
+} tally;
+
+static pl_poll_result tally_poll(pl_future *f, pl_context *cx)
+{
+    tally *t = (tally *)f;
+    t->polls += t->st->count_polls;
+    if (t->st->items > 0) {
+        t->st->items--;
+        t->taken++;
+    }
+    if (t->taken == 3 || pl_poll(&t->idle.base, cx) == PL_READY) {
+        pl_drop_child(&t->idle.base);
+        pl_waker_slot_clear(&t->st->consumer);
+        return PL_READY;
+    }
+    pl_waker_slot_set(&t->st->consumer, &cx->waker);
+    return PL_PENDING;
+}
+
+static void tally_drop(pl_future *f)
+{
+    tally *t = (tally *)f;
+    pl_drop_child(&t->idle.base);
+    pl_waker_slot_clear(&t->st->consumer);
+}
+
+static const pl_future_vtable tally_vt = {"tally", tally_poll, tally_drop};
+
+typedef struct putter {
+    pl_future base;
+    tally_state *st;
+    int i;
+    pl_sleep gap;
+} putter;
+
+static pl_poll_result putter_poll(pl_future *f, pl_context *cx)
+{
+    putter *p = (putter *)f;
+    PL_ASYNC_BEGIN(p);
+    for (p->i = 0; p->i < 3; p->i++) {
+        p->gap = pl_sleep_for(10 * PL_MS);
+        PL_AWAIT(cx, &p->gap);
+        p->st->items++;
+        if (!(p->st->skip_wake && p->i == 1) && pl_waker_is_set(&p->st->consumer)) {
+            pl_waker_wake_by_ref(&p->st->consumer);
+        }
+    }
+    PL_ASYNC_END;
+}
+
+static void putter_drop(pl_future *f) { pl_drop_child(&((putter *)f)->gap.base); }
+
+static const pl_future_vtable putter_vt = {"putter", putter_poll, putter_drop};
+
+static int tally_setup(pl_executor *ex, tally_state *st, bool skip_wake, bool count_polls)
+{
+    st->consumer = PL_WAKER_EMPTY;
+    st->skip_wake = skip_wake;
+    st->count_polls = count_polls;
+    tally t = {.base = PL_FUTURE_INIT(&tally_vt), .st = st, .idle = pl_sleep_for(100 * PL_MS)};
+    putter p = {.base = PL_FUTURE_INIT(&putter_vt), .st = st};
+    int rc = PL_SPAWN(ex, t, "tally", NULL);
+    return rc != 0 ? rc : PL_SPAWN(ex, p, "putter", NULL);
+}
+
+static int tally_lost(pl_executor *ex, void *st) { return tally_setup(ex, st, true, false); }
+static int tally_polls(pl_executor *ex, void *st) { return tally_setup(ex, st, false, true); }
+
+PL_SCENARIO(tally_lost_sc, .name = "probe_tally_lost", .state_size = sizeof(tally_state),
+            .setup = tally_lost);
+PL_SCENARIO(tally_polls_sc, .name = "probe_tally_polls", .state_size = sizeof(tally_state),
+            .setup = tally_polls);
+
+/* A counter the probe moved by one because an item was there: a second
+ * look finds no item and leaves it, so it is progress. */
+LEAK_TEST(bookkeeping, a_counter_moved_by_an_event_is_progress)
+{
+    pl_sim_result r;
+    run_zero(&tally_lost_sc, "65536", &r);
+    cr_assert_eq(r.finding.kind, PL_FINDING_LOST_WAKEUP, "%s: %s",
+                 pl_finding_name(r.finding.kind), r.finding.message);
+    cr_assert_str_eq(r.finding.task_name, "tally");
+    cr_assert(strstr(r.finding.message, "changed its state") != NULL, "%s", r.finding.message);
+    pl_sim_result_free(&r);
+}
+
+/* A poll counter moves on every poll, the second look too: bookkeeping. */
+LEAK_TEST(bookkeeping, a_poll_counter_is_not_progress)
+{
+    pl_sim_result r;
+    run_zero(&tally_polls_sc, "65536", &r);
+    cr_assert_eq(r.finding.kind, PL_FINDING_NONE, "%s: %s", pl_finding_name(r.finding.kind),
+                 r.finding.message);
+    pl_sim_result_free(&r);
+    pl_campaign_result cr;
+    cr_assert_eq(pl_sim_campaign(&tally_polls_sc, 0, 1999, NULL, true, &cr), 0);
+    cr_assert_eq(cr.findings, 0, "seed %llu: %s", (unsigned long long)cr.first_seed,
+                 cr.first.message);
+}
+
+/* ---- A ticker that does wake the waiter, after a few rounds ----------
+ * The horizon of the watch (check_probe.c, keepers_only): a waiter with
+ * no timeout that a foreground ticker notifies on its fifth round is not
+ * a deadlock. */
+
+typedef struct late_state {
+    pl_notify bell;
+    int rounds;
+} late_state;
+
+typedef struct late_ticker {
+    pl_future base;
+    late_state *st;
+    pl_interval iv;
+    pl_interval_tick tick;
+} late_ticker;
+
+static pl_poll_result late_ticker_poll(pl_future *f, pl_context *cx)
+{
+    late_ticker *t = (late_ticker *)f;
+    PL_ASYNC_BEGIN(t);
+    t->iv = pl_interval_init(5 * PL_MS);
+    for (t->st->rounds = 0; t->st->rounds < 5; t->st->rounds++) {
+        t->tick = pl_interval_tick_init(&t->iv);
+        PL_AWAIT(cx, &t->tick);
+    }
+    pl_notify_waiters(&t->st->bell);
+    PL_ASYNC_END;
+}
+
+static void late_ticker_drop(pl_future *f) { pl_drop_child(&((late_ticker *)f)->tick.base); }
+
+static const pl_future_vtable late_ticker_vt = {"late_ticker", late_ticker_poll,
+                                                late_ticker_drop};
+
+typedef struct bell_waiter {
+    pl_future base;
+    late_state *st;
+    pl_notified wait;
+} bell_waiter;
+
+static pl_poll_result bell_waiter_poll(pl_future *f, pl_context *cx)
+{
+    bell_waiter *w = (bell_waiter *)f;
+    PL_ASYNC_BEGIN(w);
+    w->wait = pl_notified_init(&w->st->bell);
+    PL_AWAIT(cx, &w->wait);
+    PL_ASYNC_END;
+}
+
+static void bell_waiter_drop(pl_future *f) { pl_drop_child(&((bell_waiter *)f)->wait.base); }
+
+static const pl_future_vtable bell_waiter_vt = {"bell_waiter", bell_waiter_poll,
+                                                bell_waiter_drop};
+
+static int late_setup(pl_executor *ex, void *state)
+{
+    late_state *st = state;
+    pl_notify_init(&st->bell);
+    bell_waiter w = {.base = PL_FUTURE_INIT(&bell_waiter_vt), .st = st};
+    late_ticker t = {.base = PL_FUTURE_INIT(&late_ticker_vt), .st = st};
+    int rc = PL_SPAWN(ex, w, "bell_waiter", NULL);
+    return rc != 0 ? rc : PL_SPAWN(ex, t, "late_ticker", NULL);
+}
+
+PL_SCENARIO(late_bell_sc, .name = "probe_late_bell", .state_size = sizeof(late_state),
+            .setup = late_setup, .time_limit_ns = 1 * PL_S);
+
+LEAK_TEST(background, a_waiter_a_ticker_wakes_within_the_horizon_is_clean)
+{
+    pl_campaign_result cr;
+    cr_assert_eq(pl_sim_campaign(&late_bell_sc, 0, 1999, NULL, true, &cr), 0);
     cr_assert_eq(cr.findings, 0, "seed %llu: %s", (unsigned long long)cr.first_seed,
                  cr.first.message);
 }
