@@ -3,9 +3,15 @@
  * This is the pingpong hot path: a round trip is notify_one, the waker's
  * wake, one poll that links and clones, one poll that returns READY. So
  * no allocation, no observer call, and one branch on the common paths.
+ * The observer hears of the rest (pl_observer.signal): a waiter linked
+ * under a watch, a waiting waiter dropped, a broadcast. A broadcast keeps
+ * nothing for a task that was not waiting, so a simulator that knows who
+ * waits on what can tell a task that will wait for the next one.
  */
 #include <stdio.h>
 
+#include "internal.h"
+#include "pollen/observer.h"
 #include "pollen/sync.h"
 #include "waiter.h"
 
@@ -53,8 +59,21 @@ void pl_notify_one(pl_notify *n)
     release(n, pl_container_of(node, pl_notified, node), NOTIFIED_BY_ONE);
 }
 
+/* Tells the observer of `ex` (NULL: no executor runs; no observer in
+ * production). */
+static void tell(pl_executor *ex, const void *primitive, pl_signal_event ev, pl_task *t)
+{
+    void *ud;
+    const pl_observer *obs = ex != NULL ? pl__executor_observer(ex, &ud) : NULL;
+    if (obs != NULL && obs->signal != NULL) {
+        obs->signal(ud, primitive, ev, t);
+    }
+}
+
 void pl_notify_waiters(pl_notify *n)
 {
+    pl_executor *ex = pl__current_executor();
+    tell(ex, n, PL_SIGNAL_BROADCAST, NULL);
     /* Detach the current waiters first, so a waiter that registers while
      * we wake (a waker that polls synchronously) waits for the next call
      * instead of making this loop endless. */
@@ -64,6 +83,7 @@ void pl_notify_waiters(pl_notify *n)
     PL_LIST_CONSUME(node, &batch) {
         release(n, pl_container_of(node, pl_notified, node), NOTIFIED_BY_ALL);
     }
+    tell(ex, n, PL_SIGNAL_BROADCAST_END, NULL);
 }
 
 /* The declared wait condition: the waiter could complete on its next
@@ -105,6 +125,11 @@ static __attribute__((noinline)) pl_poll_result notified_park(pl_notified *self,
         self->base.resume = NOTIFIED_DONE;
         return PL_READY;
     }
+    if (cx->watch != NULL) {
+        /* While WAITING the link does not find the notify: its key then is
+         * NULL, and the observer keeps the one it was told at the link. */
+        tell(cx->ex, self->base.resume == NOTIFIED_INIT ? n : NULL, PL_SIGNAL_WAITER, cx->task);
+    }
     pl_waiter_park(&self->base, &n->waiters, &self->node, &self->waker, cx);
     PL_WAIT_DECLARE(cx, "notify", "a notification or a stored permit", self, notified_holds);
     return PL_PENDING;
@@ -135,9 +160,14 @@ static void notified_drop(pl_future *f)
 {
     pl_notified *self = (pl_notified *)f;
     switch (self->base.resume) {
-    case NOTIFIED_WAITING:
+    case NOTIFIED_WAITING: {
+        pl_executor *ex = pl__current_executor();
+        if (ex != NULL) {
+            tell(ex, NULL, PL_SIGNAL_UNWAIT, pl__executor_waker_task(ex, &self->waker));
+        }
         pl_waiter_unlink(&self->node, &self->waker);
         break;
+    }
     case NOTIFIED_BY_ONE:
         /* The notification was meant for someone: hand it on. */
         pl_notify_one(notify_of(self));

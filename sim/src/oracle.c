@@ -241,6 +241,7 @@ static void on_wake(void *ud, pl_task *t, uint32_t gen, bool by_ref, pl_task *ru
         /* Task wakers are single-threaded (threads/check_threads.c). */
         pl__threads_wrong_thread(s, "wakes a task's waker");
     }
+    pl__rescue_wake(s, tid(t), running != NULL ? tid(running) : 0, outcome);
     if (outcome == PL_WAKE_STALE || outcome == PL_WAKE_DURING_POLL || s->follow.active ||
         s->keep_step != 0) {
         wake_rare(s, t, gen, running, outcome);
@@ -497,4 +498,5 @@ const pl_observer pl__sim_observer = {
     .misuse = on_misuse,
     .orphaned = on_orphaned,
     .spawn_site = on_spawn,
+    .signal = pl__rescue_signal,
 };

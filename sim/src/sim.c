@@ -205,6 +205,9 @@ static int sim_wait(void *self, pl_executor *ex, pl_time deadline_ns)
     if (at_point && pl__probe_point(s)) {
         return 0;
     }
+    if (at_point) {
+        pl__rescue_point(s); /* the one timer left, if one is (check_rescue.c) */
+    }
     /* Spurious wakes come before the clock moves: a task woken after the
      * jump would already see its deadline and never show that it kept a
      * stale waker. */
@@ -406,6 +409,7 @@ void pl__sim_finish(pl__sim *s)
         free(s->waits[i]);
         s->waits[i] = NULL;
     }
+    pl__rescue_free(s);
     s->late = NULL;
     pl__site_table_free(&s->buggify);
     pl__site_table_free(&s->eventually);

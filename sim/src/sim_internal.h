@@ -20,6 +20,7 @@
 #include "hashset.h"
 #include "sim_assert.h"
 #include "threads/threads.h"
+#include "check_rescue.h"
 #include "trace.h"
 
 typedef struct pl__sim pl__sim;
@@ -323,6 +324,7 @@ struct pl__sim {
     char call_error[192];
 
     pl__threads threads;    /* simulated threads (threads/threads.h) */
+    pl__rescue rescue;      /* deadlocks a timer hides (check_rescue.h) */
 
     bool stopped;
     pl_finding finding;

@@ -56,7 +56,16 @@ static inline const pl_task_head *pl_task_head_of(const pl_task *t)
     return (const pl_task_head *)(const void *)((const unsigned char *)t - 8);
 }
 
-#define PL_OBSERVER_VERSION 3u
+/* What a broadcasting primitive tells an observer (pl_observer.signal). */
+typedef enum pl_signal_event {
+    PL_SIGNAL_WAITER = 1,    /* the task's waiter parks: links on the primitive, or stays
+                                linked (primitive NULL: the same as at its link) */
+    PL_SIGNAL_UNWAIT = 2,    /* a waiting waiter of the task was dropped (primitive NULL) */
+    PL_SIGNAL_BROADCAST = 3, /* a broadcast begins: the wakes until its end release waiters */
+    PL_SIGNAL_BROADCAST_END = 4,
+} pl_signal_event;
+
+#define PL_OBSERVER_VERSION 4u
 
 /* Every hook is optional (NULL: not called). pl_executor_create refuses
  * an observer whose version is not PL_OBSERVER_VERSION. */
@@ -101,6 +110,12 @@ struct pl_observer {
      * the calling function (static strings from pl_spawn_at; NULL when
      * unknown, as for pl_block_on's task or a call of (pl_spawn)). */
     void (*spawn_site)(void *ud, pl_task *t, const char *where, const char *func);
+    /* pl_notify's waiters and broadcasts (pl_notify_waiters, which keeps
+     * nothing for a task not waiting): `primitive` is the notify, an
+     * identity to compare, never to read; `t` the waiter's task (NULL
+     * for the broadcasts, and when unknown). A broadcast made outside
+     * pl_run and pl_block_on is not reported. */
+    void (*signal)(void *ud, const void *primitive, pl_signal_event ev, pl_task *t);
 };
 
 /* ---- For simulators: reaching into the executor ------------------- */
