@@ -24,7 +24,7 @@
  * passes again, until a whole round changes nothing; then the limit
  * again.
  *
- * The budget counts candidate runs (default 50000), so the result
+ * The budget counts candidate runs (default 100000), so the result
  * depends only on the input: the same finding shrinks to the same list,
  * in the same number of runs, on any machine. A wall-clock limit exists
  * only as a safety net for the CLI (a scenario whose runs are slow); the
@@ -47,7 +47,7 @@
 #include "strategy.h"
 #include "trace_ring.h"
 
-#define SHRINK_RUNS_DEFAULT 50000u
+#define SHRINK_RUNS_DEFAULT 100000u
 
 typedef struct shrinker {
     const pl_scenario *sc;
@@ -807,7 +807,7 @@ static bool pass_trade(shrinker *sh)
  * often one late timer per busy task away from failing without them.
  * Removes every departure of one kind or two (the others moved to their
  * moments) and, in the run without them, tries each set of up to (their
- * count - 1, at most SWAP_LAST) departures of the other kinds at
+ * count - 1, at most SWAP_LAST) departures of one kind, then of any, at
  * decisions from the earliest of their last SWAP_LAST departures on, each
  * with its largest value (the latest timer, the last task in the queue):
  * an exhaustive search of a window, tried only while it costs at most
@@ -866,14 +866,14 @@ static bool swap_sets(shrinker *sh, const pl__dec_record *base, size_t n,
     return false;
 }
 
-/* The options of kind `only` (PL_DECIDE__COUNT: every kind not gone)
- * from from_ns on, each with its largest value. */
+/* The options of kind `only` (PL_DECIDE__COUNT: every kind) from
+ * from_ns on, each with its largest value. */
 static size_t swap_options(const pl__dec_record *base, const moment *have, size_t n,
-                           int64_t from_ns, const bool *gone, uint32_t only, swap_option *opt)
+                           int64_t from_ns, uint32_t only, swap_option *opt)
 {
     size_t nopt = 0;
     for (size_t i = 0; i < n && nopt < SWAP_OPTIONS_MAX; i++) {
-        bool kind_ok = only == PL_DECIDE__COUNT ? !gone[base[i].kind] : base[i].kind == only;
+        bool kind_ok = only == PL_DECIDE__COUNT || base[i].kind == only;
         if (have[i].time_ns >= from_ns && kind_ok && base[i].value == 0) {
             opt[nopt++] = (swap_option){(uint32_t)i, base[i].n - 1};
         }
@@ -881,10 +881,10 @@ static size_t swap_options(const pl__dec_record *base, const moment *have, size_
     return nopt;
 }
 
-/* Each kind alone first (a few late timers), then every kind together
- * while that stays affordable. */
-static bool swap_search(shrinker *sh, const pl_sim_result *r, int64_t from_ns,
-                        const bool *gone, size_t add_max)
+/* Each kind alone first (a few late timers: the kind removed too, at
+ * other decisions), then every kind together while that stays
+ * affordable. */
+static bool swap_search(shrinker *sh, const pl_sim_result *r, int64_t from_ns, size_t add_max)
 {
     size_t n;
     moment *have = moments_of(r, &n);
@@ -895,10 +895,7 @@ static bool swap_search(shrinker *sh, const pl_sim_result *r, int64_t from_ns,
     if (have != NULL && opt != NULL && base != NULL) {
         copy_records(base, rec->decisions, n);
         for (uint32_t only = 0; only <= PL_DECIDE__COUNT && !adopted; only++) {
-            if (only < PL_DECIDE__COUNT && gone[only]) {
-                continue;
-            }
-            size_t nopt = swap_options(base, have, n, from_ns, gone, only, opt);
+            size_t nopt = swap_options(base, have, n, from_ns, only, opt);
             for (size_t size = 1; size <= add_max && size <= nopt && !adopted; size++) {
                 if (choose(nopt, size) > SWAP_RUNS_MAX) {
                     break;
@@ -960,7 +957,7 @@ static bool try_swap_kinds(shrinker *sh, const moment *mo, size_t k, const bool 
         }
         sh->o.keep_events = false;
         if (!adopted && nk > 1) {
-            adopted = swap_search(sh, &r, from_ns, gone, nk - 1 < SWAP_LAST ? nk - 1 : SWAP_LAST);
+            adopted = swap_search(sh, &r, from_ns, nk - 1 < SWAP_LAST ? nk - 1 : SWAP_LAST);
         }
         pl_sim_result_free(&r);
     }
@@ -1083,8 +1080,8 @@ static void shrink_rounds(shrinker *sh)
         progress |= pass_zero_kind(sh);
         progress |= progress && bulk_round(sh);
         /* Costliest: only once nothing else helps. */
-        progress = progress || pass_trade(sh);
         progress = progress || pass_swap_kind(sh);
+        progress = progress || pass_trade(sh);
     }
     /* Fewer departures may get stuck sooner. */
     pass_limit(sh);

@@ -13,7 +13,7 @@
 /* Shrinks the failure recorded in replay file `in` to its smallest
  * decision list that still produces the same finding, and writes the
  * result as a replay file to `out` (NULL: pl__shrink_default_out), with
- * the explanation as '#' comments at its top. Default limits (50000
+ * the explanation as '#' comments at its top. Default limits (100000
  * candidate runs, no wall-clock net). Returns 0, or a negative PL_E* code with the reason in err
  * (NUL-terminated, at most err_len bytes). */
 int pl__shrink_file(const char *in, const char *out, char *err, size_t err_len);

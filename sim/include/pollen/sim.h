@@ -479,7 +479,7 @@ void pl_sim_bounded_result_free(pl_sim_bounded_result *r);
  * so (clock_hit) and may differ from one shrink to the next. */
 typedef struct pl_sim_shrink_limits {
     pl_time time_ns;   /* wall-clock safety net; 0: none */
-    uint64_t runs_max; /* candidate runs; 0: 50000 */
+    uint64_t runs_max; /* candidate runs; 0: 100000 */
 } pl_sim_shrink_limits;
 
 typedef struct pl_sim_shrink_result {
@@ -515,7 +515,7 @@ typedef struct pl_sim_shrink_result {
  * (whole ms) that still shows them (limit_after; written to the shrunk
  * replay). `base` gives the run's other options (seed, strategy and knobs
  * of the original run: they decide which kinds are consulted); its
- * source and decisions are ignored. limits may be NULL (50000 runs, no
+ * source and decisions are ignored. limits may be NULL (100000 runs, no
  * wall clock). The result is deterministic (a function of the input and
  * runs_max) unless limits->time_ns stops it (clock_hit). Returns 0;
  * PL_EINVAL when the input does not produce a finding of `kind` (reason

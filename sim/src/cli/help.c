@@ -173,7 +173,7 @@ static const char help_shrink[] =
     "options:\n"
     "  -o OUT, --output OUT   where to write (default: FILE with '.replay'\n"
     "                         replaced by '.shrunk.replay')\n"
-    "  --runs N               budget of candidate runs (default 50000)\n"
+    "  --runs N               budget of candidate runs (default 100000)\n"
     "  --time DURATION        wall-clock safety net (default 300s): a shrink\n"
     "                         it stops says so and may end elsewhere next time\n"
     "  --poll-budget DURATION CPU time one poll may take (default 1s); a\n"
