@@ -754,9 +754,11 @@ static uint32_t keep_start(pl__sim *s)
     return marked;
 }
 
-/* Whether a task joined the watched ones since the watch started (it
- * parked later, with no timer of its own): then the watch starts again,
- * so that each task reported stayed put for the whole horizon. */
+/* Whether the watched set changed since the watch started: a task
+ * joined (it parked later, with no timer of its own), or a timer now
+ * holds a watched task's waker (another task armed it). Then the watch
+ * starts again, so that each task reported stayed put, with no timer to
+ * wake it, for the whole horizon. */
 static bool keep_grew(pl__sim *s)
 {
     uint32_t timer_ids[KEEP_TIMERS_MAX];
@@ -764,6 +766,10 @@ static bool keep_grew(pl__sim *s)
     size_t held = pl_executor_timer_task_ids(s->ex, timer_ids, KEEP_TIMERS_MAX);
     for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
         pl__task_info *ti = &s->tasks[id];
+        if (ti->keep_parked && (timers > KEEP_TIMERS_MAX || timer_held(timer_ids, held, id))) {
+            (void)keep_start(s); /* another task armed a timer with its waker */
+            return true;
+        }
         if (!ti->keep_parked && pl__oracle_is_parked(ti) && !pl_task_is_background(ti->task) &&
             !ti->on_purpose && (timers > KEEP_TIMERS_MAX || !timer_held(timer_ids, held, id))) {
             (void)keep_start(s);
