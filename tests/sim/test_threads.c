@@ -7,17 +7,16 @@
  * end after it (threads/sched.c).
  */
 #include <criterion/criterion.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <pollen/sim.h>
 #include <pollen/thread.h>
 
+#include "child.h"
 #include "leakcheck.h"
 
 /* ---- Helpers ------------------------------------------------------------ */
@@ -766,32 +765,21 @@ static int deep_setup(pl_executor *ex, void *state)
 PL_SCENARIO(deep_sc, .name = "t_thr_overflow", .summary = "unbounded recursion",
             .state_size = sizeof(pl_thread *), .setup = deep_setup);
 
+static int overflow_child(void *arg)
+{
+    (void)arg;
+    pl_sim_result r = run_seed(&deep_sc, 0, NULL);
+    pl_sim_result_free(&r);
+    return 0; /* not reached: the thread overflows */
+}
+
 Test(threads, stack_overflow_names_the_thread)
 {
-    int fds[2];
-    cr_assert_eq(pipe(fds), 0);
-    pid_t pid = fork();
-    cr_assert(pid >= 0);
-    if (pid == 0) {
-        dup2(fds[1], STDERR_FILENO);
-        close(fds[0]);
-        pl_sim_result r = run_seed(&deep_sc, 0, NULL);
-        (void)r;
-        _exit(0); /* not reached: the thread overflows */
-    }
-    close(fds[1]);
-    char out[8192] = "";
-    size_t used = 0;
-    ssize_t n;
-    while (used < sizeof out - 1 && (n = read(fds[0], out + used, sizeof out - 1 - used)) > 0) {
-        used += (size_t)n;
-    }
-    close(fds[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    cr_assert(!(WIFEXITED(status) && WEXITSTATUS(status) == 0), "the child survived");
-    cr_assert(strstr(out, "stack overflow in simulated thread 'recurser' (#1)") != NULL,
-              "stderr: %s", out);
+    child_ran c = child_run(overflow_child, NULL, -1);
+    cr_assert_neq(c.status, 0, "the child survived");
+    cr_assert(strstr(c.err, "stack overflow in simulated thread 'recurser' (#1)") != NULL,
+              "stderr: %s", c.err);
+    child_ran_free(&c);
 }
 
 /* ---- Thread per core: a thread's own executor on the virtual clock -------- */
