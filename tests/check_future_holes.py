@@ -28,6 +28,8 @@ NOT_FUTURE_BYTES = {
     "pl_source_site": "a static source location",
     "pl_executor_testing_options": "options passed by pointer at executor creation",
     "pl_system_vtable": "a const table of the system's functions",
+    "pl_thread_ops": "a const table of the thread functions a simulator installs",
+    "pl_thread_site": "a static schedule-point site, read only by the simulator",
     "pl_wait": "a wait declaration the simulator copies field by field",
 }
 
