@@ -75,6 +75,9 @@ static void on_park(pl__sim *s, uint64_t key, pl_task *t)
     rt->key = key;
     rt->linked = true;
     rt->link_step = s->step;
+    if (s->rescue.bcast_num == 0) {
+        return; /* no broadcast yet (a program of pl_notify_one): nothing missed */
+    }
     /* The latest broadcast on this notify, if it did not release the task,
      * is one it missed. */
     const pl__rescue_bcast *b = latest_bcast(&s->rescue, key);
@@ -162,7 +165,7 @@ void pl__rescue_point(pl__sim *s)
     pl__rescue *r = &s->rescue;
     r->doom_seq = 0;
     r->doom_woke = 0;
-    if (r->tasks == NULL || s->follow.active || s->finding.kind != PL_FINDING_NONE ||
+    if (r->bcast_num == 0 || s->follow.active || s->finding.kind != PL_FINDING_NONE ||
         pl_executor_timers(s->ex) != 1 || pl__threads_active(&s->threads)) {
         return;
     }
@@ -237,7 +240,9 @@ static void report(pl__sim *s, uint32_t id, uint32_t via)
 void pl__rescue_wake(pl__sim *s, uint32_t id, uint32_t running, pl_wake_outcome outcome)
 {
     pl__rescue *r = &s->rescue;
-    if (r->tasks == NULL || s->follow.active) {
+    /* Before the run's first broadcast nothing was missed and nothing is
+     * released: a program that never broadcasts pays this test per wake. */
+    if (r->bcast_num == 0 || s->follow.active) {
         return;
     }
     /* The rescue first: a sweeper's broadcast that rescues the task also
