@@ -35,7 +35,7 @@ static pl__rescue_task *task_of(pl__sim *s, uint32_t id)
 {
     pl__rescue *r = &s->rescue;
     if (id >= r->tasks_cap && pl__grow((void **)&r->tasks, &r->tasks_cap, (size_t)id + 1,
-                                       sizeof *r->tasks, 64, 0) != 0) {
+                                       sizeof *r->tasks, 8, 0) != 0) {
         return NULL;
     }
     return &r->tasks[id];
