@@ -230,6 +230,44 @@ LEAK_TEST(fixes, periodic_work)
     expect_clean("periodic_work", NULL, true);
 }
 
+/* A deadlock a timer hides names the lost broadcast, the timer, who
+ * armed it where, and the sweeper it rescued the task through. */
+static void expect_rescue_named(const char *name, const char *const *want, size_t n)
+{
+    const pl_scenario *sc = zoo_scenario("bug", name);
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    pl_campaign_result cr;
+    cr_assert_eq(pl_sim_campaign(sc, 0, BUG_SEEDS - 1, &o, true, &cr), 0);
+    cr_assert_eq(cr.first.kind, PL_FINDING_DEADLOCK, "%s", cr.first.message);
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_not_null(strstr(cr.first.message, want[i]), "%s: no \"%s\" in: %s", name,
+                           want[i], cr.first.message);
+    }
+}
+
+LEAK_TEST(bugs, ack_resend_names_the_rescuing_timer)
+{
+    static const char *const want[] = {
+        "'client' (#1) is stuck for good but for a timer",
+        "pl_notify_waiters broadcast by 'server' (#2)",
+        "armed by 'client' (#1), parked in: client (ack_resend.c:",
+        "a deadlock the timer hides",
+    };
+    expect_rescue_named("ack_resend", want, sizeof want / sizeof want[0]);
+}
+
+LEAK_TEST(bugs, sweeper_names_the_sweeper)
+{
+    static const char *const want[] = {
+        "'worker' (#1) is stuck for good but for a timer",
+        "broadcast by 'producer' (#2)",
+        "armed by 'sweeper' (#3)",
+        "through 'sweeper' (#3), which it woke",
+    };
+    expect_rescue_named("sweeper", want, sizeof want / sizeof want[0]);
+}
+
 /* The cluster pair also runs on the real backend, as `pollen run --real`
  * does: its three nodes become tasks on ephemeral loopback ports with
  * their logs in a temporary directory, and the fault-free path keeps the
