@@ -435,6 +435,75 @@ LEAK_TEST(threads, spin_without_yield_is_a_livelock)
 
 LEAK_TEST(threads, spin_with_yield_is_clean) { expect_clean(&spin_good_sc, 200); }
 
+/* Two threads that yield: the setter yields once before its store while
+ * the waiter spins with a yield. Both stand aside at once; the yielded
+ * setter must get its turn, or the waiter spins forever (a livelock of
+ * the simulation, not of the program). */
+typedef struct yield_pair {
+    _Atomic int flag;
+    pl_thread *setter;
+    pl_thread *waiter;
+    bool joined;
+} yield_pair;
+
+static void *yield_then_store(void *arg)
+{
+    yield_pair *st = arg;
+    pl_thread_yield();
+    pl_atomic_store(&st->flag, 1);
+    return NULL;
+}
+
+static void *yield_until_stored(void *arg)
+{
+    yield_pair *st = arg;
+    while (!pl_atomic_load(&st->flag)) {
+        pl_thread_yield();
+    }
+    return NULL;
+}
+
+/* A task joins both threads inside its poll: thread 0 blocks there, so
+ * the two yielding threads are all that can run. */
+typedef struct joiner {
+    pl_future base;
+    yield_pair *st;
+} joiner;
+
+static pl_poll_result joiner_poll(pl_future *f, pl_context *cx)
+{
+    (void)cx;
+    yield_pair *st = ((joiner *)f)->st;
+    int a = pl_thread_join(st->setter, NULL);
+    int b = pl_thread_join(st->waiter, NULL);
+    st->setter = st->waiter = NULL;
+    st->joined = a == 0 && b == 0;
+    return PL_READY;
+}
+
+static const pl_future_vtable joiner_vt = {"joiner", joiner_poll, NULL};
+
+static int yield_pair_setup(pl_executor *ex, void *state)
+{
+    yield_pair *st = state;
+    int rc = pl_thread_spawn(&st->setter, "setter", yield_then_store, st);
+    rc = rc != 0 ? rc : pl_thread_spawn(&st->waiter, "waiter", yield_until_stored, st);
+    joiner j = {.base = PL_FUTURE_INIT(&joiner_vt), .st = st};
+    return rc != 0 ? rc : PL_SPAWN(ex, j, "joiner", NULL);
+}
+
+static int yield_pair_check(pl_executor *ex, void *state, char *msg, size_t len)
+{
+    (void)ex;
+    const yield_pair *st = state;
+    return st->joined ? 0 : pl_check_fail(msg, len, "the joins failed");
+}
+
+PL_SCENARIO(yield_pair_sc, .name = "t_thr_yield_pair", .summary = "two threads that yield",
+            .state_size = sizeof(yield_pair), .setup = yield_pair_setup, .check = yield_pair_check);
+
+LEAK_TEST(threads, two_yielding_threads_take_turns) { expect_clean(&yield_pair_sc, 200); }
+
 /* ---- A task's waker used from another thread ------------------------------ */
 
 typedef struct waker_state {

@@ -277,9 +277,15 @@ static void run_next(pl__sim *s, bool ends)
             }
         } else if (th->t[0]->state == PL__TH_IDLE && me->id != 0) {
             to = 0; /* the executor's wait goes on */
-        } else if (me->state == PL__TH_RUNNABLE) {
-            return; /* yielding with no one else to run */
+        } else if (me->state == PL__TH_RUNNABLE &&
+                   (!me->yielded || candidates(th, me->id, true) == 0)) {
+            return; /* no one else to run, or only yielded threads behind a running one */
         } else if ((n = candidates(th, me->id, true)) > 0) {
+            /* A yielding thread with only yielded threads beside it hands
+             * over to them in turn: two threads each yielding until the
+             * other stores would otherwise leave one spinning forever
+             * while the other never runs (a livelock of the simulation,
+             * not of the program). */
             for (uint32_t i = 0; i < n; i++) {
                 th->t[th->ids[1 + i]]->yielded = false;
             }
