@@ -3,8 +3,10 @@
  * Common rules for everything in this header:
  *  - Single-threaded: every function is for the executor's thread, and
  *    may be called from inside a poll or from plain code on that thread
- *    (for example between pl_run calls). Nothing here blocks, allocates
- *    (except pl_mpsc_init) or calls the observer.
+ *    (for example between pl_run calls). Nothing here blocks or allocates
+ *    (except pl_mpsc_init), and only pl_notify calls the observer (its
+ *    waiters' parks and drops, its broadcasts: pl_observer.signal, with
+ *    which a simulator tells a task that missed a broadcast).
  *  - Primitives (pl_notify, pl_mutex, ...) are caller-allocated and
  *    initialised in place with pl_<type>_init. Those holding a waiter list
  *    must not move after init.
@@ -106,7 +108,8 @@ void pl_notify_init(pl_notify *n);
 /* Wakes the longest-waiting future or stores the permit (see above). */
 void pl_notify_one(pl_notify *n);
 
-/* Wakes every current waiter; stores no permit (see above). */
+/* Wakes every current waiter; stores no permit (see above). An observed
+ * executor running on this thread (pl_run, pl_block_on) hears of it. */
 void pl_notify_waiters(pl_notify *n);
 
 /* True while a permit is stored. */
