@@ -197,6 +197,13 @@ void pl__sim_finding(pl__sim *s, pl_finding_kind kind, const pl_task *t, const c
         f->task_polls = pl_task_polls(t);
         snprintf(f->task_name, sizeof f->task_name, "%s", pl_task_name(t));
     }
+    const pl__threads *th = &s->threads;
+    if (th->live > 0 && th->current != 0) {
+        /* Threads other than 0 run plain C, never a poll: name the thread. */
+        PL__SIM_ASSERT(th->current < th->len);
+        f->thread_id = th->current;
+        snprintf(f->thread_name, sizeof f->thread_name, "%s", th->t[th->current]->name);
+    }
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(f->message, sizeof f->message, fmt, ap);

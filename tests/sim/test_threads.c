@@ -365,6 +365,26 @@ LEAK_TEST(threads, unlocking_a_mutex_not_held_is_a_finding)
 
 LEAK_TEST(threads, lock_then_unlock_is_clean) { expect_clean(&unlock_good_sc, 300); }
 
+/* A finding raised on a simulated thread names that thread: no task was
+ * being polled, and the report says which thread it was. */
+LEAK_TEST(threads, a_finding_on_a_thread_names_it)
+{
+    for (uint64_t seed = 0; seed < 50; seed++) {
+        pl_sim_result r = run_seed(&unlock_bad_sc, seed, NULL);
+        bool found = r.finding.kind != PL_FINDING_NONE;
+        if (found) {
+            cr_assert_eq(r.finding.task_id, 0u);
+            cr_assert_eq(r.finding.thread_id, 2u, "%s", r.finding.message);
+            cr_assert_str_eq(r.finding.thread_name, "other");
+        }
+        pl_sim_result_free(&r);
+        if (found) {
+            return;
+        }
+    }
+    cr_assert_fail("no finding in 50 seeds");
+}
+
 /* ---- Spin-waits: without a yield, a livelock ----------------------------- */
 
 typedef struct spin_state {

@@ -176,6 +176,9 @@ typedef struct pl_finding {
     pl_time time_ns;         /* virtual time */
     uint64_t step;           /* polls since the run began */
     char message[1024];      /* what happened, in words */
+    uint32_t thread_id;      /* the simulated thread (pollen/thread.h) that raised it, outside
+                                any poll; 0 with thread_name "": thread 0 or no threads */
+    char thread_name[PL_FINDING_NAME_MAX];
     uint32_t tasks_len;      /* parked tasks described below (the first ones) */
     pl_finding_task tasks[PL_FINDING_TASKS_MAX];
 } pl_finding;

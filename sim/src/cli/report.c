@@ -177,6 +177,10 @@ static void print_task_line(FILE *f, const report *rp)
         fprintf(f, "  task: %s (#%" PRIu32 "), poll %" PRIu32 ", %s\n",
                 fd->task_name[0] != '\0' ? fd->task_name : "unnamed", fd->task_id,
                 fd->task_polls, when);
+    } else if (fd->thread_id != 0) {
+        fprintf(f, "  thread: '%s' (#%" PRIu32 "), a simulated thread (it runs plain C, no task), "
+                   "at %s\n",
+                fd->thread_name, fd->thread_id, when);
     } else {
         fprintf(f, "  task: no task was running: %s, at %s\n", raised_by(fd->kind), when);
     }
@@ -415,6 +419,13 @@ static void print_report_json(const report *rp)
                 rp->original_step, rp->original_time_ns, rp->original_decisions);
     }
     fprintf(f, ",\"setup_error\":%s", pl_finding_is_setup_error(&rp->f) ? "true" : "false");
+    fputs(",\"thread\":", f);
+    if (rp->f.thread_id != 0) {
+        pl__cli_json_string(f, rp->f.thread_name);
+    } else {
+        fputs("null", f);
+    }
+    fprintf(f, ",\"thread_id\":%" PRIu32, rp->f.thread_id);
     fprintf(f, ",\"expected\":%s,\"real\":%s}\n",
             rp->sc->expect != NULL && strcmp(rp->sc->expect, pl_finding_name(rp->f.kind)) == 0
                 ? "true"
