@@ -37,14 +37,15 @@ static const char *const zoo[] = {
     "event_clear",    "idle_timeout",       "join_repoll",        "kv_ack",
     "lock_order",
     "log_ack",        "node_register_late", "node_wake_no_flag",
-    "poll_hang",
     "notify_waiters_thread",
+    "poll_hang",
     "poll_spin",      "pool_done_flag",     "prefetch_leak",      "race_double_drop",   "reaper_orphan",
     "repl_ack",
     "reply_busy",     "resend_twice",       "retry_stale",        "select_first_waker",
     "sem_release",    "signal_drop",        "spin_wait",          "stale_reply",
-    "ticker_flush",   "ticker_lock",        "tpc_mpsc",
+    "ticker_flush",   "ticker_lock",
     "timer_table",    "timer_table_clock",  "timer_table_count",  "timer_table_later",
+    "tpc_mpsc",
     "wake_by_ref_leak",   "wake_means_ready",
     "wiped_permit",
     "retry_lock",     "sweeper",
@@ -184,11 +185,11 @@ ZOO_PAIR(lock_order)
 ZOO_PAIR(log_ack)
 ZOO_PAIR(node_register_late)
 ZOO_PAIR(node_wake_no_flag)
+ZOO_PAIR(notify_waiters_thread)
 ZOO_PAIR(poll_spin)
 ZOO_PAIR(pool_done_flag)
 ZOO_PAIR(prefetch_leak)
 ZOO_PAIR(race_double_drop)
-ZOO_PAIR(notify_waiters_thread)
 ZOO_PAIR(reaper_orphan)
 ZOO_PAIR(repl_ack)
 ZOO_PAIR(reply_busy)
