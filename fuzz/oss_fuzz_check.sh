@@ -20,24 +20,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/pollen-oss-fuzz.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-passed=0
-failed=0
-verdict() {
-    if [ "$1" = 0 ]; then
-        passed=$((passed + 1))
-        echo "ok     $2"
-    else
-        failed=$((failed + 1))
-        echo "FAILED $2"
-        if [ -n "${3:-}" ] && [ -f "$3" ]; then
-            tail -n 30 "$3" | sed 's/^/    /'
-        fi
-    fi
-}
-summary() {
-    echo "$passed passed, $failed failed"
-    [ "$failed" = 0 ]
-}
+. "$repo/tests/verdict.sh"
 
 # What OSS-Fuzz's base-builder sets for SANITIZER=address, engine libFuzzer.
 export SRC=$tmp/src OUT=$tmp/out WORK=$tmp/work

@@ -243,7 +243,9 @@ static int check(pl_executor *ex, void *state, char *msg, size_t len)
     return 0;
 }
 
-#define TABLE_PAIR(id, style, what)                                                            \
+/* The setups of one pair. The scenarios are written out below, each
+ * `.name = "..."` literal: the fuzz build reads the names from the text. */
+#define TABLE_SETUPS(id, style)                                                                  \
     static int setup_bug_##id(pl_executor *ex, void *state)                                    \
     {                                                                                            \
         return setup(ex, state, style, false);                                                   \
@@ -251,17 +253,51 @@ static int check(pl_executor *ex, void *state, char *msg, size_t len)
     static int setup_fix_##id(pl_executor *ex, void *state)                                    \
     {                                                                                            \
         return setup(ex, state, style, true);                                                    \
-    }                                                                                            \
-    PL_SCENARIO(bug_##id##_sc, .name = "bug_" #id,                                           \
-                .summary = "expiry sweeper (" what ") is not woken for an earlier session "      \
-                           "(lost wakeup)",                                                      \
-                .state_size = sizeof(table_state), .setup = setup_bug_##id, .check = check,   \
-                .expect = "lost_wakeup");                                                        \
-    PL_SCENARIO(fix_##id##_sc, .name = "fix_" #id,                                           \
-                .summary = "expiry sweeper (" what ") woken by every open",                     \
-                .state_size = sizeof(table_state), .setup = setup_fix_##id, .check = check)
+    }
 
-TABLE_PAIR(timer_table, SWEEP_EVERY_POLL, "re-arms on every poll");
-TABLE_PAIR(timer_table_later, SWEEP_ON_CHANGE, "re-arms later after an extension");
-TABLE_PAIR(timer_table_count, SWEEP_COUNT, "counts its polls");
-TABLE_PAIR(timer_table_clock, SWEEP_CLOCK, "keeps its latest poll's time");
+TABLE_SETUPS(timer_table, SWEEP_EVERY_POLL)
+TABLE_SETUPS(timer_table_later, SWEEP_ON_CHANGE)
+TABLE_SETUPS(timer_table_count, SWEEP_COUNT)
+TABLE_SETUPS(timer_table_clock, SWEEP_CLOCK)
+
+PL_SCENARIO(bug_timer_table_sc, .name = "bug_timer_table",
+            .summary = "expiry sweeper (re-arms on every poll) "
+                       "is not woken for an earlier session (lost wakeup)",
+            .state_size = sizeof(table_state), .setup = setup_bug_timer_table, .check = check,
+            .expect = "lost_wakeup");
+PL_SCENARIO(fix_timer_table_sc, .name = "fix_timer_table",
+            .summary = "expiry sweeper (re-arms on every poll) woken by every open",
+            .state_size = sizeof(table_state), .setup = setup_fix_timer_table, .check = check);
+
+PL_SCENARIO(bug_timer_table_later_sc, .name = "bug_timer_table_later",
+            .summary = "expiry sweeper (re-arms later after an extension) "
+                       "is not woken for an earlier session (lost wakeup)",
+            .state_size = sizeof(table_state), .setup = setup_bug_timer_table_later,
+            .check = check,
+            .expect = "lost_wakeup");
+PL_SCENARIO(fix_timer_table_later_sc, .name = "fix_timer_table_later",
+            .summary = "expiry sweeper (re-arms later after an extension) woken by every open",
+            .state_size = sizeof(table_state), .setup = setup_fix_timer_table_later,
+            .check = check);
+
+PL_SCENARIO(bug_timer_table_count_sc, .name = "bug_timer_table_count",
+            .summary = "expiry sweeper (counts its polls) "
+                       "is not woken for an earlier session (lost wakeup)",
+            .state_size = sizeof(table_state), .setup = setup_bug_timer_table_count,
+            .check = check,
+            .expect = "lost_wakeup");
+PL_SCENARIO(fix_timer_table_count_sc, .name = "fix_timer_table_count",
+            .summary = "expiry sweeper (counts its polls) woken by every open",
+            .state_size = sizeof(table_state), .setup = setup_fix_timer_table_count,
+            .check = check);
+
+PL_SCENARIO(bug_timer_table_clock_sc, .name = "bug_timer_table_clock",
+            .summary = "expiry sweeper (keeps its latest poll's time) "
+                       "is not woken for an earlier session (lost wakeup)",
+            .state_size = sizeof(table_state), .setup = setup_bug_timer_table_clock,
+            .check = check,
+            .expect = "lost_wakeup");
+PL_SCENARIO(fix_timer_table_clock_sc, .name = "fix_timer_table_clock",
+            .summary = "expiry sweeper (keeps its latest poll's time) woken by every open",
+            .state_size = sizeof(table_state), .setup = setup_fix_timer_table_clock,
+            .check = check);

@@ -26,24 +26,7 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/pollen-install.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-passed=0
-failed=0
-verdict() {
-    if [ "$1" = 0 ]; then
-        passed=$((passed + 1))
-        echo "ok     $2"
-    else
-        failed=$((failed + 1))
-        echo "FAILED $2"
-        if [ -n "${3:-}" ] && [ -f "$3" ]; then
-            tail -n 30 "$3" | sed 's/^/    /'
-        fi
-    fi
-}
-summary() {
-    echo "$passed passed, $failed failed"
-    [ "$failed" = 0 ]
-}
+. "$src/tests/verdict.sh"
 
 user=$work/user
 mkdir -p "$user" "$work/home"
