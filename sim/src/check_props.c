@@ -13,7 +13,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <string.h>
+
 #include "sim_internal.h"
+
+/* __FILE__ is the path the build passed to the compiler (a build
+ * directory's "../../src/x.c"): a finding, and the replay file that
+ * keeps it, name the file alone, the same from every build. */
+static const char *file_name(const char *file)
+{
+    const char *slash = strrchr(file, '/');
+    return slash != NULL ? slash + 1 : file;
+}
 
 void pl__always(bool ok, const char *msg, const char *file, int line, const char *func)
 {
@@ -27,7 +38,7 @@ void pl__always(bool ok, const char *msg, const char *file, int line, const char
         abort();
     }
     pl__sim_finding(s, PL_FINDING_ASSERTION, pl__sim_polled(s),
-                    "pl_always failed: %s (%s:%d, in %s)", msg, file, line, func);
+                    "pl_always failed: %s (%s:%d, in %s)", msg, file_name(file), line, func);
 }
 
 void pl__eventually(bool ok, const char *msg, const char *file, int line, const char *func)
