@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # tests/run-all.sh: the whole test run, as CI does it.
 #
-#   1. gcc, -O2, -Dwerror=true: build and every test suite, including the
-#      fuzz regressions replayed by the standalone driver;
+#   1. gcc, -O2, -Dwerror=true: build and every test suite (the test setup
+#      `full`: the `campaigns` suite too, which a plain `meson test` leaves
+#      out), including the fuzz regressions replayed by the standalone
+#      driver;
 #   2. clang, -O0, ASan + UBSan (fatal) + LeakSanitizer: build and every
 #      test suite (the golden trace hash test runs in both builds, so the
 #      same seed must give the same hash under gcc -O2 and clang -O0 with
@@ -34,7 +36,7 @@ build_and_test() {
         meson setup "$dir" "$@" >"$dir.setup.log" 2>&1 || { cat "$dir.setup.log"; return 1; }
     fi
     meson compile -C "$dir" || return 1
-    meson test -C "$dir" --num-processes 2 --print-errorlogs || status=1
+    meson test -C "$dir" --setup full --num-processes 2 --print-errorlogs || status=1
     logs+=("$dir/meson-logs/testlog.json")
 }
 
