@@ -53,7 +53,7 @@ bad=$(awk '{ runs = $1 == "pl_sim_run" || $1 == "pl__sim_run_captured" ||
            (($2 == "strategy.c" || $2 == "sim.c") && runs) { print $2 " calls " $1 }' \
       "$tmp/uses")
 if [ -n "$bad" ]; then
-    echo "check_sim_graph: against the layout (CONTRIBUTING.md, sim/src):" >&2
+    echo "check_sim_graph: against the layout (docs/internals.md, sim/src):" >&2
     echo "$bad" >&2
     exit 1
 fi

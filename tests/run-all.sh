@@ -16,8 +16,8 @@
 #      (tests/packaging/subproject.sh), and README's install recipe run
 #      as written into a temporary prefix, a user's program built against
 #      it through pkg-config (tests/packaging/install.sh), and a plain
-#      pthread program built against it with README's one compile line
-#      (tests/packaging/sim_pthread.sh).
+#      pthread program built against it with the one compile line of
+#      docs/threads.md (tests/packaging/sim_pthread.sh).
 # Ends with one line "N passed, N failed" counting every test case.
 set -uo pipefail
 cd "$(dirname "$0")/.."

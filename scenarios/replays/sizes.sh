@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # scenarios/replays/sizes.sh [--check MAX] [DIR]: the shrunk size of every
 # committed replay (DIR, default this directory), as the Markdown table
-# README shows: the finding, its departures from production's order
+# docs/exploring.md shows: the finding, its departures from production's order
 # (non-default decisions), the list's length and the candidate runs its
 # shrink took. With --check MAX it prints nothing but fails, naming each
 # replay, when one has more than MAX departures. Run it after
-# regenerate.sh and paste the table into README ("Shrinking").
+# regenerate.sh and paste the table into docs/exploring.md (under "Finding
+# bugs faster, and explaining them").
 set -euo pipefail
 max=""
 if [ "${1:-}" = "--check" ]; then

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/packaging/install.sh: README's install recipe, run as written.
-# Takes the blocks README.md marks `test-block NAME` (install,
-# criterion-build and fuzz: shell lines; criterion: a test file) with
+# Takes the blocks the documents mark `test-block NAME` (README.md:
+# install; docs/using.md: fuzz; docs/guide.md: criterion-build, shell
+# lines, and criterion, a test file) with
 # tests/packaging/readme_block.py and runs them with bash -e in a
 # temporary directory that holds this checkout as pollen/ (a link) and a
 # user's relay.c and main.c (tests/packaging/parent/: the scenario
@@ -12,8 +13,8 @@
 #     campaign `./mytests run relay --seeds 0..9`;
 #   - the .pc files are in the pkgconfig/ directory that block names, and
 #     the build holds nothing of tests/ (no test suite, no benchmark);
-#   - README's Criterion test (`test-block criterion`, as test_relay.c)
-#     builds and passes with README's lines (`test-block criterion-build`);
+#   - the guide's Criterion test (`test-block criterion`, as test_relay.c)
+#     builds and passes with the guide's lines (`test-block criterion-build`);
 #   - the fuzz block's pkg-config line names the installed driver's
 #     sources; with clang's libFuzzer (not under POLLEN_SKIP_FUZZ=1) the
 #     whole block runs, its 600 s cut to 1000 runs;
@@ -33,10 +34,13 @@ mkdir -p "$user" "$work/home"
 ln -s "$src" "$user/pollen"
 cp "$src/tests/packaging/parent/scenarios.c" "$user/relay.c"
 cp "$src/tests/packaging/parent/main.c" "$user/main.c"
-for name in install fuzz criterion criterion-build; do
-    python3 "$src/tests/packaging/readme_block.py" "$src/README.md" "$name" "$work/$name.sh" \
+for block in README.md:install docs/using.md:fuzz docs/guide.md:criterion \
+    docs/guide.md:criterion-build; do
+    doc=${block%%:*}
+    name=${block#*:}
+    python3 "$src/tests/packaging/readme_block.py" "$src/$doc" "$name" "$work/$name.sh" \
         2>"$work/$name.extract.log"
-    verdict $? "README.md marks the $name recipe" "$work/$name.extract.log"
+    verdict $? "$doc marks the $name recipe" "$work/$name.extract.log"
 done
 if [ "$failed" != 0 ]; then
     summary
@@ -74,12 +78,12 @@ print(" ".join(sorted(t["name"] for t in json.load(open(sys.argv[1]))
 [ -z "$tested" ]
 verdict $? "-Dtests=disabled -Dbench=false builds no test or benchmark (got: ${tested:-none})"
 
-# README's Criterion test in a file of its own, built and run by README's
-# lines against the installed pollen, the scenario in relay.c.
+# The guide's Criterion test in a file of its own, built and run by the
+# guide's lines against the installed pollen, the scenario in relay.c.
 cp "$work/criterion.sh" "$user/test_relay.c"
 (cd "$user" && bash -e "$work/criterion-build.sh") >"$work/criterion.log" 2>&1 &&
     grep -q 'Synthesis: Tested: 1 | Passing: 1 | Failing: 0 | Crashing: 0' "$work/criterion.log"
-verdict $? "README's Criterion test builds apart from its scenario and passes" \
+verdict $? "the guide's Criterion test builds apart from its scenario and passes" \
     "$work/criterion.log"
 
 # The fuzz recipe: its first line, then (with libFuzzer) all of it.

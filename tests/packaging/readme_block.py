@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Prints the code block README.md shows between two markers, so a test runs
-or compiles exactly what a reader copies:
+"""Prints the code block a document (README.md or a page of docs/) shows
+between two markers, so a test runs or compiles exactly what a reader
+copies:
 
     <!-- test-block NAME: what tests it -->
     ```sh
@@ -8,10 +9,10 @@ or compiles exactly what a reader copies:
     ```
     <!-- /test-block NAME -->
 
-Usage: readme_block.py README.md NAME [OUT]  (OUT: write there, not stdout)
+Usage: readme_block.py DOC.md NAME [OUT]  (OUT: write there, not stdout)
 
 Exits 2, saying why, when a marker is missing or given twice, or when the
-markers do not hold exactly one fenced block: a README edit that drops the
+markers do not hold exactly one fenced block: an edit that drops the
 markers fails the test instead of leaving it with nothing to check.
 """
 import re
@@ -36,7 +37,7 @@ def block(text, name):
 
 def main(argv):
     if len(argv) not in (2, 3):
-        print("usage: readme_block.py README.md NAME [OUT]", file=sys.stderr)
+        print("usage: readme_block.py DOC.md NAME [OUT]", file=sys.stderr)
         return 2
     with open(argv[0], encoding="utf-8") as f:
         text = f.read()

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # tests/packaging/sim_pthread.sh: an unmodified pthread program built
-# against an installed pollen with README's one compile line.
+# against an installed pollen with the one compile line of docs/threads.md.
 #
 # Installs this checkout into a temporary prefix (-Dtests=disabled
-# -Dbench=false), takes the block README.md marks `test-block pthread`
+# -Dbench=false), takes the block docs/threads.md marks `test-block pthread`
 # (tests/packaging/readme_block.py) and runs its lines as written with
 # bash -e in a directory holding a plain pthread program as prog.c:
 #   - a clean program (scenarios/pthread/lock_order_fixed.c): the lines
@@ -22,9 +22,9 @@ trap 'rm -rf "$work"' EXIT
 
 . "$src/tests/verdict.sh"
 
-python3 "$src/tests/packaging/readme_block.py" "$src/README.md" pthread "$work/pthread.sh" \
+python3 "$src/tests/packaging/readme_block.py" "$src/docs/threads.md" pthread "$work/pthread.sh" \
     2>"$work/extract.log"
-verdict $? "README.md marks the pthread compile line" "$work/extract.log"
+verdict $? "docs/threads.md marks the pthread compile line" "$work/extract.log"
 
 prefix=$work/prefix
 {
@@ -54,7 +54,7 @@ run_block() {
 }
 
 run_block lock_order_fixed
-verdict $? "README's lines build a clean pthread program and its campaign is clean" \
+verdict $? "the documented lines build a clean pthread program and its campaign is clean" \
     "$work/lock_order_fixed.log"
 
 run_block lock_order

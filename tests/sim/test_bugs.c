@@ -12,7 +12,7 @@
  *  - the fixed twin runs clean for 2,000 seeds (POLLEN_ZOO_FIX_SEEDS
  *    raises that, e.g. to 100000 for a long run by hand).
  * Seeds and time to the first finding go to stderr, one line per bug,
- * for the zoo's README table.
+ * for the zoo's table in docs/exploring.md ("The bug zoo").
  */
 #include <criterion/criterion.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* pollen/executor.h: the single-threaded executor, tasks and joins.
  *
- * One tick (the whole scheduling policy, see CONTRIBUTING.md):
+ * One tick (the whole scheduling policy, see docs/design.md):
  *   1. fire due timers (now is read once per tick);
  *   2. poll runnable tasks in FIFO order, at most polls_per_tick_max;
  *   3. if nothing is runnable, wait for I/O until the next deadline,

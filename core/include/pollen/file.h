@@ -10,8 +10,8 @@
  * pread, pwrite, fsync, renameat, ...), and under the simulator, whose
  * in-memory disk may delay an operation by virtual time, fail it (PL_EIO,
  * a short read or write), flip a bit of what a read returns, and at a
- * crash keep only what was made durable (README, "Files and the simulated
- * disk").
+ * crash keep only what was made durable (docs/simulator.md, "Files and
+ * the simulated disk").
  *
  * Objects. pl_dir and pl_file are small caller-owned values like the
  * objects of io.h (a pointer to a registration; copy or move freely, use

@@ -332,8 +332,8 @@ int pl_sim_replay_file(const char *path, pl_sim_result *out, char *err, size_t e
  * in-memory file system, one per simulation, created at the run's first
  * pl_dir_open and freed with the run. Written data is visible at once and
  * durable only after a sync of the file; a created, renamed or unlinked
- * entry only after a sync of its directory. README, "Files and the
- * simulated disk", has the whole model and the decision kinds
+ * entry only after a sync of its directory. docs/simulator.md, "Files and
+ * the simulated disk", has the whole model and the decision kinds
  * (disk_latency, disk_fault, disk_corrupt, disk_lose). */
 
 /* Bytes one disk holds: durable bytes, unsynced writes (each plus 64

@@ -44,7 +44,7 @@
  * Ownership is POSIX's: the program allocates every object; the shim's
  * per-run state behind an object is freed with the run.
  *
- * Not covered (README, "Unmodified pthread programs"): plain loads and
+ * Not covered (docs/threads.md, "Unmodified pthread programs"): plain loads and
  * stores are not schedule points; no weak memory (every atomic is
  * sequentially consistent); no signals, fork, cancellation, robust or
  * process-shared objects, thread priorities or affinity; blocking I/O
