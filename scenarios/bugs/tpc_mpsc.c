@@ -235,16 +235,7 @@ static int check(pl_executor *ex, void *state, char *msg, size_t len)
 {
     (void)ex;
     tpc_state *st = state;
-    if (st->core1 != NULL && pl_thread_join(st->core1, NULL) != 0) {
-        return pl_check_fail(msg, len, "joining core 1 failed");
-    }
-    st->core1 = NULL;
-    int want = ITEMS * (ITEMS + 1) / 2;
-    if (st->core1_rc != 0 || st->sum != want) {
-        return pl_check_fail(msg, len, "core 1 summed %d (rc %d), want %d", st->sum,
-                             st->core1_rc, want);
-    }
-    return 0;
+    return zoo_core_check(&st->core1, st->core1_rc, st->sum, ITEMS * (ITEMS + 1) / 2, msg, len);
 }
 
 PL_SCENARIO(bug_tpc_mpsc_sc, .name = "bug_tpc_mpsc",

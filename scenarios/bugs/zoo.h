@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include <pollen/sim.h>
+#include <pollen/thread.h>
 
 /* A minimal intrusive FIFO of waiters, as hand-written primitives keep
  * them: the node lives in the waiting future, which must not move while
@@ -110,6 +111,22 @@ static inline void zoo_record_encode(uint8_t *rec, int i)
 static inline bool zoo_record_ok(const uint8_t *rec, int i)
 {
     return zoo_get32(rec + 12) == zoo_fnv1a(rec, 12) && zoo_get32(rec) == (uint32_t)i;
+}
+
+/* Thread per core: joins core 1 (*core, then NULL) and checks what its
+ * consumer summed and what its executor's pl_run returned. A scenario
+ * check: 0 or pl_check_fail's value. */
+static inline int zoo_core_check(pl_thread **core, int run_rc, int sum, int want, char *msg,
+                                 size_t len)
+{
+    if (*core != NULL && pl_thread_join(*core, NULL) != 0) {
+        return pl_check_fail(msg, len, "joining core 1 failed");
+    }
+    *core = NULL;
+    if (run_rc != 0 || sum != want) {
+        return pl_check_fail(msg, len, "core 1 summed %d (rc %d), want %d", sum, run_rc, want);
+    }
+    return 0;
 }
 
 #define ZOO_CONTAINER_OF(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))

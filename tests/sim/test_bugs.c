@@ -45,7 +45,7 @@ static const char *const zoo[] = {
     "sem_release",    "signal_drop",        "spin_wait",          "stale_reply",
     "ticker_flush",   "ticker_lock",
     "timer_table",    "timer_table_clock",  "timer_table_count",  "timer_table_later",
-    "tpc_mpsc",
+    "tpc_mpsc",       "tpc_park",
     "wake_by_ref_leak",   "wake_means_ready",
     "wiped_permit",
     "retry_lock",     "sweeper",
@@ -203,6 +203,7 @@ ZOO_PAIR(stale_reply)
 ZOO_PAIR(ticker_flush)
 ZOO_PAIR(ticker_lock)
 ZOO_PAIR(tpc_mpsc)
+ZOO_PAIR(tpc_park)
 ZOO_PAIR(timer_table)
 ZOO_PAIR(timer_table_clock)
 ZOO_PAIR(timer_table_count)

@@ -269,6 +269,9 @@ LEAK_TEST(threads, lock_order_deadlock_names_threads_and_locks)
     cr_assert(strstr(msg, "blocked on mutex #2") != NULL, "%s", msg);
     cr_assert(strstr(msg, "holding mutex #1") != NULL, "%s", msg);
     cr_assert(strstr(msg, "in ab_main") != NULL, "%s", msg);
+    /* The threads raised it: their list is not appended a second time. */
+    const char *first = strstr(msg, "thread 'ab' (#1");
+    cr_assert(strstr(first + 1, "thread 'ab' (#1") == NULL, "listed twice: %s", msg);
 }
 
 LEAK_TEST(threads, one_lock_order_is_clean) { expect_clean(&ab_good_sc, 500); }

@@ -93,6 +93,11 @@ static void describe_one(const pl__sim *s, const pl__thread_rec *r, char *buf, s
     } else {
         put(buf, len, used, "runnable");
     }
+    if (r->state == PL__TH_BLOCKED && r->waits == PL__WAIT_EXECUTOR && r->at.file != NULL) {
+        /* The wait is pollen's; where the thread's own code was last is
+         * what names the park. */
+        put(buf, len, used, ", parked after its latest point");
+    }
     put_site(buf, len, used, &r->at);
     bool first = true;
     for (uint32_t o = 0; o < th->objs_len; o++) {
@@ -118,6 +123,9 @@ void pl__threads_describe(const pl__sim *s, char *buf, size_t len, size_t *used)
 
 void pl__threads_annotate(pl__sim *s)
 {
+    if (s->threads.deadlocked) {
+        return; /* the finding is the threads' own: it lists them already */
+    }
     char list[900] = "";
     size_t n = 0;
     pl__threads_describe(s, list, sizeof list, &n);
@@ -135,6 +143,7 @@ void pl__threads_deadlock(pl__sim *s, const char *where)
     char list[900] = "";
     size_t used = 0;
     pl__threads_describe(s, list, sizeof list, &used);
+    s->threads.deadlocked = true;
     pl__sim_finding(s, PL_FINDING_DEADLOCK, pl__sim_polled(s),
                     "every thread is blocked %s and nothing can wake one:%s", where, list);
 }

@@ -143,6 +143,7 @@ typedef struct pl__threads {
     uint64_t progress;   /* stores, releases, wakes and clock moves so far */
     uint64_t switches;   /* fiber switches in this run */
     uint32_t ended;      /* fiber that ended at the latest switch (its stack to free), id + 1 */
+    bool deadlocked;     /* pl__threads_deadlock raised this run's finding */
 } pl__threads;
 
 /* True once the run has a thread besides thread 0 that has not ended:
@@ -219,7 +220,8 @@ int pl__threads_executor_create(struct pl__sim *s, pl_executor **out);
  * spawned at pool.c:40 in setup): blocked on mutex #2 at pool.c:61 in
  * worker, holding mutex #1") to buf at *used. */
 void pl__threads_describe(const struct pl__sim *s, char *buf, size_t len, size_t *used);
-/* A deadlock finding exists: its message gets the threads' lines. */
+/* A deadlock finding exists: its message gets the threads' lines, unless
+ * the threads raised it (pl__threads_deadlock: they are listed already). */
 void pl__threads_annotate(struct pl__sim *s);
 /* Every thread is blocked for good (no runnable thread, no deadline):
  * the deadlock finding, naming them (`where` says when). */
