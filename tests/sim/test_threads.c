@@ -865,13 +865,32 @@ static int overflow_child(void *arg)
     return 0; /* not reached: the thread overflows */
 }
 
-Test(threads, stack_overflow_names_the_thread)
+/* Ended threads' stacks are pooled for the next runs (threads/fiber.c):
+ * a reused stack keeps its guard page. */
+static int overflow_after_reuse_child(void *arg)
 {
-    child_ran c = child_run(overflow_child, NULL, -1);
+    (void)arg;
+    for (uint64_t seed = 0; seed < 4; seed++) {
+        pl_sim_result r = run_seed(&counter_locked_sc, seed, NULL);
+        pl_sim_result_free(&r);
+    }
+    return overflow_child(NULL);
+}
+
+static void expect_overflow_report(int (*child)(void *))
+{
+    child_ran c = child_run(child, NULL, -1);
     cr_assert_neq(c.status, 0, "the child survived");
     cr_assert(strstr(c.err, "stack overflow in simulated thread 'recurser' (#1)") != NULL,
               "stderr: %s", c.err);
     child_ran_free(&c);
+}
+
+Test(threads, stack_overflow_names_the_thread) { expect_overflow_report(overflow_child); }
+
+Test(threads, stack_overflow_on_a_reused_stack_names_the_thread)
+{
+    expect_overflow_report(overflow_after_reuse_child);
 }
 
 /* ---- Thread per core: a thread's own executor on the virtual clock -------- */

@@ -193,6 +193,20 @@ static const pl_system_vtable tpc_vtable = {
     .recvfrom = no_recvfrom,
 };
 
+/* malloc for every task block: the arena's default would map a fresh
+ * 64 KB chunk per run and unmap it with the executor, and a campaign of
+ * short runs then spends its time in munmap's TLB flushes. */
+static void *heap_alloc(void *ud, void *ptr, size_t old_size, size_t new_size)
+{
+    (void)ud;
+    (void)old_size;
+    if (new_size == 0) {
+        free(ptr);
+        return NULL;
+    }
+    return realloc(ptr, new_size);
+}
+
 int pl__threads_executor_create(pl__sim *s, pl_executor **out)
 {
     if (pl__threads_ensure_main(s) != 0) {
@@ -210,6 +224,7 @@ int pl__threads_executor_create(pl__sim *s, pl_executor **out)
     pl_executor_options eo;
     pl_executor_options_default(&eo);
     eo.system = &y->system;
+    eo.alloc = heap_alloc;
     int rc = pl_executor_create(out, &eo);
     if (rc != 0) {
         free(y);
