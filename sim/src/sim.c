@@ -387,6 +387,7 @@ void pl__sim_finish(pl__sim *s)
     pl__threads_free(s);
     pl_executor_destroy(s->ex);
     s->ex = NULL;
+    pl__threads_release_executors(s);
     pl__reactor_destroy(s->reactor);
     s->reactor = NULL;
     pl__disk_destroy(s->disk);

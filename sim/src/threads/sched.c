@@ -655,14 +655,13 @@ void pl__threads_free(pl__sim *s)
         PL__SIM_ASSERT(i != th->current || i == 0);
         pl__fiber_destroy(&r->fiber);
         free(r->handle);
-        for (uint32_t k = 0; k < r->systems_len; k++) {
-            free(r->systems[k]);
-        }
-        free(r->systems);
         free(r);
     }
     free(th->t);
     free(th->ids);
     free(th->objs);
+    pl__threads_executors_orphan(s);
+    struct pl__tpc *executors = th->executors;
     memset(th, 0, sizeof *th);
+    th->executors = executors;
 }

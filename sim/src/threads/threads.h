@@ -108,8 +108,6 @@ typedef struct pl__thread_rec {
     bool detached;
     void *handle;            /* its pl_thread handle until joined (sync.c); NULL after */
     pl_executor *cur_ex;     /* the OS thread's current executor while switched out */
-    void **systems;          /* the systems of the executors it made (tpc.c) */
-    uint32_t systems_len;
     int saved_errno;
     char name[32];
 } pl__thread_rec;
@@ -144,6 +142,9 @@ typedef struct pl__threads {
     uint64_t switches;   /* fiber switches in this run */
     uint32_t ended;      /* fiber that ended at the latest switch (its stack to free), id + 1 */
     bool deadlocked;     /* pl__threads_deadlock raised this run's finding */
+    struct pl__tpc *executors; /* threads' own executors' systems, newest first (tpc.c);
+                                  kept past pl__threads_free until
+                                  pl__threads_release_executors */
 } pl__threads;
 
 /* True once the run has a thread besides thread 0 that has not ended:
@@ -213,6 +214,15 @@ _Noreturn void pl__threads_exit(struct pl__sim *s, void *ret);
 /* An executor for the running thread, on a system of its own (tpc.c):
  * its wait blocks the thread until a remote wake or its next timer. */
 int pl__threads_executor_create(struct pl__sim *s, pl_executor **out);
+/* The threads are gone (pl__threads_free): a remote wake or drop of a
+ * thread executor's task from now on only queues (tpc.c). */
+void pl__threads_executors_orphan(struct pl__sim *s);
+/* Frees the threads' executors' systems and every block their executors
+ * still hold: the executor, its tasks and remote wakers, when its thread
+ * never ended or never destroyed it, as a process's exit would. Called
+ * by pl__sim_finish after thread 0's executor is destroyed, whose tasks
+ * may still drop a remote waker of theirs (tpc.c). */
+void pl__threads_release_executors(struct pl__sim *s);
 
 /* ---- Findings (check_threads.c) ---------------------------------------- */
 

@@ -9,19 +9,40 @@
  * parked in its executor for good is a deadlock) and thread 0's tasks,
  * not its tasks one by one, and its tasks run in production's order (no
  * schedule decision). It has no I/O: the I/O entries say PL_ENOSYS.
+ * Its executor allocates through a linked heap of its own, released with
+ * the run: a thread that never ends (blocked for good when a finding
+ * stops the run) leaves its executor, tasks and remote wakers behind, and
+ * nothing else would free them.
  */
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "../sim_internal.h"
 #include "threads.h"
 
-typedef struct tpc_sys {
+/* A block of the executor's heap: every allocation its executor makes
+ * is linked, so what a thread never released goes with the run. */
+typedef union heap_block {
+    struct {
+        union heap_block *prev;
+        union heap_block *next;
+    } link;
+    max_align_t align; /* the user's bytes follow, aligned as malloc's */
+} heap_block;
+
+typedef struct pl__tpc tpc_sys;
+
+struct pl__tpc {
     pl_system system;
     pl__sim *s;
-    uint32_t thread; /* the thread it belongs to */
-    bool pending;    /* a remote wake came since the last drain */
-    bool parked;     /* its thread is blocked in wait */
-} tpc_sys;
+    tpc_sys *next;      /* the run's list (pl__threads.executors) */
+    heap_block heap;    /* sentinel of the live blocks' ring */
+    uint32_t thread;    /* the thread it belongs to */
+    bool pending;       /* a remote wake came since the last drain */
+    bool parked;        /* its thread is blocked in wait */
+    bool orphaned;      /* the threads are gone: a remote wake only queues */
+};
 
 static pl_time tpc_now(void *self) { return ((tpc_sys *)self)->s->now; }
 
@@ -61,7 +82,7 @@ static void tpc_remote_wake(void *self)
 {
     tpc_sys *y = self;
     y->pending = true;
-    if (y->parked && y->s->threads.t[y->thread]->state == PL__TH_BLOCKED) {
+    if (!y->orphaned && y->parked && y->s->threads.t[y->thread]->state == PL__TH_BLOCKED) {
         pl__threads_ready(y->s, y->thread);
     }
 }
@@ -193,18 +214,71 @@ static const pl_system_vtable tpc_vtable = {
     .recvfrom = no_recvfrom,
 };
 
-/* malloc for every task block: the arena's default would map a fresh
- * 64 KB chunk per run and unmap it with the executor, and a campaign of
- * short runs then spends its time in munmap's TLB flushes. */
+static void heap_link(tpc_sys *y, heap_block *b)
+{
+    b->link.prev = &y->heap;
+    b->link.next = y->heap.link.next;
+    y->heap.link.next->link.prev = b;
+    y->heap.link.next = b;
+}
+
+static void heap_unlink(heap_block *b)
+{
+    PL__SIM_ASSERT(b->link.prev->link.next == b && b->link.next->link.prev == b);
+    b->link.prev->link.next = b->link.next;
+    b->link.next->link.prev = b->link.prev;
+}
+
+/* The executor's pl_alloc_fn: malloc with a link. Also what keeps the
+ * arena off: its default would map a fresh 64 KB chunk per run and unmap
+ * it with the executor, and a campaign of short runs then spends its
+ * time in munmap's TLB flushes. */
 static void *heap_alloc(void *ud, void *ptr, size_t old_size, size_t new_size)
 {
-    (void)ud;
     (void)old_size;
+    tpc_sys *y = ud;
+    heap_block *b = ptr != NULL ? (heap_block *)ptr - 1 : NULL;
+    if (b != NULL) {
+        heap_unlink(b);
+    }
     if (new_size == 0) {
-        free(ptr);
+        free(b);
         return NULL;
     }
-    return realloc(ptr, new_size);
+    heap_block *nb = new_size <= SIZE_MAX - sizeof *b ? realloc(b, sizeof *b + new_size) : NULL;
+    if (nb == NULL) {
+        if (b != NULL) {
+            heap_link(y, b); /* the old block stays the caller's */
+        }
+        return NULL;
+    }
+    heap_link(y, nb);
+    return nb + 1;
+}
+
+void pl__threads_executors_orphan(pl__sim *s)
+{
+    for (tpc_sys *y = s->threads.executors; y != NULL; y = y->next) {
+        y->orphaned = true;
+        y->parked = false;
+    }
+}
+
+void pl__threads_release_executors(pl__sim *s)
+{
+    tpc_sys *y = s->threads.executors;
+    while (y != NULL) {
+        PL__SIM_ASSERT(y->orphaned);
+        while (y->heap.link.next != &y->heap) {
+            heap_block *b = y->heap.link.next;
+            heap_unlink(b);
+            free(b);
+        }
+        tpc_sys *next = y->next;
+        free(y);
+        y = next;
+    }
+    s->threads.executors = NULL;
 }
 
 int pl__threads_executor_create(pl__sim *s, pl_executor **out)
@@ -221,27 +295,15 @@ int pl__threads_executor_create(pl__sim *s, pl_executor **out)
     y->system.self = y;
     y->s = s;
     y->thread = me->id;
+    y->heap.link.prev = &y->heap;
+    y->heap.link.next = &y->heap;
+    /* Listed first: the run frees it even if the executor never comes. */
+    y->next = s->threads.executors;
+    s->threads.executors = y;
     pl_executor_options eo;
     pl_executor_options_default(&eo);
     eo.system = &y->system;
     eo.alloc = heap_alloc;
-    int rc = pl_executor_create(out, &eo);
-    if (rc != 0) {
-        free(y);
-        return rc;
-    }
-    /* Freed with the run: the executor may outlive its thread's code. */
-    y->system.self = y;
-    me->systems_len++;
-    void **list = realloc(me->systems, me->systems_len * sizeof *list);
-    if (list == NULL) {
-        me->systems_len--;
-        pl_executor_destroy(*out);
-        *out = NULL;
-        free(y);
-        return PL_ENOMEM;
-    }
-    list[me->systems_len - 1] = y;
-    me->systems = list;
-    return 0;
+    eo.alloc_ud = y;
+    return pl_executor_create(out, &eo);
 }
