@@ -85,15 +85,11 @@ uint32_t pl__sim_choose(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t 
     return pl__sim_choose_fast(s, kind, n, key);
 }
 
-/* For the paths out of pl__sim_choose_consulted, all reached by tail
- * calls: SIM_APART for the two common ones (a kind on the inline path, a
- * kind a strategy sees: every schedule decision of a seeded run), so
- * each saves only the registers it needs; SIM_RARE for the rest. */
+/* Kept off the decision's path: only a run that keeps a log, a crash
+ * mirror or a crash ring reaches it, by a tail call. */
 #if defined(__GNUC__)
-#define SIM_APART __attribute__((noinline))
-#define SIM_RARE  __attribute__((noinline, cold))
+#define SIM_RARE __attribute__((noinline, cold))
 #else
-#define SIM_APART
 #define SIM_RARE
 #endif
 
@@ -113,7 +109,7 @@ SIM_RARE static uint32_t keep_decision(pl__sim *s, pl_decision_kind kind, uint32
     return v;
 }
 
-/* The simulator's part of a decision v, once the stream recorded it. */
+/* The simulator's part of a decision v, once the stream drew it. */
 static inline uint32_t after_decision(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t key,
                                       uint32_t v)
 {
@@ -128,45 +124,10 @@ static inline uint32_t after_decision(pl__sim *s, pl_decision_kind kind, uint32_
     return v;
 }
 
-SIM_APART static uint32_t choose_slow_kind(pl__sim *s, pl_decision_kind kind, uint32_t n,
-                                           uint64_t key)
-{
-    pl__dec *d = &s->dec;
-    uint32_t v = d->source == PL__DEC_SOURCE_PRNG
-                     ? pl__dec_settle_(d, kind, n, key, pl__dec_from_prng_(d, kind, n))
-                     : pl__dec_choose_other_(d, kind, n, key);
-    return after_decision(s, kind, n, key, v);
-}
-
-SIM_RARE static uint32_t record_slow(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t key,
-                                     uint32_t v)
-{
-    pl__dec_record_slow_(&s->dec, (pl__dec_record){(uint32_t)kind, n, v});
-    return after_decision(s, kind, n, key, v);
-}
-
-/* A decision of a kind on the inline path: pl__dec_choose_consulted's
- * pieces (decide.h), the random draw, the counters and the record append,
- * run here. */
-SIM_APART static uint32_t choose_fast_kind(pl__sim *s, pl_decision_kind kind, uint32_t n,
-                                           uint64_t key)
-{
-    uint32_t v = pl__dec_from_prng_(&s->dec, kind, n);
-    PL__SIM_ASSERT(v < n);
-    if (!pl__dec_note_(&s->dec, kind, n, v)) {
-        return record_slow(s, kind, n, key, v);
-    }
-    return after_decision(s, kind, n, key, v);
-}
-
-/* Both ways out are tail calls: neither pays the other's saved registers. */
+/* The stream draws; the simulator keeps what it needs of the decision. */
 uint32_t pl__sim_choose_consulted(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t key)
 {
-    PL__SIM_ASSERT(n > 1 && (uint32_t)kind < PL_DECIDE__COUNT);
-    if (pl__dec_slow_kind_(&s->dec, kind)) {
-        return choose_slow_kind(s, kind, n, key);
-    }
-    return choose_fast_kind(s, kind, n, key);
+    return after_decision(s, kind, n, key, pl__dec_draw(&s->dec, kind, n, key));
 }
 
 void pl__sim_break(const pl__sim *s, const pl_task *t)

@@ -1,9 +1,11 @@
 /* sim/src/knobs_of.c: the one options -> knobs function (knobs_of.h)
- * and pl_sim_knobs_text on it. A leaf beside strategy.c's parser, apart
- * from run.c so that the simulator (sim.c) can call it without a call
- * cycle: it calls nothing that runs a scenario. */
+ * and pl_sim_knobs_text on it, over knobs.c's table. A leaf beside
+ * strategy.c's parser, apart from run.c so that the simulator (sim.c)
+ * can call it without a call cycle, and apart from knobs.c, which the
+ * stream and the trace call: it calls nothing that runs a scenario. */
 #include "knobs_of.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "strategy.h"
@@ -16,7 +18,17 @@ int pl__sim_knobs_of(const pl_sim_options *o, pl__dec_knobs *k, char *err, size_
     }
     pl__dec_knobs_default(k);
     if (spec.kind == PL__STRATEGY_SWARM) {
+        if (o->knob_values != NULL) {
+            if (err != NULL && err_len > 0) {
+                snprintf(err, err_len, "swarm draws every knob from the seed: knob_values "
+                                       "must be NULL (the knobs text still applies on top)");
+            }
+            return PL_EINVAL;
+        }
         pl__dec_knobs_swarm(k, o->seed);
+    } else if (o->knob_values != NULL &&
+               pl__dec_knobs_from_public(o->knob_values, k, err, err_len) != 0) {
+        return PL_EINVAL;
     }
     if (o->knobs != NULL && o->knobs[0] != '\0' &&
         pl__dec_knobs_parse(k, o->knobs, strlen(o->knobs), err, err_len) != 0) {

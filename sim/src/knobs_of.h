@@ -9,9 +9,11 @@
 #include "pollen/sim.h"
 #include "decide.h"
 
-/* The knobs a run with options o uses: the defaults, drawn from the seed
- * under the swarm strategy, then o->knobs on top. Returns 0, or PL_EINVAL
- * for a bad strategy or knobs text (the reason in err when err_len > 0). */
+/* The knobs a run with options o uses: o->knob_values (NULL: the
+ * defaults), or those swarm draws from o->seed under the swarm strategy,
+ * then the text o->knobs on top. Returns 0, or PL_EINVAL for a bad
+ * strategy, knob value or knobs text, or knob_values given to swarm (the
+ * reason in err when err_len > 0). */
 int pl__sim_knobs_of(const pl_sim_options *o, pl__dec_knobs *k, char *err, size_t err_len);
 
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "decide.h"
+#include "knobs_of.h"
 #include "leakcheck.h"
 #include "pollen/error.h"
 #include "prng.h"
@@ -324,6 +325,142 @@ LEAK_TEST(knobs, swarm_keeps_the_older_kinds_choices)
     cr_assert_eq(strncmp(buf, before, strlen(before)), 0, "%s", buf);
 }
 
+/* Typed knobs (pl_sim_knobs) -------------------------------------------------- */
+
+/* Each field set to a distinct value, by name: the text lists them in the
+ * knobs text's order, so a field bound to the wrong kind shows. */
+static void number_every_field(pl_sim_knobs *k)
+{
+    pl_sim_knobs_default(k);
+    k->schedule.prob = 1;
+    k->io_order.prob = 2;
+    k->timer_order.prob = 3;
+    k->timer_late.prob = 4;
+    k->spurious_wake.prob = 5;
+    k->spurious_poll.prob = 6;
+    k->spurious_poll.enabled = true;
+    k->wake_delay.prob = 7;
+    k->cancel.prob = 8;
+    k->io_fault.prob = 9;
+    k->io_latency.prob = 10;
+    k->buggify_site.prob = 11;
+    k->buggify_fire.prob = 12;
+    k->probe.prob = 13;
+    k->disk_latency.prob = 14;
+    k->disk_fault.prob = 15;
+    k->disk_corrupt.prob = 16;
+    k->disk_lose.prob = 17;
+    k->link_latency.prob = 18;
+    k->link_loss.prob = 19;
+    k->link_dup.prob = 20;
+    k->link_reorder.prob = 21;
+    k->link_reset.prob = 22;
+    k->partition.prob = 23;
+    k->clog.prob = 24;
+    k->node_crash.prob = 25;
+    k->crash_silence.prob = 26;
+    k->thread_switch.prob = 27;
+    k->cond_spurious.enabled = false;
+}
+
+LEAK_TEST(knobs, typed_fields_are_their_kinds)
+{
+    pl_sim_knobs k;
+    number_every_field(&k);
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.knob_values = &k;
+    char buf[PL_SIM_KNOBS_TEXT_MAX];
+    cr_assert_eq(pl_sim_knobs_text(&o, buf, sizeof buf), 0);
+    cr_assert_str_eq(buf, "schedule=1,io_order=2,timer_order=3,timer_late=4,spurious_wake=5,"
+                          "spurious_poll=6,wake_delay=7,cancel=8,io_fault=9,io_latency=10,"
+                          "buggify_site=11,buggify_fire=12,probe=13,disk_latency=14,"
+                          "disk_fault=15,disk_corrupt=16,disk_lose=17,link_latency=18,"
+                          "link_loss=19,link_dup=20,link_reorder=21,link_reset=22,partition=23,"
+                          "clog=24,node_crash=25,crash_silence=26,thread_switch=27,"
+                          "cond_spurious=off");
+}
+
+LEAK_TEST(knobs, typed_defaults_are_the_text_defaults)
+{
+    pl_sim_knobs k;
+    pl_sim_knobs_default(&k);
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    char plain[PL_SIM_KNOBS_TEXT_MAX];
+    cr_assert_eq(pl_sim_knobs_text(&o, plain, sizeof plain), 0);
+    o.knob_values = &k;
+    char typed[PL_SIM_KNOBS_TEXT_MAX];
+    cr_assert_eq(pl_sim_knobs_text(&o, typed, sizeof typed), 0);
+    cr_assert_str_eq(typed, plain);
+    pl__dec_knobs a;
+    pl__dec_knobs b;
+    pl__dec_knobs_default(&a);
+    cr_assert_eq(pl__sim_knobs_of(&o, &b, NULL, 0), 0);
+    cr_assert(knobs_same(&a, &b));
+}
+
+/* The text applies on top of the typed knobs, kind by kind. */
+LEAK_TEST(knobs, text_goes_on_top_of_typed)
+{
+    pl_sim_knobs k;
+    pl_sim_knobs_default(&k);
+    k.timer_late.prob = 0;
+    k.cancel.enabled = false;
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.knob_values = &k;
+    o.knobs = "cancel=on,probe=off";
+    pl__dec_knobs got;
+    cr_assert_eq(pl__sim_knobs_of(&o, &got, NULL, 0), 0);
+    pl__dec_knobs want;
+    pl__dec_knobs_default(&want);
+    want.kind[PL_DECIDE_TIMER_LATE].prob = 0;
+    want.kind[PL_DECIDE_PROBE].enabled = false;
+    cr_assert(knobs_same(&got, &want));
+}
+
+LEAK_TEST(knobs, typed_knobs_are_checked)
+{
+    pl_sim_knobs k;
+    pl_sim_knobs_default(&k);
+    k.link_dup.prob = PL_SIM_KNOB_PROB_ONE + 1;
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.knob_values = &k;
+    char err[128] = "";
+    pl__dec_knobs got;
+    cr_assert_eq(pl__sim_knobs_of(&o, &got, err, sizeof err), PL_EINVAL);
+    cr_assert_str_eq(err, "knob_values.link_dup.prob is 65537, past 65536");
+    char buf[PL_SIM_KNOBS_TEXT_MAX];
+    cr_assert_eq(pl_sim_knobs_text(&o, buf, sizeof buf), PL_EINVAL);
+    /* 65536 itself is "always". */
+    k.link_dup.prob = PL_SIM_KNOB_PROB_ONE;
+    cr_assert_eq(pl__sim_knobs_of(&o, &got, NULL, 0), 0);
+    cr_assert_eq(got.kind[PL_DECIDE_LINK_DUP].prob, PL_SIM_KNOB_PROB_ONE);
+}
+
+/* Swarm draws every knob: typed knobs beside it are a mistake, said so. */
+LEAK_TEST(knobs, swarm_refuses_typed_knobs)
+{
+    pl_sim_knobs k;
+    pl_sim_knobs_default(&k);
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.strategy = "swarm";
+    o.seed = 7;
+    pl__dec_knobs got;
+    cr_assert_eq(pl__sim_knobs_of(&o, &got, NULL, 0), 0);
+    pl__dec_knobs drawn;
+    pl__dec_knobs_swarm(&drawn, 7);
+    cr_assert(knobs_same(&got, &drawn));
+    o.knob_values = &k;
+    char err[160] = "";
+    cr_assert_eq(pl__sim_knobs_of(&o, &got, err, sizeof err), PL_EINVAL);
+    cr_assert(strstr(err, "swarm") != NULL, "%s", err);
+}
+
+
 /* Stream: common rules ------------------------------------------------------ */
 
 static pl__dec_knobs all_on(uint32_t prob)
@@ -610,6 +747,7 @@ typedef struct hook_log {
     uint32_t calls;
     uint64_t last_key;
     uint32_t last_fallback;
+    uint32_t other_kinds; /* schedule_last: calls for a kind other than schedule */
 } hook_log;
 
 static uint32_t pick_last(void *ud, pl_decision_kind kind, uint32_t n, uint64_t key,
@@ -749,5 +887,145 @@ LEAK_TEST(stream, counters_are_consistent_after_every_source)
     pl__dec_check(&e);
     cr_assert_eq(memcmp(e.records, d.records, d.records_len * sizeof *d.records), 0);
     pl__dec_finish(&e);
+    pl__dec_finish(&d);
+}
+
+/* Strategy kinds and the record's bound ------------------------------------- */
+
+/* Changes schedule decisions only (the last choice), as the fairness and
+ * PCT hooks do; counts every call. */
+static uint32_t schedule_last(void *ud, pl_decision_kind kind, uint32_t n, uint64_t key,
+                              uint32_t fallback)
+{
+    (void)key;
+    hook_log *log = ud;
+    log->calls++;
+    if (kind != PL_DECIDE_SCHEDULE) {
+        log->other_kinds++;
+        return fallback;
+    }
+    return n - 1;
+}
+
+/* A mixed run: every kind, n from 2 to 6, keyed by its index. */
+static void mixed_run(pl__dec *d, uint32_t len)
+{
+    for (uint32_t i = 0; i < len; i++) {
+        pl_decision_kind kind = (pl_decision_kind)(i * 7 % PL_DECIDE__COUNT);
+        (void)pl__dec_choose(d, kind, 2 + i % 5, i);
+    }
+}
+
+LEAK_TEST(strategy_kinds, hook_sees_its_kinds_only_and_changes_nothing_else)
+{
+    pl__dec_knobs k = all_on(PL__PROB_ONE / 2);
+    hook_log all_log = {0};
+    hook_log sched_log = {0};
+    pl__dec all;
+    pl__dec sched;
+    pl__dec_init(&all, &k);
+    pl__dec_init(&sched, &k);
+    pl__dec_use_prng(&all, 77);
+    pl__dec_use_prng(&sched, 77);
+    pl__dec_set_strategy(&all, schedule_last, &all_log);
+    /* Bits past the last kind are dropped, not kept as garbage. */
+    pl__dec_set_strategy_kinds(&sched, schedule_last, &sched_log,
+                               1u << PL_DECIDE_SCHEDULE | 1u << 31);
+    cr_assert_eq(sched.strategy_kinds, 1u << PL_DECIDE_SCHEDULE);
+    mixed_run(&all, 4000);
+    mixed_run(&sched, 4000);
+    cr_assert_gt(all_log.other_kinds, 0);
+    cr_assert_eq(sched_log.other_kinds, 0);
+    cr_assert_eq(sched_log.calls, (uint32_t)sched.count[PL_DECIDE_SCHEDULE]);
+    cr_assert_eq(all.records_len, sched.records_len);
+    cr_assert_eq(memcmp(all.records, sched.records, all.records_len * sizeof *all.records), 0);
+    cr_assert_eq(memcmp(all.nonzero, sched.nonzero, sizeof all.nonzero), 0);
+    pl__dec_check(&all);
+    pl__dec_check(&sched);
+    pl__dec_finish(&all);
+    pl__dec_finish(&sched);
+}
+
+LEAK_TEST(strategy_kinds, removing_the_hook_clears_the_mask)
+{
+    hook_log log = {0};
+    pl__dec_knobs k = all_on(PL__PROB_ONE);
+    pl__dec d;
+    pl__dec_init(&d, &k);
+    pl__dec_set_strategy_kinds(&d, schedule_last, &log, 1u << PL_DECIDE_SCHEDULE);
+    cr_assert_eq(pl__dec_choose(&d, PL_DECIDE_SCHEDULE, 5, 0), 4);
+    pl__dec_set_strategy_kinds(&d, NULL, NULL, 1u << PL_DECIDE_SCHEDULE);
+    cr_assert_eq(d.strategy_kinds, 0);
+    (void)pl__dec_choose(&d, PL_DECIDE_SCHEDULE, 5, 0);
+    cr_assert_eq(log.calls, 1);
+    pl__dec_check(&d);
+    pl__dec_finish(&d);
+}
+
+/* pl__dec_draw's inline append checks one bound, min(capacity,
+ * record_max): every call that moves either must move the bound with it. */
+LEAK_TEST(record_room, lowering_the_cap_after_growth_stops_the_record)
+{
+    pl__dec d;
+    pl__dec_init(&d, NULL);
+    pl__dec_use_prng(&d, 4);
+    for (uint32_t i = 0; i < 1100; i++) {
+        (void)pl__dec_choose(&d, PL_DECIDE_SCHEDULE, 3, 0);
+    }
+    cr_assert_gt(d.records_cap, 1100);
+    pl__dec_set_record_max(&d, 1100);
+    (void)pl__dec_choose(&d, PL_DECIDE_SCHEDULE, 3, 0);
+    cr_assert_eq(d.records_len, 1100);
+    cr_assert(d.truncated);
+    pl__dec_set_record_max(&d, 1102);
+    (void)pl__dec_choose(&d, PL_DECIDE_SCHEDULE, 3, 0);
+    cr_assert_eq(d.records_len, 1101);
+    cr_assert_eq(d.consulted, 1102);
+    pl__dec_check(&d);
+    pl__dec_finish(&d);
+}
+
+LEAK_TEST(record_room, nothing_is_recorded_after_take)
+{
+    pl__dec d;
+    pl__dec_init(&d, NULL);
+    for (uint32_t i = 0; i < 10; i++) {
+        (void)pl__dec_choose(&d, PL_DECIDE_SCHEDULE, 3, 0);
+    }
+    size_t len;
+    pl__dec_record *r = pl__dec_take_records(&d, &len);
+    cr_assert_eq(len, 10);
+    /* The taken array had room left: the stream must not write into it. */
+    pl__dec_record copy[10];
+    memcpy(copy, r, sizeof copy);
+    (void)pl__dec_choose(&d, PL_DECIDE_SCHEDULE, 3, 0);
+    cr_assert(d.truncated);
+    cr_assert_eq(d.consulted, 11);
+    cr_assert_eq(memcmp(copy, r, sizeof copy), 0);
+    free(r);
+    pl__dec_finish(&d);
+}
+
+/* The random source draws as prng.h documents, in the same order:
+ * chance(prob), then 1 + below(n - 1) unless n == 2. */
+LEAK_TEST(stream, prng_source_follows_the_documented_algorithm)
+{
+    pl__dec_knobs k = all_on(PL__PROB_ONE / 3);
+    pl__dec d;
+    pl__dec_init(&d, &k);
+    pl__dec_use_prng(&d, 123);
+    pl__prng ref;
+    pl__prng_seed(&ref, pl__prng_subseed(123, PL__SEED_DECIDE));
+    for (uint32_t i = 0; i < 5000; i++) {
+        pl_decision_kind kind = (pl_decision_kind)(i % PL_DECIDE__COUNT);
+        uint32_t n = 2 + i % 300; /* past 256 too: Lemire's rejection zone grows */
+        uint32_t want = 0;
+        if (pl__prng_chance(&ref, k.kind[kind].prob)) {
+            want = n == 2 ? 1 : 1 + pl__prng_below(&ref, n - 1);
+        }
+        cr_assert_eq(pl__dec_choose(&d, kind, n, i), want, "decision %u", i);
+    }
+    cr_assert_eq(memcmp(&d.prng, &ref, sizeof ref), 0);
+    pl__dec_check(&d);
     pl__dec_finish(&d);
 }

@@ -247,6 +247,59 @@ void pl_sim_fault_options_default(pl_sim_fault_options *o);
  * thread. pl_sim_run validates the options it is given the same way. */
 int pl_sim_fault_options_validate(const pl_sim_fault_options *o, char *err, size_t err_len);
 
+/* ---- Decision knobs --------------------------------------------------- */
+
+/* How often a run leaves production's choice (FIFO order, no fault, no
+ * delay), per kind of decision. A kind that is off always answers
+ * production's choice and is never consulted: it draws nothing and is not
+ * recorded. A kind that is on leaves production's choice with probability
+ * prob / PL_SIM_KNOB_PROB_ONE at each decision the seeded source makes
+ * (a byte or list source ignores prob). */
+#define PL_SIM_KNOB_PROB_ONE 65536u
+
+typedef struct pl_sim_knob {
+    bool enabled;  /* false: never consulted */
+    uint32_t prob; /* 0..PL_SIM_KNOB_PROB_ONE: 0 never leaves choice 0, the top always */
+} pl_sim_knob;
+
+/* Every kind's knob, named as in the knobs text ("timer_late=0,cancel=off")
+ * and in that order; pl_sim_knobs_default's values after each. */
+typedef struct pl_sim_knobs {
+    pl_sim_knob schedule;      /* which runnable task is polled next: 32768 */
+    pl_sim_knob io_order;      /* which of the ready I/O sources fires next: 32768 */
+    pl_sim_knob timer_order;   /* which of the due timers fires next: 32768 */
+    pl_sim_knob timer_late;    /* a timer fires late (pl_sim_fault_options): 4096 */
+    pl_sim_knob spurious_wake; /* a parked task is woken through its waker: 1024 */
+    pl_sim_knob spurious_poll; /* a parked task is polled without a wake: off (extra
+                                  polls hide lost wakeups) */
+    pl_sim_knob wake_delay;    /* a wake from another thread is held back: 8192 */
+    pl_sim_knob cancel;        /* an abortable task is cancelled at an await: 1024 */
+    pl_sim_knob io_fault;      /* short read or write, EAGAIN, error, loss: 2048 */
+    pl_sim_knob io_latency;    /* simulated I/O is delivered later: 4096 */
+    pl_sim_knob buggify_site;  /* a PL_BUGGIFY site is enabled for the run: 16384 */
+    pl_sim_knob buggify_fire;  /* an enabled site fires: 8192 */
+    pl_sim_knob probe;         /* the parked tasks are probed where only a timer can
+                                  fire next (lost wakeups): 4096 */
+    pl_sim_knob disk_latency;  /* a file operation completes later: 8192 */
+    pl_sim_knob disk_fault;    /* EIO, a short read or write: 1024 */
+    pl_sim_knob disk_corrupt;  /* a read returns a flipped bit: 1024 */
+    pl_sim_knob disk_lose;     /* at a crash, unsynced writes are lost or torn: 32768 */
+    pl_sim_knob link_latency;  /* a crossing between hosts takes longer: 16384 */
+    pl_sim_knob link_loss;     /* a datagram between hosts is lost: 1024 */
+    pl_sim_knob link_dup;      /* a datagram between hosts arrives twice: 512 */
+    pl_sim_knob link_reorder;  /* a datagram between hosts is overtaken: 1024 */
+    pl_sim_knob link_reset;    /* a stream write between hosts breaks its connection: 128 */
+    pl_sim_knob partition;     /* a link is cut for a while: 256 */
+    pl_sim_knob clog;          /* a link's traffic is held for a while: 256 */
+    pl_sim_knob node_crash;    /* a crashable node crashes at a wait: 256 */
+    pl_sim_knob crash_silence; /* a crashed node's peer hears nothing, not a reset: 16384 */
+    pl_sim_knob thread_switch; /* another simulated thread runs: 8192 */
+    pl_sim_knob cond_spurious; /* a condition-variable wait returns unsignalled: 1024 */
+} pl_sim_knobs;
+
+/* Fills k with the defaults above. Any thread. */
+void pl_sim_knobs_default(pl_sim_knobs *k);
+
 typedef struct pl_sim_options {
     pl_sim_source source;
     uint64_t seed;
@@ -254,7 +307,12 @@ typedef struct pl_sim_options {
     size_t bytes_len;
     const void *decisions;         /* PL_SIM_SOURCE_LIST: internal records; borrowed */
     size_t decisions_len;
-    const char *knobs;             /* decision knobs text; NULL: defaults */
+    const pl_sim_knobs *knob_values; /* borrowed for the call; NULL (default):
+                                        pl_sim_knobs_default. The swarm strategy draws
+                                        its own (then it must be NULL: PL_EINVAL) */
+    const char *knobs;             /* knobs text on top of those ("timer_late=0,
+                                      cancel=off", pl_sim_knobs' names; a value is off,
+                                      on or 0..65536); NULL: none */
     const char *strategy;          /* "random" (default), "pct:3", "bounded:2", "swarm" */
     uint64_t steps_without_progress_max; /* livelock: polls with no time passing and no
                                             completion; 0: 1000000 */
