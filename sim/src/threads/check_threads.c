@@ -93,10 +93,17 @@ static void describe_one(const pl__sim *s, const pl__thread_rec *r, char *buf, s
     } else {
         put(buf, len, used, "runnable");
     }
+    size_t live = 0;
+    size_t runnable = 0;
+    if (r->state == PL__TH_BLOCKED && r->waits == PL__WAIT_EXECUTOR &&
+        pl__threads_executor_of(s, r->id, &live, &runnable)) {
+        put(buf, len, used, ", %zu task%s parked in it (not traced one by one)",
+            live - runnable, live - runnable == 1 ? "" : "s");
+    }
     if (r->state == PL__TH_BLOCKED && r->waits == PL__WAIT_EXECUTOR && r->at.file != NULL) {
         /* The wait is pollen's; where the thread's own code was last is
          * what names the park. */
-        put(buf, len, used, ", parked after its latest point");
+        put(buf, len, used, ", after its latest point");
     }
     put_site(buf, len, used, &r->at);
     bool first = true;
