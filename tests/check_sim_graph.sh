@@ -2,12 +2,17 @@
 # tests/check_sim_graph.sh: no call cycle between the files of sim/src.
 # Reads the static library libpollen-sim.a: each object's undefined
 # symbols are matched with the object defining them, which gives the
-# file-level call graph, and tsort refuses it if it has a loop. Two
-# rules of the layout are checked on the same symbols: the observer
-# (oracle.c) raises no finding itself, and the strategies (strategy.c)
-# and the simulator's init (sim.c) start no run. Prints the graph's
-# edges ("caller callee") with -v. The library must be static (the
-# default); a shared build skips (exit 77).
+# file-level call graph, and tsort refuses it if it has a loop. Rules
+# of the layout are checked on the same symbols: the observer
+# (oracle.c) raises no finding itself; the strategies (strategy.c) and
+# the simulator's init (sim.c) start no run; only the CLI (cli/) and
+# isolate/ fork, wait for, kill or signal processes and install signal
+# handlers (threads/fiber.c's stack-overflow handler aside); and only
+# the CLI calls isolate/cpu_budget.c (the shrinker gets its candidate
+# runner as a parameter). Objects are named as meson spells them, the
+# folder joined with '_' (src_isolate_guard.c.o: isolate_guard.c).
+# Prints the graph's edges ("caller callee") with -v. The library must
+# be static (the default); a shared build skips (exit 77).
 #
 # Usage: check_sim_graph.sh [-v] LIBPOLLEN_SIM_A
 set -eu
@@ -52,6 +57,14 @@ bad=$(awk '{ runs = $1 == "pl_sim_run" || $1 == "pl__sim_run_captured" ||
            ($2 == "oracle.c" && $1 == "pl__sim_finding") ||
            (($2 == "strategy.c" || $2 == "sim.c") && runs) { print $2 " calls " $1 }' \
       "$tmp/uses")
+# Process machinery outside cli/ and isolate/.
+bad2=$(awk '$1 ~ /^(fork|vfork|waitpid|wait|kill|setitimer|sigaction|signal|pipe)$/ &&
+               $2 !~ /^(cli|isolate)_/ && !($2 == "threads_fiber.c" && $1 == "sigaction") {
+                   print $2 " calls " $1 }' "$tmp/uses")
+# isolate/cpu_budget.c is the CLI's: no library file calls it.
+bad3=$(awk '$2 == "isolate_cpu_budget.c" && $1 !~ /^(cli|isolate)_/ {
+                   print $1 " calls isolate/cpu_budget.c" }' "$tmp/edges")
+bad=$(printf '%s\n%s\n%s\n' "$bad" "$bad2" "$bad3" | sed '/^$/d')
 if [ -n "$bad" ]; then
     echo "check_sim_graph: against the layout (docs/internals.md, sim/src):" >&2
     echo "$bad" >&2

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "isolate/guard.h"
 #include "sim_internal.h"
 #include "trace.h"
 
@@ -58,6 +59,7 @@ bool pl__seed_slice_has(const pl__seed_slice *s, uint64_t i) { return !s->empty 
 
 uint64_t pl__seed_slice_seed(const pl__seed_slice *s, uint64_t i)
 {
+    PL__SIM_ASSERT(pl__seed_slice_has(s, i));
     return s->first + i * s->stride;
 }
 

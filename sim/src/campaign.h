@@ -75,14 +75,6 @@ const char *pl__result_task_name(void *ud, uint32_t task);
  * worker's slice) counts from here. */
 void pl__campaign_sites_reset(void);
 
-/* pl_sim_campaign_run's guard (campaign_guard.c): from begin to end, a
- * fatal signal (SIGSEGV, SIGABRT...) first prints the scenario and the
- * seed last given to pl__campaign_guard_seed, then goes to the handler
- * that was there before. Not nested; end is a no-op without begin. */
-void pl__campaign_guard_begin(const pl_scenario *sc);
-void pl__campaign_guard_seed(uint64_t seed);
-void pl__campaign_guard_end(void);
-
 /* The counters of this process's pl_sometimes sites as (hits, reached)
  * pairs, 2 * *n entries; NULL on PL_ENOMEM. The caller frees it. */
 uint32_t *pl__campaign_sites_snapshot(size_t *n);

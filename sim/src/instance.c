@@ -1,7 +1,8 @@
 /* sim/src/instance.c: the services of the run's pl__sim that every
- * module calls: the current simulator, virtual now, decisions (with the
- * crash mirror), trace events, findings, and the site tables. It sits
- * below the checkers, the reactor and sim.c, and calls none of them.
+ * module calls: the current simulator, virtual now, decisions (handed to
+ * the crash mirror, isolate/mirror.h, when one is attached), trace
+ * events, findings, and the site tables. It sits below the checkers,
+ * the reactor and sim.c, and calls none of them.
  */
 #include <inttypes.h>
 #include <signal.h>
@@ -10,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "isolate/mirror.h"
 #include "sim_internal.h"
-#include "trace_ring.h"
 
 static _Thread_local pl__sim *current_sim;
 
@@ -24,60 +25,6 @@ pl_time pl__sim_now(const pl__sim *s) { return s->now; }
 void pl__sim_event(pl__sim *s, uint32_t kind, uint32_t task, uint64_t a, uint64_t b)
 {
     pl__trace_event(s->trace, s->step, s->now, (pl__trace_kind)kind, task, a, b);
-}
-
-/* A crash-proof copy of the decisions, in memory the CLI shares with a
- * child process: written before the count is bumped, so a run killed by
- * a signal leaves a consistent prefix behind. */
-static pl__dec_record *mirror_buf;
-static size_t mirror_cap;
-static volatile uint64_t *mirror_len;
-
-static struct pl__trace_ring *ring_to;
-
-/* mirror_len != NULL || ring_to != NULL: one test per decision for both. */
-static bool keep_extra;
-
-void pl__sim_record_to(pl__dec_record *buf, size_t cap, volatile uint64_t *len)
-{
-    mirror_buf = buf;
-    mirror_cap = cap;
-    mirror_len = len;
-    keep_extra = mirror_len != NULL || ring_to != NULL;
-}
-
-void pl__sim_mirror_restart(void)
-{
-    if (mirror_len != NULL) {
-        *mirror_len = 0;
-    }
-}
-
-static void mirror(pl_decision_kind kind, uint32_t n, uint32_t v)
-{
-    uint64_t i = *mirror_len;
-    if (i < mirror_cap) {
-        mirror_buf[i] = (pl__dec_record){(uint32_t)kind, n, v};
-    }
-    /* Counted past the cap too: a length above it marks the copy as
-     * truncated for the replay file written from it. */
-    *mirror_len = i + 1;
-}
-
-void pl__sim_ring_to(pl__trace_ring *ring)
-{
-    ring_to = ring;
-    keep_extra = mirror_len != NULL || ring_to != NULL;
-}
-
-pl__trace_ring *pl__sim_ring(void) { return ring_to; }
-
-void pl__sim_ring_restart(pl__sim *s)
-{
-    if (ring_to != NULL) {
-        pl__ring_reset(ring_to);
-        pl__trace_set_ring(s->trace, ring_to);
-    }
 }
 
 uint32_t pl__sim_choose(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t key)
@@ -100,11 +47,8 @@ SIM_RARE static uint32_t keep_decision(pl__sim *s, pl_decision_kind kind, uint32
 {
     pl__trace_event(s->trace, s->step, s->now, PL__EV_DECISION, s->polling, (uint32_t)kind,
                     (uint64_t)n << 32 | v);
-    if (mirror_len != NULL) {
-        mirror(kind, n, v);
-    }
-    if (ring_to != NULL) {
-        pl__ring_key(ring_to, key);
+    if (pl__mirror_on) {
+        pl__mirror_decision(kind, n, v, key);
     }
     return v;
 }
@@ -118,7 +62,7 @@ static inline uint32_t after_decision(pl__sim *s, pl_decision_kind kind, uint32_
         s->passed_head = v != 0 ? (uint32_t)key : 0;
     }
     /* A DECISION event is log-only: nothing to do unless a log keeps it. */
-    if (pl__trace_wants_text(s->trace) || keep_extra) {
+    if (pl__trace_wants_text(s->trace) || pl__mirror_on) {
         return keep_decision(s, kind, n, key, v);
     }
     return v;

@@ -15,6 +15,7 @@
 
 #include "backtrace.h"
 #include "check_contract.h"
+#include "isolate/mirror.h"
 #include "trace_ring.h"
 
 /* pl__sim_event, inline: the hooks append an event or two per poll and
@@ -166,7 +167,7 @@ static __attribute__((noinline)) void poll_end_rest(pl__sim *s, pl_task *t, pl_p
         pl__contract_on_pending(s, t, ti);
     }
     s->polling = 0;
-    pl__progress.task = NULL;
+    pl__progress_idle();
 }
 
 /* The common end, a READY or a PENDING parked where it parked before
@@ -187,7 +188,7 @@ static void on_poll_end(void *ud, pl_task *t, pl_poll_result r, bool probe)
         pl__contract_end_streak(ti);
     }
     s->polling = 0;
-    pl__progress.task = NULL;
+    pl__progress_idle();
     const pl_task_head *h = pl_task_head_of(t);
     event(s, r == PL_READY ? PL__EV_READY : PL__EV_PENDING, h->id, h->polls, h->gen);
 }

@@ -104,6 +104,8 @@ static void set_name_blob(pl__run_record *rec, const pl__sim *s)
         memcpy(p, n, l);
         p += l;
     }
+    /* Both loops read the same names: the sizes agree. */
+    PL__SIM_ASSERT((size_t)(p - rec->names_blob) == len);
     rec->names_len = len;
     rec->names_count = s->tasks_spawned;
     /* Without it the timeline only lacks the sites: not worth failing
@@ -136,6 +138,8 @@ const char *pl__run_task_name(const pl__run_record *rec, uint32_t id)
     for (uint32_t i = 1; i < id; i++) {
         p += strlen(p) + 1;
     }
+    /* names_count names fill names_len bytes: name id starts inside. */
+    PL__SIM_ASSERT(p < rec->names_blob + rec->names_len);
     return p;
 }
 
@@ -208,12 +212,21 @@ static pl__run_record *make_record(pl__sim *s, const pl_scenario *sc)
     rec->buggify_len = rec->buggify != NULL ? s->buggify.len : 0;
     memcpy(rec->consulted, s->dec.count, sizeof rec->consulted);
     memcpy(rec->deviated, s->dec.nonzero, sizeof rec->deviated);
+    uint64_t consulted = 0;
+    for (uint32_t k = 0; k < PL_DECIDE__COUNT; k++) {
+        consulted += rec->consulted[k];
+    }
+    /* A kept list holds every consulted decision, or says it does not. */
+    PL__SIM_ASSERT(rec->decisions == NULL || rec->decisions_truncated ||
+                   rec->decisions_len == consulted);
     rec->knobs = s->dec.knobs;
     /* A copy, not snprintf: every run of a campaign makes a record. The
      * record is zeroed, so the name stays terminated when cut. */
     memcpy(rec->scenario, sc->name, strnlen(sc->name, sizeof rec->scenario - 1));
     set_name_blob(rec, s);
     rec->files_blob = pl__disk_run_names(s, &rec->files_len, &rec->files_count);
+    PL__SIM_ASSERT(rec->names_blob == NULL || rec->names_count == s->tasks_spawned);
+    PL__SIM_ASSERT(s->nodes_len <= sizeof rec->node_names / sizeof rec->node_names[0]);
     for (uint32_t n = 1; n < s->nodes_len; n++) {
         snprintf(rec->node_names[n], sizeof rec->node_names[n], "%s", pl__node_name(s, n));
     }
@@ -253,7 +266,7 @@ static void run_escapable(pl__sim *s, const pl_scenario *sc, void *state)
         s->run_over = true;
         s->polling = 0;
         s->polling_probe = false;
-        pl__progress.task = NULL;
+        pl__progress_idle();
         pl_executor_abandon_poll(s->ex);
         return;
     }

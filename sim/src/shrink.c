@@ -45,7 +45,7 @@
 #include "sim_assert.h"
 #include "sim_internal.h"
 #include "strategy.h"
-#include "trace_ring.h"
+#include "isolate/ring_read.h"
 
 #define SHRINK_RUNS_DEFAULT 100000u
 
@@ -67,18 +67,18 @@ typedef struct shrinker {
     uint32_t stuck_len;
     uint32_t stuck[PL_FINDING_TASKS_MAX];
     pl_time limit_before; /* the effective limit of the input's run */
+    pl__shrink_runner_fn runner; /* livelock and crash candidates; NULL: in-process */
+    size_t start_nonzero; /* departures of the first list adopted */
+    bool verified;        /* the final run reproduced the finding from cur */
     int rc;               /* first internal error */
 } shrinker;
-
-static pl__shrink_runner_fn runner;
-
-void pl__shrink_set_runner(pl__shrink_runner_fn fn) { runner = fn; }
 
 /* Livelocks and crashes run through the runner: a poll that never
  * returns, or a candidate that kills its process, ends only a child. */
 static bool isolated(const shrinker *sh)
 {
-    return runner != NULL && (sh->kind == PL_FINDING_LIVELOCK || sh->kind == PL_FINDING_CRASH);
+    return sh->runner != NULL &&
+           (sh->kind == PL_FINDING_LIVELOCK || sh->kind == PL_FINDING_CRASH);
 }
 
 /* One run of the shrink: through the runner when isolated. */
@@ -86,7 +86,7 @@ static int run_once(const shrinker *sh, const pl_sim_options *o, pl_sim_result *
 {
     *hung = false;
     if (isolated(sh)) {
-        return runner(sh->sc, o, r, hung);
+        return sh->runner(sh->sc, o, r, hung);
     }
     return pl_sim_run(sh->sc, o, r);
 }
@@ -165,6 +165,9 @@ static bool budget_left(shrinker *sh)
 static bool adopt(shrinker *sh, const pl__dec_record *list, size_t n)
 {
     PL__SIM_ASSERT(sh->cur == NULL || smaller(list, n, sh->cur, sh->len));
+    /* Trailing zeros say nothing (a list's end reads as 0): the best list
+     * never ends in one, so every proper prefix of it is smaller. */
+    PL__SIM_ASSERT(n == trimmed_len(list, n));
     pl__dec_record *copy = malloc((n ? n : 1) * sizeof *copy);
     if (copy == NULL) {
         sh->rc = PL_ENOMEM;
@@ -264,6 +267,15 @@ static bool try_list(shrinker *sh, const pl__dec_record *list, size_t n)
     return adopted;
 }
 
+/* try_list for the bulk passes' edits (a prefix, a chunk deleted or
+ * zeroed, a kind zeroed, a value lowered): each is smaller than the best
+ * list by construction, which is what makes the descent end. */
+static bool try_edit(shrinker *sh, const pl__dec_record *list, size_t n)
+{
+    PL__SIM_ASSERT(smaller(list, n, sh->cur, sh->len));
+    return try_list(sh, list, n);
+}
+
 /* ---- Passes -------------------------------------------------------------
  * Each returns whether it made progress. They re-read sh->cur after every
  * adoption: a success may change the list's length and contents. */
@@ -277,7 +289,7 @@ static bool pass_tail(shrinker *sh)
     size_t hi = sh->len;
     while (lo < hi && budget_left(sh)) {
         size_t mid = lo + (hi - lo) / 2;
-        if (try_list(sh, sh->cur, mid)) {
+        if (try_edit(sh, sh->cur, mid)) {
             progress = true;
             hi = sh->len < mid ? sh->len : mid;
         } else {
@@ -296,7 +308,7 @@ static bool pass_delete(shrinker *sh)
             size_t chunk = sh->len - i < size ? sh->len - i : size;
             copy_records(sh->cand, sh->cur, i);
             copy_records(sh->cand + i, sh->cur + i + chunk, sh->len - i - chunk);
-            if (try_list(sh, sh->cand, sh->len - chunk)) {
+            if (try_edit(sh, sh->cand, sh->len - chunk)) {
                 progress = true; /* retry the same place: new items slid in */
             } else {
                 i += chunk;
@@ -332,7 +344,7 @@ static bool pass_zero(shrinker *sh)
             for (size_t j = i; j < end; j++) {
                 sh->cand[j].value = 0;
             }
-            progress |= try_list(sh, sh->cand, sh->len);
+            progress |= try_edit(sh, sh->cand, sh->len);
         }
         if (size == 1 || !budget_left(sh)) {
             break;
@@ -360,7 +372,7 @@ static bool pass_zero_kind(shrinker *sh)
             }
         }
         if (any) {
-            progress |= try_list(sh, sh->cand, sh->len);
+            progress |= try_edit(sh, sh->cand, sh->len);
         }
     }
     return progress;
@@ -369,9 +381,10 @@ static bool pass_zero_kind(shrinker *sh)
 /* Tries value v at position i of the best list. */
 static bool try_value(shrinker *sh, size_t i, uint32_t v)
 {
+    PL__SIM_ASSERT(i < sh->len);
     copy_records(sh->cand, sh->cur, sh->len);
     sh->cand[i].value = v;
-    return try_list(sh, sh->cand, sh->len);
+    return try_edit(sh, sh->cand, sh->len);
 }
 
 static bool pass_lower(shrinker *sh)
@@ -422,6 +435,7 @@ static bool realign(pl__dec_record *cand, size_t *len, const pl_sim_result *r)
     if (j == SIZE_MAX) {
         return false;
     }
+    PL__SIM_ASSERT(j < *len && j < pl__sim_result_record(r)->decisions_len);
     const pl__dec_record *asked = &pl__sim_result_record(r)->decisions[j];
     if (j + 1 < *len && cand[j + 1].kind == asked->kind) {
         memmove(cand + j, cand + j + 1, (*len - j - 1) * sizeof *cand);
@@ -437,9 +451,14 @@ static bool realign(pl__dec_record *cand, size_t *len, const pl_sim_result *r)
 static bool zero_realigned(shrinker *sh, size_t i, pl__dec_record *cand)
 {
     size_t len = sh->len;
+    PL__SIM_ASSERT(i < len && sh->cur[i].value != 0);
     copy_records(cand, sh->cur, len);
     cand[i].value = 0;
+    /* The first candidate, one departure fewer, is smaller; the
+     * re-aligned ones (cand holds sh->len + REALIGN_MAX + 1) may not be. */
+    PL__SIM_ASSERT(smaller(cand, len, sh->cur, sh->len));
     for (int t = 0; t <= REALIGN_MAX; t++) {
+        PL__SIM_ASSERT(len <= sh->len + (size_t)t);
         pl_sim_result r;
         if (!run_candidate(sh, cand, len, &r)) {
             return false;
@@ -1210,6 +1229,7 @@ static int final_crash(shrinker *sh, pl_sim_shrink_result *out)
     if (!final_run_verified(sh, out)) {
         return PL_EINVAL;
     }
+    sh->verified = true;
     out->explanation = explain_crash(&out->run, &sh->o);
     return out->explanation != NULL ? 0 : PL_ENOMEM;
 }
@@ -1245,6 +1265,7 @@ static int final_run(shrinker *sh, pl_sim_shrink_result *out)
         if (rc != 0 || hung) {
             /* The postcondition, for a list whose run never returns: that
              * is the livelock reproduced. */
+            sh->verified = rc == 0;
             out->explanation = rc == 0 ? pl__shrink_explain_hung(&out->run) : NULL;
             return rc != 0 ? rc : out->explanation != NULL ? 0 : PL_ENOMEM;
         }
@@ -1257,6 +1278,7 @@ static int final_run(shrinker *sh, pl_sim_shrink_result *out)
     if (rc == 0 && !final_run_verified(sh, out)) {
         rc = PL_EINVAL;
     }
+    sh->verified = rc == 0;
     if (rc == 0) {
         out->explanation = pl__shrink_explain(&out->run, &cap, &o);
         rc = out->explanation != NULL ? 0 : PL_ENOMEM;
@@ -1310,6 +1332,7 @@ static int shrink_start(shrinker *sh, const pl__dec_record *list, size_t n,
         sh->stuck[i] = r.finding.tasks[i].id;
     }
     adopt(sh, rec->decisions, trimmed_len(rec->decisions, rec->decisions_len));
+    sh->start_nonzero = count_nonzero(sh->cur, sh->len);
     pl_sim_result_free(&r);
     return sh->rc;
 }
@@ -1318,6 +1341,14 @@ int pl_sim_shrink(const pl_scenario *sc, const pl_sim_options *base, const void 
                   size_t n, pl_finding_kind kind, const pl_sim_shrink_limits *limits,
                   pl_sim_shrink_result *out)
 {
+    return pl__shrink_with(sc, base, decisions, n, kind, limits, NULL, out);
+}
+
+int pl__shrink_with(const pl_scenario *sc, const pl_sim_options *base, const void *decisions,
+                    size_t n, pl_finding_kind kind, const pl_sim_shrink_limits *limits,
+                    pl__shrink_runner_fn runner, pl_sim_shrink_result *out)
+{
+    PL__SIM_ASSERT(out != NULL);
     memset(out, 0, sizeof *out);
     if (sc == NULL || kind == PL_FINDING_NONE || kind >= PL_FINDING__COUNT ||
         (decisions == NULL && n > 0)) {
@@ -1329,7 +1360,7 @@ int pl_sim_shrink(const pl_scenario *sc, const pl_sim_options *base, const void 
                  "a crash is shrunk with every candidate in a child process (pollen shrink)");
         return PL_EINVAL;
     }
-    shrinker sh = {.sc = sc, .kind = kind, .start_ns = wall_ns()};
+    shrinker sh = {.sc = sc, .kind = kind, .runner = runner, .start_ns = wall_ns()};
     if (base != NULL) {
         sh.o = *base;
     } else {
@@ -1352,6 +1383,10 @@ int pl_sim_shrink(const pl_scenario *sc, const pl_sim_options *base, const void 
         shrink_rounds(&sh);
         shrink_restarts(&sh, decisions, n);
         rc = sh.rc != 0 ? sh.rc : final_run(&sh, out);
+        /* The postconditions: what is returned was verified by a run of
+         * exactly that list, and the descent never climbed. */
+        PL__SIM_ASSERT(rc != 0 || sh.verified);
+        PL__SIM_ASSERT(count_nonzero(sh.cur, sh.len) <= sh.start_nonzero);
     }
     out->decisions_after = sh.len;
     out->nonzero_after = count_nonzero(sh.cur, sh.len);

@@ -26,31 +26,36 @@ int pl__shrink_file_ex(const char *in, const char *out, const pl_sim_shrink_limi
 /* Waker rotation for pl__shrink_file_rotation: the file's, off, on. */
 typedef enum pl__rotation { PL__ROTATION_FILE, PL__ROTATION_OFF, PL__ROTATION_ON } pl__rotation;
 
+/* Runs one candidate of a livelock or crash shrink: like pl_sim_run,
+ * plus *hung when the run never returned (the result then has the
+ * finding and the consulted decisions only, no events). A run whose
+ * process died is a crash finding with the decisions it consulted, and,
+ * when o->keep_events, its events from a crash ring (trace_ring.h).
+ * isolate/cpu_budget.h has the one that runs each in a child process. */
+typedef int (*pl__shrink_runner_fn)(const pl_scenario *sc, const pl_sim_options *o,
+                                    pl_sim_result *r, bool *hung);
+
+/* pl_sim_shrink (pollen/sim.h), with the livelock and crash candidates
+ * run through `runner` (NULL: pl_sim_run, in this process; a crash is
+ * then not shrunk, PL_EINVAL). A livelock may be a poll that never
+ * returns and a crash candidate kills its process, which only a run in
+ * another process survives; other findings always run in-process. */
+int pl__shrink_with(const pl_scenario *sc, const pl_sim_options *base, const void *decisions,
+                    size_t n, pl_finding_kind kind, const pl_sim_shrink_limits *limits,
+                    pl__shrink_runner_fn runner, pl_sim_shrink_result *out);
+
 /* pl__shrink_file_ex whose runs rotate wakers as `rotation` says (the
- * shrunk file records it: `shrink --waker-rotation`). */
+ * shrunk file records it: `shrink --waker-rotation`), and whose livelock
+ * and crash candidates run through `runner` (NULL: in this process, as
+ * pl__shrink_with says). */
 int pl__shrink_file_rotation(const char *in, const char *out, const pl_sim_shrink_limits *limits,
-                             pl__rotation rotation, pl_sim_shrink_result *res, char *err,
-                             size_t err_len);
+                             pl__rotation rotation, pl__shrink_runner_fn runner,
+                             pl_sim_shrink_result *res, char *err, size_t err_len);
 
 /* The default output path: `in` with a trailing ".replay" replaced by
  * ".shrunk.replay", or ".shrunk.replay" appended. Returns the length of
  * the full result like snprintf. */
 int pl__shrink_default_out(const char *in, char *buf, size_t len);
-
-/* Runs one candidate of a livelock or crash shrink: like pl_sim_run,
- * plus *hung when the run never returned (the result then has the
- * finding and the consulted decisions only, no events). A run whose
- * process died is a crash finding with the decisions it consulted, and,
- * when o->keep_events, its events from a crash ring (trace_ring.h). */
-typedef int (*pl__shrink_runner_fn)(const pl_scenario *sc, const pl_sim_options *o,
-                                    pl_sim_result *r, bool *hung);
-
-/* Makes this process's livelock and crash shrinks run every candidate
- * through fn (NULL: pl_sim_run, in this process; a crash is then not
- * shrunk, PL_EINVAL). A livelock may be a poll that never returns and a
- * crash candidate kills its process, which only a run in another process
- * survives; other findings always run in-process. */
-void pl__shrink_set_runner(pl__shrink_runner_fn fn);
 
 /* Prints before/after counts, the budget note, the explanation (each line
  * indented by `indent`) and where the shrunk replay went (out, may be

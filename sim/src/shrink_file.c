@@ -146,13 +146,14 @@ static int load(const char *in, pl__replay *rp, const pl_scenario **sc, int *kin
 int pl__shrink_file_ex(const char *in, const char *out, const pl_sim_shrink_limits *limits,
                        pl_sim_shrink_result *res, char *err, size_t err_len)
 {
-    return pl__shrink_file_rotation(in, out, limits, PL__ROTATION_FILE, res, err, err_len);
+    return pl__shrink_file_rotation(in, out, limits, PL__ROTATION_FILE, NULL, res, err, err_len);
 }
 
 int pl__shrink_file_rotation(const char *in, const char *out, const pl_sim_shrink_limits *limits,
-                             pl__rotation rotation, pl_sim_shrink_result *res, char *err,
-                             size_t err_len)
+                             pl__rotation rotation, pl__shrink_runner_fn runner,
+                             pl_sim_shrink_result *res, char *err, size_t err_len)
 {
+    PL__SIM_ASSERT(in != NULL && res != NULL && err != NULL && err_len > 0);
     memset(res, 0, sizeof *res);
     pl__replay rp;
     const pl_scenario *sc = NULL;
@@ -168,8 +169,8 @@ int pl__shrink_file_rotation(const char *in, const char *out, const pl_sim_shrin
     if (rotation != PL__ROTATION_FILE) {
         o.rotate_wakers = rotation == PL__ROTATION_ON;
     }
-    rc = pl_sim_shrink(sc, &o, rp.decisions, rp.decisions_len, (pl_finding_kind)kind, limits,
-                       res);
+    rc = pl__shrink_with(sc, &o, rp.decisions, rp.decisions_len, (pl_finding_kind)kind, limits,
+                         runner, res);
     if (rc != 0) {
         snprintf(err, err_len, "%s: %s", in, res->message[0] ? res->message : pl_strerror(rc));
     } else {

@@ -15,6 +15,7 @@
 
 #include "check_contract.h"
 #include "disk/disk.h"
+#include "isolate/mirror.h"
 #include "knobs_of.h"
 #include "net/net.h"
 #include "pollen/testing.h"
@@ -373,8 +374,7 @@ int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o,
     pl__threads_install(s);
     pl__sim_mirror_restart();
     pl__sim_ring_restart(s);
-    pl__progress.task = NULL;
-    pl__progress.run++;
+    pl__progress_run();
     pl__sim_set_current(s);
     return 0;
 }

@@ -52,14 +52,6 @@ static inline char *pl__sim_decision_text(const pl__sim *s);
 /* Appends a trace event (kind from trace.h; task id 0 when none). */
 void pl__sim_event(pl__sim *s, uint32_t kind, uint32_t task, uint64_t a, uint64_t b);
 
-/* Mirrors every consulted decision of the runs that follow into buf
- * (shared memory): *len restarts at 0 with each run, and each record is
- * stored before *len counts it, so a run killed by a signal leaves a
- * consistent prefix. Past cap, records are dropped but still counted:
- * *len > cap says the copy is truncated. The CLI uses it to replay
- * crashes. */
-void pl__sim_record_to(pl__dec_record *buf, size_t cap, volatile uint64_t *len);
-
 /* Records a finding (the first one wins) and stops the run. */
 void pl__sim_finding(pl__sim *s, pl_finding_kind kind, const pl_task *t, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -402,17 +394,6 @@ static inline uint32_t pl__sim_choose_fast(pl__sim *s, pl_decision_kind kind, ui
  * pl__sim_init and pl__sim_finish set it (instance.c). */
 pl__sim *pl__sim_current(void);
 void pl__sim_set_current(pl__sim *s);
-/* The mirror of pl__sim_record_to starts over (a run begins). */
-void pl__sim_mirror_restart(void);
-
-/* The crash ring (trace_ring.h) every later run of this process copies
- * its events into (NULL: none), like pl__sim_record_to for decisions;
- * pl__sim_ring_restart attaches it to a starting run's trace. */
-struct pl__trace_ring;
-void pl__sim_ring_to(struct pl__trace_ring *ring);
-struct pl__trace_ring *pl__sim_ring(void);
-void pl__sim_ring_restart(pl__sim *s);
-
 /* Sim lifecycle (sim.c). `capture` (NULL: none) notes the decisions of a
  * list source's run (strategy.h). Starts no run: PCT's horizon is already
  * in the spec or in o->pct_horizon. */
@@ -574,12 +555,16 @@ void pl__run_out_of_memory(pl__sim *s, const pl_task *t, const char *what);
 void pl__run_judge(pl__sim *s, const pl_scenario *sc, void *state, int rc);
 
 /* What runs now, for an asynchronous reader: the CLI's CPU-time budget
- * reads it from a signal handler. Plain stores on the executor thread;
- * volatile so that every store happens and every read is fresh. `task`
- * is the task being polled (NULL: none); while it is set, the task is
- * alive and its id, poll count and name do not change. */
+ * (isolate/cpu_budget.h) reads it from a signal handler. Kept only once
+ * a budget is armed (`on`, set by pl__cpu_budget_arm in a CLI child,
+ * which runs one simulation at a time): other programs, whose threads
+ * may each run a simulation, never write it. Plain stores on the
+ * executor thread; volatile so that every store happens and every read
+ * is fresh. `task` is the task being polled (NULL: none); while it is
+ * set, the task is alive and its id, poll count and name do not change. */
 typedef struct pl__sim_progress {
-    volatile uint64_t run;        /* pl_sim_run calls begun in this process */
+    bool on;                      /* a budget is armed: the fields below are kept */
+    volatile uint64_t run;        /* pl_sim_run calls begun since it was armed */
     volatile uint64_t step;       /* of the poll in progress */
     volatile int64_t time_ns;     /* virtual time at its start */
     pl_task *volatile task;
@@ -587,11 +572,31 @@ typedef struct pl__sim_progress {
 
 extern pl__sim_progress pl__progress;
 
+/* A poll of t begins. */
 static inline void pl__progress_poll(const pl__sim *s, pl_task *t)
 {
-    pl__progress.step = s->step;
-    pl__progress.time_ns = s->now;
-    pl__progress.task = t;
+    if (pl__progress.on) {
+        pl__progress.step = s->step;
+        pl__progress.time_ns = s->now;
+        pl__progress.task = t;
+    }
+}
+
+/* No poll in progress (one ended, or was abandoned). */
+static inline void pl__progress_idle(void)
+{
+    if (pl__progress.on) {
+        pl__progress.task = NULL;
+    }
+}
+
+/* A run begins. */
+static inline void pl__progress_run(void)
+{
+    if (pl__progress.on) {
+        pl__progress.task = NULL;
+        pl__progress.run++;
+    }
 }
 
 /* Site tables (sim.c). The site of `key`, *created saying it is new

@@ -5,11 +5,14 @@
  * waker) caught by the bounds of pl_sim_options and left by the escape;
  * a wide but finite poll the defaults let through; orphans made outside
  * any poll; and drops that must not count as orphans (a cancelled task's
- * own drop, a select's losing branch, teardown after the run). */
+ * own drop, a select's losing branch, teardown after the run). Last, what
+ * the CLI's CPU-time budget reads of a run (isolate/cpu_budget.h), kept
+ * only while one is armed. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "isolate/cpu_budget.h"
 #include "leakcheck.h"
 #include "pollen/pollen.h"
 #include "pollen/sim.h"
@@ -564,4 +567,28 @@ LEAK_TEST(budget, a_stale_wake_consuming_the_last_clone_is_a_stale_waker)
     cr_assert_eq(r.finding.kind, PL_FINDING_STALE_WAKER, "%s: %s", pl_finding_name(r.finding.kind),
                  r.finding.message);
     pl_sim_result_free(&r);
+}
+
+/* What the CPU-time budget's handler reads (pl__progress) is written
+ * only once a budget is armed in the process: a program whose threads
+ * each run a simulation never writes it. */
+LEAK_TEST(budget, progress_is_kept_only_under_an_armed_budget)
+{
+    pl_sim_result r = run_seed("budget_wide", NULL, 0);
+    cr_assert_eq(r.finding.kind, PL_FINDING_NONE, "%s", r.finding.message);
+    pl_sim_result_free(&r);
+    cr_assert_eq(pl__progress.run, 0, "written without a budget");
+    cr_assert_eq(pl__progress.step, 0, "written without a budget");
+    pl__hang *h = pl__hang_map();
+    cr_assert_not_null(h);
+    pl__cpu_budget_arm(h);
+    r = run_seed("budget_wide", NULL, 0);
+    pl_sim_result_free(&r);
+    r = run_seed("budget_wide", NULL, 1);
+    pl_sim_result_free(&r);
+    cr_assert_eq(pl__progress.run, 2, "two runs under the budget");
+    cr_assert_null(pl__progress.task, "no poll in progress after a run");
+    cr_assert(!h->hung);
+    /* The budget stays armed until the test's process ends; its handler
+     * stops only a poll in progress, and none is. */
 }

@@ -1800,6 +1800,27 @@ Test(cli, a_long_account_is_cut_at_a_line)
     cr_assert_str_eq(dst, "a\nb\n");
 }
 
+static int cut_into_nothing(void *arg)
+{
+    (void)arg;
+    char dst[1];
+    pl__cli_cut_lines(dst, 0, "a\n", "  ", "r");
+    return 0;
+}
+
+/* A precondition cli.h states (dst_len > 0) is asserted in every build
+ * type: the expression and the CLI's file and line on stderr, then
+ * abort. */
+Test(cli, a_broken_precondition_names_itself_and_aborts)
+{
+    child_ran d = child_run(cut_into_nothing, NULL, -1);
+    cr_assert_eq(d.status, 128 + SIGABRT, "%d: %s", d.status, d.err);
+    cr_assert_not_null(strstr(d.err, "pollen: assertion failed: "), "%s", d.err);
+    cr_assert_not_null(strstr(d.err, "dst_len > 0"), "%s", d.err);
+    cr_assert_not_null(strstr(d.err, "cli/text.c:"), "%s", d.err);
+    child_ran_free(&d);
+}
+
 Test(cli, replay_says_where_a_changed_file_differs)
 {
     char path[4096];

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "isolate/mirror.h"
 #include "leakcheck.h"
 #include "pollen/pollen.h"
 #include "pollen/sim.h"

@@ -17,6 +17,9 @@
 
 #include "campaign.h"
 #include "child.h"
+#include "isolate/guard.h"
+#include "isolate/mirror.h"
+#include "isolate/ring_read.h"
 #include "leakcheck.h"
 #include "sim_internal.h"
 #include "trace.h"
@@ -327,4 +330,25 @@ Test(campaign, a_crashing_seed_is_named_before_the_process_dies)
     cr_assert(strstr(alone.err, want) != NULL, "%s", alone.err);
     child_ran_free(&alone);
     child_ran_free(&d);
+}
+
+/* Two campaigns at once (each on its thread) share the guard: the
+ * handlers stay until the last one ends, then what was there before is
+ * back. */
+Test(campaign, overlapping_guards_restore_the_handlers_at_the_last_end)
+{
+    struct sigaction before, mid, after;
+    cr_assert_eq(sigaction(SIGSEGV, NULL, &before), 0);
+    const pl_scenario *sc = scenario("selftest_deref");
+    pl__campaign_guard_begin(sc);
+    pl__campaign_guard_begin(sc);
+    pl__campaign_guard_end();
+    cr_assert_eq(sigaction(SIGSEGV, NULL, &mid), 0);
+    cr_assert(mid.sa_handler != before.sa_handler, "one campaign still runs");
+    pl__campaign_guard_end();
+    cr_assert_eq(sigaction(SIGSEGV, NULL, &after), 0);
+    cr_assert(after.sa_handler == before.sa_handler);
+    pl__campaign_guard_end(); /* without a begin: nothing */
+    cr_assert_eq(sigaction(SIGSEGV, NULL, &after), 0);
+    cr_assert(after.sa_handler == before.sa_handler);
 }

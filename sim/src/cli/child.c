@@ -86,6 +86,7 @@ static void collect_child(pid_t pid, int fd, void *result, size_t size, int64_t 
                 break;
             }
             got += (size_t)n;
+            PL__CLI_ASSERT(got <= size);
         } else if (pl__cli_interrupted || left <= 0) {
             kill(pid, SIGKILL);
             end->timed_out = true;
@@ -113,6 +114,7 @@ static void child_hang(pl__hang *hang, child_end *end)
 int pl__cli_run_in_child(child_fn fn, const void *ctx, void *result, size_t size,
                          int64_t deadline_ms, child_out where, child_end *end)
 {
+    PL__CLI_ASSERT(fn != NULL && result != NULL && size > 0 && end != NULL);
     bool capture = where != OUT_DISCARD;
     int fds[2];
     memset(end, 0, sizeof *end);
@@ -141,7 +143,7 @@ int pl__cli_run_in_child(child_fn fn, const void *ctx, void *result, size_t size
         signal(SIGINT, SIG_IGN);
         close(fds[0]);
         pl__cli_capture_stdout(out, where != OUT_CAPTURE);
-        pl__budget_arm(hang);
+        pl__cpu_budget_arm(hang);
         fn(ctx, result);
         pl__cli_write_all(fds[1], result, size);
         fflush(NULL);

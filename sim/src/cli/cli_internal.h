@@ -41,12 +41,14 @@
 #endif
 
 #include "pollen/sim.h"
-#include "budget.h"
 #include "campaign.h"
 #include "cli.h"
 #include "decide.h"
 #include "digits.h"
 #include "hashset.h"
+#include "isolate/cpu_budget.h"
+#include "isolate/mirror.h"
+#include "isolate/ring_read.h"
 #include "knobs_of.h"
 #include "replay.h"
 #include "run.h"
@@ -55,6 +57,17 @@
 #include "strategy.h"
 #include "trace.h"
 #include "trace_ring.h"
+
+#include "sim_assert.h"
+
+/* The CLI's assertion, for its invariants (indices within the buffers
+ * it parses, what a header says a caller must pass). On in every build
+ * type, as PL__SIM_ASSERT, which it is (NDEBUG, which a release build's
+ * b_ndebug sets, drops assert(), never these): a failure prints
+ * "pollen: assertion failed: <expression> (<file>:<line>)", the CLI's
+ * file and line, and aborts. Never for what a user or a file may get
+ * wrong: that is a usage error or a message. */
+#define PL__CLI_ASSERT(cond) PL__SIM_ASSERT(cond)
 
 /* Process exit statuses. 10 + pl_finding_kind for findings of `run`. */
 enum {
@@ -227,7 +240,7 @@ typedef struct msg_growth {
 /* Decisions of a worker, in memory shared with the parent: they survive
  * the child's crash, and the poll budget's report. */
 typedef struct shared_rec {
-    pl__hang hang;           /* the poll budget's report (budget.h) */
+    pl__hang hang;           /* the poll budget's report (isolate/cpu_budget.h) */
     pl__trace_ring ring;     /* a rerun's last events (trace_ring.h) */
     volatile uint64_t len;   /* entries written (may exceed cap) */
     uint64_t cap;

@@ -369,7 +369,7 @@ static int replay_lost(const replay_opts *ro, const replay_input *in, pl_finding
 static int replay_stopped(const replay_opts *ro, const replay_input *in)
 {
     char d[32], text[160];
-    pl__budget_text(pl__budget_get(), d, sizeof d);
+    pl__cpu_budget_text(pl__cpu_budget_get(), d, sizeof d);
     snprintf(text, sizeof text, "ran for %s of CPU time inside one poll and was stopped", d);
     return replay_lost(ro, in, PL_FINDING_LIVELOCK, text);
 }
@@ -394,7 +394,7 @@ static int replay_forked(const cli *c, const replay_opts *ro, const replay_input
     }
     if (pid == 0) {
         close(fds[0]);
-        pl__budget_arm(hang);
+        pl__cpu_budget_arm(hang);
         pl__sim_ring_to(ring);
         /* Line buffering: what was printed survives a crash. */
         setvbuf(stdout, NULL, _IOLBF, 0);

@@ -77,14 +77,13 @@ static void shrink_child(const void *ctx, void *result)
     const shrink_job *sj = ctx;
     shrink_msg *m = result;
     pl_sim_shrink_result res;
-    pl__budget_shrink_in_children();
     if (sj->out != NULL) {
         snprintf(m->out, sizeof m->out, "%s", sj->out);
     } else {
         pl__shrink_default_out(sj->in, m->out, sizeof m->out);
     }
-    m->rc = pl__shrink_file_rotation(sj->in, m->out, sj->limits, sj->rotation, &res, m->err,
-                                     sizeof m->err);
+    m->rc = pl__shrink_file_rotation(sj->in, m->out, sj->limits, sj->rotation,
+                                     pl__cpu_budget_run_candidate, &res, m->err, sizeof m->err);
     name_errno(m->err, sizeof m->err, m->rc);
     if (m->rc == 0) {
         char *text = NULL;
@@ -176,7 +175,7 @@ void pl__cli_shrink_report(const cli *c, const run_opts *o, report *rp)
     if (m == NULL) {
         return;
     }
-    pl__budget_set_watchdog(o->watchdog_ns);
+    pl__cpu_budget_set_watchdog(o->watchdog_ns);
     if (shrink_isolated(rp->replay, NULL, &limits, "  ", PL__ROTATION_FILE, m) == 0) {
         char prog[PATH_MAX], arg[PATH_MAX + 8];
         pl__cli_shell_quote(c->argv0, prog, sizeof prog);

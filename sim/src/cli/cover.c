@@ -23,6 +23,8 @@ typedef struct cover_head {
 
 void *pl__cli_cover_pack(const pl__campaign_tally *t, size_t *len)
 {
+    /* The head counts the sites in 32 bits; the kinds are the build's. */
+    PL__CLI_ASSERT(t != NULL && len != NULL && t->nbuggify <= UINT32_MAX);
     size_t sites = t->nbuggify * sizeof *t->buggify;
     uint8_t *p = calloc(1, sizeof(cover_head) + sites);
     if (p == NULL) {
@@ -44,6 +46,7 @@ void *pl__cli_cover_pack(const pl__campaign_tally *t, size_t *len)
 
 int pl__cli_cover_unpack(pl__campaign_tally *t, const void *payload, size_t len)
 {
+    PL__CLI_ASSERT(t != NULL && (payload != NULL || len == 0));
     cover_head h;
     if (len < sizeof h) {
         return PL_EFORMAT;

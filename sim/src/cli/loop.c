@@ -5,6 +5,7 @@
 
 static bool buffer_append(worker *w, const uint8_t *data, size_t n)
 {
+    PL__CLI_ASSERT(w->len <= w->cap && data != NULL);
     if (w->len + n > w->cap) {
         size_t cap = w->cap == 0 ? 65536 : w->cap;
         while (cap < w->len + n) {

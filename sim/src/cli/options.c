@@ -47,6 +47,8 @@ static int unknown_option(const opts_iter *it, const char *arg)
  * argument. Returns the option index or OPT_ERROR. */
 static int option_value(opts_iter *it, int idx, const char *inline_value, const char **value)
 {
+    /* given[] remembers at most OPTS_MAX options (cli_internal.h). */
+    PL__CLI_ASSERT(idx >= 0 && idx < OPTS_MAX && it->i <= it->argc);
     const opt_spec *s = &it->specs[idx];
     if (s->arg == NULL) {
         if (inline_value != NULL) {
@@ -113,6 +115,7 @@ int pl__cli_opts_next(opts_iter *it, const char **value)
 int pl__cli_opt_number(const opts_iter *it, int idx, const char *v, uint64_t lo, uint64_t hi,
                        uint64_t *out)
 {
+    PL__CLI_ASSERT(lo <= hi && idx >= 0 && idx < OPTS_MAX);
     if (pl__cli_parse_u64(v, out) != 0 || *out < lo || *out > hi) {
         return usage_error(it->c, it->cmd,
                            "bad value for '--%s': '%s' (expected a whole number from %" PRIu64
@@ -160,14 +163,14 @@ int pl__cli_opt_rotation(const opts_iter *it, int idx, const char *v, bool *off)
 }
 
 /* --poll-budget: the CPU time one poll may take in a child process
- * before it counts as never returning (budget.h). */
+ * before it counts as never returning (isolate/cpu_budget.h). */
 int pl__cli_opt_poll_budget(const opts_iter *it, int idx, const char *v)
 {
     pl_time ns;
     if (pl__cli_opt_duration(it, idx, v, &ns) != 0) {
         return ST_USAGE;
     }
-    pl__budget_set(ns);
+    pl__cpu_budget_set(ns);
     return 0;
 }
 
@@ -178,7 +181,7 @@ int pl__cli_opt_candidate_watchdog(const opts_iter *it, int idx, const char *v)
     if (pl__cli_opt_duration(it, idx, v, &ns) != 0) {
         return ST_USAGE;
     }
-    pl__budget_set_watchdog(ns);
+    pl__cpu_budget_set_watchdog(ns);
     return 0;
 }
 

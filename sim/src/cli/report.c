@@ -87,6 +87,7 @@ int pl__cli_make_dirs(const char *dir)
 /* Writes all of buf to fd, retrying short writes and EINTR. */
 int pl__cli_write_all(int fd, const void *buf, size_t len)
 {
+    PL__CLI_ASSERT(buf != NULL || len == 0);
     const char *p = buf;
     while (len > 0) {
         ssize_t n = write(fd, p, len);
@@ -96,6 +97,7 @@ int pl__cli_write_all(int fd, const void *buf, size_t len)
         if (n <= 0) {
             return -errno;
         }
+        PL__CLI_ASSERT((size_t)n <= len); /* write(2) writes at most len */
         p += n;
         len -= (size_t)n;
     }

@@ -51,6 +51,7 @@ void pl__cli_note_unfinished(campaign *cp, pl__seed_slice rest)
 void pl__cli_stop_worker(campaign *cp, worker *w)
 {
     if (w->pid > 0 && w->killed == KILL_NONE) {
+        PL__CLI_ASSERT(!w->running || w->started > 0); /* running: one was started */
         pl__seed_slice rest = pl__seed_slice_rest(&w->slice, w->started - (w->running ? 1 : 0));
         pl__cli_note_unfinished(cp, rest);
         pl__cli_kill_worker(w, KILL_STOP);
@@ -445,10 +446,44 @@ void pl__cli_worker_recycled(campaign *cp, const worker *w)
     }
 }
 
+/* Whether h is a message a worker sends (worker.c's send_msg): a known
+ * type, and the payload size of those that carry a struct. Parent and
+ * worker are the same binary, so anything else is a broken pipe
+ * protocol, not bad input. */
+static bool msg_known(const msg_head *h)
+{
+    switch (h->type) {
+    case MSG_START:
+        return h->len == 0;
+    case MSG_DONE:
+        return h->len == sizeof(uint64_t);
+    case MSG_FINDING:
+        return h->len == sizeof(msg_finding);
+    case MSG_RECYCLE:
+        return h->len == sizeof(msg_recycle);
+    case MSG_GROWTH:
+        return h->len == sizeof(msg_growth);
+    case MSG_SITES:
+        return h->len == 2 * h->seed * sizeof(uint32_t);
+    case MSG_ERROR:
+    case MSG_COVER:
+        return true;
+    default:
+        return false;
+    }
+}
+
 static void on_message(campaign *cp, worker *w, const msg_head *h, const uint8_t *payload)
 {
+    PL__CLI_ASSERT(msg_known(h));
     w->heard_ms = pl__cli_now_ms();
+    /* A worker runs its slice in order, each seed between its START and
+     * its DONE, its finding in between. */
+    PL__CLI_ASSERT((h->type != MSG_DONE && h->type != MSG_FINDING) ||
+                   (w->running && h->seed == w->seed));
     if (h->type == MSG_START) {
+        PL__CLI_ASSERT(!w->running && pl__seed_slice_has(&w->slice, w->started) &&
+                       h->seed == pl__seed_slice_seed(&w->slice, w->started));
         w->running = true;
         w->seed = h->seed;
         w->started++;
@@ -491,6 +526,7 @@ static void on_message(campaign *cp, worker *w, const msg_head *h, const uint8_t
 
 void pl__cli_parse_messages(campaign *cp, worker *w)
 {
+    PL__CLI_ASSERT(w->len <= w->cap && (w->buf != NULL || w->len == 0));
     size_t off = 0;
     while (w->len - off >= sizeof(msg_head)) {
         msg_head h;
@@ -500,6 +536,10 @@ void pl__cli_parse_messages(campaign *cp, worker *w)
         }
         on_message(cp, w, &h, w->buf + off + sizeof h);
         off += sizeof h + h.len;
+        PL__CLI_ASSERT(off <= w->len);
+    }
+    if (off == 0) {
+        return; /* no whole message yet (also: nothing received) */
     }
     memmove(w->buf, w->buf + off, w->len - off);
     w->len -= off;

@@ -6,6 +6,7 @@
 
 int pl__cli_parse_u64(const char *text, uint64_t *out)
 {
+    PL__CLI_ASSERT(out != NULL);
     if (text == NULL || !parse_decimal(text, strlen(text), out)) {
         return PL_EINVAL;
     }
@@ -14,6 +15,7 @@ int pl__cli_parse_u64(const char *text, uint64_t *out)
 
 int pl__cli_parse_seed(const char *text, uint64_t *out)
 {
+    PL__CLI_ASSERT(out != NULL);
     if (text == NULL) {
         return PL_EINVAL;
     }
@@ -38,6 +40,7 @@ int pl__cli_parse_seed(const char *text, uint64_t *out)
 static bool split_at(const char *text, const char *sep, char *left, size_t left_size,
                      const char **right)
 {
+    PL__CLI_ASSERT(left != NULL && left_size > 0 && right != NULL);
     const char *at = text != NULL ? strstr(text, sep) : NULL;
     if (at == NULL || (size_t)(at - text) >= left_size) {
         return false;
@@ -60,6 +63,7 @@ int pl__cli_parse_seeds(const char *text, uint64_t *lo, uint64_t *hi)
     if (a > b) {
         return PL_EINVAL;
     }
+    PL__CLI_ASSERT(lo != NULL && hi != NULL);
     *lo = a;
     *hi = b;
     return 0;
@@ -140,6 +144,7 @@ int pl__cli_parse_shard(const char *text, uint32_t *k, uint32_t *n)
     if (a < 1 || a > b || b > PL__CLI_SHARDS_MAX) {
         return PL_EINVAL;
     }
+    PL__CLI_ASSERT(k != NULL && n != NULL);
     *k = (uint32_t)a;
     *n = (uint32_t)b;
     return 0;
@@ -154,6 +159,7 @@ static bool shell_safe(char c)
 /* Appends c to buf (when it fits) and counts it, like snprintf does. */
 static void put_char(char *buf, size_t len, size_t *n, char c)
 {
+    PL__CLI_ASSERT(buf != NULL || len == 0);
     if (*n + 1 < len) {
         buf[*n] = c;
     }
@@ -176,6 +182,7 @@ int pl__cli_parse_size(const char *text, uint64_t *out_bytes)
             if (n > UINT64_MAX >> units[i].shift) {
                 return PL_EINVAL;
             }
+            PL__CLI_ASSERT(out_bytes != NULL);
             *out_bytes = n << units[i].shift;
             return 0;
         }
@@ -207,9 +214,11 @@ size_t pl__cli_utf8_len(const unsigned char *p)
 
 int pl__cli_escape(const char *text, bool keep_lines, char *buf, size_t len)
 {
+    PL__CLI_ASSERT(text != NULL);
     size_t n = 0;
     for (const unsigned char *p = (const unsigned char *)text; *p != '\0';) {
         size_t seq = pl__cli_utf8_len(p);
+        PL__CLI_ASSERT(seq <= 4); /* a valid sequence never spans the NUL */
         bool c1 = seq == 2 && p[0] == 0xc2 && p[1] < 0xa0; /* U+0080-U+009F */
         bool kept = keep_lines && (*p == '\n' || *p == '\t');
         if (seq == 0 || c1 || ((*p < 0x20 || *p == 0x7f) && !kept)) {
@@ -235,6 +244,7 @@ int pl__cli_escape(const char *text, bool keep_lines, char *buf, size_t len)
 size_t pl__cli_distance(const char *a, const char *b, size_t cap)
 {
     enum { LEN_MAX = 64 };
+    PL__CLI_ASSERT(a != NULL && b != NULL);
     size_t na = strlen(a), nb = strlen(b);
     if (na > LEN_MAX || nb > LEN_MAX) {
         return cap;
@@ -253,11 +263,14 @@ size_t pl__cli_distance(const char *a, const char *b, size_t cap)
         }
         memcpy(prev, cur, sizeof prev);
     }
+    /* The distance never exceeds the longer string's length. */
+    PL__CLI_ASSERT(prev[nb] <= (na > nb ? na : nb));
     return prev[nb] < cap ? prev[nb] : cap;
 }
 
 int pl__cli_shell_quote(const char *text, char *buf, size_t len)
 {
+    PL__CLI_ASSERT(text != NULL);
     bool safe = *text != '\0';
     for (const char *p = text; *p != '\0'; p++) {
         safe = safe && shell_safe(*p);
@@ -298,7 +311,7 @@ static size_t lines_in(const char *text)
 void pl__cli_cut_lines(char *dst, size_t dst_len, const char *text, const char *indent,
                        const char *replay)
 {
-    PL__SIM_ASSERT(dst_len > 0);
+    PL__CLI_ASSERT(dst != NULL && dst_len > 0 && text != NULL && indent != NULL);
     size_t len = strlen(text);
     if (len < dst_len) {
         memcpy(dst, text, len + 1);
@@ -308,7 +321,7 @@ void pl__cli_cut_lines(char *dst, size_t dst_len, const char *text, const char *
                                   "all in its header\n";
     size_t total = lines_in(text);
     int need = snprintf(NULL, 0, closing, indent, total, total, replay);
-    PL__SIM_ASSERT(need >= 0);
+    PL__CLI_ASSERT(need >= 0);
     size_t room = dst_len - 1 > (size_t)need ? dst_len - 1 - (size_t)need : 0;
     size_t keep = 0;
     for (size_t i = 0; i < room; i++) {
@@ -319,6 +332,6 @@ void pl__cli_cut_lines(char *dst, size_t dst_len, const char *text, const char *
     memcpy(dst, text, keep);
     dst[keep] = '\0';
     size_t shown = lines_in(dst);
-    PL__SIM_ASSERT(shown <= total);
+    PL__CLI_ASSERT(keep < dst_len && shown <= total);
     snprintf(dst + keep, dst_len - keep, closing, indent, total - shown, total, replay);
 }

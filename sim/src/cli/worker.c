@@ -38,6 +38,8 @@ void pl__cli_shared_rec_destroy(shared_rec *r)
 
 static void send_msg(int fd, uint32_t type, uint64_t seed, const void *payload, size_t len)
 {
+    /* The head's length is 32 bits; the parent checks each type's size. */
+    PL__CLI_ASSERT(len <= UINT32_MAX && (payload != NULL || len == 0));
     msg_head h = {type, (uint32_t)len, seed};
     if (pl__cli_write_all(fd, &h, sizeof h) != 0 ||
         (len > 0 && pl__cli_write_all(fd, payload, len) != 0)) {
@@ -162,7 +164,7 @@ static void worker_setup(const job *jb)
         pl__sim_record_to(jb->rec->recs, (size_t)jb->rec->cap, &jb->rec->len);
         /* Only a rerun of a crashed seed pays for copying every event. */
         pl__sim_ring_to(jb->rerun ? &jb->rec->ring : NULL);
-        pl__budget_arm(&jb->rec->hang);
+        pl__cpu_budget_arm(&jb->rec->hang);
     }
 }
 

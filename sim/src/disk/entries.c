@@ -7,6 +7,7 @@
 
 #include "disk_impl.h"
 #include "pollen/file.h"
+#include "sim_assert.h"
 
 /* The current node's disk (the run's own outside nodes). */
 static pl__disk *disk_of(void *self) { return *pl__node_disk_slot(self); }
@@ -27,6 +28,8 @@ static pl__disk_handle *handle_as(void *self, int handle, uint8_t kind, int *err
         *err = PL_EIO;
         return NULL;
     }
+    /* A live handle names a file or a directory, never a free slot. */
+    PL__SIM_ASSERT(h->kind == PL__DISK_H_FILE || h->kind == PL__DISK_H_DIR);
     return h;
 }
 
@@ -58,10 +61,13 @@ int pl__disk_close(void *self, int handle)
     pl__disk_inode *ino = NULL;
     if (h->kind == PL__DISK_H_FILE && !h->stale) {
         ino = pl__disk_inode_get(d, h->obj);
+        /* This handle is one of the opens its file counts. */
+        PL__SIM_ASSERT(ino != NULL && ino->opens > 0);
         ino->opens--;
     }
     uint32_t gen = h->gen;
     *h = (pl__disk_handle){.kind = PL__DISK_FREE, .gen = gen};
+    PL__SIM_ASSERT(d->open_handles > 0);
     d->open_handles--;
     pl__disk_inode_maybe_free(d, ino);
     return 0;
@@ -130,10 +136,12 @@ int pl__disk_file_open(void *self, int dirh, const char *name, uint32_t flags, u
         return no;
     }
     pl__disk_inode *ino = pl__disk_inode_get(d, (uint32_t)no);
+    PL__SIM_ASSERT(ino != NULL && ino->no == (uint32_t)no);
     int handle = pl__disk_handle_new(d, PL__DISK_H_FILE, (uint32_t)no, flags);
     if (handle < 0) {
         return handle;
     }
+    PL__SIM_ASSERT(d->open_handles <= PL_SIM_DISK_HANDLES_MAX);
     ino->opens++;
     if ((flags & PL_FILE_TRUNC) != 0 && (flags & PL_FILE_WRITE) != 0 && ino->size > 0) {
         rc = pl__disk_data_write(d, ino, NULL, 0, 0);
@@ -182,7 +190,10 @@ ssize_t pl__disk_file_read(void *self, int handle, void *buf, size_t len, uint64
     if (f < 0) {
         return f;
     }
+    /* A short read is a count in [1, avail): never past the file's end. */
+    PL__SIM_ASSERT(avail <= len && (size_t)f < (avail > 0 ? avail : 1));
     size_t n = pl__disk_data_read(ino, buf, f > 0 ? (size_t)f : avail, offset);
+    PL__SIM_ASSERT(n <= avail);
     pl__disk_corrupt(d, key, buf, n);
     return (ssize_t)n;
 }
@@ -206,6 +217,7 @@ ssize_t pl__disk_file_write(void *self, int handle, const void *buf, size_t len,
         return f;
     }
     size_t n = f > 0 ? (size_t)f : len;
+    PL__SIM_ASSERT(n >= 1 && n <= len); /* a short write still writes */
     int rc = pl__disk_data_write(d, pl__disk_inode_get(d, h->obj), buf, n, offset);
     return rc != 0 ? rc : (ssize_t)n;
 }

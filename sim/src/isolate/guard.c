@@ -1,4 +1,4 @@
-/* sim/src/campaign_guard.c: the seed a dying pl_sim_campaign_run was on.
+/* sim/src/isolate/guard.c: the seed a dying pl_sim_campaign_run was on.
  *
  * pl_sim_campaign_run runs its seeds in the caller's process (a
  * Criterion test's, which Criterion already isolates), so a crash in
@@ -13,17 +13,26 @@
  * process ends through the sanitizer's exit: its death callback, when
  * the runtime is linked in, prints the same line.
  */
+#include "guard.h"
+
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "campaign.h"
+#include "sim_assert.h"
 
 static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS};
 #define NFATAL (sizeof fatal / sizeof fatal[0])
 
+/* Campaigns may run on several threads at once (each its own
+ * simulation): the handlers go in with the first begin and out with the
+ * last end, so `previous` always holds what was there before any
+ * campaign. The name and seed are the last ones given: with two
+ * campaigns at once, the line names one of them. */
 static struct sigaction previous[NFATAL];
+static atomic_uint depth;
 static const char *volatile guard_name; /* NULL: no campaign running */
 static volatile uint64_t guard_seed;
 
@@ -65,10 +74,21 @@ static void say_seed(void)
     }
 }
 
+static void restore(void)
+{
+    for (size_t i = 0; i < NFATAL; i++) {
+        sigaction(fatal[i], &previous[i], NULL);
+    }
+    if (__sanitizer_set_death_callback != NULL) {
+        __sanitizer_set_death_callback(NULL);
+    }
+}
+
 static void on_fatal(int sig)
 {
     say_seed();
-    pl__campaign_guard_end();
+    guard_name = NULL;
+    restore();
     /* Blocked while this handler runs: delivered to the restored handler
      * on return (a fault re-executes and faults again anyway). */
     raise(sig);
@@ -76,13 +96,18 @@ static void on_fatal(int sig)
 
 void pl__campaign_guard_begin(const pl_scenario *sc)
 {
+    PL__SIM_ASSERT(sc != NULL && sc->name != NULL);
     guard_name = sc->name;
+    if (atomic_fetch_add(&depth, 1) > 0) {
+        return;
+    }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_fatal;
     sigemptyset(&sa.sa_mask);
     for (size_t i = 0; i < NFATAL; i++) {
         sigaction(fatal[i], &sa, &previous[i]);
+        PL__SIM_ASSERT(previous[i].sa_handler != on_fatal);
     }
     if (__sanitizer_set_death_callback != NULL) {
         __sanitizer_set_death_callback(say_seed);
@@ -93,14 +118,12 @@ void pl__campaign_guard_seed(uint64_t seed) { guard_seed = seed; }
 
 void pl__campaign_guard_end(void)
 {
-    if (guard_name == NULL) {
-        return;
+    unsigned d = atomic_load(&depth);
+    while (d > 0 && !atomic_compare_exchange_weak(&depth, &d, d - 1)) {
+    }
+    if (d != 1) {
+        return; /* no guard up, or another campaign still runs */
     }
     guard_name = NULL;
-    for (size_t i = 0; i < NFATAL; i++) {
-        sigaction(fatal[i], &previous[i], NULL);
-    }
-    if (__sanitizer_set_death_callback != NULL) {
-        __sanitizer_set_death_callback(NULL);
-    }
+    restore();
 }

@@ -1,5 +1,5 @@
-/* sim/src/budget.c: the CPU-time budget of one poll in the CLI's child
- * processes, and shrink candidates run one per child under it.
+/* sim/src/isolate/cpu_budget.c: the CPU-time budget of one poll in the
+ * CLI's child processes, and shrink candidates run one per child under it.
  *
  * The handler runs asynchronously, inside whatever user code spins: it
  * only reads pl__progress (volatile copies the simulator keeps current)
@@ -7,7 +7,7 @@
  * being polled, writes plain fields into shared memory and calls _exit.
  * Nothing it does allocates, locks or formats.
  */
-#include "budget.h"
+#include "cpu_budget.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -20,7 +20,9 @@
 #include <unistd.h>
 
 #include "knobs_of.h"
-#include "shrink.h"
+#include "mirror.h"
+#include "ring_read.h"
+#include "sim_assert.h"
 #include "sim_internal.h"
 #include "trace_ring.h"
 
@@ -32,12 +34,23 @@
 static pl_time budget_ns = PL__POLL_BUDGET_DEFAULT_NS;
 static pl_time candidate_wall_ns = PL__CANDIDATE_WATCHDOG_DEFAULT_NS;
 
-void pl__budget_set(pl_time ns) { budget_ns = ns; }
-pl_time pl__budget_get(void) { return budget_ns; }
-void pl__budget_set_watchdog(pl_time ns) { candidate_wall_ns = ns; }
-
-void pl__budget_text(pl_time ns, char *buf, size_t len)
+void pl__cpu_budget_set(pl_time ns)
 {
+    PL__SIM_ASSERT(ns >= 0);
+    budget_ns = ns;
+}
+
+pl_time pl__cpu_budget_get(void) { return budget_ns; }
+
+void pl__cpu_budget_set_watchdog(pl_time ns)
+{
+    PL__SIM_ASSERT(ns > 0);
+    candidate_wall_ns = ns;
+}
+
+void pl__cpu_budget_text(pl_time ns, char *buf, size_t len)
+{
+    PL__SIM_ASSERT(ns >= 0 && buf != NULL && len > 0);
     if (ns % PL_S == 0) {
         snprintf(buf, len, "%lld s", (long long)(ns / PL_S));
     } else if (ns >= PL_S) {
@@ -93,11 +106,14 @@ static void on_cpu_tick(int sig)
     }
 }
 
-void pl__budget_arm(pl__hang *h)
+void pl__cpu_budget_arm(pl__hang *h)
 {
     if (h == NULL || budget_ns <= 0) {
         return;
     }
+    /* Before the timer: the first tick already reads what the
+     * simulator keeps. */
+    pl__progress.on = true;
     report_to = h;
     seen_task = NULL;
     ticks = 0;
@@ -142,8 +158,9 @@ bool pl__hang_ended(const pl__hang *h, int status)
 
 void pl__hang_finding(const pl__hang *h, pl_finding *f)
 {
+    PL__SIM_ASSERT(h != NULL && f != NULL && h->hung);
     char budget[32];
-    pl__budget_text(h->budget_ns, budget, sizeof budget);
+    pl__cpu_budget_text(h->budget_ns, budget, sizeof budget);
     memset(f, 0, sizeof *f);
     f->kind = PL_FINDING_LIVELOCK;
     f->task_id = h->task_id;
@@ -238,7 +255,7 @@ static _Noreturn void candidate_child(const pl_scenario *sc, const pl_sim_option
 {
     pl__sim_record_to(page->recs, (size_t)page->cap, &page->len);
     pl__sim_ring_to(o->keep_events ? ring : NULL);
-    pl__budget_arm(&page->hang);
+    pl__cpu_budget_arm(&page->hang);
     pl_sim_result r;
     page->rc = pl_sim_run(sc, o, &r);
     r.internal = NULL; /* freed below, with the child */
@@ -277,7 +294,8 @@ static int candidate_result(const pl_scenario *sc, const pl_sim_options *o, pl_s
 }
 
 /* Waits for the candidate, killing it after candidate_wall_ns of wall
- * time (pl__budget_set_watchdog): a poll that sleeps uses no CPU, so only the clock stops it (the
+ * time (pl__cpu_budget_set_watchdog): a poll that sleeps uses no CPU, so only the
+ * clock stops it (the
  * watchdog of `pollen run`). Short naps first: most candidates end in
  * well under a millisecond. Returns true when it had to kill it. */
 static bool candidate_wait(pid_t pid, int *status)
@@ -304,15 +322,16 @@ static bool candidate_wait(pid_t pid, int *status)
 static void candidate_killed(pl_sim_result *r)
 {
     char d[32];
-    pl__budget_text(candidate_wall_ns, d, sizeof d);
+    pl__cpu_budget_text(candidate_wall_ns, d, sizeof d);
     r->finding.kind = PL_FINDING_LIVELOCK;
     snprintf(r->finding.message, sizeof r->finding.message,
              "the candidate's process made no progress for %s of wall time and was killed", d);
 }
 
-static int candidate_run(const pl_scenario *sc, const pl_sim_options *o, pl_sim_result *r,
-                         bool *hung)
+int pl__cpu_budget_run_candidate(const pl_scenario *sc, const pl_sim_options *o,
+                                 pl_sim_result *r, bool *hung)
 {
+    PL__SIM_ASSERT(sc != NULL && o != NULL && r != NULL && hung != NULL);
     memset(r, 0, sizeof *r);
     *hung = false;
     int rc = page_get();
@@ -358,5 +377,3 @@ static int candidate_run(const pl_scenario *sc, const pl_sim_options *o, pl_sim_
     }
     return candidate_result(sc, o, r);
 }
-
-void pl__budget_shrink_in_children(void) { pl__shrink_set_runner(candidate_run); }

@@ -1,7 +1,11 @@
-/* sim/src/trace_ring.c: reading the crash ring (trace_ring.h) once the
- * process that wrote it is gone: its events in order, their names, and
- * the poll the run died in. */
-#include "trace_ring.h"
+/* sim/src/isolate/ring_read.c: the crash ring (trace_ring.h) mapped in
+ * shared memory, and read once the process that wrote it is gone: its
+ * events in order, their names, and the poll the run died in.
+ *
+ * A child killed mid-write leaves each counter at most one entry behind
+ * what it wrote (every entry is stored before its count is bumped), so
+ * the counters are trusted and asserted against the ring's sizes. */
+#include "ring_read.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -9,6 +13,7 @@
 #include <sys/mman.h>
 
 #include "pollen/error.h"
+#include "sim_assert.h"
 #include "sim_internal.h"
 #include "strategy.h"
 
@@ -33,8 +38,16 @@ void pl__ring_unmap(pl__trace_ring *r)
     }
 }
 
+/* The ring's slot of event number i (0-based over the run). */
+static const pl__trace_rec *ring_ev(const pl__trace_ring *r, uint64_t i)
+{
+    PL__SIM_ASSERT(i < r->len);
+    return &r->ev[i % PL__RING_EVENTS];
+}
+
 pl__trace_rec *pl__ring_events(const pl__trace_ring *r, size_t *n, uint64_t *lost)
 {
+    PL__SIM_ASSERT(r != NULL && n != NULL && lost != NULL);
     uint64_t len = r->len;
     uint64_t kept = len < PL__RING_EVENTS ? len : PL__RING_EVENTS;
     *n = 0;
@@ -44,7 +57,7 @@ pl__trace_rec *pl__ring_events(const pl__trace_ring *r, size_t *n, uint64_t *los
         return NULL;
     }
     for (uint64_t i = 0; i < kept; i++) {
-        out[i] = r->ev[(len - kept + i) % PL__RING_EVENTS];
+        out[i] = *ring_ev(r, len - kept + i);
     }
     *n = (size_t)kept;
     return out;
@@ -54,7 +67,12 @@ static const char *ring_task(void *ud, uint32_t task)
 {
     const pl__trace_ring *r = ud;
     const pl__ring_name *slot = &r->names[task % PL__RING_NAMES];
-    return slot->id == task ? slot->name : NULL;
+    if (slot->id != task) {
+        return NULL;
+    }
+    /* Written by pl__ring_name_task, which always terminates it. */
+    PL__SIM_ASSERT(memchr(slot->name, '\0', sizeof slot->name) != NULL);
+    return slot->name;
 }
 
 static const char *ring_spawn_site(void *ud, uint32_t task, const char **func)
@@ -70,16 +88,20 @@ static const char *ring_spawn_site(void *ud, uint32_t task, const char **func)
 static const char *ring_text(void *ud, const pl__trace_rec *e, size_t *len)
 {
     const pl__trace_ring *r = ud;
+    PL__SIM_ASSERT(e->kind == PL__EV_USER);
     const pl__ring_text *slot = &r->text[e->a % PL__RING_TEXTS];
     if (slot->seq != e->a + 1) {
         return NULL;
     }
+    /* A kept text's number is below the count of texts written. */
+    PL__SIM_ASSERT(e->a < r->texts);
     *len = strnlen(slot->text, sizeof slot->text);
     return slot->text;
 }
 
 pl__trace_namer pl__ring_namer(const pl__trace_ring *r)
 {
+    PL__SIM_ASSERT(r != NULL);
     return (pl__trace_namer){ring_task, ring_text, (void *)r, ring_spawn_site};
 }
 
@@ -88,12 +110,13 @@ static bool ends_poll(uint32_t kind) { return kind == PL__EV_PENDING || kind == 
 
 bool pl__ring_position(const pl__trace_ring *r, pl_finding *f)
 {
+    PL__SIM_ASSERT(r != NULL && f != NULL);
     uint64_t len = r->len;
     uint64_t kept = len < PL__RING_EVENTS ? len : PL__RING_EVENTS;
     if (kept == 0) {
         return false;
     }
-    const pl__trace_rec *last = &r->ev[(len - 1) % PL__RING_EVENTS];
+    const pl__trace_rec *last = ring_ev(r, len - 1);
     f->task_id = 0;
     f->task_polls = 0;
     f->task_name[0] = '\0';
@@ -102,7 +125,7 @@ bool pl__ring_position(const pl__trace_ring *r, pl_finding *f)
     /* Polls never nest: the run died in a poll when the latest poll
      * boundary is a beginning. */
     for (uint64_t i = 0; i < kept; i++) {
-        const pl__trace_rec *e = &r->ev[(len - 1 - i) % PL__RING_EVENTS];
+        const pl__trace_rec *e = ring_ev(r, len - 1 - i);
         if (ends_poll(e->kind)) {
             break;
         }
@@ -121,6 +144,7 @@ bool pl__ring_position(const pl__trace_ring *r, pl_finding *f)
 
 void pl__ring_where(const pl_finding *f, char *buf, size_t len)
 {
+    PL__SIM_ASSERT(f != NULL && buf != NULL && len > 0);
     pl_time t = f->time_ns < 0 ? 0 : f->time_ns;
     if (f->task_id != 0) {
         snprintf(buf, len,
@@ -159,6 +183,7 @@ static int write_indented(FILE *f, const pl__trace_rec *ev, size_t n, const pl__
 
 int pl__ring_write_text(FILE *f, const pl__trace_ring *r, size_t max, const char *indent)
 {
+    PL__SIM_ASSERT(f != NULL && r != NULL && indent != NULL);
     size_t n = 0;
     uint64_t lost = 0;
     pl__trace_rec *ev = pl__ring_events(r, &n, &lost);
@@ -166,6 +191,7 @@ int pl__ring_write_text(FILE *f, const pl__trace_ring *r, size_t max, const char
         return PL_ENOMEM;
     }
     size_t from = max > 0 && n > max ? n - max : 0;
+    PL__SIM_ASSERT(from <= n && lost + n == r->len);
     if (lost + from > 0) {
         fprintf(f, "%s(%" PRIu64 " earlier events not shown)\n", indent, lost + from);
     }
@@ -192,6 +218,8 @@ static char *names_blob(const pl__trace_ring *r, uint32_t count, size_t *len)
         memcpy(p, n != NULL ? n : "?", l);
         p += l;
     }
+    /* Both loops read the same names: the sizes agree. */
+    PL__SIM_ASSERT(blob == NULL || (size_t)(p - blob) == *len);
     return blob;
 }
 
@@ -210,6 +238,10 @@ static char *texts_store(const pl__trace_ring *r, pl__trace_rec *ev, size_t n, s
             ev[i].b = l;
         }
         if (t != NULL) {
+            /* At most PL__RING_TEXTS texts are kept, each shorter than
+             * PL_TRACE_EVENT_MAX: the store holds them all. */
+            PL__SIM_ASSERT(l < PL_TRACE_EVENT_MAX &&
+                           *len + l + 1 <= (size_t)PL__RING_TEXTS * PL_TRACE_EVENT_MAX);
             memcpy(store + *len, t, l);
             store[*len + l] = '\0';
             *len += l + 1;
@@ -220,6 +252,9 @@ static char *texts_store(const pl__trace_ring *r, pl__trace_rec *ev, size_t n, s
 
 int pl__ring_to_record(const pl__trace_ring *r, pl__run_record *rec)
 {
+    PL__SIM_ASSERT(r != NULL && rec != NULL);
+    /* Filled once, on a record of decisions only (cpu_budget.c). */
+    PL__SIM_ASSERT(rec->events == NULL && rec->names_blob == NULL && rec->texts == NULL);
     size_t n = 0, names_len = 0, texts_len = 0;
     uint64_t lost = 0;
     pl__trace_rec *ev = pl__ring_events(r, &n, &lost);
