@@ -278,6 +278,7 @@ static void explain_decision(explainer *x, size_t i, uint64_t index)
 char *pl__shrink_explain(const pl_sim_result *run, const pl__capture *cap,
                          const pl_sim_options *o)
 {
+    PL__SIM_ASSERT(run != NULL);
     explainer x = {.rec = pl__sim_result_record(run), .cap = cap};
     pl_sim_options def;
     if (o == NULL) {
@@ -314,6 +315,7 @@ char *pl__shrink_explain(const pl_sim_result *run, const pl__capture *cap,
  * are listed by their index in the list. */
 char *pl__shrink_explain_hung(const pl_sim_result *run)
 {
+    PL__SIM_ASSERT(run != NULL);
     const pl__run_record *rec = pl__sim_result_record(run);
     sbuf out = {0};
     for (size_t i = 0; rec != NULL && i < rec->decisions_len; i++) {

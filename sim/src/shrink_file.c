@@ -97,6 +97,7 @@ int pl_sim_write_shrunk_replay(const pl_scenario *sc, const pl_sim_options *base
 
 int pl__shrink_default_out(const char *in, char *buf, size_t len)
 {
+    PL__SIM_ASSERT(in != NULL && (buf != NULL || len == 0));
     static const char ext[] = ".replay";
     size_t n = strlen(in);
     size_t e = sizeof ext - 1;
@@ -199,6 +200,10 @@ int pl__shrink_file(const char *in, const char *out, char *err, size_t err_len)
 void pl__shrink_print(FILE *f, const pl_sim_shrink_result *res, const char *out,
                       const char *indent)
 {
+    PL__SIM_ASSERT(f != NULL && res != NULL && indent != NULL);
+    /* Departures are some of a list's decisions. */
+    PL__SIM_ASSERT(res->nonzero_before <= res->decisions_before &&
+                   res->nonzero_after <= res->decisions_after);
     fprintf(f, "%sshrunk %s: %zu decisions (%zu non-default) -> %zu (%zu non-default), %llu "
                "runs, %.1f s%s\n",
             indent, pl_finding_name(res->kind), res->decisions_before, res->nonzero_before,
