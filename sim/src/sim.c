@@ -384,6 +384,7 @@ void pl__sim_finish(pl__sim *s)
     if (pl__sim_current() == s) {
         pl__sim_set_current(NULL);
     }
+    pl__threads_executors_orphan(s);
     pl__threads_free(s);
     pl_executor_destroy(s->ex);
     s->ex = NULL;

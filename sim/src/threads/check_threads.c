@@ -93,12 +93,11 @@ static void describe_one(const pl__sim *s, const pl__thread_rec *r, char *buf, s
     } else {
         put(buf, len, used, "runnable");
     }
-    size_t live = 0;
-    size_t runnable = 0;
-    if (r->state == PL__TH_BLOCKED && r->waits == PL__WAIT_EXECUTOR &&
-        pl__threads_executor_of(s, r->id, &live, &runnable)) {
-        put(buf, len, used, ", %zu task%s parked in it (not traced one by one)",
-            live - runnable, live - runnable == 1 ? "" : "s");
+    if (r->state == PL__TH_BLOCKED && r->waits == PL__WAIT_EXECUTOR && r->cur_ex != NULL) {
+        /* Switched out inside its pl_run: cur_ex is that executor. */
+        size_t parked = pl_executor_live_tasks(r->cur_ex) - pl_executor_runnable(r->cur_ex);
+        put(buf, len, used, ", %zu task%s parked in it (not traced one by one)", parked,
+            parked == 1 ? "" : "s");
     }
     if (r->state == PL__TH_BLOCKED && r->waits == PL__WAIT_EXECUTOR && r->at.file != NULL) {
         /* The wait is pollen's; where the thread's own code was last is

@@ -660,7 +660,6 @@ void pl__threads_free(pl__sim *s)
     free(th->t);
     free(th->ids);
     free(th->objs);
-    pl__threads_executors_orphan(s);
     struct pl__tpc *executors = th->executors;
     memset(th, 0, sizeof *th);
     th->executors = executors;

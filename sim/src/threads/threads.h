@@ -214,14 +214,9 @@ _Noreturn void pl__threads_exit(struct pl__sim *s, void *ret);
 /* An executor for the running thread, on a system of its own (tpc.c):
  * its wait blocks the thread until a remote wake or its next timer. */
 int pl__threads_executor_create(struct pl__sim *s, pl_executor **out);
-/* Whether `thread` has an executor of its own that still exists (the
- * newest, when it made several), and then its live and runnable tasks'
- * counts: they name what a thread parked in its executor strands, its
- * tasks having no record of their own (tpc.c). */
-bool pl__threads_executor_of(const struct pl__sim *s, uint32_t thread, size_t *live,
-                             size_t *runnable);
-/* The threads are gone (pl__threads_free): a remote wake or drop of a
- * thread executor's task from now on only queues (tpc.c). */
+/* The threads are about to go (pl__sim_finish, before pl__threads_free):
+ * a remote wake or drop of a thread executor's task from now on only
+ * queues (tpc.c). */
 void pl__threads_executors_orphan(struct pl__sim *s);
 /* Frees the threads' executors' systems and every block their executors
  * still hold: the executor, its tasks and remote wakers, when its thread

@@ -38,7 +38,6 @@ struct pl__tpc {
     pl__sim *s;
     tpc_sys *next;      /* the run's list (pl__threads.executors) */
     heap_block heap;    /* sentinel of the live blocks' ring */
-    pl_executor *ex;    /* its executor; NULL before it exists and once destroyed */
     uint32_t thread;    /* the thread it belongs to */
     bool pending;       /* a remote wake came since the last drain */
     bool parked;        /* its thread is blocked in wait */
@@ -243,9 +242,6 @@ static void *heap_alloc(void *ud, void *ptr, size_t old_size, size_t new_size)
         heap_unlink(b);
     }
     if (new_size == 0) {
-        if (ptr == y->ex) {
-            y->ex = NULL; /* pl_executor_destroy frees the executor last */
-        }
         free(b);
         return NULL;
     }
@@ -309,19 +305,5 @@ int pl__threads_executor_create(pl__sim *s, pl_executor **out)
     eo.system = &y->system;
     eo.alloc = heap_alloc;
     eo.alloc_ud = y;
-    int rc = pl_executor_create(out, &eo);
-    y->ex = rc == 0 ? *out : NULL;
-    return rc;
-}
-
-bool pl__threads_executor_of(const pl__sim *s, uint32_t thread, size_t *live, size_t *runnable)
-{
-    for (const tpc_sys *y = s->threads.executors; y != NULL; y = y->next) {
-        if (y->thread == thread && y->ex != NULL && !y->orphaned) {
-            *live = pl_executor_live_tasks(y->ex);
-            *runnable = pl_executor_runnable(y->ex);
-            return true;
-        }
-    }
-    return false;
+    return pl_executor_create(out, &eo);
 }
