@@ -37,7 +37,8 @@ build_and_test() {
     fi
     meson compile -C "$dir" || return 1
     meson test -C "$dir" --setup full --num-processes 2 --print-errorlogs || status=1
-    logs+=("$dir/meson-logs/testlog.json")
+    # meson names a setup's log after it: testlog-full.json.
+    logs+=("$dir/meson-logs/testlog-full.json")
 }
 
 mkdir -p "$out"
