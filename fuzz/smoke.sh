@@ -50,22 +50,7 @@ fuzz() {
 # The raw crash file, not the .replay file a scenario target writes beside it.
 crash_of() { find "$work/$1" -maxdepth 1 -name 'crash-*' ! -name '*.replay' | head -1; }
 
-passed=0
-failed=0
-verdict() {
-    if [ "$1" = 0 ]; then
-        passed=$((passed + 1))
-        echo "ok     $2"
-    else
-        failed=$((failed + 1))
-        echo "FAILED $2"
-        if [ -n "${3:-}" ] && [ -f "$3" ]; then
-            tail -n 30 "$3" | sed 's/^/    /'
-        fi
-    fi
-}
-
-summary() { echo "$passed passed, $failed failed"; }
+. "$src/../tests/verdict.sh"
 
 # Lane 1: canary, parser, the clean outbox.
 lane_one() {

@@ -1,5 +1,5 @@
 # tests/verdict.sh: the tally of a shell test script, sourced by the
-# packaging checks and fuzz/oss_fuzz_check.sh.
+# packaging checks, fuzz/smoke.sh and fuzz/oss_fuzz_check.sh.
 #
 #   verdict STATUS DESCRIPTION [LOG]   counts one check: STATUS 0 passes;
 #                                      a failure prints LOG's last lines
