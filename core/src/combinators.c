@@ -38,7 +38,7 @@ static const pl_future_vtable join2_vtable = {
     .drop = join2_drop,
 };
 
-pl_join2 pl_join2_init(pl_future *a, pl_future *b)
+pl_join2 pl_join2_make(pl_future *a, pl_future *b)
 {
     PL_ASSERT(a != NULL && b != NULL && a != b);
     return (pl_join2){PL_FUTURE_INIT(&join2_vtable), a, b};
@@ -71,7 +71,7 @@ static const pl_future_vtable join_all_vtable = {
     .drop = join_all_drop,
 };
 
-pl_join_all pl_join_all_init(pl_future *const *children, size_t n)
+pl_join_all pl_join_all_make(pl_future *const *children, size_t n)
 {
     PL_ASSERT(children != NULL || n == 0);
     return (pl_join_all){PL_FUTURE_INIT(&join_all_vtable), children, n, n};
@@ -111,7 +111,7 @@ static const pl_future_vtable select_vtable = {
     .drop = select_drop,
 };
 
-pl_select pl_select_init(pl_future *const *children, size_t n)
+pl_select pl_select_make(pl_future *const *children, size_t n)
 {
     PL_ASSERT(children != NULL && n > 0);
     return (pl_select){PL_FUTURE_INIT(&select_vtable), children, n, SIZE_MAX};

@@ -227,12 +227,12 @@ const pl_system *pl_executor_system(const pl_executor *ex) { return &ex->system;
 const pl_system *pl__executor_system(const pl_executor *ex) { return &ex->system; }
 pl__timer_heap *pl__executor_timers(pl_executor *ex) { return &ex->timers; }
 uint32_t pl__executor_next_io_id(pl_executor *ex) { return ++ex->io_ids; }
-size_t pl_executor_runnable(const pl_executor *ex) { return ex->ready_len; }
-size_t pl_executor_timers(const pl_executor *ex) { return ex->timers.len; }
-pl_time pl_executor_next_timer(const pl_executor *ex) { return pl__timers_next(&ex->timers); }
+size_t pl__executor_runnable_count(const pl_executor *ex) { return ex->ready_len; }
+size_t pl__executor_timer_count(const pl_executor *ex) { return ex->timers.len; }
+pl_time pl__executor_next_timer(const pl_executor *ex) { return pl__timers_next(&ex->timers); }
 void pl_executor_stop(pl_executor *ex) { ex->stop = true; }
 
-size_t pl_executor_runnable_ids(const pl_executor *ex, uint32_t *ids, size_t max)
+size_t pl__executor_runnable_ids(const pl_executor *ex, uint32_t *ids, size_t max)
 {
     size_t n = 0;
     for (uint32_t i = 0; i < ex->win_len && n < max; i++) {
@@ -335,7 +335,7 @@ static void run_one(pl_executor *ex, pl_task *t)
     poll_task(ex, t, false);
 }
 
-pl_poll_result pl_executor_probe(pl_executor *ex, pl_task *t)
+pl_poll_result pl__executor_probe(pl_executor *ex, pl_task *t)
 {
     PL_ASSERT(t->ex == ex && t->state == TASK_IDLE && !(t->flags & TASK_ABANDONED));
     return poll_task(ex, t, true);
@@ -346,7 +346,7 @@ pl_poll_result pl_executor_probe(pl_executor *ex, pl_task *t)
  * nor its drop may run again; the extra reference keeps its memory (which
  * wait lists may still point into) until pl_executor_destroy frees it by
  * force. */
-void pl_executor_abandon_poll(pl_executor *ex)
+void pl__executor_abandon_poll(pl_executor *ex)
 {
     pl_task *t = ex->running;
     PL_ASSERT(t != NULL && t->state == TASK_RUNNING);
@@ -518,7 +518,7 @@ int pl_block_on(pl_executor *ex, pl_future *fut, size_t size)
         memcpy(fut, t->future, size);
         rc = 0;
     } else {
-        pl_task_abort(t);
+        pl_task_cancel(t);
         if (rc == 0) {
             rc = PL_EDEADLK;
         }
@@ -585,7 +585,7 @@ void pl__future_misuse(pl_future *f, int what)
 
 /* A site's key must be the same in every build of the same source, so it
  * hashes the file's base name and line, never an address. */
-uint64_t pl_site_key(const char *file, int line)
+uint64_t pl__site_key(const char *file, int line)
 {
     const char *base = strrchr(file, '/');
     base = base != NULL ? base + 1 : file;
@@ -614,7 +614,7 @@ void pl_trace_event(pl_context *cx, const char *fmt, ...)
 static _Thread_local const pl_source_site *buggify_site;
 static _Thread_local const pl_executor *buggify_ex;
 
-const pl_source_site *pl_executor_buggify_site(const pl_executor *ex)
+const pl_source_site *pl__executor_buggify_site(const pl_executor *ex)
 {
     return ex == buggify_ex ? buggify_site : NULL;
 }
@@ -630,7 +630,7 @@ bool pl__buggify(pl_context *cx, const char *file, int line, const char *func)
     const pl_executor *saved_ex = buggify_ex;
     buggify_site = &site;
     buggify_ex = ex;
-    bool fire = pl__executor_decide(ex, PL_DECIDE_BUGGIFY_FIRE, 2, pl_site_key(file, line)) != 0;
+    bool fire = pl__executor_decide(ex, PL_DECIDE_BUGGIFY_FIRE, 2, pl__site_key(file, line)) != 0;
     buggify_site = saved;
     buggify_ex = saved_ex;
     return fire;

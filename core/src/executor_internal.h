@@ -33,7 +33,7 @@ enum task_flag {
     TASK_CLONED_ELSEWHERE = 1u << 4, /* latest waker clone made outside its own poll */
     TASK_BACKGROUND = 1u << 5,    /* does not keep pl_run going (pl_task_set_background) */
     TASK_DROPPING = 1u << 6,      /* its future's drop is running */
-    TASK_ABANDONED = 1u << 7,     /* left mid-poll (pl_executor_abandon_poll): never
+    TASK_ABANDONED = 1u << 7,     /* left mid-poll (pl__executor_abandon_poll): never
                                      polled or dropped again */
 };
 
@@ -43,7 +43,7 @@ enum task_flag {
  * polls}, read by observers at pl_task_head_of. */
 typedef struct task_watch {
     uint64_t unused;       /* keeps the header, and so the future, 16-aligned */
-    uint32_t gen;          /* pl_task_waker_gen */
+    uint32_t gen;          /* pl__task_waker_gen */
     uint32_t waker_clones; /* live waker clones */
 } task_watch;
 

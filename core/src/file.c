@@ -102,7 +102,7 @@ static const io_op file_open_op = {
     .release = open_release,
 };
 
-pl_file_open pl_file_open_init(pl_dir *dir, const char *name, uint32_t flags, uint32_t mode)
+pl_file_open pl_file_open_make(pl_dir *dir, const char *name, uint32_t flags, uint32_t mode)
 {
     return (pl_file_open){.base = PL_FUTURE_INIT(&file_open_op.vtable),
                           .src = dir->src,

@@ -163,7 +163,7 @@ pl_task *pl__executor_waker_task(const pl_executor *ex, const pl_waker *w);
 size_t pl__timers_fire_due(pl_executor *ex, pl__timer_heap *h, pl_time now_ns);
 pl_time pl__timers_next(const pl__timer_heap *h);
 void pl__timers_finish(pl_executor *ex, pl__timer_heap *h);
-/* Disarms every armed timer whose waker wakes t (pl_executor_forget_task). */
+/* Disarms every armed timer whose waker wakes t (pl__executor_forget_task). */
 void pl__timers_disarm_task(pl_executor *ex, pl_task *t);
 
 #endif

@@ -82,7 +82,7 @@ static int source_detach(pl_io_source *src)
     return handle;
 }
 
-void pl_io_source_forget(pl_io_source *src)
+void pl__io_source_forget(pl_io_source *src)
 {
     if (src != NULL && src->registered) {
         (void)source_detach(src);
@@ -286,7 +286,7 @@ void pl_io_fd_close(pl_io_fd *io)
     }
 }
 
-int pl_io_fd_release(pl_io_fd *io)
+int pl_io_fd_take(pl_io_fd *io)
 {
     if (io == NULL || io->src == NULL) {
         return PL_EBADF;
@@ -550,7 +550,7 @@ static const io_op accept_op = {
     .release = accept_release,
 };
 
-pl_tcp_accept pl_tcp_accept_init(pl_tcp_listener *l)
+pl_tcp_accept pl_tcp_accept_make(pl_tcp_listener *l)
 {
     return (pl_tcp_accept){.base = PL_FUTURE_INIT(&accept_op.vtable), .src = l->src};
 }
@@ -628,7 +628,7 @@ static const io_op connect_op = {
     .release = connect_release,
 };
 
-pl_tcp_connect pl_tcp_connect_init(const struct sockaddr *addr, socklen_t len)
+pl_tcp_connect pl_tcp_connect_make(const struct sockaddr *addr, socklen_t len)
 {
     pl_tcp_connect c = {.base = PL_FUTURE_INIT(&connect_op.vtable)};
     if (addr_valid(addr, len) && len <= (socklen_t)sizeof c.addr) {
@@ -643,9 +643,9 @@ pl_tcp_connect pl_tcp_connect_str(const char *addr)
     struct sockaddr_storage ss;
     socklen_t len = 0;
     if (pl_addr_parse(addr, &ss, &len) < 0) {
-        return pl_tcp_connect_init(NULL, 0);
+        return pl_tcp_connect_make(NULL, 0);
     }
-    return pl_tcp_connect_init((const struct sockaddr *)&ss, len);
+    return pl_tcp_connect_make((const struct sockaddr *)&ss, len);
 }
 
 pl_tcp_stream pl_tcp_connect_take(pl_tcp_connect *c)

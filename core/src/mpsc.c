@@ -251,7 +251,7 @@ static const pl_future_vtable send_vtable = {
     .drop = send_drop,
 };
 
-pl_mpsc_send pl_mpsc_send_init(pl_mpsc *ch, const void *item)
+pl_mpsc_send pl_mpsc_send_make(pl_mpsc *ch, const void *item)
 {
     return (pl_mpsc_send){
         .base = PL_FUTURE_INIT(&send_vtable),
@@ -319,7 +319,7 @@ static const pl_future_vtable recv_vtable = {
     .drop = recv_drop,
 };
 
-pl_mpsc_recv pl_mpsc_recv_init(pl_mpsc *ch, void *out)
+pl_mpsc_recv pl_mpsc_recv_make(pl_mpsc *ch, void *out)
 {
     return (pl_mpsc_recv){PL_FUTURE_INIT(&recv_vtable), ch, out, 0, 0};
 }

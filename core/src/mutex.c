@@ -109,7 +109,7 @@ static const pl_future_vtable lock_vtable = {
     .drop = lock_drop,
 };
 
-pl_mutex_lock pl_mutex_lock_init(pl_mutex *m)
+pl_mutex_lock pl_mutex_lock_make(pl_mutex *m)
 {
     return (pl_mutex_lock){
         .base = PL_FUTURE_INIT(&lock_vtable),

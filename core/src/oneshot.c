@@ -121,7 +121,7 @@ static const pl_future_vtable recv_vtable = {
     .drop = recv_drop,
 };
 
-pl_oneshot_recv pl_oneshot_recv_init(pl_oneshot *os)
+pl_oneshot_recv pl_oneshot_recv_make(pl_oneshot *os)
 {
     return (pl_oneshot_recv){PL_FUTURE_INIT(&recv_vtable), os, 0, 0};
 }

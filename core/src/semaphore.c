@@ -141,7 +141,7 @@ static const pl_future_vtable acquire_vtable = {
     .drop = acquire_drop,
 };
 
-pl_semaphore_acquire pl_semaphore_acquire_init(pl_semaphore *s, size_t n)
+pl_semaphore_acquire pl_semaphore_acquire_make(pl_semaphore *s, size_t n)
 {
     PL_ASSERT(n > 0);
     return (pl_semaphore_acquire){

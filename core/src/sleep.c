@@ -94,14 +94,14 @@ static void timeout_drop(pl_future *f)
 
 static const pl_future_vtable timeout_vtable = {"timeout", timeout_poll, timeout_drop};
 
-pl_timeout pl_timeout_init(pl_future *inner, pl_time duration_ns)
+pl_timeout pl_timeout_make(pl_future *inner, pl_time duration_ns)
 {
     return (pl_timeout){PL_FUTURE_INIT(&timeout_vtable), inner, pl_sleep_for(duration_ns), 0, 0};
 }
 
 /* ---- Interval --------------------------------------------------------- */
 
-pl_interval pl_interval_init(pl_time period_ns)
+pl_interval pl_interval_make(pl_time period_ns)
 {
     return (pl_interval){period_ns > 0 ? period_ns : 1, 0, 0};
 }
@@ -136,7 +136,7 @@ static void interval_tick_drop(pl_future *f)
 static const pl_future_vtable interval_tick_vtable = {"interval", interval_tick_poll,
                                                       interval_tick_drop};
 
-pl_interval_tick pl_interval_tick_init(pl_interval *iv)
+pl_interval_tick pl_interval_tick_make(pl_interval *iv)
 {
     pl_interval_tick it;
     memset(&it, 0, sizeof it);

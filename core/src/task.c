@@ -19,11 +19,11 @@ bool pl_task_is_finished(const pl_task *t) { return t->state >= TASK_DONE; }
 bool pl_task_is_cancelled(const pl_task *t) { return t->state == TASK_CANCELLED; }
 uint32_t pl_task_id(const pl_task *t) { return t->id; }
 uint32_t pl_task_polls(const pl_task *t) { return t->polls; }
-uint32_t pl_task_waker_gen(const pl_task *t) { return task_gen(t); }
-bool pl_task_cloned_elsewhere(const pl_task *t) { return t->flags & TASK_CLONED_ELSEWHERE; }
-size_t pl_task_future_size(const pl_task *t) { return t->size; }
+uint32_t pl__task_waker_gen(const pl_task *t) { return task_gen(t); }
+bool pl__task_cloned_elsewhere(const pl_task *t) { return t->flags & TASK_CLONED_ELSEWHERE; }
+size_t pl__task_future_size(const pl_task *t) { return t->size; }
 
-bool pl_task_is_scheduled(const pl_task *t)
+bool pl__task_is_scheduled(const pl_task *t)
 {
     return t->state == TASK_SCHEDULED || t->state == TASK_RUNNING;
 }
@@ -57,7 +57,7 @@ void pl_task_set_background(pl_task *t, bool background)
     }
 }
 
-void pl_task_rename(pl_task *t, const char *name) { *name_slot(t) = name; }
+void pl__task_rename(pl_task *t, const char *name) { *name_slot(t) = name; }
 
 bool pl_task_is_background(const pl_task *t) { return (t->flags & TASK_BACKGROUND) != 0; }
 
@@ -204,14 +204,6 @@ int pl_spawn_at(pl_executor *ex, const pl_future *fut, size_t size, const char *
     return 0;
 }
 
-/* The function behind the pl_spawn macro, for callers that name it in
- * parentheses or take its address: the site is unknown. */
-int(pl_spawn)(pl_executor *ex, const pl_future *fut, size_t size, const char *name,
-              pl_task **handle)
-{
-    return pl_spawn_at(ex, fut, size, name, handle, NULL, NULL);
-}
-
 pl_task *pl_task_ref(pl_task *t)
 {
     t->refs++;
@@ -273,7 +265,7 @@ void pl__task_cancel(pl_task *t)
     pl__task_finish(t, TASK_CANCELLED);
 }
 
-void pl_task_abort(pl_task *t)
+void pl_task_cancel(pl_task *t)
 {
     if (t->state >= TASK_DONE) {
         return;
@@ -287,7 +279,7 @@ void pl_task_abort(pl_task *t)
 
 /* ---- Forgetting (a simulated process kill) ------------------------------ */
 
-void pl_executor_forget_task(pl_executor *ex, pl_task *t)
+void pl__executor_forget_task(pl_executor *ex, pl_task *t)
 {
     PL_ASSERT(t->ex == ex && ex->running != t);
     if (t->state >= TASK_DONE) {

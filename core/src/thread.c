@@ -99,11 +99,6 @@ int pl_thread_spawn_at(pl_thread **out, const char *name, pl_thread_fn fn, void 
     return 0;
 }
 
-int(pl_thread_spawn)(pl_thread **out, const char *name, pl_thread_fn fn, void *arg)
-{
-    return pl_thread_spawn_at(out, name, fn, arg, NULL, 0, NULL);
-}
-
 int pl_thread_join_at(pl_thread *t, void **ret, const char *file, int line, const char *func)
 {
     if (cur_ops != NULL) {
@@ -123,8 +118,6 @@ int pl_thread_join_at(pl_thread *t, void **ret, const char *file, int line, cons
     }
     return 0;
 }
-
-int(pl_thread_join)(pl_thread *t, void **ret) { return pl_thread_join_at(t, ret, NULL, 0, NULL); }
 
 int pl_thread_detach(pl_thread *t)
 {
@@ -222,10 +215,10 @@ int pl_thread_mutex_init(pl_thread_mutex *m)
     return err == 0 ? 0 : errno_to_pl(err);
 }
 
-void pl_thread_mutex_destroy(pl_thread_mutex *m)
+void pl_thread_mutex_finish(pl_thread_mutex *m)
 {
     if (cur_ops != NULL) {
-        cur_ops->mutex_destroy(cur_self, m);
+        cur_ops->mutex_finish(cur_self, m);
         return;
     }
     pthread_mutex_destroy(&m->m);
@@ -239,8 +232,6 @@ void pl_thread_mutex_lock_at(pl_thread_mutex *m, const char *file, int line, con
     }
     pthread_mutex_lock(&m->m);
 }
-
-void(pl_thread_mutex_lock)(pl_thread_mutex *m) { pl_thread_mutex_lock_at(m, NULL, 0, NULL); }
 
 bool pl_thread_mutex_trylock(pl_thread_mutex *m)
 {
@@ -277,10 +268,10 @@ int pl_thread_cond_init(pl_thread_cond *c)
     return err == 0 ? 0 : errno_to_pl(err);
 }
 
-void pl_thread_cond_destroy(pl_thread_cond *c)
+void pl_thread_cond_finish(pl_thread_cond *c)
 {
     if (cur_ops != NULL) {
-        cur_ops->cond_destroy(cur_self, c);
+        cur_ops->cond_finish(cur_self, c);
         return;
     }
     pthread_cond_destroy(&c->c);
@@ -294,11 +285,6 @@ void pl_thread_cond_wait_at(pl_thread_cond *c, pl_thread_mutex *m, const char *f
         return;
     }
     pthread_cond_wait(&c->c, &m->m);
-}
-
-void(pl_thread_cond_wait)(pl_thread_cond *c, pl_thread_mutex *m)
-{
-    pl_thread_cond_wait_at(c, m, NULL, 0, NULL);
 }
 
 int pl_thread_cond_wait_until(pl_thread_cond *c, pl_thread_mutex *m, pl_time deadline)
@@ -349,10 +335,10 @@ int pl_thread_sem_init(pl_thread_sem *s, uint32_t value)
     return 0;
 }
 
-void pl_thread_sem_destroy(pl_thread_sem *s)
+void pl_thread_sem_finish(pl_thread_sem *s)
 {
     if (cur_ops != NULL) {
-        cur_ops->sem_destroy(cur_self, s);
+        cur_ops->sem_finish(cur_self, s);
         return;
     }
     pthread_cond_destroy(&s->nonzero.c);
@@ -387,8 +373,6 @@ void pl_thread_sem_wait_at(pl_thread_sem *s, const char *file, int line, const c
     }
     (void)sem_wait_prod(s, PL_TIME_NEVER);
 }
-
-void(pl_thread_sem_wait)(pl_thread_sem *s) { pl_thread_sem_wait_at(s, NULL, 0, NULL); }
 
 bool pl_thread_sem_trywait(pl_thread_sem *s)
 {

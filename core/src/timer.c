@@ -647,7 +647,7 @@ static pl_task *timer_task(const pl_executor *ex, const pl_timer *tm)
     return pl__executor_waker_task(ex, &tm->waker);
 }
 
-pl_task *pl_executor_next_timer_task(const pl_executor *ex, uint64_t *seq)
+pl_task *pl__executor_next_timer_task(const pl_executor *ex, uint64_t *seq)
 {
     const pl_timer *t = first_timer(&ex->timers);
     if (t == NULL) {
@@ -671,7 +671,7 @@ static uint32_t group_span(const pl__timer_heap *h, uint32_t i)
     return g->len - g->head;
 }
 
-size_t pl_executor_timer_task_ids(const pl_executor *ex, uint32_t *ids, size_t max)
+size_t pl__executor_timer_task_ids(const pl_executor *ex, uint32_t *ids, size_t max)
 {
     const pl__timer_heap *h = &ex->timers;
     size_t n = 0;
@@ -687,7 +687,7 @@ size_t pl_executor_timer_task_ids(const pl_executor *ex, uint32_t *ids, size_t m
     return n;
 }
 
-bool pl_executor_timers_wake_foreground(const pl_executor *ex)
+bool pl__executor_timers_wake_foreground(const pl_executor *ex)
 {
     const pl__timer_heap *h = &ex->timers;
     for (uint32_t i = 0; i < h->items_len; i++) {

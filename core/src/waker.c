@@ -144,7 +144,7 @@ const pl_waker_vtable pl__fast_waker_vtable = {
  * combinator's): by value, through its vtable. */
 void pl__waiter_wake_slow(pl_waker *slot) { pl_waker_wake(pl_waker_slot_take(slot)); }
 
-void pl_executor_wake_task(pl_executor *ex, pl_task *t)
+void pl__executor_wake_task(pl_executor *ex, pl_task *t)
 {
     PL_ASSERT(t->ex == ex);
     pl__task_wake(t, task_gen(t), true);

@@ -5,7 +5,7 @@
  * permit straight to the longest waiter (marks it granted, wakes it)
  * instead of putting it back. Three clients each acquire, use the
  * connection for 1 ms and release. Client #2 is impatient: the pool's
- * owner gives up on it at 1 ms and aborts it (pl_task_abort), then takes
+ * owner gives up on it at 1 ms and aborts it (pl_task_cancel), then takes
  * the connection back itself to close the pool. Every client is marked
  * abortable (pl_task_set_abortable), so with the `cancel` decision on the
  * simulator also cancels clients that were woken but not yet polled.
@@ -167,7 +167,7 @@ static pl_poll_result owner_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_BEGIN(self);
     self->patience = pl_sleep_for(1 * PL_MS);
     PL_AWAIT(cx, &self->patience);
-    pl_task_abort(self->st->impatient); /* no-op if it already finished */
+    pl_task_cancel(self->st->impatient); /* no-op if it already finished */
     pl_task_release(self->st->impatient);
     self->st->impatient = NULL;
     self->last = (pool_acquire){.base = PL_FUTURE_INIT(&pool_acquire_vt),

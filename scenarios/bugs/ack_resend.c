@@ -60,7 +60,7 @@ static pl_poll_result server_poll(pl_future *f, pl_context *cx)
     ack_state *st = self->st;
     PL_ASYNC_BEGIN(self);
     for (;;) {
-        self->request = pl_notified_init(&st->request);
+        self->request = pl_notified_make(&st->request);
         PL_AWAIT(cx, &self->request);
         self->apply = pl_sleep_for(APPLY_NS);
         PL_AWAIT(cx, &self->apply);
@@ -96,11 +96,11 @@ typedef struct client {
 /* One wait for the ack, bounded by the ack timeout. */
 static void start_wait(client *self)
 {
-    self->ack = pl_notified_init(&self->st->acked);
+    self->ack = pl_notified_make(&self->st->acked);
     self->timeout = pl_sleep_for(ACK_TIMEOUT_NS);
     self->children[0] = &self->ack.base;
     self->children[1] = &self->timeout.base;
-    self->wait = pl_select_init(self->children, 2);
+    self->wait = pl_select_make(self->children, 2);
 }
 
 static void resend(client *self)

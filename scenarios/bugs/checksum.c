@@ -59,7 +59,7 @@ static pl_poll_result snapper_poll(pl_future *f, pl_context *cx)
         return PL_READY;
     }
     s->op =
-        pl_file_open_init(&s->dir, "state", PL_FILE_READ | PL_FILE_WRITE | PL_FILE_CREATE, 0644);
+        pl_file_open_make(&s->dir, "state", PL_FILE_READ | PL_FILE_WRITE | PL_FILE_CREATE, 0644);
     PL_AWAIT(cx, &s->op);
     s->file = pl_file_open_take(&s->op);
     for (int i = 0; i < RECORDS; i++) {

@@ -204,7 +204,7 @@ static void reader_start_round(reader *self)
     self->idle = pl_sleep_for(IDLE_TIMEOUT_NS);
     self->children[0] = &self->recv.base;
     self->children[1] = &self->idle.base;
-    self->sel = pl_select_init(self->children, 2);
+    self->sel = pl_select_make(self->children, 2);
 }
 
 static void reader_got(reader *self, pl_context *cx)

@@ -112,7 +112,7 @@ static pl_poll_result server_poll(pl_future *f, pl_context *cx)
     server *v = (server *)f;
     PL_ASYNC_BEGIN(v);
     v->op =
-        pl_file_open_init(&v->m->dir, "log", PL_FILE_READ | PL_FILE_WRITE | PL_FILE_CREATE, 0644);
+        pl_file_open_make(&v->m->dir, "log", PL_FILE_READ | PL_FILE_WRITE | PL_FILE_CREATE, 0644);
     PL_AWAIT(cx, &v->op);
     if (v->op.result != 0) {
         server_close(v);
@@ -149,8 +149,8 @@ static pl_poll_result server_poll(pl_future *f, pl_context *cx)
         v->st->recovered = v->i - 1;
     }
     for (;;) {
-        v->acc = pl_tcp_accept_init(&v->m->l);
-        v->idle = pl_timeout_init(&v->acc.base, 50 * PL_MS);
+        v->acc = pl_tcp_accept_make(&v->m->l);
+        v->idle = pl_timeout_make(&v->acc.base, 50 * PL_MS);
         PL_AWAIT(cx, &v->idle);
         if (v->idle.result != 0 || v->acc.result != 0) {
             break;
@@ -256,7 +256,7 @@ static pl_poll_result client_poll(pl_future *f, pl_context *cx)
          c->st->acked < PUTS && c->connects < CONNECTS && pl_now(cx->ex) < GIVE_UP_AT;
          c->connects++) {
         c->conn = pl_tcp_connect_str("10.0.0.1:7000");
-        c->limit = pl_timeout_init(&c->conn.base, OP_LIMIT);
+        c->limit = pl_timeout_make(&c->conn.base, OP_LIMIT);
         PL_AWAIT(cx, &c->limit);
         if (c->limit.result == 0 && c->conn.result == 0) {
             c->s = pl_tcp_connect_take(&c->conn);
@@ -269,7 +269,7 @@ static pl_poll_result client_poll(pl_future *f, pl_context *cx)
                 }
                 for (c->got = 0; c->got < 4;) {
                     c->get = pl_tcp_read(&c->s, c->msg + c->got, 4 - c->got);
-                    c->limit = pl_timeout_init(&c->get.base, OP_LIMIT);
+                    c->limit = pl_timeout_make(&c->get.base, OP_LIMIT);
                     PL_AWAIT(cx, &c->limit);
                     if (c->limit.result != 0 || c->get.result <= 0) {
                         break;

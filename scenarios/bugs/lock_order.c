@@ -60,12 +60,12 @@ static pl_poll_result worker_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_BEGIN(w);
     w->work = pl_sleep_until(w->start_ns);
     PL_AWAIT(cx, &w->work);
-    w->lock = pl_mutex_lock_init(w->first);
+    w->lock = pl_mutex_lock_make(w->first);
     PL_AWAIT(cx, &w->lock);
     w->holds_first = true;
     w->work = pl_sleep_for(WORK_NS);
     PL_AWAIT(cx, &w->work);
-    w->lock = pl_mutex_lock_init(w->second);
+    w->lock = pl_mutex_lock_make(w->second);
     PL_AWAIT(cx, &w->lock);
     w->holds_second = true;
     w->work = pl_sleep_for(WORK_NS);
@@ -106,9 +106,9 @@ static pl_poll_result reporter_poll(pl_future *f, pl_context *cx)
 {
     reporter *r = (reporter *)f;
     PL_ASYNC_BEGIN(r);
-    r->every = pl_interval_init(TICK_NS);
+    r->every = pl_interval_make(TICK_NS);
     while (r->st->done < WORKERS) {
-        r->tick = pl_interval_tick_init(&r->every);
+        r->tick = pl_interval_tick_make(&r->every);
         PL_AWAIT(cx, &r->tick);
         r->st->ticks++;
         PL_TRACE_EVENT(cx, "progress: %d of %d workers done", r->st->done, WORKERS);
@@ -127,7 +127,7 @@ static int spawn_worker(pl_executor *ex, order_state *st, const char *name, pl_m
 {
     worker w = {.base = PL_FUTURE_INIT(&worker_vt), .st = st, .first = first, .second = second,
                 .start_ns = start_ns, .work = pl_sleep_for(0),
-                .lock = pl_mutex_lock_init(first)};
+                .lock = pl_mutex_lock_make(first)};
     return PL_SPAWN(ex, w, name, NULL);
 }
 

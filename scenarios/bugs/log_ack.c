@@ -72,7 +72,7 @@ static pl_poll_result writer_poll(pl_future *f, pl_context *cx)
     if (pl_dir_open(cx->ex, &w->dir, "db", true) != 0) {
         return PL_READY;
     }
-    w->op = pl_file_open_init(&w->dir, "log",
+    w->op = pl_file_open_make(&w->dir, "log",
                               PL_FILE_READ | PL_FILE_WRITE | PL_FILE_CREATE | PL_FILE_TRUNC, 0644);
     PL_AWAIT(cx, &w->op);
     w->log = pl_file_open_take(&w->op);
@@ -150,7 +150,7 @@ static pl_poll_result recovery_poll(pl_future *f, pl_context *cx)
     if (pl_dir_open(cx->ex, &r->dir, "db", false) != 0) {
         return PL_READY; /* the writer never got to create it */
     }
-    r->op = pl_file_open_init(&r->dir, "log", PL_FILE_READ, 0);
+    r->op = pl_file_open_make(&r->dir, "log", PL_FILE_READ, 0);
     PL_AWAIT(cx, &r->op);
     r->log = pl_file_open_take(&r->op);
     for (r->i = 0; r->op.result == 0 && r->i < RECORDS && !r->end; r->i++) {

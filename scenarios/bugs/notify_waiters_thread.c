@@ -122,7 +122,7 @@ static pl_poll_result watcher_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_BEGIN(self);
     pl_thread_sem_post(&st->started);
     for (;;) {
-        self->n = pl_notified_init(&st->changed);
+        self->n = pl_notified_make(&st->changed);
         /* FIX: registered from here on. BUG: not until the await below. */
         self->early = self->enable && pl_poll(&self->n.base, cx) == PL_READY;
         st->seen = pl_atomic_load(&st->gen);
@@ -175,7 +175,7 @@ static int check(pl_executor *ex, void *state, char *msg, size_t len)
         return pl_check_fail(msg, len, "joining the reloader failed");
     }
     st->reloader = NULL;
-    pl_thread_sem_destroy(&st->started);
+    pl_thread_sem_finish(&st->started);
     if (st->seen != 1) {
         return pl_check_fail(msg, len, "the watcher saw generation %u, want 1", st->seen);
     }

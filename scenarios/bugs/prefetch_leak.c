@@ -92,7 +92,7 @@ static pl_poll_result handler_poll(pl_future *f, pl_context *cx)
         }
         /* BUG (when !fixed): returns holding the handle. */
     } else {
-        self->join = pl_join_init(self->fetch);
+        self->join = pl_join_make(self->fetch);
         PL_AWAIT(cx, &self->join);
         pl_drop(&self->join.base); /* the join borrows the handle: drop it first */
         pl_task_release(self->fetch);

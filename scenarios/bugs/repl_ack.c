@@ -284,7 +284,7 @@ static pl_poll_result replica_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_BEGIN(v);
     /* ---- Recovery: the log's valid prefix. */
     v->op =
-        pl_file_open_init(&v->m->dir, "log", PL_FILE_READ | PL_FILE_WRITE | PL_FILE_CREATE, 0644);
+        pl_file_open_make(&v->m->dir, "log", PL_FILE_READ | PL_FILE_WRITE | PL_FILE_CREATE, 0644);
     PL_AWAIT(cx, &v->op);
     if (v->op.result != 0) {
         goto out;
@@ -320,8 +320,8 @@ static pl_poll_result replica_poll(pl_future *f, pl_context *cx)
 
     /* ---- The backup follows until the primary is silent for TAKEOVER. */
     for (;;) {
-        v->acc = pl_tcp_accept_init(&v->m->f);
-        v->limit = pl_timeout_init(&v->acc.base, TAKEOVER);
+        v->acc = pl_tcp_accept_make(&v->m->f);
+        v->limit = pl_timeout_make(&v->acc.base, TAKEOVER);
         PL_AWAIT(cx, &v->limit);
         if (v->limit.result != 0 || v->acc.result != 0) {
             break;
@@ -330,7 +330,7 @@ static pl_poll_result replica_poll(pl_future *f, pl_context *cx)
         for (;;) {
             for (v->got = 0; v->got < 4;) {
                 v->get = pl_tcp_read(&v->peer, v->msg + v->got, 4 - v->got);
-                v->limit = pl_timeout_init(&v->get.base, TAKEOVER);
+                v->limit = pl_timeout_make(&v->get.base, TAKEOVER);
                 PL_AWAIT(cx, &v->limit);
                 if (v->limit.result != 0) {
                     goto takeover;
@@ -377,7 +377,7 @@ takeover:
 connect:
     while (since(cx->ex, v->st) < GIVE_UP_AT) {
         v->conn = pl_tcp_connect_str(v->st->at[AT_FOLLOW]);
-        v->limit = pl_timeout_init(&v->conn.base, OP_LIMIT);
+        v->limit = pl_timeout_make(&v->conn.base, OP_LIMIT);
         PL_AWAIT(cx, &v->limit);
         if (v->limit.result == 0 && v->conn.result == PL_ECONNREFUSED) {
             goto out; /* the backup took over: retire */
@@ -386,7 +386,7 @@ connect:
             v->peer = pl_tcp_connect_take(&v->conn);
             for (v->i = 0; v->i < v->m->count; v->i++) {
                 v->rpc = call_init(&v->peer, (uint32_t)v->i);
-                v->limit = pl_timeout_init(&v->rpc.base, OP_LIMIT);
+                v->limit = pl_timeout_make(&v->rpc.base, OP_LIMIT);
                 PL_AWAIT(cx, &v->limit);
                 if (call_answer(&v->limit, &v->rpc) != v->i) {
                     break;
@@ -405,13 +405,13 @@ connect:
     /* ---- Serving clients: the primary, or the backup once it took over. */
 serve:
     for (v->idle = 0; v->idle < IDLE_LEAVE;) {
-        v->acc = pl_tcp_accept_init(&v->m->l);
-        v->limit = pl_timeout_init(&v->acc.base, v->primary ? HEARTBEAT : IDLE_LEAVE);
+        v->acc = pl_tcp_accept_make(&v->m->l);
+        v->limit = pl_timeout_make(&v->acc.base, v->primary ? HEARTBEAT : IDLE_LEAVE);
         PL_AWAIT(cx, &v->limit);
         if (v->limit.result != 0 && v->primary) {
             v->idle += HEARTBEAT;
             v->rpc = call_init(&v->peer, W_PING);
-            v->limit = pl_timeout_init(&v->rpc.base, OP_LIMIT);
+            v->limit = pl_timeout_make(&v->rpc.base, OP_LIMIT);
             PL_AWAIT(cx, &v->limit);
             if (call_answer(&v->limit, &v->rpc) != (int64_t)W_PING) {
                 pl_tcp_close(&v->peer);
@@ -433,7 +433,7 @@ serve:
                 if (v->primary) {
                     /* Answer only while the backup still follows. */
                     v->rpc = call_init(&v->peer, W_PING);
-                    v->limit = pl_timeout_init(&v->rpc.base, OP_LIMIT);
+                    v->limit = pl_timeout_make(&v->rpc.base, OP_LIMIT);
                     PL_AWAIT(cx, &v->limit);
                     if (call_answer(&v->limit, &v->rpc) != (int64_t)W_PING) {
                         goto lost_backup;
@@ -454,7 +454,7 @@ serve:
                 }
                 if (v->primary) {
                     v->rpc = call_init(&v->peer, (uint32_t)v->i);
-                    v->limit = pl_timeout_init(&v->rpc.base, OP_LIMIT);
+                    v->limit = pl_timeout_make(&v->rpc.base, OP_LIMIT);
                     PL_AWAIT(cx, &v->limit);
                     if (call_answer(&v->limit, &v->rpc) != v->i) {
                         goto lost_backup;
@@ -572,7 +572,7 @@ static pl_poll_result client_poll(pl_future *f, pl_context *cx)
     for (c->connects = 0; !c->done && c->connects < CONNECTS && since(cx->ex, c->st) < GIVE_UP_AT;
          c->connects++) {
         c->conn = pl_tcp_connect_str(c->st->at[c->at_backup ? AT_BACKUP : AT_PRIMARY]);
-        c->limit = pl_timeout_init(&c->conn.base, OP_LIMIT);
+        c->limit = pl_timeout_make(&c->conn.base, OP_LIMIT);
         PL_AWAIT(cx, &c->limit);
         if (c->limit.result == 0 && c->conn.result == 0) {
             c->s = pl_tcp_connect_take(&c->conn);
@@ -581,7 +581,7 @@ static pl_poll_result client_poll(pl_future *f, pl_context *cx)
             for (c->first = true;;) {
                 c->word = c->first || c->st->acked == PUTS ? W_READ : (uint32_t)c->st->acked;
                 c->rpc = call_init(&c->s, c->word);
-                c->limit = pl_timeout_init(&c->rpc.base, OP_LIMIT);
+                c->limit = pl_timeout_make(&c->rpc.base, OP_LIMIT);
                 PL_AWAIT(cx, &c->limit);
                 c->answer = call_answer(&c->limit, &c->rpc);
                 if (c->answer < 0) {

@@ -79,7 +79,7 @@ static pl_poll_result server_poll(pl_future *f, pl_context *cx)
     server *self = (server *)f;
     PL_ASYNC_BEGIN(self);
     for (;;) {
-        self->acc = pl_tcp_accept_init(&self->st->l);
+        self->acc = pl_tcp_accept_make(&self->st->l);
         PL_AWAIT(cx, &self->acc);
         if (self->acc.result != 0) {
             continue;
@@ -168,7 +168,7 @@ static pl_poll_result client_poll(pl_future *f, pl_context *cx)
             while (self->wr.result >= 0 && self->got < sizeof self->answer) {
                 self->rd = pl_tcp_read(&self->s, (char *)&self->answer + self->got,
                                        sizeof self->answer - self->got);
-                self->wait = pl_timeout_init(&self->rd.base, ANSWER_NS);
+                self->wait = pl_timeout_make(&self->rd.base, ANSWER_NS);
                 PL_AWAIT(cx, &self->wait);
                 if (!read_in_time(self)) {
                     break;

@@ -84,7 +84,7 @@ static pl_poll_result blog_acquire_poll(pl_future *f, pl_context *cx)
                 }
             }
             /* BUG (the buggy twin): queue without looking at the flag. */
-            self->freed = pl_notified_init(&l->freed);
+            self->freed = pl_notified_make(&l->freed);
             self->base.resume = ACQ_WAIT;
             break;
         default: /* ACQ_WAIT */
@@ -152,7 +152,7 @@ static pl_poll_result worker_poll(pl_future *f, pl_context *cx)
     PL_AWAIT(cx, &self->arrive);
     for (;;) {
         self->acq = blog_acquire_init(&self->st->lock);
-        self->attempt = pl_timeout_init(&self->acq.base, DEADLINE_NS);
+        self->attempt = pl_timeout_make(&self->acq.base, DEADLINE_NS);
         PL_AWAIT(cx, &self->attempt);
         if (self->attempt.result == 0) {
             break;

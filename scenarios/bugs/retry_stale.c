@@ -193,7 +193,7 @@ typedef struct worker {
 static void start_attempt(worker *self)
 {
     self->acq = pool_acquire_init(self->st);
-    self->attempt = pl_timeout_init(&self->acq.base, ATTEMPT_NS);
+    self->attempt = pl_timeout_make(&self->acq.base, ATTEMPT_NS);
 }
 
 static pl_poll_result worker_poll(pl_future *f, pl_context *cx)
@@ -203,7 +203,7 @@ static pl_poll_result worker_poll(pl_future *f, pl_context *cx)
     for (; self->done < REQUESTS; self->done++) {
         start_attempt(self);
         self->prepare = pl_sleep_for(PREPARE_NS);
-        self->both = pl_join2_init(&self->attempt.base, &self->prepare.base);
+        self->both = pl_join2_make(&self->attempt.base, &self->prepare.base);
         PL_AWAIT(cx, &self->both);
         while (self->attempt.result == PL_ETIMEDOUT) {
             self->st->retries++;

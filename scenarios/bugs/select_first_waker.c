@@ -96,7 +96,7 @@ static pl_poll_result progress_log_poll(pl_future *f, pl_context *cx)
     progress_log *self = (progress_log *)f;
     PL_ASYNC_BEGIN(self);
     for (;;) {
-        self->report = pl_notified_init(&self->st->progress);
+        self->report = pl_notified_make(&self->st->progress);
         PL_AWAIT(cx, &self->report);
         self->st->reports_logged++;
     }
@@ -131,7 +131,7 @@ static pl_poll_result runner_poll(pl_future *f, pl_context *cx)
     self->log = (progress_log){.base = PL_FUTURE_INIT(&progress_log_vt), .st = self->st};
     self->children[0] = &self->done.base;
     self->children[1] = &self->log.base;
-    self->sel = pl_select_init(self->children, 2);
+    self->sel = pl_select_make(self->children, 2);
     PL_AWAIT(cx, &self->sel);
     self->st->runner_saw_done = self->sel.index == 0;
     PL_ASYNC_END;

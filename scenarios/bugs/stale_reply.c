@@ -123,7 +123,7 @@ static pl_poll_result client_poll(pl_future *f, pl_context *cx)
             /* Read until the attempt's deadline or an answer. */
             do {
                 self->recv = pl_udp_recv_from(&st->client, &self->in, sizeof self->in);
-                self->attempt = pl_timeout_init(&self->recv.base, ATTEMPT_NS);
+                self->attempt = pl_timeout_make(&self->recv.base, ATTEMPT_NS);
                 PL_AWAIT(cx, &self->attempt);
             } while (self->attempt.result == 0 && !is_answer(self));
             if (self->attempt.result == 0) {

@@ -87,7 +87,7 @@ static pl_poll_result worker_poll(pl_future *f, pl_context *cx)
         }
         self->heartbeat = pl_sleep_for(HEARTBEAT_NS);
         PL_AWAIT(cx, &self->heartbeat);
-        self->work = pl_notified_init(&st->work);
+        self->work = pl_notified_make(&st->work);
         if (st->fixed) {
             /* FIX: link, then look. */
             if (pl_poll(&self->work.base, cx) == PL_READY) {
@@ -126,9 +126,9 @@ static pl_poll_result sweeper_poll(pl_future *f, pl_context *cx)
 {
     sweeper *self = (sweeper *)f;
     PL_ASYNC_BEGIN(self);
-    self->every = pl_interval_init(SWEEP_NS);
+    self->every = pl_interval_make(SWEEP_NS);
     for (;;) {
-        self->tick = pl_interval_tick_init(&self->every);
+        self->tick = pl_interval_tick_make(&self->every);
         PL_AWAIT(cx, &self->tick);
         self->st->sweeps++;
         pl_notify_waiters(&self->st->work);

@@ -82,7 +82,7 @@ static pl_poll_result writer_poll(pl_future *f, pl_context *cx)
         /* The check and the registration (the notified's first poll)
          * happen in one poll: no signal can fall between them. */
         while (j->flushed_seq < self->seq) {
-            self->flushed = pl_notified_init(&j->flushed);
+            self->flushed = pl_notified_make(&j->flushed);
             PL_AWAIT(cx, &self->flushed);
         }
         self->st->durable++;
@@ -124,9 +124,9 @@ static pl_poll_result flusher_poll(pl_future *f, pl_context *cx)
     flusher *self = (flusher *)f;
     journal *j = &self->st->j;
     PL_ASYNC_BEGIN(self);
-    self->every = pl_interval_init(TICK_NS);
+    self->every = pl_interval_make(TICK_NS);
     for (;;) {
-        self->tick = pl_interval_tick_init(&self->every);
+        self->tick = pl_interval_tick_make(&self->every);
         PL_AWAIT(cx, &self->tick);
         if (j->appended_seq == j->flushed_seq) {
             continue;

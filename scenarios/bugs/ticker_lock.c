@@ -8,7 +8,7 @@
  * job #3 is interactive and must have started within 4 ms. At 8 ms the
  * journal's owner takes the lock to close the journal. A watchdog
  * ticks every 5 ms forever (pl_interval) and sheds interactive jobs that
- * missed their start deadline (pl_task_abort). The watchdog is a
+ * missed their start deadline (pl_task_cancel). The watchdog is a
  * background task (pl_task_set_background): the program is done when
  * the jobs are. Jobs are abortable (pl_task_set_abortable), so with the
  * `cancel` decision on the simulator also cancels jobs that were woken
@@ -231,7 +231,7 @@ static void shed_late(lock_state *st, pl_time now)
         return;
     }
     if (!pl_task_is_finished(t) && !st->started[INTERACTIVE] && now > START_DEADLINE_NS) {
-        pl_task_abort(t); /* missed its start deadline: shed it */
+        pl_task_cancel(t); /* missed its start deadline: shed it */
         st->shed++;
     }
     if (pl_task_is_finished(t)) {
@@ -244,9 +244,9 @@ static pl_poll_result watchdog_poll(pl_future *f, pl_context *cx)
 {
     watchdog *self = (watchdog *)f;
     PL_ASYNC_BEGIN(self);
-    self->every = pl_interval_init(TICK_NS);
+    self->every = pl_interval_make(TICK_NS);
     for (;;) {
-        self->tick = pl_interval_tick_init(&self->every);
+        self->tick = pl_interval_tick_make(&self->every);
         PL_AWAIT(cx, &self->tick);
         self->st->ticks++;
         shed_late(self->st, pl_now(cx->ex));

@@ -90,11 +90,11 @@ static pl_poll_result idle_worker_poll(pl_future *f, pl_context *cx)
             continue;
         }
         /* The look above and the select's link happen in one poll. */
-        self->work = pl_notified_init(&st->work);
+        self->work = pl_notified_make(&st->work);
         self->idle = pl_sleep_for(IDLE_NS);
         self->children[0] = &self->work.base;
         self->children[1] = &self->idle.base;
-        self->sel = pl_select_init(self->children, 2);
+        self->sel = pl_select_make(self->children, 2);
         PL_AWAIT(cx, &self->sel);
         if (self->sel.index == 1) {
             st->idle_rounds++;
@@ -160,13 +160,13 @@ static pl_poll_result service_poll(pl_future *f, pl_context *cx)
 {
     service *self = (service *)f;
     PL_ASYNC_BEGIN(self);
-    self->every = pl_interval_init(HOUSEKEEPING_NS);
+    self->every = pl_interval_make(HOUSEKEEPING_NS);
     while (self->st->rounds < HOUSEKEEPING_ROUNDS) {
-        self->shutdown = pl_notified_init(&self->st->shutdown);
-        self->tick = pl_interval_tick_init(&self->every);
+        self->shutdown = pl_notified_make(&self->st->shutdown);
+        self->tick = pl_interval_tick_make(&self->every);
         self->children[0] = &self->shutdown.base;
         self->children[1] = &self->tick.base;
-        self->sel = pl_select_init(self->children, 2);
+        self->sel = pl_select_make(self->children, 2);
         PL_AWAIT(cx, &self->sel);
         if (self->sel.index == 0) {
             break;
@@ -228,9 +228,9 @@ static pl_poll_result ticker_poll(pl_future *f, pl_context *cx)
 {
     ticker *self = (ticker *)f;
     PL_ASYNC_BEGIN(self);
-    self->every = pl_interval_init(PERIOD_NS);
+    self->every = pl_interval_make(PERIOD_NS);
     while (self->st->produced < BATCHES) {
-        self->tick = pl_interval_tick_init(&self->every);
+        self->tick = pl_interval_tick_make(&self->every);
         PL_AWAIT(cx, &self->tick);
         self->st->produced++;
         pl_notify_waiters(&self->st->ready);
@@ -256,7 +256,7 @@ static pl_poll_result consumer_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_BEGIN(self);
     while (st->consumed < BATCHES) {
         /* Link, then look. */
-        self->ready = pl_notified_init(&st->ready);
+        self->ready = pl_notified_make(&st->ready);
         if (pl_poll(&self->ready.base, cx) == PL_PENDING && st->produced == st->consumed) {
             PL_AWAIT(cx, &self->ready);
             continue;

@@ -89,7 +89,7 @@ static pl_poll_result producer_poll(pl_future *f, pl_context *cx)
             xchan_push(&st->x, self->i, false);
         } else {
             self->value = (uint64_t)self->i;
-            self->send = pl_mpsc_send_init(&st->ch, &self->value);
+            self->send = pl_mpsc_send_make(&st->ch, &self->value);
             PL_AWAIT(cx, &self->send); /* BUG: wakes core 1's task from core 0 */
         }
     }
@@ -167,7 +167,7 @@ static pl_poll_result consumer_poll(pl_future *f, pl_context *cx)
     }
     PL_ASYNC_BEGIN(self);
     for (;;) {
-        self->recv = pl_mpsc_recv_init(&st->ch, &self->value);
+        self->recv = pl_mpsc_recv_make(&st->ch, &self->value);
         PL_AWAIT(cx, &self->recv);
         if (self->recv.result != 0) {
             break; /* closed */

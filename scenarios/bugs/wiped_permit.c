@@ -172,7 +172,7 @@ static pl_poll_result impatient_poll(pl_future *f, pl_context *cx)
     self->listen = bell_listen_init(&self->st->bell);
     self->branches[0] = &self->deadline.base;
     self->branches[1] = &self->listen.base;
-    self->sel = pl_select_init(self->branches, 2);
+    self->sel = pl_select_make(self->branches, 2);
     PL_AWAIT(cx, &self->sel);
     if (self->sel.index == 0) {
         self->st->gave_up++;

@@ -146,7 +146,7 @@ static pl_poll_result handle_reading(handle *self, pl_context *cx)
 {
     for (;;) {
         if (conn_take_line(self->c, self->line)) {
-            self->lock = pl_mutex_lock_init(&self->table->lock);
+            self->lock = pl_mutex_lock_make(&self->table->lock);
             self->phase = HANDLE_STORING;
             return PL_READY;
         }
@@ -287,7 +287,7 @@ static pl_poll_result server_poll(pl_future *f, pl_context *cx)
 {
     server *self = (server *)f;
     PL_ASYNC_BEGIN(self);
-    self->accept = pl_tcp_accept_init(&self->st->listener);
+    self->accept = pl_tcp_accept_make(&self->st->listener);
     PL_AWAIT(cx, &self->accept);
     /* One connection is all this lesson serves: stop listening. */
     pl_tcp_listener_close(&self->st->listener);
@@ -348,7 +348,7 @@ static pl_poll_result client_poll(pl_future *f, pl_context *cx)
     client *self = (client *)f;
     kv_state *st = self->st;
     PL_ASYNC_BEGIN(self);
-    self->connect = pl_tcp_connect_init((struct sockaddr *)&st->addr, st->addr_len);
+    self->connect = pl_tcp_connect_make((struct sockaddr *)&st->addr, st->addr_len);
     PL_AWAIT(cx, &self->connect);
     if (self->connect.result < 0) {
         st->client_error = self->connect.result;

@@ -72,7 +72,7 @@ static pl_poll_result doubler_poll(pl_future *f, pl_context *cx)
      * the task's own struct, and the join points at them. */
     self->a = double_after_init(10);
     self->b = double_after_init(20);
-    self->both = pl_join2_init(&self->a.base, &self->b.base);
+    self->both = pl_join2_make(&self->a.base, &self->b.base);
     PL_AWAIT(cx, &self->both);
     self->st->total = self->a.out + self->b.out;
     self->st->elapsed_ns = pl_now(cx->ex) - self->start_ns;

@@ -120,7 +120,7 @@ static pl_poll_result worker_poll(pl_future *f, pl_context *cx)
     outbox_state *st = self->st;
     PL_ASYNC_BEGIN(self);
     while (st->relayed < ITEMS) {
-        self->wait = pl_notified_init(&st->signal);
+        self->wait = pl_notified_make(&st->signal);
         PL_AWAIT(cx, &self->wait);
         self->batch_len = outbox_take_all(st, self->batch);
         if (self->batch_len == 0) {

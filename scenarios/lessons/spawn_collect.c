@@ -94,7 +94,7 @@ static pl_poll_result collector_poll(pl_future *f, pl_context *cx)
         return PL_READY;
     }
     for (self->i = 0; self->i < WORKERS; self->i++) {
-        self->join = pl_join_init(self->workers[self->i]);
+        self->join = pl_join_make(self->workers[self->i]);
         PL_AWAIT(cx, &self->join);
         if (self->join.result != 0) {
             self->st->error = self->join.result; /* PL_ECANCELED */

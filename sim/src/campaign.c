@@ -1,8 +1,7 @@
-/* sim/src/campaign.c: campaigns in the library (pl_sim_campaign,
- * pl_sim_campaign_run) and the pieces the CLI's workers and parent share
- * with them (campaign.h): one seed with the determinism check, the tally
- * of distinct schedules and pl_sometimes counters, the pl_sometimes
- * verdict. */
+/* sim/src/campaign.c: campaigns in the library (pl_sim_campaign) and
+ * the pieces the CLI's workers and parent share with them (campaign.h):
+ * one seed with the determinism check, the tally of distinct schedules
+ * and pl_sometimes counters, the pl_sometimes verdict. */
 #include "campaign.h"
 #include "run.h"
 
@@ -417,8 +416,7 @@ static void sometimes_verdict(const pl_scenario *sc, pl__campaign_tally *t,
     }
 }
 
-int pl_sim_campaign_run(const pl_scenario *sc, const pl_campaign_options *opts,
-                        pl_campaign_result *out)
+int pl_sim_campaign(const pl_scenario *sc, const pl_campaign_options *opts, pl_campaign_result *out)
 {
     memset(out, 0, sizeof *out);
     pl_sim_options o;
@@ -471,16 +469,4 @@ int pl_sim_campaign_run(const pl_scenario *sc, const pl_campaign_options *opts,
     out->distinct_hashes = t.hashes.count;
     pl__campaign_tally_free(&t);
     return rc;
-}
-
-int pl_sim_campaign(const pl_scenario *sc, uint64_t seed_lo, uint64_t seed_hi,
-                    const pl_sim_options *opts, bool stop_at_first, pl_campaign_result *out)
-{
-    pl_campaign_options co;
-    pl_campaign_options_default(&co);
-    co.seed_lo = seed_lo;
-    co.seed_hi = seed_hi;
-    co.sim = opts;
-    co.stop_at_first = stop_at_first;
-    return pl_sim_campaign_run(sc, &co, out);
 }

@@ -1,5 +1,5 @@
 /* sim/src/campaign.h: the parts of a campaign (many seeds of one
- * scenario) that pl_sim_campaign_run and the CLI's `run` share, so that
+ * scenario) that pl_sim_campaign and the CLI's `run` share, so that
  * both give the same findings for the same range:
  *  - seed ranges: a range split across shards and workers (slices);
  *  - one seed: the run, then (when asked) the determinism check, which
@@ -82,7 +82,7 @@ uint32_t *pl__campaign_sites_snapshot(size_t *n);
 /* A PL_BUGGIFY site over a campaign. Plain bytes (no pointer), so a
  * worker sends its array to the parent as it is. */
 typedef struct pl__cover_buggify {
-    uint64_t key;          /* the site's decision key (pl_site_key) */
+    uint64_t key;          /* the site's decision key (pl__site_key) */
     uint64_t reached;      /* evaluations */
     uint64_t runs_enabled; /* runs in which it was enabled */
     uint64_t fired;        /* evaluations that fired */

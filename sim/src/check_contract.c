@@ -28,7 +28,7 @@ void pl__contract_init(pl__sim *s, const pl_sim_options *o)
  * says which option tells the two apart. */
 static void hint_poll_cost(pl__sim *s)
 {
-    pl_time next = pl_executor_next_timer(s->ex);
+    pl_time next = pl__executor_next_timer(s->ex);
     if (s->opts.poll_cost_ns != 0 || next == PL_TIME_NEVER) {
         return;
     }

@@ -328,7 +328,7 @@ static pl_poll_result probe_poll(pl__sim *s, pl_task *t, bool *woke)
     uint32_t spawned = s->tasks_spawned;
     s->probe_arms_len = 0;
     s->polling_probe = true;
-    pl_poll_result r = pl_executor_probe(s->ex, t);
+    pl_poll_result r = pl__executor_probe(s->ex, t);
     s->polling_probe = false;
     *woke = s->woken_in_poll || s->woke_other || s->tasks_spawned != spawned;
     return r;
@@ -370,7 +370,7 @@ static bool probe_task_as(pl__sim *s, uint32_t id, const char *where, const char
         .parked_ns = ti->parked_ns,
         .at_ns = s->now,
     };
-    size_t size = pl_task_future_size(t);
+    size_t size = pl__task_future_size(t);
     /* A copy on the stack compares cheapest; a future too big for it is
      * compared by a 128-bit hash. Neither allocates. */
     unsigned char copy[PROBE_COPY_MAX];
@@ -428,7 +428,7 @@ static void woken_text(char *buf, size_t len, const char *lead, pl_time woken_ns
 static bool rescue_probe(pl__sim *s)
 {
     uint64_t seq = 0;
-    pl_task *t = pl_executor_next_timer_task(s->ex, &seq);
+    pl_task *t = pl__executor_next_timer_task(s->ex, &seq);
     if (t == NULL) {
         return false;
     }
@@ -437,7 +437,7 @@ static bool rescue_probe(pl__sim *s)
     if (pl__oracle_live_clones(&s->tasks[id]) < 2 || !suspect(s, id)) {
         return false;
     }
-    pl_time fire_ns = pl_executor_next_timer(s->ex);
+    pl_time fire_ns = pl__executor_next_timer(s->ex);
     uint32_t armer = seq < s->armers_cap ? s->armers[seq] : 0;
     char armed_by[96] = "code outside any poll";
     if (armer != 0) {
@@ -721,7 +721,7 @@ static bool timer_held(const uint32_t *timer_ids, size_t n, uint32_t id)
 static uint32_t keep_start(pl__sim *s)
 {
     uint32_t timer_ids[KEEP_TIMERS_MAX];
-    size_t timers = pl_executor_timers(s->ex);
+    size_t timers = pl__executor_timer_count(s->ex);
     s->keep_step = 0;
     /* A busy program moves its parked tasks all the time: a watch that
      * ended is tried again a fraction of the horizon later, so the scans
@@ -734,7 +734,7 @@ static uint32_t keep_start(pl__sim *s)
         pl_executor_live_tasks(s->ex) - pl_executor_live_background(s->ex) <= timers) {
         return 0;
     }
-    size_t held = pl_executor_timer_task_ids(s->ex, timer_ids, KEEP_TIMERS_MAX);
+    size_t held = pl__executor_timer_task_ids(s->ex, timer_ids, KEEP_TIMERS_MAX);
     uint32_t marked = 0;
     for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
         pl__task_info *ti = &s->tasks[id];
@@ -762,8 +762,8 @@ static uint32_t keep_start(pl__sim *s)
 static bool keep_grew(pl__sim *s)
 {
     uint32_t timer_ids[KEEP_TIMERS_MAX];
-    size_t timers = pl_executor_timers(s->ex);
-    size_t held = pl_executor_timer_task_ids(s->ex, timer_ids, KEEP_TIMERS_MAX);
+    size_t timers = pl__executor_timer_count(s->ex);
+    size_t held = pl__executor_timer_task_ids(s->ex, timer_ids, KEEP_TIMERS_MAX);
     for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
         pl__task_info *ti = &s->tasks[id];
         if (ti->keep_parked && (timers > KEEP_TIMERS_MAX || timer_held(timer_ids, held, id))) {
@@ -796,12 +796,12 @@ static void list_keepers(pl__sim *s, char *buf, size_t len)
     }
     used = used < len ? used : len - 1;
     uint64_t seq = 0;
-    pl_task *next = pl_executor_next_timer_task(s->ex, &seq);
+    pl_task *next = pl__executor_next_timer_task(s->ex, &seq);
     if (next != NULL && used < len - 1) {
         uint32_t armer = seq < s->armers_cap ? s->armers[seq] : 0;
         snprintf(buf + used, len - used, "; next, timer #%llu armed by '%s' (#%u) wakes '%s' (#%u) at %.3f ms",
                  (unsigned long long)seq, pl__run_name_of(s, armer), armer, pl_task_name(next),
-                 pl_task_id(next), ms(pl_executor_next_timer(s->ex)));
+                 pl_task_id(next), ms(pl__executor_next_timer(s->ex)));
     }
 }
 
@@ -896,7 +896,7 @@ bool pl__probe_point(pl__sim *s)
     s->points++;
     size_t background = pl_executor_live_background(s->ex);
     if (background > 0 && pl_executor_live_tasks(s->ex) > background &&
-        !pl_executor_timers_wake_foreground(s->ex)) {
+        !pl__executor_timers_wake_foreground(s->ex)) {
         s->keep_step = 0; /* the tasks' quiet_rounds count background rounds now */
         if (background_only(s)) {
             return true;
@@ -942,7 +942,7 @@ void pl__probe_time_limit(pl__sim *s)
     s->stuck_finding = true;
     uint32_t n;
     uint32_t *ids = parked_by_age(s, false, &n);
-    size_t timers = pl_executor_timers(s->ex);
+    size_t timers = pl__executor_timer_count(s->ex);
     uint32_t *timer_ids = malloc((timers + 1) * sizeof *timer_ids);
     if (ids == NULL || timer_ids == NULL) {
         free(ids);
@@ -950,7 +950,7 @@ void pl__probe_time_limit(pl__sim *s)
         pl__sim_finding(s, PL_FINDING_ASSERTION, NULL, "simulator out of memory");
         return;
     }
-    size_t held = pl_executor_timer_task_ids(s->ex, timer_ids, timers);
+    size_t held = pl__executor_timer_task_ids(s->ex, timer_ids, timers);
     if (!probe_all(s, ids, n, "at the virtual time limit") && !waits_hold(s, ids, n)) {
         char stuck[700], waiting[300];
         size_t su = 0, wu = 0;

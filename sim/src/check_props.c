@@ -48,7 +48,7 @@ void pl__eventually(bool ok, const char *msg, const char *file, int line, const 
         return;
     }
     bool created;
-    pl__site *site = pl__site_lookup(&s->eventually, pl_site_key(file, line), &created);
+    pl__site *site = pl__site_lookup(&s->eventually, pl__site_key(file, line), &created);
     if (site == NULL) {
         /* A property the end of the run would not check must not pass. */
         pl__sim_finding(s, PL_FINDING_ASSERTION, pl__sim_polled(s),

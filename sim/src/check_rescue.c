@@ -101,7 +101,7 @@ static void on_bcast_end(pl__sim *s, uint64_t key)
         pl__rescue_task *rt = &r->tasks[id];
         if (rt->key == key && rt->released != r->bcast_num && rt->missed_step == 0 &&
             s->tasks[id].task != NULL && id != s->polling &&
-            !pl_task_is_scheduled(s->tasks[id].task)) {
+            !pl__task_is_scheduled(s->tasks[id].task)) {
             rt->missed_step = s->step;
             rt->missed_ns = s->now;
             rt->missed_by = s->polling;
@@ -166,13 +166,13 @@ void pl__rescue_point(pl__sim *s)
     r->doom_seq = 0;
     r->doom_woke = 0;
     if (r->bcast_num == 0 || s->follow.active || s->finding.kind != PL_FINDING_NONE ||
-        pl_executor_timers(s->ex) != 1 || pl__threads_active(&s->threads)) {
+        pl__executor_timer_count(s->ex) != 1 || pl__threads_active(&s->threads)) {
         return;
     }
     uint64_t seq = 0;
-    (void)pl_executor_next_timer_task(s->ex, &seq);
+    (void)pl__executor_next_timer_task(s->ex, &seq);
     r->doom_seq = seq;
-    r->doom_deadline_ns = pl_executor_next_timer(s->ex);
+    r->doom_deadline_ns = pl__executor_next_timer(s->ex);
 }
 
 /* Task `id` waits on the notify it missed a broadcast of, and nothing

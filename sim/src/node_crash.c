@@ -4,7 +4,7 @@
  * Order: the tasks are forgotten first (none can run again), then the
  * I/O sources that name them are freed and their sockets closed, then
  * the disk crashes, then the node's memory goes. Task memory stays with
- * the executor until the run ends (pl_executor_forget_task): wakers that
+ * the executor until the run ends (pl__executor_forget_task): wakers that
  * other code still holds into it stay safe to wake and drop.
  *
  * The end of a run releases what every node (and the scenario) still
@@ -24,7 +24,7 @@ static void forget_tasks(pl__sim *s, uint32_t n)
         /* A finished one too: its handles and timers may live in the
          * node's memory, which is about to go. */
         ti->forgotten = true;
-        pl_executor_forget_task(s->ex, ti->task);
+        pl__executor_forget_task(s->ex, ti->task);
     }
 }
 
@@ -56,7 +56,7 @@ static void close_sockets(pl__sim *s, uint32_t n)
         if (e == NULL || e->node != n) {
             continue;
         }
-        pl_io_source_forget(e->src);
+        pl__io_source_forget(e->src);
         if (e->kind == EP_STREAM && e->state == ST_CONNECTED) {
             crash_conn(s, r, e);
         }
@@ -69,7 +69,7 @@ static void close_sockets(pl__sim *s, uint32_t n)
 static void forget_disk_sources(pl__disk *d)
 {
     for (size_t i = 0; d != NULL && i < d->handles_len; i++) {
-        pl_io_source_forget(d->handles[i].src);
+        pl__io_source_forget(d->handles[i].src);
         d->handles[i].src = NULL;
     }
 }
@@ -109,7 +109,7 @@ void pl__nodes_end_run(pl__sim *s)
     pl__reactor *r = s->reactor;
     for (size_t i = 0; r != NULL && i < r->handles_len; i++) {
         if (r->handles[i] != NULL) {
-            pl_io_source_forget(r->handles[i]->src);
+            pl__io_source_forget(r->handles[i]->src);
         }
     }
     /* Each deregistration reaches the disk of the node set as booting

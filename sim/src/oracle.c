@@ -58,7 +58,7 @@ static void on_spawn(void *ud, pl_task *t, const char *where, const char *func)
     if (node != 0) {
         /* Every report and the record name it "node2/worker" this way. */
         key.name = pl__node_task_name(s, node, key.name);
-        pl_task_rename(t, key.name);
+        pl__task_rename(t, key.name);
     }
     const pl__spawn_kind *kind = pl__spawn_kind_fast(s, &key);
     if (kind == NULL) {

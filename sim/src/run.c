@@ -267,7 +267,7 @@ static void run_escapable(pl__sim *s, const pl_scenario *sc, void *state)
         s->polling = 0;
         s->polling_probe = false;
         pl__progress_idle();
-        pl_executor_abandon_poll(s->ex);
+        pl__executor_abandon_poll(s->ex);
         return;
     }
     int rc = pl_run(s->ex);
@@ -276,7 +276,7 @@ static void run_escapable(pl__sim *s, const pl_scenario *sc, void *state)
      * woke a task (threads/sched.c). */
     while (rc == PL_EDEADLK && pl__threads_active(&s->threads) && !s->stopped) {
         pl__threads_idle(s);
-        if (s->stopped || (pl_executor_runnable(s->ex) == 0 && !s->remote_pending)) {
+        if (s->stopped || (pl__executor_runnable_count(s->ex) == 0 && !s->remote_pending)) {
             break;
         }
         rc = pl_run(s->ex);

@@ -35,7 +35,7 @@ static uint32_t decide_buggify(pl__sim *s, uint64_t key)
         /* Answering 0 alone would turn the site off unnoticed: the run
          * would pass for one that tested it. Say so and stop the run. */
         char what[256];
-        const pl_source_site *at = pl_executor_buggify_site(s->ex);
+        const pl_source_site *at = pl__executor_buggify_site(s->ex);
         if (at != NULL) {
             snprintf(what, sizeof what, "no room for buggify site %s:%d (%s)",
                      pl__site_base(at->file), at->line, at->func);
@@ -48,7 +48,7 @@ static uint32_t decide_buggify(pl__sim *s, uint64_t key)
     }
     if (created) {
         /* Where the site is written, for explanations and coverage. */
-        const pl_source_site *at = pl_executor_buggify_site(s->ex);
+        const pl_source_site *at = pl__executor_buggify_site(s->ex);
         if (at != NULL) {
             site->file = at->file;
             site->line = at->line;
@@ -92,7 +92,7 @@ static pl_task *parked_task(pl__sim *s, uint32_t id)
 static void inject_spurious(pl__sim *s, bool at_point)
 {
     uint32_t n = s->tasks_spawned + 1;
-    if (pl_executor_live_tasks(s->ex) == pl_executor_runnable(s->ex) || n < 2) {
+    if (pl_executor_live_tasks(s->ex) == pl__executor_runnable_count(s->ex) || n < 2) {
         return;
     }
     /* At a timer-quiescent point an injected wake or poll that lets a
@@ -105,7 +105,7 @@ static void inject_spurious(pl__sim *s, bool at_point)
             return;
         }
         s->injecting = true;
-        pl_executor_wake_task(s->ex, t);
+        pl__executor_wake_task(s->ex, t);
         s->injecting = false;
         return;
     }
@@ -114,7 +114,7 @@ static void inject_spurious(pl__sim *s, bool at_point)
         return; /* a probe that changed nothing was the spurious poll */
     }
     s->polling_probe = true;
-    pl_executor_probe(s->ex, t);
+    pl__executor_probe(s->ex, t);
     s->polling_probe = false;
 }
 
@@ -170,7 +170,7 @@ static int sim_wait(void *self, pl_executor *ex, pl_time deadline_ns)
     (void)ex;
     size_t background = pl_executor_live_background(s->ex);
     if (s->stopped || (background > 0 && pl_executor_live_tasks(s->ex) == background &&
-                       pl_executor_runnable(s->ex) == 0)) {
+                       pl__executor_runnable_count(s->ex) == 0)) {
         return 0; /* only background work is left, all parked: pl_run returns */
     }
     s->firing_seq = 0;
@@ -188,7 +188,7 @@ static int sim_wait(void *self, pl_executor *ex, pl_time deadline_ns)
         }
         thread_next = pl__threads_next_wake(s);
     }
-    bool runnable = pl_executor_runnable(s->ex) > 0;
+    bool runnable = pl__executor_runnable_count(s->ex) > 0;
     pl_time io_next = s->reactor != NULL ? pl__reactor_next_event(s->reactor) : PL_TIME_NEVER;
     pl_time disk_next = pl__nodes_next_event(s);
     io_next = disk_next < io_next ? disk_next : io_next;
@@ -216,7 +216,7 @@ static int sim_wait(void *self, pl_executor *ex, pl_time deadline_ns)
     if (s->stopped) {
         return 0;
     }
-    if (pl_executor_runnable(s->ex) > 0) {
+    if (pl__executor_runnable_count(s->ex) > 0) {
         runnable = true;
     }
     if (!runnable && next != PL_TIME_NEVER) {

@@ -109,7 +109,7 @@ static bool reserve_ids(pl__strategy *st, uint32_t n)
  * when they cannot be read (the caller then keeps the source's value). */
 static bool candidates(pl__strategy *st, uint32_t n)
 {
-    return reserve_ids(st, n) && pl_executor_runnable_ids(st->sim->ex, st->ids, n) == n;
+    return reserve_ids(st, n) && pl__executor_runnable_ids(st->sim->ex, st->ids, n) == n;
 }
 
 /* ---- Fairness ----------------------------------------------------------- */

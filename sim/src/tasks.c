@@ -126,7 +126,7 @@ uint32_t pl__oracle_live_clones(const pl__task_info *ti)
 /* The task polling when the latest clone was made (0: outside polls). */
 uint32_t pl__oracle_clone_holder(const pl__task_info *ti, uint32_t id)
 {
-    if (ti->task != NULL && !pl_task_cloned_elsewhere(ti->task)) {
+    if (ti->task != NULL && !pl__task_cloned_elsewhere(ti->task)) {
         return id;
     }
     return ti->clone_holder;
@@ -135,7 +135,7 @@ uint32_t pl__oracle_clone_holder(const pl__task_info *ti, uint32_t id)
 bool pl__oracle_is_parked(const pl__task_info *ti)
 {
     return ti->task != NULL && !pl_task_is_finished(ti->task) &&
-           !pl_task_is_scheduled(ti->task);
+           !pl__task_is_scheduled(ti->task);
 }
 
 const char *pl__oracle_holder_name(pl__sim *s, uint32_t id)

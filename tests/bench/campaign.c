@@ -29,7 +29,8 @@ static int campaign_one(const char *name, uint64_t seeds)
     }
     pl_campaign_result r;
     uint64_t t0 = bench_clock_ns();
-    int rc = pl_sim_campaign(sc, 1, seeds, NULL, true, &r);
+    int rc = pl_sim_campaign(
+        sc, &(pl_campaign_options){.seed_lo = 1, .seed_hi = seeds, .stop_at_first = true}, &r);
     uint64_t elapsed = bench_clock_ns() - t0;
     if (rc != 0) {
         bench_fail("campaign", "%s: the campaign did not run: %s", name, pl_strerror(rc));

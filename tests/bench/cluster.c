@@ -99,7 +99,7 @@ static pl_poll_result cluster_main_poll(pl_future *f, pl_context *cx)
         return PL_READY; /* out of memory: the check reports it */
     }
     for (self->i = 0; self->i < CLUSTER_HOSTS; self->i++) {
-        self->join = pl_join_init(self->senders[self->i]);
+        self->join = pl_join_make(self->senders[self->i]);
         PL_AWAIT(cx, &self->join);
         pl_task_release(self->senders[self->i]);
         self->senders[self->i] = NULL;

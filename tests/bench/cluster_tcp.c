@@ -178,7 +178,7 @@ static pl_poll_result stream_acceptor_poll(pl_future *f, pl_context *cx)
     stream_acceptor *self = (stream_acceptor *)f;
     PL_ASYNC_BEGIN(self);
     for (;;) {
-        self->acc = pl_tcp_accept_init(&self->st->l[self->host]);
+        self->acc = pl_tcp_accept_make(&self->st->l[self->host]);
         PL_AWAIT(cx, &self->acc);
         if (self->acc.result == 0) {
             stream_reader r = {.base = PL_FUTURE_INIT(&stream_reader_vtable),

@@ -61,7 +61,7 @@ static pl_poll_result worker_poll(pl_future *f, pl_context *cx)
     uint64_t x;
     PL_ASYNC_BEGIN(self);
     for (;;) {
-        self->wait = pl_notified_init(&self->st->signal);
+        self->wait = pl_notified_make(&self->st->signal);
         PL_AWAIT(cx, &self->wait);
         while (outbox_pop(st, &x)) {
             st->relayed++;
@@ -134,7 +134,7 @@ static pl_poll_result outbox_main_poll(pl_future *f, pl_context *cx)
         return PL_READY; /* out of memory: the check reports it */
     }
     for (self->i = 0; self->i <= OUTBOX_WORKERS; self->i++) {
-        self->join = pl_join_init(self->tasks[self->i]);
+        self->join = pl_join_make(self->tasks[self->i]);
         PL_AWAIT(cx, &self->join);
     }
     bench_region_end(cx->ex);

@@ -36,7 +36,7 @@ static pl_poll_result ping_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_BEGIN(self);
     for (self->i = 0; self->i < self->st->n; self->i++) {
         pl_notify_one(&self->st->b);
-        self->wait = pl_notified_init(&self->st->a);
+        self->wait = pl_notified_make(&self->st->a);
         PL_AWAIT(cx, &self->wait);
         self->st->ping_rounds++;
     }
@@ -48,7 +48,7 @@ static pl_poll_result pong_poll(pl_future *f, pl_context *cx)
     pp_side *self = (pp_side *)f;
     PL_ASYNC_BEGIN(self);
     for (self->i = 0; self->i < self->st->n; self->i++) {
-        self->wait = pl_notified_init(&self->st->b);
+        self->wait = pl_notified_make(&self->st->b);
         PL_AWAIT(cx, &self->wait);
         pl_notify_one(&self->st->a);
         self->st->pong_rounds++;
@@ -86,9 +86,9 @@ static pl_poll_result pp_main_poll(pl_future *f, pl_context *cx)
     if (self->rc != 0) {
         return PL_READY; /* out of memory: the check reports it */
     }
-    self->join = pl_join_init(self->ping);
+    self->join = pl_join_make(self->ping);
     PL_AWAIT(cx, &self->join);
-    self->join = pl_join_init(self->pong);
+    self->join = pl_join_make(self->pong);
     PL_AWAIT(cx, &self->join);
     bench_region_end(cx->ex);
     pl_task_release(self->ping);

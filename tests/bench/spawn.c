@@ -40,7 +40,7 @@ static pl_poll_result gate_task_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_BEGIN(self);
     self->gate->parked++;
     while (!self->gate->open) {
-        self->wait = pl_notified_init(&self->gate->notify);
+        self->wait = pl_notified_make(&self->gate->notify);
         PL_AWAIT(cx, &self->wait);
     }
     PL_ASYNC_END;
@@ -82,7 +82,7 @@ static pl_poll_result spawn_main_poll(pl_future *f, pl_context *cx)
     st->gate.open = true;
     pl_notify_waiters(&st->gate.notify);
     for (self->i = 0; self->i < self->st->n; self->i++) {
-        self->join = pl_join_init(self->st->handles[self->i]);
+        self->join = pl_join_make(self->st->handles[self->i]);
         PL_AWAIT(cx, &self->join);
         self->st->joined += self->join.result == 0;
     }

@@ -101,8 +101,8 @@ static int th_check(pl_executor *ex, void *state, char *msg, size_t len)
         return 1;
     }
     bench_region_end(ex);
-    pl_thread_sem_destroy(&st->a);
-    pl_thread_sem_destroy(&st->b);
+    pl_thread_sem_finish(&st->a);
+    pl_thread_sem_finish(&st->b);
     if (st->rounds != st->n) {
         snprintf(msg, len, "rounds %llu, want %llu", (unsigned long long)st->rounds,
                  (unsigned long long)st->n);

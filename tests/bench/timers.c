@@ -105,7 +105,7 @@ static pl_poll_result timers_main_poll(pl_future *f, pl_context *cx)
         return PL_READY; /* out of memory: the check reports it */
     }
     for (self->i = 0; self->i < self->st->n; self->i++) {
-        self->join = pl_join_init(self->st->handles[self->i]);
+        self->join = pl_join_make(self->st->handles[self->i]);
         PL_AWAIT(cx, &self->join);
         self->st->joined += self->join.result == 0;
     }

@@ -28,7 +28,7 @@ static pl_poll_result filer_poll(pl_future *f, pl_context *cx)
     if (pl_dir_open(cx->ex, &p->dir, "d", true) != 0) {
         return PL_READY;
     }
-    p->op = pl_file_open_init(&p->dir, "tmp", PL_FILE_READ | PL_FILE_WRITE | PL_FILE_CREATE, 0);
+    p->op = pl_file_open_make(&p->dir, "tmp", PL_FILE_READ | PL_FILE_WRITE | PL_FILE_CREATE, 0);
     PL_AWAIT(cx, &p->op);
     p->file = pl_file_open_take(&p->op);
     memset(p->buf, 'z', sizeof p->buf);

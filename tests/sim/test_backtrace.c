@@ -47,7 +47,7 @@ static pl_poll_result inner_poll(pl_future *f, pl_context *cx)
 {
     inner *self = (inner *)f;
     PL_ASYNC_BEGIN(self);
-    self->wait = pl_notified_init(&self->st->never);
+    self->wait = pl_notified_make(&self->st->never);
     AWAIT_AT(inner_line, cx, &self->wait);
     PL_ASYNC_END;
 }
@@ -189,9 +189,9 @@ static pl_poll_result ticking_poll(pl_future *f, pl_context *cx)
 {
     ticking *self = (ticking *)f;
     PL_ASYNC_BEGIN(self);
-    self->iv = pl_interval_init(5 * PL_MS);
+    self->iv = pl_interval_make(5 * PL_MS);
     for (;;) {
-        self->tick = pl_interval_tick_init(&self->iv);
+        self->tick = pl_interval_tick_make(&self->iv);
         AWAIT_AT(tick_line, cx, &self->tick);
     }
     PL_ASYNC_END;
@@ -236,10 +236,10 @@ static pl_poll_result picker_poll(pl_future *f, pl_context *cx)
     picker *self = (picker *)f;
     PL_ASYNC_BEGIN(self);
     self->first = (inner){.base = PL_FUTURE_INIT(&inner_vt), .st = self->st};
-    self->second = pl_notified_init(&self->st->never);
+    self->second = pl_notified_make(&self->st->never);
     self->branches[0] = &self->first.base;
     self->branches[1] = &self->second.base;
-    self->sel = pl_select_init(self->branches, 2);
+    self->sel = pl_select_make(self->branches, 2);
     AWAIT_AT(picker_line, cx, &self->sel);
     PL_ASYNC_END;
 }

@@ -253,7 +253,7 @@ static pl_poll_result aborter_poll(pl_future *f, pl_context *cx)
 {
     (void)cx;
     quiet_state *st = ((aborter *)f)->st;
-    pl_task_abort(st->victim);
+    pl_task_cancel(st->victim);
     pl_task_release(st->victim);
     st->victim = NULL;
     return PL_READY;
@@ -276,7 +276,7 @@ static pl_poll_result racer_poll(pl_future *f, pl_context *cx)
     self->slow = pl_sleep_for(5 * PL_MS);
     self->kids[0] = &self->fast.base;
     self->kids[1] = &self->slow.base;
-    self->race = pl_select_init(self->kids, 2);
+    self->race = pl_select_make(self->kids, 2);
     PL_AWAIT(cx, &self->race);
     PL_ASYNC_END;
 }
@@ -506,7 +506,10 @@ LEAK_TEST(budget, a_wide_finite_poll_passes_the_defaults)
 {
     pl_campaign_result cr;
     const pl_scenario *sc = pl_scenario_find("budget_wide");
-    cr_assert_eq(pl_sim_campaign(sc, 0, 19, NULL, true, &cr), 0);
+    cr_assert_eq(
+        pl_sim_campaign(
+            sc, &(pl_campaign_options){.seed_lo = 0, .seed_hi = 19, .stop_at_first = true}, &cr),
+        0);
     cr_assert_eq(cr.findings, 0, "%s", cr.first.message);
     pl_sim_options o;
     pl_sim_options_default(&o);
@@ -553,7 +556,10 @@ LEAK_TEST(budget, aborts_select_losers_and_teardown_are_no_orphans)
 {
     pl_campaign_result cr;
     const pl_scenario *sc = pl_scenario_find("budget_quiet_drops");
-    cr_assert_eq(pl_sim_campaign(sc, 0, 1999, NULL, true, &cr), 0);
+    cr_assert_eq(
+        pl_sim_campaign(
+            sc, &(pl_campaign_options){.seed_lo = 0, .seed_hi = 1999, .stop_at_first = true}, &cr),
+        0);
     cr_assert_eq(cr.findings, 0, "seed %llu: %s: %s", (unsigned long long)cr.first_seed,
                  pl_finding_name(cr.first.kind), cr.first.message);
 }

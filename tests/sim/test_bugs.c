@@ -112,6 +112,16 @@ static void check_replay(const pl_scenario *sc, const pl_sim_options *base, uint
     pl_sim_result_free(&run);
 }
 
+/* Seeds 0..n-1 with o, stopping at the first finding. */
+static pl_campaign_options first_seeds(uint64_t n, const pl_sim_options *o)
+{
+    pl_campaign_options co;
+    pl_campaign_options_default(&co);
+    co.seed_hi = n - 1;
+    co.sim = o;
+    return co;
+}
+
 /* The bug scenario must produce its documented finding. */
 static void expect_finding(const char *name, const char *knobs)
 {
@@ -125,7 +135,8 @@ static void expect_finding(const char *name, const char *knobs)
     o.knobs = knobs;
     pl_campaign_result cr;
     double t0 = seconds_now();
-    cr_assert_eq(pl_sim_campaign(sc, 0, BUG_SEEDS - 1, &o, true, &cr), 0);
+    pl_campaign_options co = first_seeds(BUG_SEEDS, &o);
+    cr_assert_eq(pl_sim_campaign(sc, &co, &cr), 0);
     double dt = seconds_now() - t0;
 
     cr_assert_eq(cr.findings, 1, "%s: no finding in %d seeds", sc->name, BUG_SEEDS);
@@ -150,7 +161,8 @@ static void expect_clean(const char *name, const char *knobs, bool rotate)
     uint64_t seeds = fix_seeds();
     pl_campaign_result cr;
     double t0 = seconds_now();
-    cr_assert_eq(pl_sim_campaign(sc, 0, seeds - 1, &o, true, &cr), 0);
+    pl_campaign_options co = first_seeds(seeds, &o);
+    cr_assert_eq(pl_sim_campaign(sc, &co, &cr), 0);
     double dt = seconds_now() - t0;
     cr_assert_eq(cr.findings, 0, "%s: %s at seed %llu: %s", sc->name,
                  pl_finding_name(cr.first.kind), (unsigned long long)cr.first_seed,
@@ -240,7 +252,8 @@ static void expect_rescue_named(const char *name, const char *const *want, size_
     pl_sim_options o;
     pl_sim_options_default(&o);
     pl_campaign_result cr;
-    cr_assert_eq(pl_sim_campaign(sc, 0, BUG_SEEDS - 1, &o, true, &cr), 0);
+    pl_campaign_options co = first_seeds(BUG_SEEDS, &o);
+    cr_assert_eq(pl_sim_campaign(sc, &co, &cr), 0);
     cr_assert_eq(cr.first.kind, PL_FINDING_DEADLOCK, "%s", cr.first.message);
     for (size_t i = 0; i < n; i++) {
         cr_assert_not_null(strstr(cr.first.message, want[i]), "%s: no \"%s\" in: %s", name,
@@ -329,7 +342,8 @@ LEAK_TEST(bugs, wiped_permit_names_the_declared_condition)
     pl_sim_options o;
     pl_sim_options_default(&o);
     pl_campaign_result cr;
-    cr_assert_eq(pl_sim_campaign(sc, 0, BUG_SEEDS - 1, &o, true, &cr), 0);
+    pl_campaign_options co = first_seeds(BUG_SEEDS, &o);
+    cr_assert_eq(pl_sim_campaign(sc, &co, &cr), 0);
     cr_assert_eq(cr.first.kind, PL_FINDING_LOST_WAKEUP, "%s", cr.first.message);
     cr_assert_not_null(strstr(cr.first.message, "'patient' (#2) parked on bell (wiped_permit.c:"),
                        "%s", cr.first.message);
@@ -359,7 +373,8 @@ static void expect_invisible_without_rotation(const char *name)
     pl_sim_options_default(&o);
     o.rotate_wakers = false;
     pl_campaign_result cr;
-    cr_assert_eq(pl_sim_campaign(sc, 0, FIX_SEEDS - 1, &o, true, &cr), 0);
+    pl_campaign_options co = first_seeds(FIX_SEEDS, &o);
+    cr_assert_eq(pl_sim_campaign(sc, &co, &cr), 0);
     cr_assert_eq(cr.findings, 0, "%s without rotation: %s", sc->name, cr.first.message);
 }
 

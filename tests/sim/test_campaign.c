@@ -1,4 +1,4 @@
-/* tests/sim/test_campaign.c: pl_sim_campaign_run and the CLI's `run`
+/* tests/sim/test_campaign.c: pl_sim_campaign and the CLI's `run`
  * give the same findings for the same range: a pl_sometimes site never
  * true, sites of the scenario's own file never reached, and the
  * determinism check, on the CLI harness's scenarios. The CLI runs as
@@ -128,7 +128,7 @@ static pl_poll_result stuck_poll(pl_future *f, pl_context *cx)
     stuck *self = (stuck *)f;
     PL_ASYNC_BEGIN(self);
     pl_notify_init(&self->never);
-    self->wait = pl_notified_init(&self->never);
+    self->wait = pl_notified_make(&self->never);
     stuck_line = __LINE__ + 1;
     PL_AWAIT(cx, &self->wait);
     PL_ASYNC_END;
@@ -235,7 +235,7 @@ static void lib_run_with(const pl_scenario *sc, uint64_t hi, bool check_det,
     co.seed_hi = hi;
     co.check_determinism = check_det;
     co.sim = so;
-    cr_assert_eq(pl_sim_campaign_run(sc, &co, cr), 0);
+    cr_assert_eq(pl_sim_campaign(sc, &co, cr), 0);
 }
 
 static void lib_run(const pl_scenario *sc, uint64_t hi, bool check_det, pl_campaign_result *cr)
@@ -331,12 +331,20 @@ LEAK_TEST(campaign, without_the_check_nondeterminism_goes_unseen_in_both)
 LEAK_TEST(campaign, the_old_entry_point_judges_pl_sometimes_too)
 {
     pl_campaign_result cr;
-    cr_assert_eq(pl_sim_campaign(&selftest_sometimes, 0, 4, NULL, true, &cr), 0);
+    cr_assert_eq(
+        pl_sim_campaign(&selftest_sometimes,
+                        &(pl_campaign_options){.seed_lo = 0, .seed_hi = 4, .stop_at_first = true},
+                        &cr),
+        0);
     cr_assert_eq(cr.findings, 1);
     cr_assert_eq(cr.first.kind, PL_FINDING_ASSERTION);
     cr_assert(!cr.first_has_seed);
     /* An empty range runs nothing and judges nothing. */
-    cr_assert_eq(pl_sim_campaign(&camp_clean, 5, 4, NULL, true, &cr), 0);
+    cr_assert_eq(
+        pl_sim_campaign(&camp_clean,
+                        &(pl_campaign_options){.seed_lo = 5, .seed_hi = 4, .stop_at_first = true},
+                        &cr),
+        0);
     cr_assert_eq(cr.runs, 0);
     cr_assert_eq(cr.findings, 0);
 }

@@ -280,7 +280,11 @@ LEAK_TEST(cover, explanation_lines_say_where_the_buggify_site_is)
 {
     int line = site_line_of(&cov_buggify, &buggify_line);
     pl_campaign_result cr;
-    cr_assert_eq(pl_sim_campaign(&cov_buggify, 0, 499, NULL, true, &cr), 0);
+    cr_assert_eq(
+        pl_sim_campaign(&cov_buggify,
+                        &(pl_campaign_options){.seed_lo = 0, .seed_hi = 499, .stop_at_first = true},
+                        &cr),
+        0);
     cr_assert_eq(cr.findings, 1);
     pl_sim_options o;
     pl_sim_result r;
@@ -310,14 +314,22 @@ LEAK_TEST(cover, an_assertion_finding_names_file_line_and_function)
 {
     int line = site_line_of(&cov_always, &always_line);
     pl_campaign_result cr;
-    cr_assert_eq(pl_sim_campaign(&cov_always, 0, 0, NULL, true, &cr), 0);
+    cr_assert_eq(
+        pl_sim_campaign(&cov_always,
+                        &(pl_campaign_options){.seed_lo = 0, .seed_hi = 0, .stop_at_first = true},
+                        &cr),
+        0);
     cr_assert_eq(cr.first.kind, PL_FINDING_ASSERTION);
     char want[512];
     snprintf(want, sizeof want, "pl_always failed: the impossible holds (%s:%d, in always_poll)",
              "test_cover.c", line);
     cr_assert_str_eq(cr.first.message, want);
     line = site_line_of(&cov_eventually, &eventually_line);
-    cr_assert_eq(pl_sim_campaign(&cov_eventually, 0, 0, NULL, true, &cr), 0);
+    cr_assert_eq(
+        pl_sim_campaign(&cov_eventually,
+                        &(pl_campaign_options){.seed_lo = 0, .seed_hi = 0, .stop_at_first = true},
+                        &cr),
+        0);
     snprintf(want, sizeof want,
              "pl_eventually never became true: the work gets done (%s:%d, in eventually_poll)",
              __FILE__, line);
@@ -399,11 +411,19 @@ Test(cover, a_single_seed_is_not_judged_on_pl_sometimes)
 LEAK_TEST(cover, pl_sim_campaign_judges_and_reports_its_sites)
 {
     pl_campaign_result cr;
-    cr_assert_eq(pl_sim_campaign(&cov_never, 5, 5, NULL, true, &cr), 0);
+    cr_assert_eq(
+        pl_sim_campaign(&cov_never,
+                        &(pl_campaign_options){.seed_lo = 5, .seed_hi = 5, .stop_at_first = true},
+                        &cr),
+        0);
     cr_assert_eq(cr.findings, 0);
     cr_assert(!cr.sometimes_judged);
     cr_assert_eq(cr.sometimes_failed, 0);
-    cr_assert_eq(pl_sim_campaign(&cov_never, 5, 6, NULL, true, &cr), 0);
+    cr_assert_eq(
+        pl_sim_campaign(&cov_never,
+                        &(pl_campaign_options){.seed_lo = 5, .seed_hi = 6, .stop_at_first = true},
+                        &cr),
+        0);
     cr_assert(cr.sometimes_judged);
     cr_assert_eq(cr.findings, 1);
     cr_assert_eq(cr.sometimes_sites, 1);
@@ -411,7 +431,11 @@ LEAK_TEST(cover, pl_sim_campaign_judges_and_reports_its_sites)
     cr_assert(!cr.first_has_seed);
     cr_assert_not_null(strstr(cr.first.message, "\"the rare thing happens\""), "%s",
                        cr.first.message);
-    cr_assert_eq(pl_sim_campaign(&cov_count, 0, 9, NULL, true, &cr), 0);
+    cr_assert_eq(
+        pl_sim_campaign(&cov_count,
+                        &(pl_campaign_options){.seed_lo = 0, .seed_hi = 9, .stop_at_first = true},
+                        &cr),
+        0);
     cr_assert(cr.sometimes_judged);
     cr_assert_eq(cr.findings, 0);
     cr_assert_eq(cr.sometimes_sites, 1);

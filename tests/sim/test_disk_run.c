@@ -40,7 +40,7 @@ static pl_poll_result writer_poll(pl_future *f, pl_context *cx)
     writer *w = (writer *)f;
     PL_ASYNC_BEGIN(w);
     cr_assert_eq(pl_dir_open(cx->ex, &w->dir, "d", true), 0);
-    w->op = pl_file_open_init(&w->dir, "f", PL_FILE_WRITE | PL_FILE_CREATE, 0600);
+    w->op = pl_file_open_make(&w->dir, "f", PL_FILE_WRITE | PL_FILE_CREATE, 0600);
     PL_AWAIT(cx, &w->op);
     w->file = pl_file_open_take(&w->op);
     w->wr = pl_file_write_all(&w->file, "record", 6, 0);

@@ -43,7 +43,7 @@ static pl_poll_result producer_poll(pl_future *f, pl_context *cx)
     for (p->k = 1; p->k <= ITEMS; p->k++) {
         p->sleep = pl_sleep_for((pl_time)(p->k % 3) * PL_MS);
         PL_AWAIT(cx, &p->sleep);
-        p->send = pl_mpsc_send_init(&p->s->ch, &p->k);
+        p->send = pl_mpsc_send_make(&p->s->ch, &p->k);
         PL_AWAIT(cx, &p->send);
     }
     pl_mpsc_sender_drop(&p->s->ch);
@@ -74,7 +74,7 @@ static pl_poll_result worker_poll(pl_future *f, pl_context *cx)
 {
     worker *w = (worker *)f;
     PL_ASYNC_BEGIN(w);
-    w->acq = pl_semaphore_acquire_init(&w->s->sem, 1);
+    w->acq = pl_semaphore_acquire_make(&w->s->sem, 1);
     PL_AWAIT(cx, &w->acq);
     w->sleep = pl_sleep_for((pl_time)(w->item % 2 + 1) * PL_MS);
     PL_AWAIT(cx, &w->sleep);
@@ -108,7 +108,7 @@ static pl_poll_result consumer_poll(pl_future *f, pl_context *cx)
     consumer *c = (consumer *)f;
     PL_ASYNC_BEGIN(c);
     for (;;) {
-        c->recv = pl_mpsc_recv_init(&c->s->ch, &c->item);
+        c->recv = pl_mpsc_recv_make(&c->s->ch, &c->item);
         PL_AWAIT(cx, &c->recv);
         if (c->recv.result != 0) {
             break;

@@ -31,6 +31,8 @@ enum { CLEAN_LESSONS = sizeof clean_lessons / sizeof clean_lessons[0] };
  * 28 today (about one run in 110 strands an item); the margin keeps the
  * test meaningful without tying it to one schedule. */
 #define BROADCAST_SEEDS_MAX 3000
+static const pl_campaign_options broadcast_seeds = {
+    .seed_lo = 1, .seed_hi = BROADCAST_SEEDS_MAX, .stop_at_first = true};
 
 static const pl_scenario *lesson(const char *name)
 {
@@ -82,7 +84,10 @@ static void assert_clean(const char *name, uint64_t seeds)
     const pl_scenario *sc = lesson(name);
     cr_assert_null(sc->expect, "%s is a lesson: it expects no finding", name);
     pl_campaign_result r;
-    cr_assert_eq(pl_sim_campaign(sc, 1, seeds, NULL, true, &r), 0);
+    cr_assert_eq(
+        pl_sim_campaign(
+            sc, &(pl_campaign_options){.seed_lo = 1, .seed_hi = seeds, .stop_at_first = true}, &r),
+        0);
     cr_assert_eq(r.findings, 0, "%s: seed %llu: %s: %s", name, (unsigned long long)r.first_seed,
                  pl_finding_name(r.first.kind), r.first.message);
     cr_assert_eq(r.runs, seeds);
@@ -105,7 +110,12 @@ LEAK_TEST(sim, lessons_clean_under_swarm)
     o.strategy = "swarm";
     for (int i = 0; i < CLEAN_LESSONS; i++) {
         pl_campaign_result r;
-        cr_assert_eq(pl_sim_campaign(lesson(clean_lessons[i]), 1, 300, &o, true, &r), 0);
+        cr_assert_eq(
+            pl_sim_campaign(lesson(clean_lessons[i]),
+                            &(pl_campaign_options){
+                                .seed_lo = 1, .seed_hi = 300, .sim = &o, .stop_at_first = true},
+                            &r),
+            0);
         cr_assert_eq(r.findings, 0, "%s: seed %llu: %s: %s", clean_lessons[i],
                      (unsigned long long)r.first_seed, pl_finding_name(r.first.kind),
                      r.first.message);
@@ -119,7 +129,7 @@ LEAK_TEST(sim, outbox_broadcast_is_found_and_replays)
     const pl_scenario *sc = lesson("outbox_broadcast");
     cr_assert_str_eq(sc->expect, "deadlock");
     pl_campaign_result c;
-    cr_assert_eq(pl_sim_campaign(sc, 1, BROADCAST_SEEDS_MAX, NULL, true, &c), 0);
+    cr_assert_eq(pl_sim_campaign(sc, &broadcast_seeds, &c), 0);
     cr_assert_eq(c.findings, 1, "not found within %d seeds", BROADCAST_SEEDS_MAX);
     cr_assert_str_eq(pl_finding_name(c.first.kind), sc->expect, "%s", c.first.message);
     cr_assert(strstr(c.first.message, "'worker1'") != NULL, "%s", c.first.message);
@@ -194,7 +204,9 @@ LEAK_TEST(sim, same_seed_same_hash)
 LEAK_TEST(sim, outbox_seeds_explore_schedules)
 {
     pl_campaign_result r;
-    cr_assert_eq(pl_sim_campaign(lesson("outbox"), 1, 200, NULL, false, &r), 0);
+    cr_assert_eq(
+        pl_sim_campaign(lesson("outbox"), &(pl_campaign_options){.seed_lo = 1, .seed_hi = 200}, &r),
+        0);
     cr_assert_eq(r.findings, 0);
     cr_assert_gt(r.distinct_hashes, 1, "200 seeds gave one schedule");
 }
@@ -276,7 +288,7 @@ LEAK_TEST(sim, a_finding_after_other_runs_equals_a_fresh_one)
 {
     const pl_scenario *sc = lesson("outbox_broadcast");
     pl_campaign_result c;
-    cr_assert_eq(pl_sim_campaign(sc, 1, BROADCAST_SEEDS_MAX, NULL, true, &c), 0);
+    cr_assert_eq(pl_sim_campaign(sc, &broadcast_seeds, &c), 0);
     cr_assert_eq(c.findings, 1, "outbox_broadcast not found in %d seeds", BROADCAST_SEEDS_MAX);
     assert_reuse_changes_nothing(sc, c.first_seed);
 }

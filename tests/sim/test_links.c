@@ -86,7 +86,7 @@ static void perform(act what)
         rc = pl_sim_hold(a, HOST_B);
         break;
     case ACT_RELEASE:
-        rc = pl_sim_release(HOST_B, a); /* either order names the pair */
+        rc = pl_sim_unhold(HOST_B, a); /* either order names the pair */
         break;
     case ACT_NONE:
         break;
@@ -156,7 +156,7 @@ static pl_poll_result udp_rx_poll(pl_future *f, pl_context *cx)
     for (;;) {
         self->recv = pl_udp_recv_from(self->at_b ? &self->st->b : &self->st->a, &self->seq,
                                       sizeof self->seq);
-        self->quiet = pl_timeout_init(&self->recv.base, 300 * PL_MS);
+        self->quiet = pl_timeout_make(&self->recv.base, 300 * PL_MS);
         PL_AWAIT(cx, &self->quiet);
         if (self->quiet.result != 0 || self->recv.result < 0) {
             break;
@@ -470,8 +470,8 @@ static pl_poll_result tcp_srv_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_BEGIN(self);
     o->in_order = true;
     /* A connection attempt may time out on a cut link: then nobody comes. */
-    self->acc = pl_tcp_accept_init(&self->st->l);
-    self->acc_quiet = pl_timeout_init(&self->acc.base, PL_S);
+    self->acc = pl_tcp_accept_make(&self->st->l);
+    self->acc_quiet = pl_timeout_make(&self->acc.base, PL_S);
     PL_AWAIT(cx, &self->acc_quiet);
     if (self->acc_quiet.result != 0 || self->acc.result != 0) {
         o->srv_err = self->acc_quiet.result != 0 ? self->acc_quiet.result : self->acc.result;
@@ -683,7 +683,7 @@ static int errors_setup(pl_executor *ex, void *state)
     pl_always(pl_sim_partition("10.0.0.1:80", HOST_B) == PL_EINVAL, "a port is not a host");
     pl_always(pl_sim_heal(NULL, HOST_B) == PL_EINVAL, "NULL");
     pl_always(pl_sim_hold(HOST_A, HOST_A) == PL_EINVAL, "one host has no link");
-    pl_always(pl_sim_release("127.0.0.1", "127.0.0.9") == PL_EINVAL, "loopback is one host");
+    pl_always(pl_sim_unhold("127.0.0.1", "127.0.0.9") == PL_EINVAL, "loopback is one host");
     pl_sim_link_options o;
     pl_sim_link_options_default(&o);
     o.jitter_steps = 0;

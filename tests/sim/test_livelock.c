@@ -29,7 +29,11 @@ static void assert_campaign_clean(const char *name, const pl_sim_options *o, uin
                                   uint64_t hi)
 {
     pl_campaign_result r;
-    cr_assert_eq(pl_sim_campaign(scenario(name), lo, hi, o, true, &r), 0);
+    cr_assert_eq(pl_sim_campaign(scenario(name),
+                                 &(pl_campaign_options){
+                                     .seed_lo = lo, .seed_hi = hi, .sim = o, .stop_at_first = true},
+                                 &r),
+                 0);
     cr_assert_eq(r.findings, 0, "%s: seed %llu: %s: %s", name, (unsigned long long)r.first_seed,
                  pl_finding_name(r.first.kind), r.first.message);
     cr_assert_eq(r.runs, hi - lo + 1);
@@ -139,7 +143,10 @@ LEAK_TEST(livelock, deviated_polls_are_not_steps_without_progress)
 static void assert_spin_wait_found(const pl_sim_options *o, uint64_t seeds)
 {
     pl_campaign_result r;
-    cr_assert_eq(pl_sim_campaign(scenario("bug_spin_wait"), 0, seeds - 1, o, false, &r), 0);
+    cr_assert_eq(
+        pl_sim_campaign(scenario("bug_spin_wait"),
+                        &(pl_campaign_options){.seed_lo = 0, .seed_hi = seeds - 1, .sim = o}, &r),
+        0);
     cr_assert_eq(r.findings, seeds, "bug_spin_wait: %llu of %llu seeds found it",
                  (unsigned long long)r.findings, (unsigned long long)seeds);
     cr_assert_eq(r.first.kind, PL_FINDING_LIVELOCK, "%s", r.first.message);

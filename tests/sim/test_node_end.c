@@ -77,7 +77,7 @@ static pl_poll_result replica_poll(pl_future *f, pl_context *cx)
     replica_mem *m = self->m;
     PL_ASYNC_BEGIN(self);
     self->open =
-        pl_file_open_init(&m->dir, "0001.tmp", PL_FILE_READ | PL_FILE_WRITE | PL_FILE_CREATE, 0644);
+        pl_file_open_make(&m->dir, "0001.tmp", PL_FILE_READ | PL_FILE_WRITE | PL_FILE_CREATE, 0644);
     PL_AWAIT(cx, &self->open);
     if (self->open.result != 0) {
         return PL_READY;
@@ -96,8 +96,8 @@ static pl_poll_result replica_poll(pl_future *f, pl_context *cx)
     PL_AWAIT(cx, &self->sync);
     seen[m->no].dirsync_result = self->sync.result;
     if (m->no == 1) {
-        self->acc = pl_tcp_accept_init(&m->l);
-        self->quiet = pl_timeout_init(&self->acc.base, 50 * PL_MS);
+        self->acc = pl_tcp_accept_make(&m->l);
+        self->quiet = pl_timeout_make(&self->acc.base, 50 * PL_MS);
         PL_AWAIT(cx, &self->quiet);
         if (self->quiet.result == 0 && self->acc.result == 0) {
             m->peer = pl_tcp_accept_take(&self->acc);

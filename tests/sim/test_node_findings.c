@@ -38,7 +38,7 @@ static void campaign_keeps_parked_names(size_t which)
     const pl_scenario *sc = pl_scenario_find(zoo_names[which]);
     cr_assert_not_null(sc);
     pl_campaign_result cr;
-    cr_assert_eq(pl_sim_campaign(sc, 0, 99, NULL, false, &cr), 0);
+    cr_assert_eq(pl_sim_campaign(sc, &(pl_campaign_options){.seed_lo = 0, .seed_hi = 99}, &cr), 0);
     cr_assert_geq(cr.findings, 1u);
     cr_assert_str_eq(pl_finding_name(cr.first.kind), zoo_kinds[which]);
     assert_parked_named(&cr.first);
@@ -55,12 +55,13 @@ Test(node_findings, copied_finding_survives_later_runs)
     const pl_scenario *sc = pl_scenario_find("bug_node_wake_no_flag");
     cr_assert_not_null(sc);
     pl_campaign_result first;
-    cr_assert_eq(pl_sim_campaign(sc, 0, 9, NULL, false, &first), 0);
+    cr_assert_eq(pl_sim_campaign(sc, &(pl_campaign_options){.seed_lo = 0, .seed_hi = 9}, &first),
+                 0);
     cr_assert_geq(first.findings, 1u);
     pl_finding kept = first.first;
     pl_campaign_result again;
-    cr_assert_eq(pl_sim_campaign(pl_scenario_find("fix_node_wake_no_flag"), 0, 49, NULL, false,
-                                 &again),
+    cr_assert_eq(pl_sim_campaign(pl_scenario_find("fix_node_wake_no_flag"),
+                                 &(pl_campaign_options){.seed_lo = 0, .seed_hi = 49}, &again),
                  0);
     cr_assert_eq(again.findings, 0u);
     assert_parked_named(&kept);

@@ -95,7 +95,7 @@ static pl_poll_result store_poll(pl_future *f, pl_context *cx)
         pl_waker_slot_set(&stale, &cx->waker);
     }
     seen.self_crash = pl_sim_node_crash("server");
-    self->open = pl_file_open_init(&self->m->dir, "log",
+    self->open = pl_file_open_make(&self->m->dir, "log",
                                    PL_FILE_READ | PL_FILE_WRITE | PL_FILE_CREATE, 0644);
     PL_AWAIT(cx, &self->open);
     if (self->open.result != 0) {
@@ -114,8 +114,8 @@ static pl_poll_result store_poll(pl_future *f, pl_context *cx)
     PL_AWAIT(cx, &self->sync);
     self->wr = pl_file_write_all(&self->f, "LOST", 4, 4);
     PL_AWAIT(cx, &self->wr);
-    self->acc = pl_tcp_accept_init(&self->m->l);
-    self->acc_quiet = pl_timeout_init(&self->acc.base, 50 * PL_MS);
+    self->acc = pl_tcp_accept_make(&self->m->l);
+    self->acc_quiet = pl_timeout_make(&self->acc.base, 50 * PL_MS);
     PL_AWAIT(cx, &self->acc_quiet);
     if (self->acc_quiet.result == 0 && self->acc.result == 0) {
         self->s = pl_tcp_accept_take(&self->acc);
@@ -246,7 +246,7 @@ static pl_poll_result caller_poll(pl_future *f, pl_context *cx)
     if (silent_peer) {
         /* The server crashes at 3 ms: a reset ends this read, silence does not. */
         self->qrd = pl_tcp_read(&self->s, self->buf, sizeof self->buf);
-        self->quiet = pl_timeout_init(&self->qrd.base, 20 * PL_MS);
+        self->quiet = pl_timeout_make(&self->qrd.base, 20 * PL_MS);
         PL_AWAIT(cx, &self->quiet);
         seen.quiet_read = self->quiet.result != 0 ? self->quiet.result : (int)self->qrd.result;
         seen.write_from = pl_now(cx->ex);

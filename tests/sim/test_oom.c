@@ -77,14 +77,14 @@ static pl_poll_result ticker_poll(pl_future *f, pl_context *cx)
 {
     ticker *self = (ticker *)f;
     PL_ASYNC_BEGIN(self);
-    self->iv = pl_interval_init(PL_MS);
+    self->iv = pl_interval_make(PL_MS);
     while (self->st->ticks < 3) {
-        self->tick = pl_interval_tick_init(&self->iv);
+        self->tick = pl_interval_tick_make(&self->iv);
         PL_AWAIT(cx, &self->tick);
         self->st->ticks++;
     }
-    self->wait = pl_notified_init(&self->st->never);
-    self->timeout = pl_timeout_init(&self->wait.base, 2 * PL_MS);
+    self->wait = pl_notified_make(&self->st->never);
+    self->timeout = pl_timeout_make(&self->wait.base, 2 * PL_MS);
     PL_AWAIT(cx, &self->timeout);
     self->st->timed_out = self->timeout.result == PL_ETIMEDOUT;
     PL_ASYNC_END;
@@ -319,8 +319,8 @@ static pl_poll_result echo_server_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_BEGIN(self);
     /* Bounded: a client that failed to connect must not leave the server
      * waiting forever, which would be a true deadlock of this program. */
-    self->accept = pl_tcp_accept_init(&st->listener);
-    self->timeout = pl_timeout_init(&self->accept.base, 100 * PL_MS);
+    self->accept = pl_tcp_accept_make(&st->listener);
+    self->timeout = pl_timeout_make(&self->accept.base, 100 * PL_MS);
     PL_AWAIT(cx, &self->timeout);
     pl_tcp_listener_close(&st->listener);
     if (self->timeout.result != 0 || self->accept.result != 0) {
@@ -370,7 +370,7 @@ static pl_poll_result echo_client_poll(pl_future *f, pl_context *cx)
     echo_client *self = (echo_client *)f;
     echo_state *st = self->st;
     PL_ASYNC_BEGIN(self);
-    self->connect = pl_tcp_connect_init((const struct sockaddr *)&st->addr, st->addr_len);
+    self->connect = pl_tcp_connect_make((const struct sockaddr *)&st->addr, st->addr_len);
     PL_AWAIT(cx, &self->connect);
     if (self->connect.result != 0) {
         st->client_error = self->connect.result;
@@ -507,7 +507,7 @@ static pl_poll_result udp_receiver_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_BEGIN(self);
     while (st->received < DGRAMS) {
         self->recv = pl_udp_recv_from(&st->rx, self->buf, sizeof self->buf);
-        self->timeout = pl_timeout_init(&self->recv.base, 50 * PL_MS);
+        self->timeout = pl_timeout_make(&self->recv.base, 50 * PL_MS);
         PL_AWAIT(cx, &self->timeout);
         if (self->timeout.result != 0 || self->recv.result < 0) {
             if (st->error == 0) {

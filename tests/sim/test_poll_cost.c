@@ -179,7 +179,12 @@ LEAK_TEST(poll_cost, sleep_completes_during_busy_work_when_polls_cost_time)
     pl_sim_options o;
     options(&o, 100);
     pl_campaign_result r;
-    cr_assert_eq(pl_sim_campaign(&poll_cost_overlap, 0, 199, &o, true, &r), 0);
+    cr_assert_eq(
+        pl_sim_campaign(
+            &poll_cost_overlap,
+            &(pl_campaign_options){.seed_lo = 0, .seed_hi = 199, .sim = &o, .stop_at_first = true},
+            &r),
+        0);
     cr_assert_eq(r.findings, 0, "seed %llu: %s", (unsigned long long)r.first_seed, r.first.message);
 }
 
@@ -188,7 +193,10 @@ LEAK_TEST(poll_cost, without_a_cost_busy_work_starves_the_sleep)
     pl_sim_options o;
     options(&o, 0);
     pl_campaign_result r;
-    cr_assert_eq(pl_sim_campaign(&poll_cost_overlap, 0, 199, &o, false, &r), 0);
+    cr_assert_eq(pl_sim_campaign(&poll_cost_overlap,
+                                 &(pl_campaign_options){.seed_lo = 0, .seed_hi = 199, .sim = &o},
+                                 &r),
+                 0);
     cr_assert_eq(r.findings, r.runs, "%llu of %llu seeds let the nap end first",
                  (unsigned long long)(r.runs - r.findings), (unsigned long long)r.runs);
     cr_assert_eq(r.first.kind, PL_FINDING_ASSERTION);
@@ -278,14 +286,20 @@ LEAK_TEST(poll_cost, a_livelock_with_a_timer_armed_names_the_option)
     pl_sim_options o;
     options(&o, 0);
     pl_campaign_result r;
-    cr_assert_eq(pl_sim_campaign(&poll_cost_wait, 0, 9, &o, false, &r), 0);
+    cr_assert_eq(pl_sim_campaign(&poll_cost_wait,
+                                 &(pl_campaign_options){.seed_lo = 0, .seed_hi = 9, .sim = &o}, &r),
+                 0);
     cr_assert_eq(r.findings, r.runs);
     cr_assert_eq(r.first.kind, PL_FINDING_LIVELOCK, "%s", r.first.message);
     cr_assert_not_null(strstr(r.first.message, "a timer is armed for 1.000 ms"), "%s",
                        r.first.message);
     cr_assert_not_null(strstr(r.first.message, "--poll-cost 1us"), "%s", r.first.message);
     options(&o, PL_US);
-    cr_assert_eq(pl_sim_campaign(&poll_cost_wait, 0, 99, &o, true, &r), 0);
+    cr_assert_eq(pl_sim_campaign(&poll_cost_wait,
+                                 &(pl_campaign_options){
+                                     .seed_lo = 0, .seed_hi = 99, .sim = &o, .stop_at_first = true},
+                                 &r),
+                 0);
     cr_assert_eq(r.findings, 0, "seed %llu: %s", (unsigned long long)r.first_seed, r.first.message);
 }
 
@@ -295,7 +309,9 @@ LEAK_TEST(poll_cost, a_livelock_without_a_timer_gives_no_hint)
     pl_sim_options o;
     options(&o, 0);
     pl_campaign_result r;
-    cr_assert_eq(pl_sim_campaign(&poll_cost_spin, 0, 9, &o, false, &r), 0);
+    cr_assert_eq(pl_sim_campaign(&poll_cost_spin,
+                                 &(pl_campaign_options){.seed_lo = 0, .seed_hi = 9, .sim = &o}, &r),
+                 0);
     cr_assert_eq(r.first.kind, PL_FINDING_LIVELOCK, "%s", r.first.message);
     cr_assert_null(strstr(r.first.message, "--poll-cost"), "%s", r.first.message);
 }

@@ -244,7 +244,12 @@ LEAK_TEST(probes, correct_receivers_and_polling_on_purpose_are_clean)
         pl_sim_options_default(&o);
         o.knobs = "probe=65536,spurious_wake=8192";
         pl_campaign_result cr;
-        cr_assert_eq(pl_sim_campaign(clean[i], 0, 1999, &o, true, &cr), 0);
+        cr_assert_eq(
+            pl_sim_campaign(clean[i],
+                            &(pl_campaign_options){
+                                .seed_lo = 0, .seed_hi = 1999, .sim = &o, .stop_at_first = true},
+                            &cr),
+            0);
         cr_assert_eq(cr.findings, 0, "%s seed %llu: %s: %s", clean[i]->name,
                      (unsigned long long)cr.first_seed, pl_finding_name(cr.first.kind),
                      cr.first.message);
@@ -256,7 +261,11 @@ LEAK_TEST(probes, the_buggy_receivers_are_found_by_the_default_campaign)
     const pl_scenario *buggy[] = {&late_idle_sc, &late_second_sc};
     for (size_t i = 0; i < sizeof buggy / sizeof buggy[0]; i++) {
         pl_campaign_result cr;
-        cr_assert_eq(pl_sim_campaign(buggy[i], 0, 9999, NULL, true, &cr), 0);
+        cr_assert_eq(
+            pl_sim_campaign(
+                buggy[i],
+                &(pl_campaign_options){.seed_lo = 0, .seed_hi = 9999, .stop_at_first = true}, &cr),
+            0);
         cr_assert_eq(cr.first.kind, PL_FINDING_LOST_WAKEUP, "%s: %s: %s", buggy[i]->name,
                      pl_finding_name(cr.first.kind), cr.first.message);
     }
@@ -282,9 +291,9 @@ static pl_poll_result ticker_poll(pl_future *f, pl_context *cx)
 {
     ticker *self = (ticker *)f;
     PL_ASYNC_BEGIN(self);
-    self->iv = pl_interval_init(5 * PL_MS);
+    self->iv = pl_interval_make(5 * PL_MS);
     for (;;) {
-        self->tick = pl_interval_tick_init(&self->iv);
+        self->tick = pl_interval_tick_make(&self->iv);
         PL_AWAIT(cx, &self->tick);
         self->st->ticks++;
     }
@@ -306,7 +315,7 @@ static pl_poll_result waiter_poll(pl_future *f, pl_context *cx)
     waiter *self = (waiter *)f;
     PL_ASYNC_BEGIN(self);
     if (!self->st->fixed) {
-        self->wait = pl_notified_init(&self->st->never);
+        self->wait = pl_notified_make(&self->st->never);
         PL_AWAIT(cx, &self->wait);
     }
     PL_ASYNC_END;
@@ -396,7 +405,11 @@ LEAK_TEST(background, a_ticker_alone_at_the_time_limit_is_a_livelock_that_says_w
 LEAK_TEST(background, the_fixed_server_with_a_background_ticker_is_clean)
 {
     pl_campaign_result cr;
-    cr_assert_eq(pl_sim_campaign(&fine_bg_sc, 0, 999, NULL, true, &cr), 0);
+    cr_assert_eq(
+        pl_sim_campaign(&fine_bg_sc,
+                        &(pl_campaign_options){.seed_lo = 0, .seed_hi = 999, .stop_at_first = true},
+                        &cr),
+        0);
     cr_assert_eq(cr.findings, 0, "seed %llu: %s", (unsigned long long)cr.first_seed,
                  cr.first.message);
 }
@@ -514,7 +527,11 @@ LEAK_TEST(bookkeeping, a_poll_counter_is_not_progress)
                  r.finding.message);
     pl_sim_result_free(&r);
     pl_campaign_result cr;
-    cr_assert_eq(pl_sim_campaign(&tally_polls_sc, 0, 1999, NULL, true, &cr), 0);
+    cr_assert_eq(pl_sim_campaign(
+                     &tally_polls_sc,
+                     &(pl_campaign_options){.seed_lo = 0, .seed_hi = 1999, .stop_at_first = true},
+                     &cr),
+                 0);
     cr_assert_eq(cr.findings, 0, "seed %llu: %s", (unsigned long long)cr.first_seed,
                  cr.first.message);
 }
@@ -540,9 +557,9 @@ static pl_poll_result late_ticker_poll(pl_future *f, pl_context *cx)
 {
     late_ticker *t = (late_ticker *)f;
     PL_ASYNC_BEGIN(t);
-    t->iv = pl_interval_init(5 * PL_MS);
+    t->iv = pl_interval_make(5 * PL_MS);
     for (t->st->rounds = 0; t->st->rounds < 5; t->st->rounds++) {
-        t->tick = pl_interval_tick_init(&t->iv);
+        t->tick = pl_interval_tick_make(&t->iv);
         PL_AWAIT(cx, &t->tick);
     }
     pl_notify_waiters(&t->st->bell);
@@ -564,7 +581,7 @@ static pl_poll_result bell_waiter_poll(pl_future *f, pl_context *cx)
 {
     bell_waiter *w = (bell_waiter *)f;
     PL_ASYNC_BEGIN(w);
-    w->wait = pl_notified_init(&w->st->bell);
+    w->wait = pl_notified_make(&w->st->bell);
     PL_AWAIT(cx, &w->wait);
     PL_ASYNC_END;
 }
@@ -590,7 +607,11 @@ PL_SCENARIO(late_bell_sc, .name = "probe_late_bell", .state_size = sizeof(late_s
 LEAK_TEST(background, a_waiter_a_ticker_wakes_within_the_horizon_is_clean)
 {
     pl_campaign_result cr;
-    cr_assert_eq(pl_sim_campaign(&late_bell_sc, 0, 1999, NULL, true, &cr), 0);
+    cr_assert_eq(pl_sim_campaign(
+                     &late_bell_sc,
+                     &(pl_campaign_options){.seed_lo = 0, .seed_hi = 1999, .stop_at_first = true},
+                     &cr),
+                 0);
     cr_assert_eq(cr.findings, 0, "seed %llu: %s", (unsigned long long)cr.first_seed,
                  cr.first.message);
 }

@@ -208,7 +208,7 @@ static pl_poll_result courier_poll(pl_future *f, pl_context *cx)
     c->wr = pl_pipe_write(&c->w, "x", 1);
     PL_AWAIT(cx, &c->wr);
     c->rd = pl_pipe_read(&c->r, &c->byte, 1);
-    c->limit = pl_timeout_init(&c->rd.base, 250 * PL_US);
+    c->limit = pl_timeout_make(&c->rd.base, 250 * PL_US);
     PL_AWAIT(cx, &c->limit);
     c->st->timed_out = c->limit.result == PL_ETIMEDOUT;
     pl_pipe_writer_close(&c->w);
@@ -347,7 +347,7 @@ static pl_poll_result waiter_poll(pl_future *f, pl_context *cx)
     w->nap = pl_sleep_for(STUCK_AFTER_NS);
     PL_AWAIT(cx, &w->nap);
     while (!w->st->ready) {
-        w->wait = pl_notified_init(&w->st->bell);
+        w->wait = pl_notified_make(&w->st->bell);
         PL_AWAIT(cx, &w->wait);
     }
     PL_ASYNC_END;

@@ -226,7 +226,12 @@ static uint64_t first_failing_seed(const pl_scenario *sc, const char *strategy, 
 {
     pl_sim_options o = options(strategy, 0);
     pl_campaign_result c;
-    cr_assert_eq(pl_sim_campaign(sc, 1, max, &o, true, &c), 0);
+    cr_assert_eq(
+        pl_sim_campaign(
+            sc,
+            &(pl_campaign_options){.seed_lo = 1, .seed_hi = max, .sim = &o, .stop_at_first = true},
+            &c),
+        0);
     return c.findings > 0 ? c.first_seed : 0;
 }
 

@@ -41,7 +41,7 @@ static const pl_future_vtable noop_vt = {"noop", noop_poll, NULL};
 static const pl_future_vtable other_vt = {"other", noop_poll, NULL};
 
 /* WORKERS tasks at one site, then every name twice at another, then one
- * task through (pl_spawn), which knows no site. */
+ * task through pl_spawn_at with no site. */
 static int kinds_setup(pl_executor *ex, void *state)
 {
     (void)state;
@@ -57,7 +57,7 @@ static int kinds_setup(pl_executor *ex, void *state)
         rc = PL_SPAWN(ex, t, names[i % NAMED], NULL);
     }
     noop t = {.base = PL_FUTURE_INIT(&noop_vt)};
-    return rc != 0 ? rc : (pl_spawn)(ex, &t.base, sizeof t, "anonymous", NULL);
+    return rc != 0 ? rc : pl_spawn_at(ex, &t.base, sizeof t, "anonymous", NULL, NULL, NULL);
 }
 
 enum { FIRST_NAMED = WORKERS + 1, ANONYMOUS = WORKERS + 2 * NAMED + 1 };

@@ -134,7 +134,7 @@ static int counter_check(pl_executor *ex, void *state, char *msg, size_t len)
         }
         st->t[i] = NULL;
     }
-    pl_thread_mutex_destroy(&st->lock);
+    pl_thread_mutex_finish(&st->lock);
     if (st->value != WORKERS * ROUNDS) {
         return pl_check_fail(msg, len, "counter %d, want %d", st->value, WORKERS * ROUNDS);
     }
@@ -694,9 +694,9 @@ static int queue_check(pl_executor *ex, void *state, char *msg, size_t len)
     if (pl_thread_join(st->producer, NULL) != 0 || pl_thread_join(st->consumer, NULL) != 0) {
         return pl_check_fail(msg, len, "join failed");
     }
-    pl_thread_cond_destroy(&st->nonempty);
-    pl_thread_cond_destroy(&st->nonfull);
-    pl_thread_mutex_destroy(&st->m);
+    pl_thread_cond_finish(&st->nonempty);
+    pl_thread_cond_finish(&st->nonfull);
+    pl_thread_mutex_finish(&st->m);
     int want = QITEMS * (QITEMS + 1) / 2;
     return st->sum == want ? 0 : pl_check_fail(msg, len, "sum %d, want %d", st->sum, want);
 }
@@ -769,7 +769,7 @@ static int misc_check(pl_executor *ex, void *state, char *msg, size_t len)
     if (pl_thread_join(st->sleeper, &ret) != 0 || pl_thread_join(st->poster, NULL) != 0) {
         return pl_check_fail(msg, len, "join failed");
     }
-    pl_thread_sem_destroy(&st->sem);
+    pl_thread_sem_finish(&st->sem);
     if ((uintptr_t)ret != 7 || st->id != 1 || strcmp(st->name, "sleeper") != 0) {
         return pl_check_fail(msg, len, "ret %p id %u name %s", ret, st->id, st->name);
     }

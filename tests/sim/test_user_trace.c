@@ -295,7 +295,9 @@ static int campaign_body(void *arg)
 {
     const seed_range *r = arg;
     pl_campaign_result cr;
-    int rc = pl_sim_campaign(scenario("selftest_deref"), r->lo, r->hi, NULL, true, &cr);
+    int rc = pl_sim_campaign(
+        scenario("selftest_deref"),
+        &(pl_campaign_options){.seed_lo = r->lo, .seed_hi = r->hi, .stop_at_first = true}, &cr);
     return rc == 0 && cr.runs == r->hi - r->lo + 1 && !cr.isolated ? 0 : 1;
 }
 

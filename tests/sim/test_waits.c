@@ -114,8 +114,8 @@ static pl_poll_result picker_poll(pl_future *f, pl_context *cx)
 {
     picker *self = (picker *)f;
     PL_ASYNC_BEGIN(self);
-    self->acq = pl_semaphore_acquire_init(&self->st->sem, 1);
-    self->idle = pl_notified_init(&self->st->never);
+    self->acq = pl_semaphore_acquire_make(&self->st->sem, 1);
+    self->idle = pl_notified_make(&self->st->never);
     self->pick = (pick2){.base = PL_FUTURE_INIT(&pick2_vtable),
                          .children = {&self->acq.base, &self->idle.base},
                          .woken = {true, true},
@@ -206,11 +206,11 @@ static pl_poll_result switcher_poll(pl_future *f, pl_context *cx)
 {
     switcher *self = (switcher *)f;
     PL_ASYNC_BEGIN(self);
-    self->a = pl_notified_init(&self->st->first);
+    self->a = pl_notified_make(&self->st->first);
     if (pl_poll(&self->a.base, cx) == PL_PENDING) {
         pl_drop(&self->a.base);
     }
-    self->b = pl_notified_init(&self->st->second);
+    self->b = pl_notified_make(&self->st->second);
     PL_AWAIT(cx, &self->b);
     PL_ASYNC_END;
 }
@@ -273,7 +273,7 @@ static pl_poll_result acquirer_poll(pl_future *f, pl_context *cx)
 {
     acquirer *self = (acquirer *)f;
     PL_ASYNC_BEGIN(self);
-    self->acq = pl_semaphore_acquire_init(&self->st->sem, self->n);
+    self->acq = pl_semaphore_acquire_make(&self->st->sem, self->n);
     PL_AWAIT(cx, &self->acq);
     PL_ASYNC_END;
 }
@@ -316,7 +316,7 @@ static pl_poll_result listener_poll(pl_future *f, pl_context *cx)
     while (!self->st->cast) {
         PL_YIELD(cx);
     }
-    self->wait = pl_notified_init(&self->st->n);
+    self->wait = pl_notified_make(&self->st->n);
     PL_AWAIT(cx, &self->wait);
     PL_ASYNC_END;
 }
@@ -469,7 +469,11 @@ LEAK_TEST(waits, a_granted_permit_lost_in_a_combinator_is_named)
     pl_sim_options_default(&o);
     o.strategy = "bounded:0";
     pl_campaign_result cr;
-    cr_assert_eq(pl_sim_campaign(scenario("waits_grant_lost"), 0, 0, &o, true, &cr), 0);
+    cr_assert_eq(pl_sim_campaign(scenario("waits_grant_lost"),
+                                 &(pl_campaign_options){
+                                     .seed_lo = 0, .seed_hi = 0, .sim = &o, .stop_at_first = true},
+                                 &cr),
+                 0);
     cr_assert_eq(cr.first.kind, PL_FINDING_LOST_WAKEUP, "%s: %s", pl_finding_name(cr.first.kind),
                  cr.first.message);
     cr_assert_not_null(strstr(cr.first.message, "'picker' (#1) parked on semaphore (semaphore.c:"),
@@ -482,7 +486,11 @@ LEAK_TEST(waits, a_granted_permit_lost_in_a_combinator_is_named)
 LEAK_TEST(waits, the_same_combinator_forwarding_its_wakes_is_clean)
 {
     pl_campaign_result cr;
-    cr_assert_eq(pl_sim_campaign(scenario("waits_grant_kept"), 0, 1999, NULL, true, &cr), 0);
+    cr_assert_eq(pl_sim_campaign(
+                     scenario("waits_grant_kept"),
+                     &(pl_campaign_options){.seed_lo = 0, .seed_hi = 1999, .stop_at_first = true},
+                     &cr),
+                 0);
     cr_assert_eq(cr.findings, 0, "seed %llu: %s: %s", (unsigned long long)cr.first_seed,
                  pl_finding_name(cr.first.kind), cr.first.message);
 }
@@ -530,7 +538,11 @@ LEAK_TEST(waits, a_declaration_names_its_own_site_among_sites_alike)
     pl_sim_options_default(&o);
     o.strategy = "bounded:0";
     pl_campaign_result cr;
-    cr_assert_eq(pl_sim_campaign(scenario("waits_two_sites"), 0, 0, &o, true, &cr), 0);
+    cr_assert_eq(pl_sim_campaign(scenario("waits_two_sites"),
+                                 &(pl_campaign_options){
+                                     .seed_lo = 0, .seed_hi = 0, .sim = &o, .stop_at_first = true},
+                                 &cr),
+                 0);
     cr_assert_eq(cr.first.kind, PL_FINDING_LOST_WAKEUP, "%s: %s", pl_finding_name(cr.first.kind),
                  cr.first.message);
     cr_assert_not_null(strstr(cr.first.message, "parked on first gate again (gates.c:5) while "

@@ -93,7 +93,7 @@ Test(combinators, join2_is_lazy_and_waits_for_both)
 {
     tw t = {0};
     ctl a = ctl_init(false), b = ctl_init(false);
-    pl_join2 j = pl_join2_init(&a.base, &b.base);
+    pl_join2 j = pl_join2_make(&a.base, &b.base);
     cr_assert_eq(a.polls + b.polls, 0, "init polls nothing");
     cr_assert_eq(poll_as(&j, &t), PL_PENDING);
     cr_assert_eq(a.polls, 1);
@@ -118,7 +118,7 @@ Test(combinators, join2_ready_children_complete_on_first_poll)
 {
     tw t = {0};
     ctl a = ctl_init(true), b = ctl_init(true);
-    pl_join2 j = pl_join2_init(&a.base, &b.base);
+    pl_join2 j = pl_join2_make(&a.base, &b.base);
     cr_assert_eq(poll_as(&j, &t), PL_READY);
     cr_assert_eq(a.polls, 1);
     cr_assert_eq(b.polls, 1);
@@ -129,7 +129,7 @@ Test(combinators, join2_drop_drops_only_unfinished_children)
 {
     tw t = {0};
     ctl a = ctl_init(true), b = ctl_init(false);
-    pl_join2 j = pl_join2_init(&a.base, &b.base);
+    pl_join2 j = pl_join2_make(&a.base, &b.base);
     cr_assert_eq(poll_as(&j, &t), PL_PENDING);
     cr_assert_eq(t.live, 1);
     pl_drop(&j.base);
@@ -141,7 +141,7 @@ Test(combinators, join2_drop_drops_only_unfinished_children)
 Test(combinators, join2_unpolled_drop_drops_both)
 {
     ctl a = ctl_init(false), b = ctl_init(false);
-    pl_join2 j = pl_join2_init(&a.base, &b.base);
+    pl_join2 j = pl_join2_make(&a.base, &b.base);
     pl_drop(&j.base);
     cr_assert_eq(a.drops, 1);
     cr_assert_eq(b.drops, 1);
@@ -155,7 +155,7 @@ Test(combinators, join_all_waits_for_every_child)
     tw t = {0};
     ctl c[4] = {ctl_init(false), ctl_init(true), ctl_init(false), ctl_init(false)};
     pl_future *kids[4] = {&c[0].base, &c[1].base, &c[2].base, &c[3].base};
-    pl_join_all j = pl_join_all_init(kids, 4);
+    pl_join_all j = pl_join_all_make(kids, 4);
     cr_assert_eq(poll_as(&j, &t), PL_PENDING);
     cr_assert_eq(j.remaining, 3);
     ctl_fire(&c[3]);
@@ -180,7 +180,7 @@ Test(combinators, join_all_waits_for_every_child)
 Test(combinators, join_all_of_nothing_is_ready)
 {
     tw t = {0};
-    pl_join_all j = pl_join_all_init(NULL, 0);
+    pl_join_all j = pl_join_all_make(NULL, 0);
     cr_assert_eq(poll_as(&j, &t), PL_READY);
 }
 
@@ -189,7 +189,7 @@ Test(combinators, join_all_drop_drops_only_unfinished_children)
     tw t = {0};
     ctl c[3] = {ctl_init(false), ctl_init(true), ctl_init(false)};
     pl_future *kids[3] = {&c[0].base, &c[1].base, &c[2].base};
-    pl_join_all j = pl_join_all_init(kids, 3);
+    pl_join_all j = pl_join_all_make(kids, 3);
     cr_assert_eq(poll_as(&j, &t), PL_PENDING);
     pl_drop(&j.base);
     cr_assert_eq(c[0].drops, 1);
@@ -205,7 +205,7 @@ Test(combinators, select_first_ready_wins_and_losers_are_dropped_at_once)
     tw t = {0};
     ctl c[3] = {ctl_init(false), ctl_init(false), ctl_init(false)};
     pl_future *kids[3] = {&c[0].base, &c[1].base, &c[2].base};
-    pl_select s = pl_select_init(kids, 3);
+    pl_select s = pl_select_make(kids, 3);
     cr_assert_eq(c[0].polls, 0, "lazy");
     cr_assert_eq(poll_as(&s, &t), PL_PENDING);
     cr_assert_eq(t.live, 3);
@@ -229,7 +229,7 @@ Test(combinators, select_is_biased_to_the_lowest_index)
     tw t = {0};
     ctl c[2] = {ctl_init(true), ctl_init(true)};
     pl_future *kids[2] = {&c[0].base, &c[1].base};
-    pl_select s = pl_select_init(kids, 2);
+    pl_select s = pl_select_make(kids, 2);
     cr_assert_eq(poll_as(&s, &t), PL_READY);
     cr_assert_eq(s.index, 0);
     cr_assert_eq(c[1].polls, 0);
@@ -242,7 +242,7 @@ Test(combinators, select_child_finished_before_wins_without_a_poll)
     ctl c[2] = {ctl_init(false), ctl_init(true)};
     cr_assert_eq(poll_as(&c[1], &t), PL_READY);
     pl_future *kids[2] = {&c[0].base, &c[1].base};
-    pl_select s = pl_select_init(kids, 2);
+    pl_select s = pl_select_make(kids, 2);
     cr_assert_eq(poll_as(&s, &t), PL_READY);
     cr_assert_eq(s.index, 1);
     cr_assert_eq(c[1].polls, 1);
@@ -255,7 +255,7 @@ Test(combinators, select_drop_before_completion_drops_every_child)
     tw t = {0};
     ctl c[3] = {ctl_init(false), ctl_init(false), ctl_init(false)};
     pl_future *kids[3] = {&c[0].base, &c[1].base, &c[2].base};
-    pl_select s = pl_select_init(kids, 3);
+    pl_select s = pl_select_make(kids, 3);
     cr_assert_eq(poll_as(&s, &t), PL_PENDING);
     pl_drop(&s.base);
     for (int i = 0; i < 3; i++) {
@@ -270,9 +270,9 @@ Test(combinators, select_over_notified_drops_the_losing_waiter)
     pl_notify a, b;
     pl_notify_init(&a);
     pl_notify_init(&b);
-    pl_notified na = pl_notified_init(&a), nb = pl_notified_init(&b);
+    pl_notified na = pl_notified_make(&a), nb = pl_notified_make(&b);
     pl_future *kids[2] = {&na.base, &nb.base};
-    pl_select s = pl_select_init(kids, 2);
+    pl_select s = pl_select_make(kids, 2);
     cr_assert_eq(poll_as(&s, &t), PL_PENDING);
     pl_notify_one(&b);
     cr_assert_eq(poll_as(&s, &t), PL_READY);
@@ -289,9 +289,9 @@ Test(combinators, select_loser_chosen_by_notify_one_passes_it_on)
     pl_notify n;
     pl_notify_init(&n);
     ctl c = ctl_init(false);
-    pl_notified mine = pl_notified_init(&n), theirs = pl_notified_init(&n);
+    pl_notified mine = pl_notified_make(&n), theirs = pl_notified_make(&n);
     pl_future *kids[2] = {&c.base, &mine.base};
-    pl_select s = pl_select_init(kids, 2);
+    pl_select s = pl_select_make(kids, 2);
     cr_assert_eq(poll_as(&s, &t), PL_PENDING);
     cr_assert_eq(poll_as(&theirs, &other), PL_PENDING);
     pl_notify_one(&n);  /* chooses `mine`, the older waiter */
@@ -327,16 +327,16 @@ static pl_poll_result waiter_poll(pl_future *f, pl_context *cx)
 {
     waiter *self = (waiter *)f;
     PL_ASYNC_BEGIN(self);
-    self->na = pl_notified_init(&self->sh->go_a);
-    self->nb = pl_notified_init(&self->sh->go_b);
-    self->join = pl_join2_init(&self->na.base, &self->nb.base);
+    self->na = pl_notified_make(&self->sh->go_a);
+    self->nb = pl_notified_make(&self->sh->go_b);
+    self->join = pl_join2_make(&self->na.base, &self->nb.base);
     PL_AWAIT(cx, &self->join);
     self->sh->steps++;
-    self->na = pl_notified_init(&self->sh->go_a);
-    self->nb = pl_notified_init(&self->sh->go_b);
+    self->na = pl_notified_make(&self->sh->go_a);
+    self->nb = pl_notified_make(&self->sh->go_b);
     self->kids[0] = &self->na.base;
     self->kids[1] = &self->nb.base;
-    self->sel = pl_select_init(self->kids, 2);
+    self->sel = pl_select_make(self->kids, 2);
     PL_AWAIT(cx, &self->sel);
     self->winner = self->sel.index;
     self->sh->steps++;

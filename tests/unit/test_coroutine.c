@@ -57,13 +57,13 @@ static pl_poll_result stepper_poll(pl_future *f, pl_context *cx)
     self->polls++;
     PL_ASYNC_BEGIN(self);
     note(1);
-    self->wait = pl_notified_init(&self->st->n[0]);
+    self->wait = pl_notified_make(&self->st->n[0]);
     PL_AWAIT(cx, &self->wait);
     note(10);
-    self->wait = pl_notified_init(&self->st->n[1]);
+    self->wait = pl_notified_make(&self->st->n[1]);
     PL_AWAIT(cx, &self->wait);
     note(11);
-    self->wait = pl_notified_init(&self->st->n[2]);
+    self->wait = pl_notified_make(&self->st->n[2]);
     PL_AWAIT(cx, &self->wait);
     note(12);
     PL_ASYNC_END;
@@ -181,7 +181,7 @@ static pl_poll_result summer_poll(pl_future *f, pl_context *cx)
     summer *self = (summer *)f;
     PL_ASYNC_BEGIN(self);
     for (self->i = 0; self->i < self->count; self->i++) {
-        self->recv = pl_mpsc_recv_init(self->ch, &self->item);
+        self->recv = pl_mpsc_recv_make(self->ch, &self->item);
         PL_AWAIT(cx, &self->recv);
         if (self->recv.result != 0) {
             self->result = self->recv.result;
@@ -238,7 +238,7 @@ static pl_poll_result producer_poll(pl_future *f, pl_context *cx)
     producer *self = (producer *)f;
     PL_ASYNC_BEGIN(self);
     for (self->k = 1; self->k <= self->n; self->k++) {
-        self->send = pl_mpsc_send_init(self->ch, &self->k);
+        self->send = pl_mpsc_send_make(self->ch, &self->k);
         PL_AWAIT(cx, &self->send);
         cr_assert_eq(self->send.result, 0);
         PL_YIELD(cx);
@@ -399,7 +399,7 @@ static pl_poll_result sited_poll(pl_future *f, pl_context *cx)
 {
     sited *self = (sited *)f;
     PL_ASYNC_BEGIN(self);
-    self->wait = pl_notified_init(self->n);
+    self->wait = pl_notified_make(self->n);
     await_line = __LINE__ + 1;
     PL_AWAIT(cx, &self->wait);
     yield_line = __LINE__ + 1;

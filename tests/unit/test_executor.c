@@ -121,7 +121,7 @@ Test(executor, wake_dedupes_and_finished_wake_is_noop)
     pl_waker_wake_by_ref(&slot);
     pl_waker_wake_by_ref(&slot);
     pl_waker_wake_by_ref(&slot);
-    cr_assert_eq(pl_executor_runnable(ex), 1);
+    cr_assert_eq(pl__executor_runnable_count(ex), 1);
     cr_assert_eq(pl_run(ex), PL_EDEADLK);
     cr_assert_eq(pp->polls, 2);
     flag = true;
@@ -131,7 +131,7 @@ Test(executor, wake_dedupes_and_finished_wake_is_noop)
     cr_assert_eq(pp->polls, 3);
     /* Waking a finished task does nothing; the clone keeps it allocated. */
     pl_waker_wake_by_ref(&slot);
-    cr_assert_eq(pl_executor_runnable(ex), 0);
+    cr_assert_eq(pl__executor_runnable_count(ex), 0);
     pl_waker_slot_clear(&slot);
     pl_task_release(t);
     cr_assert_eq(drops, 1);
@@ -194,7 +194,7 @@ Test(executor, join_sees_completion_and_output)
     pl_task *t;
     PL_SPAWN(ex, y, "worker", &t);
     cr_assert_str_eq(pl_task_name(t), "worker");
-    joiner j = {PL_FUTURE_INIT(&joiner_vt), pl_join_init(t), -1, 0};
+    joiner j = {PL_FUTURE_INIT(&joiner_vt), pl_join_make(t), -1, 0};
     cr_assert_eq(PL_BLOCK_ON(ex, j), 0);
     cr_assert_eq(j.result, 0);
     cr_assert_eq(j.output_polls, 4);
@@ -213,12 +213,12 @@ Test(executor, abort_drops_once_and_joiner_sees_cancel)
     pl_task *t;
     PL_SPAWN(ex, p, NULL, &t);
     cr_assert_eq(pl_run(ex), PL_EDEADLK);
-    pl_task_abort(t);
+    pl_task_cancel(t);
     cr_assert(pl_task_is_cancelled(t));
     cr_assert_eq(drops, 1);
-    pl_task_abort(t);
+    pl_task_cancel(t);
     cr_assert_eq(drops, 1, "abort of a finished task is a no-op");
-    joiner j = {PL_FUTURE_INIT(&joiner_vt), pl_join_init(t), -1, 0};
+    joiner j = {PL_FUTURE_INIT(&joiner_vt), pl_join_make(t), -1, 0};
     cr_assert_eq(PL_BLOCK_ON(ex, j), 0);
     cr_assert_eq(j.result, PL_ECANCELED);
     pl_waker_slot_clear(&slot);
@@ -234,7 +234,7 @@ Test(executor, abort_while_queued_is_skipped)
     yielder y = make_yielder(1, 0);
     pl_task *t;
     PL_SPAWN(ex, y, NULL, &t);
-    pl_task_abort(t);
+    pl_task_cancel(t);
     cr_assert_eq(pl_run(ex), 0);
     cr_assert_eq(order_len, 0, "never polled");
     cr_assert_eq(drops, 1);
@@ -251,7 +251,7 @@ typedef struct self_aborter {
 static pl_poll_result self_aborter_poll(pl_future *f, pl_context *cx)
 {
     ((self_aborter *)f)->polls++;
-    pl_task_abort(cx->task);
+    pl_task_cancel(cx->task);
     pl_waker_wake_by_ref(&cx->waker);
     return PL_PENDING;
 }
@@ -403,10 +403,10 @@ Test(executor, rotation_withholds_wakes_through_superseded_wakers)
     PL_SPAWN(ex, s, NULL, &t);
     cr_assert_eq(pl_run(ex), PL_EDEADLK);
     cr_assert_eq(((first_poll_only *)pl_task_future(t))->polls, 2);
-    cr_assert_eq(pl_task_waker_gen(t), 2);
+    cr_assert_eq(pl__task_waker_gen(t), 2);
     pl_waker_wake_by_ref(&slot);
     cr_assert_eq(stale_wakes, 1);
-    cr_assert_eq(pl_executor_runnable(ex), 0, "a stale wake is not delivered");
+    cr_assert_eq(pl__executor_runnable_count(ex), 0, "a stale wake is not delivered");
     pl_waker_slot_clear(&slot);
     pl_task_release(t);
     pl_executor_destroy(ex);
@@ -537,7 +537,7 @@ Test(executor, dropping_the_last_clone_of_a_parked_task_is_an_orphan)
     cr_assert_eq(orphans, 1);
     cr_assert_eq(orphan_id, pl_task_id(t));
     cr_assert_null(orphan_dropper, "dropped outside any poll");
-    pl_task_abort(t);
+    pl_task_cancel(t);
     cr_assert_eq(orphans, 1);
     pl_task_release(t);
     pl_executor_destroy(ex);
@@ -590,7 +590,7 @@ Test(executor, a_task_dropping_its_own_clone_when_cancelled_is_no_orphan)
     pl_task *t;
     PL_SPAWN(ex, k, NULL, &t);
     cr_assert_eq(pl_run(ex), PL_EDEADLK);
-    pl_task_abort(t);
+    pl_task_cancel(t);
     cr_assert_eq(drops, 1);
     cr_assert_eq(orphans, 0);
     pl_task_release(t);
@@ -631,7 +631,7 @@ Test(executor, an_abandoned_poll_is_never_polled_or_dropped_again)
         pl_run(ex);
         cr_assert_fail("the poll returned");
     }
-    pl_executor_abandon_poll(ex);
+    pl__executor_abandon_poll(ex);
     cr_assert_eq(pl_task_polls(t), 1);
     pl_executor_cancel_all(ex);
     cr_assert(pl_task_is_cancelled(t));
@@ -684,8 +684,8 @@ static void note_site(void *ud, pl_task *t, const char *where, const char *func)
     site_func[sites++] = func;
 }
 
-/* pl_spawn and PL_SPAWN hand the observer their call site; the function
- * (pl_spawn) and pl_block_on have none. */
+/* pl_spawn and PL_SPAWN hand the observer their call site;
+ * pl_spawn_at with NULLs and pl_block_on have none. */
 Test(executor, spawns_tell_the_observer_where_they_were_made)
 {
     reset();
@@ -701,7 +701,7 @@ Test(executor, spawns_tell_the_observer_where_they_were_made)
     cr_assert_eq(PL_SPAWN(ex, a, "a", NULL), 0);
     int line_b = __LINE__ + 1;
     cr_assert_eq(pl_spawn(ex, &b.base, sizeof b, "b", NULL), 0);
-    cr_assert_eq((pl_spawn)(ex, &c.base, sizeof c, "c", NULL), 0);
+    cr_assert_eq(pl_spawn_at(ex, &c.base, sizeof c, "c", NULL, NULL, NULL), 0);
     cr_assert_eq(pl_run(ex), 0);
     cr_assert_eq(sites, 3);
     char want[64];

@@ -85,7 +85,7 @@ static void teardown(fixture *fx)
 
 static pl_file open_file(fixture *fx, const char *name, uint32_t flags, int want)
 {
-    pl_file_open op = pl_file_open_init(&fx->dir, name, flags, 0644);
+    pl_file_open op = pl_file_open_make(&fx->dir, name, flags, 0644);
     POLL_ONCE(fx->ex, op);
     cr_assert_eq(op.result, want, "open %s: %s", name, pl_err_name(op.result));
     pl_file f = pl_file_open_take(&op);
@@ -174,7 +174,7 @@ Test(file, open_not_taken_is_closed_by_drop)
     fixture fx;
     setup(&fx);
     int before = count_fds();
-    pl_file_open op = pl_file_open_init(&fx.dir, "x", PL_FILE_WRITE | PL_FILE_CREATE, 0600);
+    pl_file_open op = pl_file_open_make(&fx.dir, "x", PL_FILE_WRITE | PL_FILE_CREATE, 0600);
     POLL_ONCE(fx.ex, op);
     cr_assert_eq(op.result, 0);
     cr_assert_eq(count_fds(), before + 1);

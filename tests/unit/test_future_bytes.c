@@ -94,26 +94,26 @@ static const struct sockaddr *loopback(void)
 }
 
 /* combinators.h, executor.h */
-FUTURE_BYTES(join2, pl_join2, pl_join2_init(children[0], children[1]))
-FUTURE_BYTES(join_all, pl_join_all, pl_join_all_init(children, 2))
-FUTURE_BYTES(select, pl_select, pl_select_init(children, 2))
-FUTURE_BYTES(join, pl_join, pl_join_init(NULL))
+FUTURE_BYTES(join2, pl_join2, pl_join2_make(children[0], children[1]))
+FUTURE_BYTES(join_all, pl_join_all, pl_join_all_make(children, 2))
+FUTURE_BYTES(select, pl_select, pl_select_make(children, 2))
+FUTURE_BYTES(join, pl_join, pl_join_make(NULL))
 
 /* timer.h */
 FUTURE_BYTES(sleep_for, pl_sleep, pl_sleep_for(5 * PL_MS))
 FUTURE_BYTES(sleep_until, pl_sleep, pl_sleep_until(5 * PL_MS))
 FUTURE_BYTES(sleep_poll_interval, pl_sleep, pl_sleep_poll_interval(5 * PL_MS))
-FUTURE_BYTES(timeout, pl_timeout, pl_timeout_init(&inner.base, 5 * PL_MS))
-FUTURE_BYTES(interval, pl_interval, pl_interval_init(5 * PL_MS))
-FUTURE_BYTES(interval_tick, pl_interval_tick, pl_interval_tick_init(&interval))
+FUTURE_BYTES(timeout, pl_timeout, pl_timeout_make(&inner.base, 5 * PL_MS))
+FUTURE_BYTES(interval, pl_interval, pl_interval_make(5 * PL_MS))
+FUTURE_BYTES(interval_tick, pl_interval_tick, pl_interval_tick_make(&interval))
 
 /* sync.h */
-FUTURE_BYTES(notified, pl_notified, pl_notified_init(&notify))
-FUTURE_BYTES(oneshot_recv, pl_oneshot_recv, pl_oneshot_recv_init(&oneshot))
-FUTURE_BYTES(mpsc_send, pl_mpsc_send, pl_mpsc_send_init(&mpsc, buf))
-FUTURE_BYTES(mpsc_recv, pl_mpsc_recv, pl_mpsc_recv_init(&mpsc, buf))
-FUTURE_BYTES(mutex_lock, pl_mutex_lock, pl_mutex_lock_init(&mutex))
-FUTURE_BYTES(semaphore_acquire, pl_semaphore_acquire, pl_semaphore_acquire_init(&semaphore, 1))
+FUTURE_BYTES(notified, pl_notified, pl_notified_make(&notify))
+FUTURE_BYTES(oneshot_recv, pl_oneshot_recv, pl_oneshot_recv_make(&oneshot))
+FUTURE_BYTES(mpsc_send, pl_mpsc_send, pl_mpsc_send_make(&mpsc, buf))
+FUTURE_BYTES(mpsc_recv, pl_mpsc_recv, pl_mpsc_recv_make(&mpsc, buf))
+FUTURE_BYTES(mutex_lock, pl_mutex_lock, pl_mutex_lock_make(&mutex))
+FUTURE_BYTES(semaphore_acquire, pl_semaphore_acquire, pl_semaphore_acquire_make(&semaphore, 1))
 
 /* io.h */
 FUTURE_BYTES(fd_readable, pl_io_ready, pl_io_fd_readable(&fd))
@@ -124,9 +124,9 @@ FUTURE_BYTES(fd_write_all, pl_io_write_all, pl_io_fd_write_all(&fd, buf, sizeof 
 FUTURE_BYTES(pipe_read, pl_io_read, pl_pipe_read(&reader, buf, sizeof buf))
 FUTURE_BYTES(pipe_write, pl_io_write, pl_pipe_write(&writer, buf, sizeof buf))
 FUTURE_BYTES(pipe_write_all, pl_io_write_all, pl_pipe_write_all(&writer, buf, sizeof buf))
-FUTURE_BYTES(tcp_accept, pl_tcp_accept, pl_tcp_accept_init(&listener))
+FUTURE_BYTES(tcp_accept, pl_tcp_accept, pl_tcp_accept_make(&listener))
 FUTURE_BYTES(tcp_connect, pl_tcp_connect,
-             pl_tcp_connect_init(loopback(), sizeof(struct sockaddr_in)))
+             pl_tcp_connect_make(loopback(), sizeof(struct sockaddr_in)))
 FUTURE_BYTES(tcp_connect_str, pl_tcp_connect, pl_tcp_connect_str("127.0.0.1:9"))
 FUTURE_BYTES(tcp_connect_bad, pl_tcp_connect, pl_tcp_connect_str("not an address"))
 FUTURE_BYTES(tcp_read, pl_io_read, pl_tcp_read(&stream, buf, sizeof buf))
@@ -137,7 +137,7 @@ FUTURE_BYTES(udp_send, pl_udp_send,
 FUTURE_BYTES(udp_recv, pl_udp_recv, pl_udp_recv_from(&udp, buf, sizeof buf))
 
 /* file.h */
-FUTURE_BYTES(file_open, pl_file_open, pl_file_open_init(&dir, "f", PL_FILE_CREATE, 0644))
+FUTURE_BYTES(file_open, pl_file_open, pl_file_open_make(&dir, "f", PL_FILE_CREATE, 0644))
 FUTURE_BYTES(file_read, pl_file_pread, pl_file_read(&file, buf, sizeof buf, 3))
 FUTURE_BYTES(file_write, pl_file_pwrite, pl_file_write(&file, buf, sizeof buf, 3))
 FUTURE_BYTES(file_write_all, pl_file_pwrite, pl_file_write_all(&file, buf, sizeof buf, 3))

@@ -138,7 +138,7 @@ static pl_poll_result echo_server_poll(pl_future *f, pl_context *cx)
 {
     echo_server *self = (echo_server *)f;
     PL_ASYNC_BEGIN(self);
-    self->accept = pl_tcp_accept_init(self->listener);
+    self->accept = pl_tcp_accept_make(self->listener);
     PL_AWAIT(cx, &self->accept);
     pl_tcp_listener_close(self->listener);
     self->error = self->accept.result;
@@ -193,7 +193,7 @@ static pl_poll_result echo_client_poll(pl_future *f, pl_context *cx)
 {
     echo_client *self = (echo_client *)f;
     PL_ASYNC_BEGIN(self);
-    self->conn = pl_tcp_connect_init((struct sockaddr *)&self->addr, self->addr_len);
+    self->conn = pl_tcp_connect_make((struct sockaddr *)&self->addr, self->addr_len);
     PL_AWAIT(cx, &self->conn);
     self->error = self->conn.result;
     if (self->error < 0) {
@@ -314,7 +314,7 @@ static pl_poll_result sink_poll(pl_future *f, pl_context *cx)
 {
     sink *self = (sink *)f;
     PL_ASYNC_BEGIN(self);
-    self->accept = pl_tcp_accept_init(self->listener);
+    self->accept = pl_tcp_accept_make(self->listener);
     PL_AWAIT(cx, &self->accept);
     pl_tcp_listener_close(self->listener);
     cr_assert_eq(self->accept.result, 0);
@@ -364,7 +364,7 @@ static pl_poll_result source_poll(pl_future *f, pl_context *cx)
 {
     source *self = (source *)f;
     PL_ASYNC_BEGIN(self);
-    self->conn = pl_tcp_connect_init((struct sockaddr *)&self->addr, self->addr_len);
+    self->conn = pl_tcp_connect_make((struct sockaddr *)&self->addr, self->addr_len);
     PL_AWAIT(cx, &self->conn);
     cr_assert_eq(self->conn.result, 0);
     self->stream = pl_tcp_connect_take(&self->conn);
@@ -455,7 +455,7 @@ static pl_poll_result closer_poll(pl_future *f, pl_context *cx)
 {
     closer *self = (closer *)f;
     PL_ASYNC_BEGIN(self);
-    self->accept = pl_tcp_accept_init(self->listener);
+    self->accept = pl_tcp_accept_make(self->listener);
     PL_AWAIT(cx, &self->accept);
     pl_tcp_listener_close(self->listener);
     cr_assert_eq(self->accept.result, 0);
@@ -496,7 +496,7 @@ Test(io, tcp_connect_refused)
     socklen_t len;
     listen_loopback(ex, &listener, &addr, &len);
     pl_tcp_listener_close(&listener);
-    pl_tcp_connect c = pl_tcp_connect_init((struct sockaddr *)&addr, len);
+    pl_tcp_connect c = pl_tcp_connect_make((struct sockaddr *)&addr, len);
     cr_assert_eq(PL_BLOCK_ON(ex, c), 0);
     cr_assert_eq(c.result, PL_ECONNREFUSED, "got %s", pl_err_name(c.result));
     cr_assert_null(c.stream.src, "a failed connect closes its socket");
@@ -741,7 +741,7 @@ static pl_poll_result rotating_reader_poll(pl_future *f, pl_context *cx)
     if (!self->started) {
         self->started = true;
         self->rd = pl_pipe_read(self->r, self->buf, sizeof self->buf);
-        self->guard = pl_timeout_init(&self->rd.base, 5 * PL_S);
+        self->guard = pl_timeout_make(&self->rd.base, 5 * PL_S);
         self->nap = pl_sleep_for(10 * PL_MS);
     }
     if (!self->napped && pl_poll(&self->nap.base, cx) == PL_READY) {
@@ -825,7 +825,7 @@ static pl_poll_result timed_read_poll(pl_future *f, pl_context *cx)
     if (!self->started) {
         self->started = true;
         self->rd = pl_pipe_read(self->r, self->buf, sizeof self->buf);
-        self->guard = pl_timeout_init(&self->rd.base, 20 * PL_MS);
+        self->guard = pl_timeout_make(&self->rd.base, 20 * PL_MS);
     }
     if (pl_poll(&self->guard.base, cx) == PL_PENDING) {
         self->slot_was_set |= pl_waker_is_set(&self->r->src->read_waker);
@@ -882,7 +882,7 @@ static pl_poll_result fd_waiter_poll(pl_future *f, pl_context *cx)
     cr_assert_eq(pl_poll(&self->ready.base, cx), PL_PENDING);
     pl_drop(&self->ready.base);
     cr_assert_not(pl_waker_is_set(&self->io->src->read_waker));
-    self->released = pl_io_fd_release(self->io);
+    self->released = pl_io_fd_take(self->io);
     PL_ASYNC_END;
 }
 
@@ -923,7 +923,7 @@ Test(io, io_fd_close_closes_the_handle)
     cr_assert_null(io.src);
     cr_assert_eq(fcntl(sv[0], F_GETFD), -1, "closed by pl_io_fd_close");
     pl_io_fd_close(&io);
-    cr_assert_eq(pl_io_fd_release(&io), PL_EBADF);
+    cr_assert_eq(pl_io_fd_take(&io), PL_EBADF);
     close(sv[1]);
     cr_assert_eq(pl_run(ex), 0);
     pl_executor_destroy(ex);

@@ -156,7 +156,7 @@ static pl_poll_result producer_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_BEGIN(self);
     for (self->i = 1; self->i <= ITEMS; self->i++) {
         self->item = self->i;
-        self->send = pl_mpsc_send_init(&W.ch, &self->item);
+        self->send = pl_mpsc_send_make(&W.ch, &self->item);
         PL_AWAIT(cx, &self->send);
         W.unexpected += self->send.result != 0;
     }
@@ -180,12 +180,12 @@ static pl_poll_result locker_poll(pl_future *f, pl_context *cx)
 {
     locker *self = (locker *)f;
     PL_ASYNC_BEGIN(self);
-    self->lock = pl_mutex_lock_init(&W.mu);
+    self->lock = pl_mutex_lock_make(&W.mu);
     PL_AWAIT(cx, &self->lock);
     self->sleep = pl_sleep_for(PL_MS);
     PL_AWAIT(cx, &self->sleep);
     pl_mutex_unlock(&W.mu);
-    self->acq = pl_semaphore_acquire_init(&W.sem, 1);
+    self->acq = pl_semaphore_acquire_make(&W.sem, 1);
     PL_AWAIT(cx, &self->acq);
     PL_YIELD(cx);
     pl_semaphore_release(&W.sem, 1);
@@ -217,14 +217,14 @@ static pl_poll_result waiter_poll(pl_future *f, pl_context *cx)
 {
     waiter *self = (waiter *)f;
     PL_ASYNC_BEGIN(self);
-    self->wait = pl_notified_init(&W.note);
+    self->wait = pl_notified_make(&W.note);
     PL_AWAIT(cx, &self->wait);
-    self->recv = pl_oneshot_recv_init(&W.os);
+    self->recv = pl_oneshot_recv_make(&W.os);
     PL_AWAIT(cx, &self->recv);
     W.unexpected += self->recv.result != 0 || W.os_value != 42;
     pl_oneshot_receiver_drop(&W.os);
-    self->never = pl_notified_init(&W.never);
-    self->timeout = pl_timeout_init(&self->never.base, 3 * PL_MS);
+    self->never = pl_notified_make(&W.never);
+    self->timeout = pl_timeout_make(&self->never.base, 3 * PL_MS);
     PL_AWAIT(cx, &self->timeout);
     W.timed_out = self->timeout.result == PL_ETIMEDOUT;
     W.waiter_done = true;
@@ -302,7 +302,7 @@ static pl_poll_result root_poll(pl_future *f, pl_context *cx)
     if (W.ch_open) {
         pl_mpsc_sender_drop(&W.ch);
         for (;;) {
-            self->recv = pl_mpsc_recv_init(&W.ch, &self->item);
+            self->recv = pl_mpsc_recv_make(&W.ch, &self->item);
             PL_AWAIT(cx, &self->recv);
             if (self->recv.result != 0) {
                 break;
@@ -313,7 +313,7 @@ static pl_poll_result root_poll(pl_future *f, pl_context *cx)
     }
     for (self->i = 0; self->i < LOCKERS; self->i++) {
         if (self->lockers[self->i] != NULL) {
-            self->join = pl_join_init(self->lockers[self->i]);
+            self->join = pl_join_make(self->lockers[self->i]);
             PL_AWAIT(cx, &self->join);
             W.unexpected += self->join.result != 0;
             pl_task_release(self->lockers[self->i]);

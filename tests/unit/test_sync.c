@@ -99,8 +99,8 @@ Test(sync, notify_one_stores_at_most_one_permit)
     cr_assert(pl_notify_has_permit(&n));
 
     tw a = {.id = 1}, b = {.id = 2};
-    pl_notified fa = pl_notified_init(&n);
-    pl_notified fb = pl_notified_init(&n);
+    pl_notified fa = pl_notified_make(&n);
+    pl_notified fb = pl_notified_make(&n);
     cr_assert_eq(poll_as(&fa, &a), PL_READY);
     cr_assert(!pl_notify_has_permit(&n));
     cr_assert_eq(a.clones, 0, "a permit completes without storing a waker");
@@ -118,7 +118,7 @@ Test(sync, notify_waiters_stores_no_permit)
     pl_notify_waiters(&n);
     cr_assert(!pl_notify_has_permit(&n));
     tw a = {.id = 1};
-    pl_notified fa = pl_notified_init(&n);
+    pl_notified fa = pl_notified_make(&n);
     cr_assert_eq(poll_as(&fa, &a), PL_PENDING);
     pl_drop(&fa.base);
     cr_assert_eq(a.live, 0);
@@ -141,7 +141,7 @@ Test(sync, notify_one_wakes_exactly_one_in_fifo_order)
     pl_notified f[3];
     wake_log_len = 0;
     for (int i = 0; i < 3; i++) {
-        f[i] = pl_notified_init(&n);
+        f[i] = pl_notified_make(&n);
         cr_assert_eq(poll_as(&f[i], &t[i]), PL_PENDING);
     }
     for (int i = 0; i < 3; i++) {
@@ -165,10 +165,10 @@ Test(sync, notify_waiters_wakes_only_registered_waiters)
     pl_notify_init(&n);
     tw t[3] = {{.id = 1}, {.id = 2}, {.id = 3}};
     tw late = {.id = 4};
-    pl_notified f[3], unpolled = pl_notified_init(&n);
+    pl_notified f[3], unpolled = pl_notified_make(&n);
     wake_log_len = 0;
     for (int i = 0; i < 3; i++) {
-        f[i] = pl_notified_init(&n);
+        f[i] = pl_notified_make(&n);
         cr_assert_eq(poll_as(&f[i], &t[i]), PL_PENDING);
     }
     pl_notify_waiters(&n);
@@ -194,7 +194,7 @@ Test(sync, notified_is_56_bytes_its_unlinked_link_names_the_notify)
     pl_notify_init(&n);
     tw a = {.id = 1}, b = {.id = 2};
     cr_assert_eq(sizeof(pl_notified), 56);
-    pl_notified f = pl_notified_init(&n), g = pl_notified_init(&n);
+    pl_notified f = pl_notified_make(&n), g = pl_notified_make(&n);
     cr_assert(f.node.next == NULL && f.node.prev == &n.waiters, "unpolled: names its notify");
     cr_assert_eq(poll_as(&f, &a), PL_PENDING);
     cr_assert_eq(poll_as(&g, &b), PL_PENDING);
@@ -204,7 +204,7 @@ Test(sync, notified_is_56_bytes_its_unlinked_link_names_the_notify)
     cr_assert_eq(poll_as(&g, &b), PL_READY);
     cr_assert_eq(poll_as(&f, &a), PL_READY);
     cr_assert_eq(a.live + b.live, 0);
-    pl_notified h = pl_notified_init(&n);
+    pl_notified h = pl_notified_make(&n);
     cr_assert_eq(poll_as(&h, &a), PL_PENDING);
     pl_notify_one(&n);
     cr_assert(h.node.next == NULL && h.node.prev == &n.waiters, "chosen: names it again");
@@ -217,7 +217,7 @@ Test(sync, dropping_a_notified_waiter_passes_it_on)
     pl_notify n;
     pl_notify_init(&n);
     tw a = {.id = 1}, b = {.id = 2};
-    pl_notified fa = pl_notified_init(&n), fb = pl_notified_init(&n);
+    pl_notified fa = pl_notified_make(&n), fb = pl_notified_make(&n);
     poll_as(&fa, &a);
     poll_as(&fb, &b);
     pl_notify_one(&n);
@@ -235,13 +235,13 @@ Test(sync, dropping_the_last_notified_waiter_stores_the_permit)
     pl_notify n;
     pl_notify_init(&n);
     tw a = {.id = 1}, c = {.id = 3};
-    pl_notified fa = pl_notified_init(&n);
+    pl_notified fa = pl_notified_make(&n);
     poll_as(&fa, &a);
     pl_notify_one(&n);
     cr_assert(!pl_notify_has_permit(&n));
     pl_drop(&fa.base);
     cr_assert(pl_notify_has_permit(&n), "no permit may be lost");
-    pl_notified fc = pl_notified_init(&n);
+    pl_notified fc = pl_notified_make(&n);
     cr_assert_eq(poll_as(&fc, &c), PL_READY);
 }
 
@@ -250,14 +250,14 @@ Test(sync, dropping_a_broadcast_waiter_passes_nothing_on)
     pl_notify n;
     pl_notify_init(&n);
     tw a = {.id = 1}, b = {.id = 2}, c = {.id = 3};
-    pl_notified fa = pl_notified_init(&n), fb = pl_notified_init(&n);
+    pl_notified fa = pl_notified_make(&n), fb = pl_notified_make(&n);
     poll_as(&fa, &a);
     poll_as(&fb, &b);
     pl_notify_waiters(&n);
     pl_drop(&fa.base);
     cr_assert_eq(b.wakes, 1);
     cr_assert(!pl_notify_has_permit(&n));
-    pl_notified fc = pl_notified_init(&n);
+    pl_notified fc = pl_notified_make(&n);
     cr_assert_eq(poll_as(&fc, &c), PL_PENDING);
     pl_drop(&fc.base);
     cr_assert_eq(poll_as(&fb, &b), PL_READY);
@@ -268,7 +268,7 @@ Test(sync, dropping_a_waiting_waiter_unlinks_it)
     pl_notify n;
     pl_notify_init(&n);
     tw a = {.id = 1}, b = {.id = 2};
-    pl_notified fa = pl_notified_init(&n), fb = pl_notified_init(&n);
+    pl_notified fa = pl_notified_make(&n), fb = pl_notified_make(&n);
     poll_as(&fa, &a);
     poll_as(&fb, &b);
     pl_drop(&fa.base);
@@ -285,10 +285,10 @@ Test(sync, dropping_a_completed_or_unpolled_notified_does_nothing)
     pl_notify n;
     pl_notify_init(&n);
     tw a = {.id = 1};
-    pl_notified unpolled = pl_notified_init(&n);
+    pl_notified unpolled = pl_notified_make(&n);
     pl_drop(&unpolled.base);
     cr_assert(!pl_notify_has_permit(&n));
-    pl_notified fa = pl_notified_init(&n);
+    pl_notified fa = pl_notified_make(&n);
     poll_as(&fa, &a);
     pl_notify_one(&n);
     cr_assert_eq(poll_as(&fa, &a), PL_READY);
@@ -301,7 +301,7 @@ Test(sync, notified_tolerates_spurious_polls)
     pl_notify n;
     pl_notify_init(&n);
     tw a = {.id = 1};
-    pl_notified fa = pl_notified_init(&n);
+    pl_notified fa = pl_notified_make(&n);
     for (int i = 0; i < 5; i++) {
         cr_assert_eq(poll_as(&fa, &a), PL_PENDING);
     }
@@ -318,7 +318,7 @@ Test(sync, notified_replaces_its_waker_when_identity_changes)
     pl_notify n;
     pl_notify_init(&n);
     tw a = {.id = 1};
-    pl_notified fa = pl_notified_init(&n);
+    pl_notified fa = pl_notified_make(&n);
     pl_context g1 = cx_of(&a, 1), g2 = cx_of(&a, 2);
     cr_assert_eq(pl_poll(&fa.base, &g1), PL_PENDING);
     cr_assert_eq(pl_poll(&fa.base, &g2), PL_PENDING);
@@ -351,8 +351,8 @@ Test(sync, notify_waiters_ignores_waiters_registered_during_the_call)
     pl_notify n;
     pl_notify_init(&n);
     tw a = {.id = 1};
-    reentrant_fut = pl_notified_init(&n);
-    pl_notified fa = pl_notified_init(&n);
+    reentrant_fut = pl_notified_make(&n);
+    pl_notified fa = pl_notified_make(&n);
     pl_context cx = {{&reentrant_vtable, &a, 1, 0}, NULL, NULL, NULL};
     cr_assert_eq(pl_poll(&fa.base, &cx), PL_PENDING);
     pl_notify_waiters(&n);
@@ -374,12 +374,12 @@ Test(sync, oneshot_send_before_recv)
     pl_oneshot_init(&os, &storage, sizeof storage);
     cr_assert_eq(pl_oneshot_send(&os, &v), 0);
     tw a = {.id = 1};
-    pl_oneshot_recv r = pl_oneshot_recv_init(&os);
+    pl_oneshot_recv r = pl_oneshot_recv_make(&os);
     cr_assert_eq(poll_as(&r, &a), PL_READY);
     cr_assert_eq(r.result, 0);
     cr_assert_eq(storage, 42);
     cr_assert_eq(a.clones, 0);
-    pl_oneshot_recv again = pl_oneshot_recv_init(&os);
+    pl_oneshot_recv again = pl_oneshot_recv_make(&os);
     cr_assert_eq(poll_as(&again, &a), PL_READY);
     cr_assert_eq(again.result, PL_ECLOSED, "the value was taken");
 }
@@ -390,7 +390,7 @@ Test(sync, oneshot_send_wakes_the_pending_receive_once)
     int storage = 0, v = 7;
     pl_oneshot_init(&os, &storage, sizeof storage);
     tw a = {.id = 1};
-    pl_oneshot_recv r = pl_oneshot_recv_init(&os);
+    pl_oneshot_recv r = pl_oneshot_recv_make(&os);
     cr_assert_eq(poll_as(&r, &a), PL_PENDING);
     cr_assert_eq(poll_as(&r, &a), PL_PENDING, "spurious poll");
     cr_assert_eq(a.clones, 1);
@@ -410,7 +410,7 @@ Test(sync, oneshot_sender_dropped_unsent_closes)
     int storage = 5;
     pl_oneshot_init(&os, &storage, sizeof storage);
     tw a = {.id = 1};
-    pl_oneshot_recv r = pl_oneshot_recv_init(&os);
+    pl_oneshot_recv r = pl_oneshot_recv_make(&os);
     cr_assert_eq(poll_as(&r, &a), PL_PENDING);
     pl_oneshot_sender_drop(&os);
     cr_assert_eq(a.wakes, 1);
@@ -450,14 +450,14 @@ Test(sync, oneshot_dropped_receive_forgets_its_waker_only)
     int storage = 0, v = 3;
     pl_oneshot_init(&os, &storage, sizeof storage);
     tw a = {.id = 1}, b = {.id = 2};
-    pl_oneshot_recv r1 = pl_oneshot_recv_init(&os);
+    pl_oneshot_recv r1 = pl_oneshot_recv_make(&os);
     cr_assert_eq(pl_oneshot_try_recv(&os), PL_EAGAIN);
     cr_assert_eq(poll_as(&r1, &a), PL_PENDING);
     pl_drop(&r1.base);
     cr_assert_eq(a.live, 0);
     cr_assert_eq(pl_oneshot_send(&os, &v), 0);
     cr_assert_eq(a.wakes, 0);
-    pl_oneshot_recv r2 = pl_oneshot_recv_init(&os);
+    pl_oneshot_recv r2 = pl_oneshot_recv_make(&os);
     cr_assert_eq(poll_as(&r2, &b), PL_READY);
     cr_assert_eq(r2.result, 0);
     cr_assert_eq(storage, 3);
@@ -469,7 +469,7 @@ Test(sync, oneshot_receive_replaces_its_waker)
     int storage = 0, v = 3;
     pl_oneshot_init(&os, &storage, sizeof storage);
     tw a = {.id = 1};
-    pl_oneshot_recv r = pl_oneshot_recv_init(&os);
+    pl_oneshot_recv r = pl_oneshot_recv_make(&os);
     pl_context g1 = cx_of(&a, 1), g2 = cx_of(&a, 2);
     cr_assert_eq(pl_poll(&r.base, &g1), PL_PENDING);
     cr_assert_eq(pl_poll(&r.base, &g2), PL_PENDING);
@@ -530,7 +530,7 @@ Test(sync, mpsc_recv_waits_when_empty_and_each_item_wakes_it)
     chan3_init(&c);
     tw rx = {.id = 1};
     int out = 0, v = 11;
-    pl_mpsc_recv r = pl_mpsc_recv_init(&c.ch, &out);
+    pl_mpsc_recv r = pl_mpsc_recv_make(&c.ch, &out);
     cr_assert_eq(poll_as(&r, &rx), PL_PENDING);
     cr_assert_eq(poll_as(&r, &rx), PL_PENDING);
     cr_assert_eq(rx.clones, 1);
@@ -552,7 +552,7 @@ Test(sync, mpsc_send_waits_when_full_and_senders_are_served_fifo)
     pl_mpsc_send s[3];
     wake_log_len = 0;
     for (int i = 0; i < 3; i++) {
-        s[i] = pl_mpsc_send_init(&c.ch, &items[i]);
+        s[i] = pl_mpsc_send_make(&c.ch, &items[i]);
         cr_assert_eq(poll_as(&s[i], &t[i]), PL_PENDING);
     }
     int out;
@@ -587,12 +587,12 @@ Test(sync, mpsc_reserved_slot_cannot_be_taken_by_newcomers)
     chan3_init_full(&c);
     tw a = {.id = 1}, b = {.id = 2};
     int va = 50, vb = 60, out;
-    pl_mpsc_send sa = pl_mpsc_send_init(&c.ch, &va);
+    pl_mpsc_send sa = pl_mpsc_send_make(&c.ch, &va);
     cr_assert_eq(poll_as(&sa, &a), PL_PENDING);
     cr_assert_eq(pl_mpsc_try_recv(&c.ch, &out), 0);
     cr_assert_eq(a.wakes, 1);
     cr_assert_eq(pl_mpsc_try_send(&c.ch, &vb), PL_EAGAIN, "the slot is reserved");
-    pl_mpsc_send sb = pl_mpsc_send_init(&c.ch, &vb);
+    pl_mpsc_send sb = pl_mpsc_send_make(&c.ch, &vb);
     cr_assert_eq(poll_as(&sb, &b), PL_PENDING, "a newcomer queues behind");
     cr_assert_eq(poll_as(&sa, &a), PL_READY);
     cr_assert_eq(sa.result, 0);
@@ -607,8 +607,8 @@ Test(sync, mpsc_dropping_a_woken_send_passes_its_slot_on)
     chan3_init_full(&c);
     tw a = {.id = 1}, b = {.id = 2};
     int va = 50, vb = 60, out;
-    pl_mpsc_send sa = pl_mpsc_send_init(&c.ch, &va);
-    pl_mpsc_send sb = pl_mpsc_send_init(&c.ch, &vb);
+    pl_mpsc_send sa = pl_mpsc_send_make(&c.ch, &va);
+    pl_mpsc_send sb = pl_mpsc_send_make(&c.ch, &vb);
     poll_as(&sa, &a);
     poll_as(&sb, &b);
     pl_mpsc_try_recv(&c.ch, &out);
@@ -632,7 +632,7 @@ Test(sync, mpsc_dropping_the_last_woken_send_frees_the_slot)
     chan3_init_full(&c);
     tw a = {.id = 1};
     int va = 50, out;
-    pl_mpsc_send sa = pl_mpsc_send_init(&c.ch, &va);
+    pl_mpsc_send sa = pl_mpsc_send_make(&c.ch, &va);
     poll_as(&sa, &a);
     pl_mpsc_try_recv(&c.ch, &out);
     pl_drop(&sa.base);
@@ -646,8 +646,8 @@ Test(sync, mpsc_dropping_a_waiting_send_unlinks_it)
     chan3_init_full(&c);
     tw a = {.id = 1}, b = {.id = 2};
     int va = 50, vb = 60, out;
-    pl_mpsc_send sa = pl_mpsc_send_init(&c.ch, &va);
-    pl_mpsc_send sb = pl_mpsc_send_init(&c.ch, &vb);
+    pl_mpsc_send sa = pl_mpsc_send_make(&c.ch, &va);
+    pl_mpsc_send sb = pl_mpsc_send_make(&c.ch, &vb);
     poll_as(&sa, &a);
     poll_as(&sb, &b);
     pl_drop(&sa.base);
@@ -665,8 +665,8 @@ Test(sync, mpsc_close_fails_sends_but_drains_items)
     chan3_init_full(&c);
     tw a = {.id = 1}, b = {.id = 2};
     int va = 50, vb = 60, out;
-    pl_mpsc_send sa = pl_mpsc_send_init(&c.ch, &va);
-    pl_mpsc_send sb = pl_mpsc_send_init(&c.ch, &vb);
+    pl_mpsc_send sa = pl_mpsc_send_make(&c.ch, &va);
+    pl_mpsc_send sb = pl_mpsc_send_make(&c.ch, &vb);
     poll_as(&sa, &a);
     poll_as(&sb, &b);
     pl_mpsc_try_recv(&c.ch, &out);  /* grants a slot to sa */
@@ -679,7 +679,7 @@ Test(sync, mpsc_close_fails_sends_but_drains_items)
     cr_assert_eq(poll_as(&sb, &b), PL_READY);
     cr_assert_eq(sb.result, PL_ECLOSED);
     cr_assert_eq(pl_mpsc_try_send(&c.ch, &va), PL_ECLOSED);
-    pl_mpsc_send sc = pl_mpsc_send_init(&c.ch, &va);
+    pl_mpsc_send sc = pl_mpsc_send_make(&c.ch, &va);
     cr_assert_eq(poll_as(&sc, &a), PL_READY);
     cr_assert_eq(sc.result, PL_ECLOSED);
     for (int i = 1; i < 3; i++) {
@@ -698,7 +698,7 @@ Test(sync, mpsc_receiver_sees_closed_after_last_sender_and_drain)
     pl_mpsc_sender_clone(&c.ch);
     tw rx = {.id = 1};
     int out = 0, v = 8;
-    pl_mpsc_recv r = pl_mpsc_recv_init(&c.ch, &out);
+    pl_mpsc_recv r = pl_mpsc_recv_make(&c.ch, &out);
     cr_assert_eq(poll_as(&r, &rx), PL_PENDING);
     pl_mpsc_sender_drop(&c.ch);
     cr_assert_eq(rx.wakes, 0, "one sender is still alive");
@@ -706,15 +706,15 @@ Test(sync, mpsc_receiver_sees_closed_after_last_sender_and_drain)
     cr_assert_eq(rx.wakes, 1);
     cr_assert_eq(poll_as(&r, &rx), PL_READY);
     cr_assert_eq(out, 8);
-    pl_mpsc_send s = pl_mpsc_send_init(&c.ch, &v);
+    pl_mpsc_send s = pl_mpsc_send_make(&c.ch, &v);
     cr_assert_eq(poll_as(&s, &rx), PL_READY);
     pl_mpsc_sender_drop(&c.ch);
-    r = pl_mpsc_recv_init(&c.ch, &out);
+    r = pl_mpsc_recv_make(&c.ch, &out);
     out = 0;
     cr_assert_eq(poll_as(&r, &rx), PL_READY, "the buffered item comes first");
     cr_assert_eq(r.result, 0);
     cr_assert_eq(out, 8);
-    r = pl_mpsc_recv_init(&c.ch, &out);
+    r = pl_mpsc_recv_make(&c.ch, &out);
     cr_assert_eq(poll_as(&r, &rx), PL_READY);
     cr_assert_eq(r.result, PL_ECLOSED);
     cr_assert_eq(rx.live, 0);
@@ -727,7 +727,7 @@ Test(sync, mpsc_last_sender_drop_wakes_a_pending_receive)
     chan3_init(&c);
     tw rx = {.id = 1};
     int out = 0;
-    pl_mpsc_recv r = pl_mpsc_recv_init(&c.ch, &out);
+    pl_mpsc_recv r = pl_mpsc_recv_make(&c.ch, &out);
     cr_assert_eq(poll_as(&r, &rx), PL_PENDING);
     pl_mpsc_sender_drop(&c.ch);
     cr_assert_eq(rx.wakes, 1);
@@ -742,7 +742,7 @@ Test(sync, mpsc_dropped_receive_and_replaced_waker)
     chan3_init(&c);
     tw rx = {.id = 1};
     int out = 0, v = 4;
-    pl_mpsc_recv r = pl_mpsc_recv_init(&c.ch, &out);
+    pl_mpsc_recv r = pl_mpsc_recv_make(&c.ch, &out);
     pl_context g1 = cx_of(&rx, 1), g2 = cx_of(&rx, 2);
     cr_assert_eq(pl_poll(&r.base, &g1), PL_PENDING);
     cr_assert_eq(pl_poll(&r.base, &g2), PL_PENDING);
@@ -753,7 +753,7 @@ Test(sync, mpsc_dropped_receive_and_replaced_waker)
     pl_drop(&r.base);
     cr_assert_eq(out, 0, "a dropped receive takes nothing");
     cr_assert_eq(pl_mpsc_len(&c.ch), 1);
-    pl_mpsc_recv r2 = pl_mpsc_recv_init(&c.ch, &out);
+    pl_mpsc_recv r2 = pl_mpsc_recv_make(&c.ch, &out);
     cr_assert_eq(pl_poll(&r2.base, &g1), PL_READY);
     cr_assert_eq(out, 4);
     cr_assert_eq(rx.live, 0);
@@ -768,13 +768,13 @@ Test(sync, mutex_unlock_hands_over_in_fifo_order)
     pl_mutex_init(&m);
     tw owner = {.id = 0};
     tw t[3] = {{.id = 1}, {.id = 2}, {.id = 3}};
-    pl_mutex_lock first = pl_mutex_lock_init(&m);
+    pl_mutex_lock first = pl_mutex_lock_make(&m);
     cr_assert_eq(poll_as(&first, &owner), PL_READY);
     cr_assert(pl_mutex_is_locked(&m));
     pl_mutex_lock l[3];
     wake_log_len = 0;
     for (int i = 0; i < 3; i++) {
-        l[i] = pl_mutex_lock_init(&m);
+        l[i] = pl_mutex_lock_make(&m);
         cr_assert_eq(poll_as(&l[i], &t[i]), PL_PENDING);
     }
     for (int i = 0; i < 3; i++) {
@@ -805,7 +805,7 @@ Test(sync, mutex_dropping_a_handed_lock_hands_it_on)
     pl_mutex_init(&m);
     cr_assert(pl_mutex_try_lock(&m));
     tw a = {.id = 1}, b = {.id = 2};
-    pl_mutex_lock la = pl_mutex_lock_init(&m), lb = pl_mutex_lock_init(&m);
+    pl_mutex_lock la = pl_mutex_lock_make(&m), lb = pl_mutex_lock_make(&m);
     poll_as(&la, &a);
     poll_as(&lb, &b);
     pl_mutex_unlock(&m);
@@ -825,7 +825,7 @@ Test(sync, mutex_dropping_the_only_handed_lock_unlocks)
     pl_mutex_init(&m);
     cr_assert(pl_mutex_try_lock(&m));
     tw a = {.id = 1};
-    pl_mutex_lock la = pl_mutex_lock_init(&m);
+    pl_mutex_lock la = pl_mutex_lock_make(&m);
     poll_as(&la, &a);
     pl_mutex_unlock(&m);
     pl_drop(&la.base);
@@ -838,7 +838,7 @@ Test(sync, mutex_dropping_a_waiting_lock_unlinks_it)
     pl_mutex_init(&m);
     cr_assert(pl_mutex_try_lock(&m));
     tw a = {.id = 1}, b = {.id = 2};
-    pl_mutex_lock la = pl_mutex_lock_init(&m), lb = pl_mutex_lock_init(&m);
+    pl_mutex_lock la = pl_mutex_lock_make(&m), lb = pl_mutex_lock_make(&m);
     poll_as(&la, &a);
     poll_as(&lb, &b);
     pl_drop(&la.base);
@@ -856,7 +856,7 @@ Test(sync, mutex_lock_replaces_its_waker)
     pl_mutex_init(&m);
     cr_assert(pl_mutex_try_lock(&m));
     tw a = {.id = 1};
-    pl_mutex_lock la = pl_mutex_lock_init(&m);
+    pl_mutex_lock la = pl_mutex_lock_make(&m);
     pl_context g1 = cx_of(&a, 1), g2 = cx_of(&a, 2);
     cr_assert_eq(pl_poll(&la.base, &g1), PL_PENDING);
     cr_assert_eq(pl_poll(&la.base, &g2), PL_PENDING);
@@ -875,7 +875,7 @@ Test(sync, semaphore_acquire_and_release_without_contention)
     pl_semaphore s;
     pl_semaphore_init(&s, 3);
     tw a = {.id = 1};
-    pl_semaphore_acquire q = pl_semaphore_acquire_init(&s, 2);
+    pl_semaphore_acquire q = pl_semaphore_acquire_make(&s, 2);
     cr_assert_eq(pl_semaphore_available(&s), 3, "lazy: init takes nothing");
     cr_assert_eq(poll_as(&q, &a), PL_READY);
     cr_assert_eq(pl_semaphore_available(&s), 1);
@@ -891,12 +891,12 @@ Test(sync, semaphore_does_not_let_small_requests_barge)
     pl_semaphore s;
     pl_semaphore_init(&s, 2);
     tw a = {.id = 1}, b = {.id = 2}, c = {.id = 3};
-    pl_semaphore_acquire big = pl_semaphore_acquire_init(&s, 3);
-    pl_semaphore_acquire small = pl_semaphore_acquire_init(&s, 1);
+    pl_semaphore_acquire big = pl_semaphore_acquire_make(&s, 3);
+    pl_semaphore_acquire small = pl_semaphore_acquire_make(&s, 1);
     cr_assert_eq(poll_as(&big, &a), PL_PENDING);
     cr_assert_eq(poll_as(&small, &b), PL_PENDING, "2 free, but the head waits for 3");
     cr_assert(!pl_semaphore_try_acquire(&s, 1));
-    pl_semaphore_acquire late = pl_semaphore_acquire_init(&s, 1);
+    pl_semaphore_acquire late = pl_semaphore_acquire_make(&s, 1);
     cr_assert_eq(poll_as(&late, &c), PL_PENDING);
     cr_assert_eq(pl_semaphore_available(&s), 2);
     wake_log_len = 0;
@@ -920,8 +920,8 @@ Test(sync, semaphore_dropping_a_waiting_head_unblocks_the_rest)
     pl_semaphore s;
     pl_semaphore_init(&s, 2);
     tw a = {.id = 1}, b = {.id = 2};
-    pl_semaphore_acquire big = pl_semaphore_acquire_init(&s, 3);
-    pl_semaphore_acquire small = pl_semaphore_acquire_init(&s, 1);
+    pl_semaphore_acquire big = pl_semaphore_acquire_make(&s, 3);
+    pl_semaphore_acquire small = pl_semaphore_acquire_make(&s, 1);
     poll_as(&big, &a);
     poll_as(&small, &b);
     pl_drop(&big.base);
@@ -937,8 +937,8 @@ Test(sync, semaphore_dropping_a_granted_acquire_releases_its_permits)
     pl_semaphore s;
     pl_semaphore_init(&s, 0);
     tw a = {.id = 1}, b = {.id = 2};
-    pl_semaphore_acquire qa = pl_semaphore_acquire_init(&s, 2);
-    pl_semaphore_acquire qb = pl_semaphore_acquire_init(&s, 2);
+    pl_semaphore_acquire qa = pl_semaphore_acquire_make(&s, 2);
+    pl_semaphore_acquire qb = pl_semaphore_acquire_make(&s, 2);
     poll_as(&qa, &a);
     poll_as(&qb, &b);
     pl_semaphore_release(&s, 2);
@@ -959,7 +959,7 @@ Test(sync, semaphore_acquire_tolerates_spurious_polls_and_rotation)
     pl_semaphore s;
     pl_semaphore_init(&s, 0);
     tw a = {.id = 1};
-    pl_semaphore_acquire q = pl_semaphore_acquire_init(&s, 1);
+    pl_semaphore_acquire q = pl_semaphore_acquire_make(&s, 1);
     pl_context g1 = cx_of(&a, 1), g2 = cx_of(&a, 2);
     cr_assert_eq(pl_poll(&q.base, &g1), PL_PENDING);
     cr_assert_eq(pl_poll(&q.base, &g1), PL_PENDING);
@@ -1009,7 +1009,7 @@ static pl_poll_result ping_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_BEGIN(self);
     for (self->i = 0; self->i < self->pp->rounds; self->i++) {
         pl_notify_one(&self->pp->b);
-        self->wait = pl_notified_init(&self->pp->a);
+        self->wait = pl_notified_make(&self->pp->a);
         PL_AWAIT(cx, &self->wait);
         self->pp->ping_count++;
     }
@@ -1021,7 +1021,7 @@ static pl_poll_result pong_poll(pl_future *f, pl_context *cx)
     pinger *self = (pinger *)f;
     PL_ASYNC_BEGIN(self);
     for (self->i = 0; self->i < self->pp->rounds; self->i++) {
-        self->wait = pl_notified_init(&self->pp->b);
+        self->wait = pl_notified_make(&self->pp->b);
         PL_AWAIT(cx, &self->wait);
         cr_assert_eq(self->pp->pong_count, self->pp->ping_count, "strict alternation");
         self->pp->pong_count++;
@@ -1077,7 +1077,7 @@ static pl_poll_result gated_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_BEGIN(self);
     self->g->parked++;
     while (!self->g->open) {
-        self->wait = pl_notified_init(&self->g->notify);
+        self->wait = pl_notified_make(&self->g->notify);
         PL_AWAIT(cx, &self->wait);
     }
     self->g->passed++;
@@ -1148,7 +1148,7 @@ static pl_poll_result locker_poll(pl_future *f, pl_context *cx)
     locker_shared *sh = self->sh;
     PL_ASYNC_BEGIN(self);
     for (self->round = 0; self->round < 2; self->round++) {
-        self->lock = pl_mutex_lock_init(&sh->m);
+        self->lock = pl_mutex_lock_make(&sh->m);
         PL_AWAIT(cx, &self->lock);
         cr_assert_eq(sh->inside, 0, "two holders at once");
         sh->inside = 1;
@@ -1204,7 +1204,7 @@ static pl_poll_result sender_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_BEGIN(self);
     for (self->k = 0; self->k < 50; self->k++) {
         self->item = self->base_value + self->k;
-        self->send = pl_mpsc_send_init(&self->sh->ch, &self->item);
+        self->send = pl_mpsc_send_make(&self->sh->ch, &self->item);
         PL_AWAIT(cx, &self->send);
         cr_assert_eq(self->send.result, 0);
     }
@@ -1225,7 +1225,7 @@ static pl_poll_result receiver_poll(pl_future *f, pl_context *cx)
     receiver_task *self = (receiver_task *)f;
     PL_ASYNC_BEGIN(self);
     for (;;) {
-        self->recv = pl_mpsc_recv_init(&self->sh->ch, &self->item);
+        self->recv = pl_mpsc_recv_make(&self->sh->ch, &self->item);
         PL_AWAIT(cx, &self->recv);
         if (self->recv.result == PL_ECLOSED) {
             break;
@@ -1291,7 +1291,7 @@ static pl_poll_result sem_poll(pl_future *f, pl_context *cx)
     sem_task *self = (sem_task *)f;
     sem_shared *sh = self->sh;
     PL_ASYNC_BEGIN(self);
-    self->acq = pl_semaphore_acquire_init(&sh->s, self->n);
+    self->acq = pl_semaphore_acquire_make(&sh->s, self->n);
     PL_AWAIT(cx, &self->acq);
     sh->order[sh->order_len++] = self->id;
     sh->holders++;
@@ -1340,7 +1340,7 @@ static pl_poll_result os_recv_poll(pl_future *f, pl_context *cx)
 {
     os_recv_task *self = (os_recv_task *)f;
     PL_ASYNC_BEGIN(self);
-    self->recv = pl_oneshot_recv_init(self->os);
+    self->recv = pl_oneshot_recv_make(self->os);
     PL_AWAIT(cx, &self->recv);
     self->result = self->recv.result;
     PL_ASYNC_END;
@@ -1636,7 +1636,7 @@ Test(sync, notified_declares_a_notification_and_holds_once_chosen)
 {
     pl_notify n = PL_NOTIFY_INIT(n);
     tw a = {.id = 1}, b = {.id = 2};
-    pl_notified fa = pl_notified_init(&n), fb = pl_notified_init(&n);
+    pl_notified fa = pl_notified_make(&n), fb = pl_notified_make(&n);
     decls da, db;
     cr_assert_eq(poll_declaring(&fa, &a, &da), PL_PENDING);
     cr_assert_eq(poll_declaring(&fb, &b, &db), PL_PENDING);
@@ -1668,7 +1668,7 @@ Test(sync, notified_after_a_broadcast_does_not_hold)
 {
     pl_notify n = PL_NOTIFY_INIT(n);
     tw a = {.id = 1}, b = {.id = 2};
-    pl_notified fa = pl_notified_init(&n), fb = pl_notified_init(&n);
+    pl_notified fa = pl_notified_make(&n), fb = pl_notified_make(&n);
     decls da, db;
     cr_assert_eq(poll_declaring(&fa, &a, &da), PL_PENDING);
     pl_notify_waiters(&n);
@@ -1686,8 +1686,8 @@ Test(sync, semaphore_acquire_holds_only_when_fifo_would_grant_it)
     pl_semaphore s;
     pl_semaphore_init(&s, 0);
     tw a = {.id = 1}, b = {.id = 2};
-    pl_semaphore_acquire big = pl_semaphore_acquire_init(&s, 3);
-    pl_semaphore_acquire small = pl_semaphore_acquire_init(&s, 1);
+    pl_semaphore_acquire big = pl_semaphore_acquire_make(&s, 3);
+    pl_semaphore_acquire small = pl_semaphore_acquire_make(&s, 1);
     decls dbig, dsmall;
     cr_assert_eq(poll_declaring(&big, &a, &dbig), PL_PENDING);
     cr_assert_eq(poll_declaring(&small, &b, &dsmall), PL_PENDING);
@@ -1724,7 +1724,7 @@ Test(sync, mutex_lock_holds_once_handed_the_lock)
     pl_mutex_init(&m);
     cr_assert(pl_mutex_try_lock(&m));
     tw a = {.id = 1}, b = {.id = 2};
-    pl_mutex_lock la = pl_mutex_lock_init(&m), lb = pl_mutex_lock_init(&m);
+    pl_mutex_lock la = pl_mutex_lock_make(&m), lb = pl_mutex_lock_make(&m);
     decls da, db;
     cr_assert_eq(poll_declaring(&la, &a, &da), PL_PENDING);
     cr_assert_eq(poll_declaring(&lb, &b, &db), PL_PENDING);
@@ -1758,7 +1758,7 @@ Test(sync, mpsc_recv_holds_with_an_item_or_without_senders)
     int out = 0, v = 5;
     chan3 c;
     chan3_init(&c);
-    pl_mpsc_recv r = pl_mpsc_recv_init(&c.ch, &out);
+    pl_mpsc_recv r = pl_mpsc_recv_make(&c.ch, &out);
     decls d;
     cr_assert_eq(poll_declaring(&r, &a, &d), PL_PENDING);
     assert_declared(&d, "channel", &r);
@@ -1768,7 +1768,7 @@ Test(sync, mpsc_recv_holds_with_an_item_or_without_senders)
     cr_assert_eq(poll_as(&r, &a), PL_READY);
     cr_assert(!holds(&d));
 
-    pl_mpsc_recv r2 = pl_mpsc_recv_init(&c.ch, &out);
+    pl_mpsc_recv r2 = pl_mpsc_recv_make(&c.ch, &out);
     cr_assert_eq(poll_declaring(&r2, &a, &d), PL_PENDING);
     cr_assert(!holds(&d));
     pl_mpsc_sender_drop(&c.ch);
@@ -1777,7 +1777,7 @@ Test(sync, mpsc_recv_holds_with_an_item_or_without_senders)
     cr_assert_eq(r2.result, PL_ECLOSED);
 
     chan3_init(&c);
-    pl_mpsc_recv r3 = pl_mpsc_recv_init(&c.ch, &out);
+    pl_mpsc_recv r3 = pl_mpsc_recv_make(&c.ch, &out);
     cr_assert_eq(poll_declaring(&r3, &a, &d), PL_PENDING);
     pl_drop(&r3.base);
     pl_mpsc_close(&c.ch);
@@ -1791,7 +1791,7 @@ Test(sync, mpsc_send_holds_with_a_reserved_slot_or_a_closed_channel)
     int out = 0, v1 = 10, v2 = 20;
     chan3 c;
     chan3_init_full(&c);
-    pl_mpsc_send s1 = pl_mpsc_send_init(&c.ch, &v1), s2 = pl_mpsc_send_init(&c.ch, &v2);
+    pl_mpsc_send s1 = pl_mpsc_send_make(&c.ch, &v1), s2 = pl_mpsc_send_make(&c.ch, &v2);
     decls d1, d2;
     cr_assert_eq(poll_declaring(&s1, &a, &d1), PL_PENDING);
     cr_assert_eq(poll_declaring(&s2, &b, &d2), PL_PENDING);
@@ -1825,7 +1825,7 @@ Test(sync, oneshot_recv_holds_once_sent_or_sender_gone)
     int storage = 0, v = 7;
     pl_oneshot os;
     pl_oneshot_init(&os, &storage, sizeof storage);
-    pl_oneshot_recv r = pl_oneshot_recv_init(&os);
+    pl_oneshot_recv r = pl_oneshot_recv_make(&os);
     decls d;
     cr_assert_eq(poll_declaring(&r, &a, &d), PL_PENDING);
     assert_declared(&d, "oneshot", &r);
@@ -1836,7 +1836,7 @@ Test(sync, oneshot_recv_holds_once_sent_or_sender_gone)
     cr_assert(!holds(&d));
 
     pl_oneshot_init(&os, &storage, sizeof storage);
-    r = pl_oneshot_recv_init(&os);
+    r = pl_oneshot_recv_make(&os);
     cr_assert_eq(poll_declaring(&r, &a, &d), PL_PENDING);
     cr_assert(!holds(&d));
     pl_oneshot_sender_drop(&os);
@@ -1857,7 +1857,7 @@ static pl_poll_result parked_poll(pl_future *f, pl_context *cx)
 {
     parked *self = (parked *)f;
     PL_ASYNC_BEGIN(self);
-    self->wait = pl_notified_init(self->n);
+    self->wait = pl_notified_make(self->n);
     PL_AWAIT(cx, &self->wait);
     PL_ASYNC_END;
 }
@@ -1876,13 +1876,13 @@ static void join_holds_once_the_task_finishes(bool cancel)
     cr_assert_eq(pl_run(ex), PL_EDEADLK, "the task parks on the notify");
 
     tw a = {.id = 1};
-    pl_join j = pl_join_init(t);
+    pl_join j = pl_join_make(t);
     decls d;
     cr_assert_eq(poll_declaring(&j, &a, &d), PL_PENDING);
     assert_declared(&d, "join", &j);
     cr_assert(!holds(&d));
     if (cancel) {
-        pl_task_abort(t);
+        pl_task_cancel(t);
         assert_holds(&d, "'sleeper' (#1) was cancelled");
     } else {
         pl_notify_one(&n);

@@ -121,19 +121,19 @@ static void name_survives_a_join(const pl_observer *obs)
     parked p = {PL_FUTURE_INIT(&parked_vt), &slot, &open};
     pl_task *t;
     cr_assert_eq(PL_SPAWN(ex, p, "worker", &t), 0);
-    joining j = {PL_FUTURE_INIT(&joining_vt), pl_join_init(t)};
+    joining j = {PL_FUTURE_INIT(&joining_vt), pl_join_make(t)};
     pl_task *jt;
     cr_assert_eq(PL_SPAWN(ex, j, "joiner", &jt), 0);
     cr_assert_eq(pl_run(ex), PL_EDEADLK, "both parked: the join is registered");
     cr_assert_str_eq(pl_task_name(t), "worker");
-    pl_task_rename(t, "renamed");
+    pl__task_rename(t, "renamed");
     cr_assert_str_eq(pl_task_name(t), "renamed");
     open = true;
     pl_waker_slot_wake(&slot);
     cr_assert_eq(pl_run(ex), 0);
     cr_assert_eq(((joining *)pl_task_future(jt))->join.result, 0);
     cr_assert_str_eq(pl_task_name(t), "renamed", "the join handed the name back");
-    pl_task_rename(t, NULL);
+    pl__task_rename(t, NULL);
     cr_assert_str_eq(pl_task_name(t), "parked", "no name: the vtable's");
     pl_task_release(t);
     pl_task_release(jt);
@@ -158,16 +158,16 @@ Test(task_block, dropped_join_gives_the_name_back)
     parked p = {PL_FUTURE_INIT(&parked_vt), &slot, &open};
     pl_task *t;
     cr_assert_eq(PL_SPAWN(ex, p, "worker", &t), 0);
-    joining j = {PL_FUTURE_INIT(&joining_vt), pl_join_init(t)};
+    joining j = {PL_FUTURE_INIT(&joining_vt), pl_join_make(t)};
     pl_task *jt;
     cr_assert_eq(PL_SPAWN(ex, j, "joiner", &jt), 0);
     cr_assert_eq(pl_run(ex), PL_EDEADLK);
-    pl_task_abort(jt); /* drops the pending join */
+    pl_task_cancel(jt); /* drops the pending join */
     cr_assert_str_eq(pl_task_name(t), "worker");
-    pl_task_rename(t, "again");
+    pl__task_rename(t, "again");
     cr_assert_str_eq(pl_task_name(t), "again");
     pl_task_release(jt);
-    pl_task_abort(t);
+    pl_task_cancel(t);
     pl_task_release(t);
     pl_executor_destroy(ex);
 }

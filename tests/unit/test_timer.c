@@ -65,7 +65,7 @@ Test(timer, sleeps_fire_in_deadline_then_arming_order)
     cr_assert_arr_eq(done_order, expect, sizeof expect);
     cr_assert_eq(done_at[0], 1000 + 10 * PL_MS);
     cr_assert_eq(done_at[4], 1000 + 30 * PL_MS);
-    cr_assert_eq(pl_executor_timers(ex), 0);
+    cr_assert_eq(pl__executor_timer_count(ex), 0);
     pl_executor_destroy(ex);
 }
 
@@ -142,7 +142,7 @@ static pl_poll_result timeout_user_poll(pl_future *f, pl_context *cx)
     timeout_user *u = (timeout_user *)f;
     if (u->timeout.base.vtable == NULL) {
         pl_future *inner = u->use_sleep ? &u->inner_sleep.base : &u->inner_storage;
-        u->timeout = pl_timeout_init(inner, 50 * PL_MS);
+        u->timeout = pl_timeout_make(inner, 50 * PL_MS);
     }
     if (pl_poll(&u->timeout.base, cx) == PL_PENDING) {
         return PL_PENDING;
@@ -181,7 +181,7 @@ Test(timer, timeout_passes_through_an_inner_that_finishes_first)
     cr_assert_eq(PL_BLOCK_ON(ex, u), 0);
     cr_assert_eq(u.result, 0);
     cr_assert_eq(m.now_ns, 20 * PL_MS);
-    cr_assert_eq(pl_executor_timers(ex), 0, "the timeout's own timer was disarmed");
+    cr_assert_eq(pl__executor_timer_count(ex), 0, "the timeout's own timer was disarmed");
     pl_executor_destroy(ex);
 }
 
@@ -198,7 +198,7 @@ static pl_poll_result ticker_poll(pl_future *f, pl_context *cx)
     ticker *t = (ticker *)f;
     while (t->ticks < 4) {
         if (t->tick.base.vtable == NULL) {
-            t->tick = pl_interval_tick_init(&t->iv);
+            t->tick = pl_interval_tick_make(&t->iv);
         }
         if (pl_poll(&t->tick.base, cx) == PL_PENDING) {
             return PL_PENDING;
@@ -219,7 +219,7 @@ Test(timer, interval_ticks_every_period_from_its_first_tick)
     ticker t;
     memset(&t, 0, sizeof t);
     t.base = PL_FUTURE_INIT(&ticker_vt);
-    t.iv = pl_interval_init(10 * PL_MS);
+    t.iv = pl_interval_make(10 * PL_MS);
     cr_assert_eq(PL_BLOCK_ON(ex, t), 0);
     pl_time expect[] = {5, 5 + 10 * PL_MS, 5 + 20 * PL_MS, 5 + 30 * PL_MS};
     cr_assert_arr_eq(t.at, expect, sizeof expect);
@@ -270,8 +270,8 @@ typedef struct aborter {
 static pl_poll_result aborter_poll(pl_future *f, pl_context *cx)
 {
     aborter *a = (aborter *)f;
-    a->timers_before = pl_executor_timers(cx->ex);
-    pl_task_abort(a->victim);
+    a->timers_before = pl__executor_timer_count(cx->ex);
+    pl_task_cancel(a->victim);
     return PL_READY;
 }
 
@@ -290,7 +290,7 @@ Test(timer, abort_disarms_the_sleep)
     cr_assert_eq(pl_run(ex), 0);
     cr_assert_eq(((aborter *)pl_task_future(at))->timers_before, 1);
     cr_assert(pl_task_is_cancelled(t));
-    cr_assert_eq(pl_executor_timers(ex), 0);
+    cr_assert_eq(pl__executor_timer_count(ex), 0);
     cr_assert_eq(m.now_ns, 0, "the clock never jumped to the cancelled deadline");
     pl_task_release(t);
     pl_task_release(at);
@@ -360,7 +360,7 @@ Test(timer, heap_matches_a_sorted_model)
             model[b] = x;
         }
     }
-    cr_assert_eq(pl_executor_timers(ex), (size_t)model_len);
+    cr_assert_eq(pl__executor_timer_count(ex), (size_t)model_len);
     fired_len = 0;
     m.now_ns = 100;
     cr_assert_eq(pl_run(ex), 0);
@@ -434,7 +434,7 @@ Test(timer, groups_match_a_sorted_model_as_the_heap_fills_and_empties)
         }
         int model[N];
         int len = model_sort(deadline, order, N, model);
-        cr_assert_eq(pl_executor_timers(ex), (size_t)len);
+        cr_assert_eq(pl__executor_timer_count(ex), (size_t)len);
         /* Fire the first half of the fire times (all, every third round). */
         pl_time until =
             round % 3 == 2 || len == 0 ? m.now_ns + (pl_time)spread + 1 : deadline[model[len / 2]];
@@ -455,12 +455,12 @@ Test(timer, groups_match_a_sorted_model_as_the_heap_fills_and_empties)
             order[model[k]] = 0;
             pl_timer_disarm(&timers[model[k]]);
         }
-        cr_assert_eq(pl_executor_timers(ex), (size_t)(len - due));
+        cr_assert_eq(pl__executor_timer_count(ex), (size_t)(len - due));
     }
     for (int i = 0; i < N; i++) {
         pl_timer_disarm(&timers[i]);
     }
-    cr_assert_eq(pl_executor_timers(ex), 0);
+    cr_assert_eq(pl__executor_timer_count(ex), 0);
     pl_executor_destroy(ex);
 }
 
@@ -474,12 +474,12 @@ Test(timer, a_past_deadline_is_clamped_to_now)
     pl_timer a = PL_TIMER_INIT, b = PL_TIMER_INIT, c = PL_TIMER_INIT;
     cr_assert_eq(pl_timer_arm(ex, &a, 100 * PL_MS, &w), 0);
     cr_assert_eq(pl_timer_arm(ex, &b, 95 * PL_MS, &w), 0);
-    cr_assert_eq(pl_executor_next_timer(ex), 100 * PL_MS, "5 ms in the past reads as now");
+    cr_assert_eq(pl__executor_next_timer(ex), 100 * PL_MS, "5 ms in the past reads as now");
     pl_timer_disarm(&a);
-    cr_assert_eq(pl_executor_next_timer(ex), 100 * PL_MS, "b alone");
+    cr_assert_eq(pl__executor_next_timer(ex), 100 * PL_MS, "b alone");
     cr_assert_eq(pl_timer_arm(ex, &c, -PL_S, &w), 0);
     pl_timer_disarm(&b);
-    cr_assert_eq(pl_executor_next_timer(ex), 100 * PL_MS, "a negative deadline too");
+    cr_assert_eq(pl__executor_next_timer(ex), 100 * PL_MS, "a negative deadline too");
     pl_timer_disarm(&c);
     pl_executor_destroy(ex);
 }
@@ -501,7 +501,7 @@ Test(timer, lateness_counts_from_the_clamped_deadline)
     pl_waker w = pl_waker_noop();
     pl_timer t = PL_TIMER_INIT;
     cr_assert_eq(pl_timer_arm(ex, &t, 90 * PL_MS, &w), 0);
-    cr_assert_eq(pl_executor_next_timer(ex), 102 * PL_MS,
+    cr_assert_eq(pl__executor_next_timer(ex), 102 * PL_MS,
                  "2 quanta after now, not after the past deadline");
     pl_timer_disarm(&t);
     pl_executor_destroy(ex);

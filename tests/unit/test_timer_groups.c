@@ -89,7 +89,7 @@ LEAK_TEST(timer_groups, a_group_that_timers_leave_compacts_instead_of_growing)
         cr_assert_eq(pl_timer_arm(ex, &moving, 10 * PL_MS, &w2), 0);
     }
     cr_assert_lt(c.peak - base, 1024, "%lld bytes for two armed timers", c.peak - base);
-    cr_assert_eq(pl_executor_timers(ex), 2);
+    cr_assert_eq(pl__executor_timer_count(ex), 2);
     fired_len = 0;
     cr_assert_eq(pl_run(ex), 0);
     cr_assert_eq(fired_len, 2);
@@ -164,7 +164,7 @@ LEAK_TEST(timer_groups, an_arming_needs_no_memory_after_its_lateness_decision)
     cr_assert_eq(pl_timer_arm(ex, &t[4], 10 * PL_MS, &w[4]), PL_ENOMEM);
     cr_assert_eq(m.kinds[PL_DECIDE_TIMER_LATE], 4, "no decision drawn for a failed arming");
     cr_assert(!pl_timer_is_armed(&t[4]));
-    cr_assert_eq(pl_executor_timers(ex), 4);
+    cr_assert_eq(pl__executor_timer_count(ex), 4);
     c.fail = false;
     cr_assert_eq(pl_timer_arm(ex, &t[4], 10 * PL_MS, &w[4]), 0);
     cr_assert_eq(m.kinds[PL_DECIDE_TIMER_LATE], 5);
@@ -199,8 +199,8 @@ LEAK_TEST(timer_groups, holes_in_a_group_keep_the_arming_order)
         pl_timer_disarm(&t[leave[k]]);
     }
     uint32_t ids[N];
-    cr_assert_eq(pl_executor_timer_task_ids(ex, ids, N), N - 4, "holes are not timers");
-    cr_assert_eq(pl_executor_timers(ex), N - 4);
+    cr_assert_eq(pl__executor_timer_task_ids(ex, ids, N), N - 4, "holes are not timers");
+    cr_assert_eq(pl__executor_timer_count(ex), N - 4);
     fired_len = 0;
     cr_assert_eq(pl_run(ex), 0);
     static const int want[] = {2, 3, 5, 6, 7};

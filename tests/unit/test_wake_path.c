@@ -53,14 +53,14 @@ static void wakes_run_in(bool deciding, const uint32_t *script, size_t script_le
     pl_notify n[3];
     for (int i = 0; i < 3; i++) {
         pl_notify_init(&n[i]);
-        notified_tag w = {PL_FUTURE_INIT(&notified_tag_vt), i, pl_notified_init(&n[i])};
+        notified_tag w = {PL_FUTURE_INIT(&notified_tag_vt), i, pl_notified_make(&n[i])};
         cr_assert_eq(PL_SPAWN(ex, w, NULL, NULL), 0);
     }
     cr_assert_eq(pl_run(ex), PL_EDEADLK, "all three parked");
     for (int i = 0; i < 3; i++) {
         pl_notify_one(&n[i]);
     }
-    cr_assert_eq(pl_executor_runnable(ex), 3);
+    cr_assert_eq(pl__executor_runnable_count(ex), 3);
     m.script = script;
     m.script_len = script_len;
     m.decisions = 0;
@@ -177,12 +177,12 @@ static void park_one(parked *p)
     /* A first task grows the executor's task table once. */
     pl_notify_init(&p->n);
     pl_notify_one(&p->n);
-    notified_tag first = {PL_FUTURE_INIT(&notified_tag_vt), 0, pl_notified_init(&p->n)};
+    notified_tag first = {PL_FUTURE_INIT(&notified_tag_vt), 0, pl_notified_make(&p->n)};
     cr_assert_eq(PL_SPAWN(p->ex, first, NULL, NULL), 0);
     cr_assert_eq(pl_run(p->ex), 0);
     order_len = 0;
     p->before = live_bytes;
-    notified_tag w = {PL_FUTURE_INIT(&notified_tag_vt), 7, pl_notified_init(&p->n)};
+    notified_tag w = {PL_FUTURE_INIT(&notified_tag_vt), 7, pl_notified_make(&p->n)};
     cr_assert_eq(PL_SPAWN(p->ex, w, NULL, &p->t), 0);
     cr_assert_eq(pl_run(p->ex), PL_EDEADLK, "parked");
 }
@@ -214,7 +214,7 @@ Test(wake_path, a_fast_parked_waiter_dropped_unlinks_and_lets_go)
 {
     parked p;
     park_one(&p);
-    pl_task_abort(p.t);
+    pl_task_cancel(p.t);
     cr_assert(pl_task_is_cancelled(p.t));
     pl_notify_one(&p.n);
     cr_assert(pl_notify_has_permit(&p.n), "no waiter was left to take it");
@@ -228,7 +228,7 @@ Test(wake_path, a_fast_parked_waiter_survives_a_spurious_poll)
 {
     parked p;
     park_one(&p);
-    pl_executor_wake_task(p.ex, p.t);
+    pl__executor_wake_task(p.ex, p.t);
     cr_assert_eq(pl_run(p.ex), PL_EDEADLK, "still parked");
     cr_assert_eq(pl_task_polls(p.t), 2);
     pl_notify_one(&p.n);
@@ -313,7 +313,7 @@ static pl_poll_result clock_task_poll(pl_future *f, pl_context *cx)
         self->polls++;
         self->nap = pl_sleep_for(10 * PL_MS);
         cr_assert_eq(pl_poll(&self->nap.base, cx), PL_PENDING);
-        self->deadline = pl_executor_next_timer(cx->ex);
+        self->deadline = pl__executor_next_timer(cx->ex);
         return PL_PENDING;
     }
     if (++self->polls == CLOCK_POLLS) {

@@ -38,7 +38,7 @@ typedef struct pl_join2 {
 
 /* `a` and `b` point to future structs (first member pl_future), borrowed
  * until the join is READY or dropped. */
-pl_join2 pl_join2_init(pl_future *a, pl_future *b);
+pl_join2 pl_join2_make(pl_future *a, pl_future *b);
 
 /* ---- Join of N --------------------------------------------------------
  * READY when every child is; n may be 0 (READY at the first poll). */
@@ -51,7 +51,7 @@ typedef struct pl_join_all {
 
 /* `children` (the array and every future it points to) is borrowed
  * until the join is READY or dropped. */
-pl_join_all pl_join_all_init(pl_future *const *children, size_t n);
+pl_join_all pl_join_all_make(pl_future *const *children, size_t n);
 
 /* ---- Select -----------------------------------------------------------
  * Polls children in index order; the first to return READY wins: its
@@ -68,7 +68,7 @@ typedef struct pl_select {
 } pl_select;
 
 /* `children`: n (> 0) pointers, borrowed until READY or drop. */
-pl_select pl_select_init(pl_future *const *children, size_t n);
+pl_select pl_select_make(pl_future *const *children, size_t n);
 
 #ifdef __cplusplus
 }

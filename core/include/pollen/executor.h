@@ -75,16 +75,12 @@ void pl_executor_destroy(pl_executor *ex);
  * allocation holds the task and the copy. `name` (static storage, may be
  * NULL: the vtable's name is used) names the task in traces. When
  * `handle` is not NULL it receives a counted reference the caller must
- * release with pl_task_release (or hand to pl_join_init). Returns 0 or
+ * release with pl_task_release (or hand to pl_join_make). `where` is
+ * "file:line" and `func` the calling function (static strings, as the
+ * pl_spawn macro passes them; either may be NULL: unknown). Only an
+ * observer sees them (pl_observer.spawn_site), so production pays for two
+ * constant arguments and nothing is stored in the task. Returns 0 or
  * PL_ENOMEM. Allowed from inside a poll. */
-int pl_spawn(pl_executor *ex, const pl_future *fut, size_t size, const char *name,
-             pl_task **handle);
-
-/* pl_spawn that says where it is called from: `where` is "file:line" and
- * `func` the calling function (static strings, as the pl_spawn macro
- * passes them; either may be NULL: unknown). Only an observer sees them
- * (pl_observer.spawn_site), so production pays for two constant
- * arguments and nothing is stored in the task. Same returns as pl_spawn. */
 int pl_spawn_at(pl_executor *ex, const pl_future *fut, size_t size, const char *name,
                 pl_task **handle, const char *where, const char *func);
 
@@ -93,7 +89,9 @@ int pl_spawn_at(pl_executor *ex, const pl_future *fut, size_t size, const char *
 /* "file.c:120", a string literal: the spawn site as one constant pointer. */
 #define PL__WHERE __FILE__ ":" PL__STR(__LINE__)
 
-/* Every pl_spawn call records its site; (pl_spawn) names the function. */
+/* pl_spawn_at with the caller's site: the way to spawn. A helper that
+ * spawns on its caller's behalf calls pl_spawn_at with the site it was
+ * given. */
 #define pl_spawn(ex, fut, size, name, handle)                               \
     pl_spawn_at((ex), (fut), (size), (name), (handle), PL__WHERE, __func__)
 
@@ -135,7 +133,7 @@ uint32_t pl_task_polls(const pl_task *t);   /* polls so far */
 /* Cancels a task: its future is dropped now (or right after its current
  * poll when it aborts itself) and joiners see PL_ECANCELED. No-op on a
  * finished task. */
-void pl_task_abort(pl_task *t);
+void pl_task_cancel(pl_task *t);
 
 /* The future of a task's completion. Borrows the handle, which must stay
  * valid while the join is pending (a completed join no longer touches
@@ -153,7 +151,7 @@ typedef struct pl_join {
 } pl_join;
 
 extern const pl_future_vtable pl__join_vtable;
-static inline pl_join pl_join_init(pl_task *t)
+static inline pl_join pl_join_make(pl_task *t)
 {
     /* Field by field, not a compound literal: gcc -O2 then stores straight
      * into the caller's struct instead of building a copy on the stack

@@ -108,7 +108,7 @@ typedef struct pl_file_open {
     uint32_t reserved2; /* private: zero */
 } pl_file_open;
 
-pl_file_open pl_file_open_init(pl_dir *dir, const char *name, uint32_t flags, uint32_t mode);
+pl_file_open pl_file_open_make(pl_dir *dir, const char *name, uint32_t flags, uint32_t mode);
 pl_file pl_file_open_take(pl_file_open *op);
 
 /* Reads up to len bytes at `offset`. result: bytes read (fewer than len

@@ -248,7 +248,7 @@ void pl__await_point(pl_context *cx, const pl_await_site *site);
  * enabled per run with one probability and then fires with another, so
  * rare paths (a retry, a slow branch) get exercised. The site's identity
  * (its decision key) is the file's base name and line; the function only
- * names it in reports (pl_executor_buggify_site). */
+ * names it in reports (pl__executor_buggify_site). */
 bool pl__buggify(pl_context *cx, const char *file, int line, const char *func);
 #define PL_BUGGIFY(cx) pl__buggify((cx), __FILE__, __LINE__, __func__)
 

@@ -28,7 +28,7 @@
  * bit, stores the waker of the current poll in the source (replacing the
  * waker of an earlier poll) and returns PL_PENDING. The system wakes that
  * waker when the handle becomes ready again. Dropping a pending future
- * (pl_drop) releases the waker it stored.
+ * (pl_drop) drops the waker it stored.
  *
  * Threads: every function in this header is for the executor's thread.
  */
@@ -127,13 +127,13 @@ typedef struct pl_io_fd {
  * handle is left open and still owned by the caller. */
 int pl_io_fd_open(pl_executor *ex, pl_io_fd *io, int handle);
 
-/* Deregisters, releases any stored waker and closes the handle. No future
+/* Deregisters, drops any stored waker and closes the handle. No future
  * may be pending on it. NULL or an already closed object is allowed. */
 void pl_io_fd_close(pl_io_fd *io);
 
 /* Deregisters and hands the handle back to the caller without closing it.
  * Returns the handle, or PL_EBADF when io is not open. */
-int pl_io_fd_release(pl_io_fd *io);
+int pl_io_fd_take(pl_io_fd *io);
 
 /* The handle, or PL_EBADF when io is not open. */
 int pl_io_fd_handle(const pl_io_fd *io);
@@ -185,7 +185,7 @@ pl_io_read pl_pipe_read(pl_pipe_reader *r, void *buf, size_t len);
 pl_io_write pl_pipe_write(pl_pipe_writer *w, const void *buf, size_t len);
 pl_io_write_all pl_pipe_write_all(pl_pipe_writer *w, const void *buf, size_t len);
 
-/* Deregister, release stored wakers and close. NULL or closed is allowed;
+/* Deregister, drop stored wakers and close. NULL or closed is allowed;
  * no future may be pending on the end being closed. */
 void pl_pipe_reader_close(pl_pipe_reader *r);
 void pl_pipe_writer_close(pl_pipe_writer *w);
@@ -214,7 +214,7 @@ int pl_tcp_listen_str(pl_executor *ex, pl_tcp_listener *l, const char *addr, int
 int pl_tcp_listener_local_addr(const pl_tcp_listener *l, struct sockaddr_storage *addr,
                                socklen_t *len);
 
-/* Deregisters, releases a stored waker and closes. NULL or closed is
+/* Deregisters, drops a stored waker and closes. NULL or closed is
  * allowed; no accept may be pending on it. */
 void pl_tcp_listener_close(pl_tcp_listener *l);
 
@@ -235,7 +235,7 @@ typedef struct pl_tcp_accept {
     uint32_t reserved2; /* private: zero */
 } pl_tcp_accept;
 
-pl_tcp_accept pl_tcp_accept_init(pl_tcp_listener *l);
+pl_tcp_accept pl_tcp_accept_make(pl_tcp_listener *l);
 
 /* Moves the accepted stream out (the future then holds {NULL}). Call it
  * from the poll that saw READY: the executor drops a task's future when it
@@ -259,9 +259,9 @@ typedef struct pl_tcp_connect {
     pl_tcp_stream stream;  /* connecting, then the connected stream */
 } pl_tcp_connect;
 
-pl_tcp_connect pl_tcp_connect_init(const struct sockaddr *addr, socklen_t len);
+pl_tcp_connect pl_tcp_connect_make(const struct sockaddr *addr, socklen_t len);
 
-/* pl_tcp_connect_init with an address parsed by pl_addr_parse; a bad
+/* pl_tcp_connect_make with an address parsed by pl_addr_parse; a bad
  * string makes the future complete with PL_EINVAL. */
 pl_tcp_connect pl_tcp_connect_str(const char *addr);
 
@@ -282,7 +282,7 @@ int pl_tcp_local_addr(const pl_tcp_stream *s, struct sockaddr_storage *addr, soc
  * PL_ENOSYS (the system has no shutdown) or another PL_E* code. */
 int pl_tcp_shutdown(pl_tcp_stream *s, int how);
 
-/* Deregisters, releases stored wakers and closes. NULL or closed is
+/* Deregisters, drops stored wakers and closes. NULL or closed is
  * allowed; no future may be pending on it. */
 void pl_tcp_close(pl_tcp_stream *s);
 
@@ -300,7 +300,7 @@ int pl_udp_bind_str(pl_executor *ex, pl_udp_socket *u, const char *addr);
 int pl_udp_local_addr(const pl_udp_socket *u, struct sockaddr_storage *addr,
                       socklen_t *len);
 
-/* Deregisters, releases stored wakers and closes. NULL or closed is
+/* Deregisters, drops stored wakers and closes. NULL or closed is
  * allowed; no future may be pending on it. */
 void pl_udp_close(pl_udp_socket *u);
 

@@ -45,7 +45,7 @@ typedef enum pl_misuse {
  * task). waker_clones counts the live clones of the task's wakers (remote
  * wakers included). */
 typedef struct pl_task_head {
-    uint32_t gen;          /* pl_task_waker_gen */
+    uint32_t gen;          /* pl__task_waker_gen */
     uint32_t waker_clones; /* live waker clones */
     uint32_t id;           /* pl_task_id */
     uint32_t polls;        /* pl_task_polls */
@@ -72,7 +72,7 @@ typedef enum pl_signal_event {
 struct pl_observer {
     uint32_t version; /* PL_OBSERVER_VERSION */
     void (*spawn)(void *ud, pl_task *t);
-    /* `probe` is true for polls made by pl_executor_probe. */
+    /* `probe` is true for polls made by pl__executor_probe. */
     void (*poll_begin)(void *ud, pl_task *t, uint32_t gen, bool probe);
     void (*poll_end)(void *ud, pl_task *t, pl_poll_result r, bool probe);
     /* `waker_task` names the task a waker points to; `by_ref` tells
@@ -83,7 +83,7 @@ struct pl_observer {
     /* The executor counts waker clones itself (pl_task_head.waker_clones),
      * so these two are not called for every clone and drop: waker_clone
      * only for a clone made outside the task's own poll (when it reports
-     * who made the latest clone, pl_task_cloned_elsewhere tells whether
+     * who made the latest clone, pl__task_cloned_elsewhere tells whether
      * that was someone else), waker_drop only for a drop with no clone
      * counted (dropped more often than cloned). */
     void (*waker_clone)(void *ud, pl_task *t, uint32_t gen);
@@ -108,7 +108,7 @@ struct pl_observer {
     void (*orphaned)(void *ud, pl_task *t, pl_task *dropper);
     /* Right after `spawn`: where the task was spawned, "file:line" and
      * the calling function (static strings from pl_spawn_at; NULL when
-     * unknown, as for pl_block_on's task or a call of (pl_spawn)). */
+     * unknown, as for pl_block_on's task or pl_spawn_at with NULLs). */
     void (*spawn_site)(void *ud, pl_task *t, const char *where, const char *func);
     /* pl_notify's waiters and broadcasts (pl_notify_waiters, which keeps
      * nothing for a task not waiting): `primitive` is the notify, an
@@ -118,20 +118,21 @@ struct pl_observer {
     void (*signal)(void *ud, const void *primitive, pl_signal_event ev, pl_task *t);
 };
 
-/* ---- For simulators: reaching into the executor ------------------- */
+/* ---- For simulators: reaching into the executor -------------------
+ * Internal (pl__): the simulator's reach-ins, not user API. */
 
 /* The generation of the waker handed to the task's latest poll. */
-uint32_t pl_task_waker_gen(const pl_task *t);
+uint32_t pl__task_waker_gen(const pl_task *t);
 
 /* True when the latest clone of the task's waker was made outside its own
  * poll (or no clone was made yet); false when the task made it while
  * being polled. Observed executors only. */
-bool pl_task_cloned_elsewhere(const pl_task *t);
+bool pl__task_cloned_elsewhere(const pl_task *t);
 
 /* The identity of a source site (PL_BUGGIFY, properties): a hash of the
  * file's base name and the line, the same in every build of the same
  * source. PL_DECIDE_BUGGIFY_FIRE decisions carry it as their key. */
-uint64_t pl_site_key(const char *file, int line);
+uint64_t pl__site_key(const char *file, int line);
 
 /* Where a PL_BUGGIFY site is written: __FILE__, __LINE__, __func__ of
  * the macro's use (string literals: they live as long as the program). */
@@ -144,18 +145,18 @@ typedef struct pl_source_site {
 /* During a system's decide() of kind PL_DECIDE_BUGGIFY_FIRE: the site
  * asking (its key is the decision's key); NULL at any other time.
  * Executor thread only, from inside that decide(). */
-const pl_source_site *pl_executor_buggify_site(const pl_executor *ex);
+const pl_source_site *pl__executor_buggify_site(const pl_executor *ex);
 
 /* Size of the task's future copy (pl_task_future gives its bytes). */
-size_t pl_task_future_size(const pl_task *t);
+size_t pl__task_future_size(const pl_task *t);
 
 /* True while the task is runnable (queued) or being polled. */
-bool pl_task_is_scheduled(const pl_task *t);
+bool pl__task_is_scheduled(const pl_task *t);
 
 /* Polls a parked task once, outside the schedule, handing it the waker
  * of its latest poll (no rotation), as a probe. Returns the poll's
  * result; a READY completes the task as usual. */
-pl_poll_result pl_executor_probe(pl_executor *ex, pl_task *t);
+pl_poll_result pl__executor_probe(pl_executor *ex, pl_task *t);
 
 /* Abandons the poll in progress, for a simulator that left it with a
  * longjmp from one of its hooks (a spin inside one poll that will never
@@ -168,7 +169,7 @@ pl_poll_result pl_executor_probe(pl_executor *ex, pl_task *t);
  * longjmp, on the executor thread, before any other executor call; the
  * executor is then fit only for pl_executor_cancel_all and
  * pl_executor_destroy. */
-void pl_executor_abandon_poll(pl_executor *ex);
+void pl__executor_abandon_poll(pl_executor *ex);
 
 /* Forgets a task that is not being polled, as a process kill would: it
  * finishes as cancelled (a joiner sees PL_ECANCELED) without its drop,
@@ -179,45 +180,45 @@ void pl_executor_abandon_poll(pl_executor *ex);
  * caller's to free. A finished task only has the timers that would wake
  * it disarmed. The simulator's node crash calls it; executor thread
  * only, outside the task's own poll. */
-void pl_executor_forget_task(pl_executor *ex, pl_task *t);
+void pl__executor_forget_task(pl_executor *ex, pl_task *t);
 
 /* Deregisters and frees an I/O source whose owner was forgotten
- * (pl_executor_forget_task): its wakers are dropped, its handle stays
+ * (pl__executor_forget_task): its wakers are dropped, its handle stays
  * open for the caller to close, and the forgotten future's pointer to it
  * dangles (that future never runs again). NULL: no-op. */
-void pl_io_source_forget(pl_io_source *src);
+void pl__io_source_forget(pl_io_source *src);
 
 /* Renames the task: pl_task_name returns `name` from now on (storage that
  * outlives the task). The simulator names a node's tasks "node2/worker". */
-void pl_task_rename(pl_task *t, const char *name);
+void pl__task_rename(pl_task *t, const char *name);
 
 /* Wakes a parked task as if through its current waker. */
-void pl_executor_wake_task(pl_executor *ex, pl_task *t);
+void pl__executor_wake_task(pl_executor *ex, pl_task *t);
 
 /* Number of runnable tasks and of armed timers. */
-size_t pl_executor_runnable(const pl_executor *ex);
-size_t pl_executor_timers(const pl_executor *ex);
+size_t pl__executor_runnable_count(const pl_executor *ex);
+size_t pl__executor_timer_count(const pl_executor *ex);
 
 /* Writes the ids of the first `max` runnable tasks in queue order (the
  * candidates of the next PL_DECIDE_SCHEDULE decision are the first
  * min(runnable, schedule_window) of them). Returns how many it wrote. */
-size_t pl_executor_runnable_ids(const pl_executor *ex, uint32_t *ids, size_t max);
+size_t pl__executor_runnable_ids(const pl_executor *ex, uint32_t *ids, size_t max);
 
 /* The earliest armed timer's firing time, or PL_TIME_NEVER. */
-pl_time pl_executor_next_timer(const pl_executor *ex);
+pl_time pl__executor_next_timer(const pl_executor *ex);
 
 /* The task the earliest armed timer will wake (NULL: no timer, or its
  * waker is not a task waker of this executor); *seq receives the
  * timer's arming number when a timer is armed. */
-pl_task *pl_executor_next_timer_task(const pl_executor *ex, uint64_t *seq);
+pl_task *pl__executor_next_timer_task(const pl_executor *ex, uint64_t *seq);
 
 /* Writes, for the first `max` armed timers (heap order), the id of the
  * task each would wake (0: not a task waker). Returns how many. */
-size_t pl_executor_timer_task_ids(const pl_executor *ex, uint32_t *ids, size_t max);
+size_t pl__executor_timer_task_ids(const pl_executor *ex, uint32_t *ids, size_t max);
 
 /* True when some armed timer would wake a live foreground task (or a
  * waker that is not a task's: it may lead anywhere). O(timers). */
-bool pl_executor_timers_wake_foreground(const pl_executor *ex);
+bool pl__executor_timers_wake_foreground(const pl_executor *ex);
 
 #ifdef __cplusplus
 }

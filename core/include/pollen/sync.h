@@ -11,7 +11,7 @@
  *    initialised in place with pl_<type>_init. Those holding a waiter list
  *    must not move after init.
  *  - Futures (pl_notified, pl_mutex_lock, ...) are values built by
- *    pl_<future>_init: lazy, registering nothing until their first poll.
+ *    pl_<future>_make: lazy, registering nothing until their first poll.
  *    They may be moved (copied) freely before their first poll and must
  *    not move after it, until READY or pl_drop. The primitive must
  *    outlive every future built on it.
@@ -126,7 +126,7 @@ typedef struct pl_notified {
 
 /* A future waiting on `n` (borrowed; must outlive the future). */
 extern const pl_future_vtable pl__notified_vtable;
-static inline pl_notified pl_notified_init(pl_notify *n)
+static inline pl_notified pl_notified_make(pl_notify *n)
 {
     return (pl_notified){
         .base = PL_FUTURE_INIT(&pl__notified_vtable),
@@ -200,7 +200,7 @@ typedef struct pl_oneshot_recv {
 } pl_oneshot_recv;
 
 /* A future receiving from `os` (borrowed; must outlive the future). */
-pl_oneshot_recv pl_oneshot_recv_init(pl_oneshot *os);
+pl_oneshot_recv pl_oneshot_recv_make(pl_oneshot *os);
 
 /* ---- Bounded mpsc channel ---------------------------------------------
  * A FIFO of fixed-size items with room for `capacity` items, many
@@ -293,7 +293,7 @@ typedef struct pl_mpsc_send {
 
 /* A future sending `item` on `ch` (both borrowed). Polling the first
  * time after every sender was dropped is a contract violation. */
-pl_mpsc_send pl_mpsc_send_init(pl_mpsc *ch, const void *item);
+pl_mpsc_send pl_mpsc_send_make(pl_mpsc *ch, const void *item);
 
 /* The future that receives into `out` (item_size bytes, borrowed). After
  * READY, `result` is 0 or PL_ECLOSED. One receive may be pending at a
@@ -307,7 +307,7 @@ typedef struct pl_mpsc_recv {
 } pl_mpsc_recv;
 
 /* A future receiving from `ch` into `out` (both borrowed). */
-pl_mpsc_recv pl_mpsc_recv_init(pl_mpsc *ch, void *out);
+pl_mpsc_recv pl_mpsc_recv_make(pl_mpsc *ch, void *out);
 
 /* ---- Mutex ------------------------------------------------------------
  * An async lock with FIFO fairness and direct handoff. Nothing guards
@@ -358,7 +358,7 @@ typedef struct pl_mutex_lock {
 } pl_mutex_lock;
 
 /* A future acquiring `m` (borrowed; must outlive the future). */
-pl_mutex_lock pl_mutex_lock_init(pl_mutex *m);
+pl_mutex_lock pl_mutex_lock_make(pl_mutex *m);
 
 /* ---- Semaphore --------------------------------------------------------
  * A counter of permits; acquiring n waits until n are available.
@@ -411,7 +411,7 @@ typedef struct pl_semaphore_acquire {
 } pl_semaphore_acquire;
 
 /* A future acquiring n (> 0) permits of `s`. */
-pl_semaphore_acquire pl_semaphore_acquire_init(pl_semaphore *s, size_t n);
+pl_semaphore_acquire pl_semaphore_acquire_make(pl_semaphore *s, size_t n);
 
 #ifdef __cplusplus
 }

@@ -165,7 +165,7 @@ typedef struct pl_system {
 } pl_system;
 
 /* The real backend: epoll, CLOCK_MONOTONIC, eventfd. Creates an instance
- * owned by the caller; release it with pl_system_default_destroy. */
+ * owned by the caller; free it with pl_system_default_destroy. */
 int pl_system_default_create(pl_system *out);
 void pl_system_default_destroy(pl_system *sys);
 

@@ -53,14 +53,25 @@ extern "C" {
 typedef struct pl_thread pl_thread; /* opaque */
 typedef void *(*pl_thread_fn)(void *arg);
 
+/* Sites: pl_thread_spawn, pl_thread_join, pl_thread_mutex_lock,
+ * pl_thread_cond_wait and pl_thread_sem_wait are macros that pass the
+ * caller's file:line and function to their _at function, which the
+ * simulator shows in its reports (where a thread was spawned, where it
+ * blocks). A function pointer, or a call without a site, takes the _at
+ * function (file NULL, line 0, func NULL: unknown). */
+
 /* Starts fn(arg) on a new thread named `name` (copied; at most 31 bytes
  * are kept). *out is the handle to join or detach. 0, PL_ENOMEM or
  * PL_EAGAIN. */
-int pl_thread_spawn(pl_thread **out, const char *name, pl_thread_fn fn, void *arg);
+int pl_thread_spawn_at(pl_thread **out, const char *name, pl_thread_fn fn, void *arg,
+                       const char *file, int line, const char *func);
+#define pl_thread_spawn(out, name, fn, arg)                                                   \
+    pl_thread_spawn_at(out, name, fn, arg, __FILE__, __LINE__, __func__)
 /* Waits for t to finish, stores its result in *ret (ret may be NULL) and
  * frees t. 0, or PL_EDEADLK (joining oneself; under the simulator also
  * when the run stopped while waiting). */
-int pl_thread_join(pl_thread *t, void **ret);
+int pl_thread_join_at(pl_thread *t, void **ret, const char *file, int line, const char *func);
+#define pl_thread_join(t, ret) pl_thread_join_at(t, ret, __FILE__, __LINE__, __func__)
 /* The thread frees its own handle when it ends. 0. */
 int pl_thread_detach(pl_thread *t);
 /* The calling thread's number: 0 for the run's main thread (the one
@@ -104,8 +115,9 @@ typedef struct pl_thread_mutex {
 #define PL_THREAD_MUTEX_INIT {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0}
 
 int pl_thread_mutex_init(pl_thread_mutex *m); /* 0, PL_ENOMEM or PL_EAGAIN */
-void pl_thread_mutex_destroy(pl_thread_mutex *m);
-void pl_thread_mutex_lock(pl_thread_mutex *m);
+void pl_thread_mutex_finish(pl_thread_mutex *m);
+void pl_thread_mutex_lock_at(pl_thread_mutex *m, const char *file, int line, const char *func);
+#define pl_thread_mutex_lock(m) pl_thread_mutex_lock_at(m, __FILE__, __LINE__, __func__)
 bool pl_thread_mutex_trylock(pl_thread_mutex *m); /* true: locked */
 int pl_thread_mutex_lock_until(pl_thread_mutex *m, pl_time deadline); /* 0 / PL_ETIMEDOUT */
 void pl_thread_mutex_unlock(pl_thread_mutex *m);
@@ -123,8 +135,10 @@ typedef struct pl_thread_cond {
 #define PL_THREAD_COND_INIT {PTHREAD_COND_INITIALIZER, 0, 0, 0}
 
 int pl_thread_cond_init(pl_thread_cond *c); /* 0, PL_ENOMEM or PL_EAGAIN */
-void pl_thread_cond_destroy(pl_thread_cond *c);
-void pl_thread_cond_wait(pl_thread_cond *c, pl_thread_mutex *m);
+void pl_thread_cond_finish(pl_thread_cond *c);
+void pl_thread_cond_wait_at(pl_thread_cond *c, pl_thread_mutex *m, const char *file, int line,
+                            const char *func);
+#define pl_thread_cond_wait(c, m) pl_thread_cond_wait_at(c, m, __FILE__, __LINE__, __func__)
 int pl_thread_cond_wait_until(pl_thread_cond *c, pl_thread_mutex *m, pl_time deadline);
 void pl_thread_cond_signal(pl_thread_cond *c);
 void pl_thread_cond_broadcast(pl_thread_cond *c);
@@ -139,8 +153,9 @@ typedef struct pl_thread_sem {
 } pl_thread_sem;
 
 int pl_thread_sem_init(pl_thread_sem *s, uint32_t value); /* 0, PL_ENOMEM or PL_EAGAIN */
-void pl_thread_sem_destroy(pl_thread_sem *s);
-void pl_thread_sem_wait(pl_thread_sem *s);
+void pl_thread_sem_finish(pl_thread_sem *s);
+void pl_thread_sem_wait_at(pl_thread_sem *s, const char *file, int line, const char *func);
+#define pl_thread_sem_wait(s) pl_thread_sem_wait_at(s, __FILE__, __LINE__, __func__)
 bool pl_thread_sem_trywait(pl_thread_sem *s); /* true: took one */
 int pl_thread_sem_wait_until(pl_thread_sem *s, pl_time deadline); /* 0 / PL_ETIMEDOUT */
 void pl_thread_sem_post(pl_thread_sem *s);
@@ -197,26 +212,6 @@ void pl__thread_point(const char *file, int line, const char *func, unsigned wha
 #define pl_atomic_fetch_xor_explicit(obj, v, mo)                                              \
     (PL__THREAD_POINT(PL_THREAD_POINT_WRITE), atomic_fetch_xor_explicit(obj, v, mo))
 
-/* ---- Sites -------------------------------------------------------------
- * The calls below are also macros that pass the caller's file:line and
- * function, which the simulator shows in its reports (where a thread was
- * spawned, where it blocks). The functions exist too: (pl_thread_spawn)
- * or a function pointer gets the plain version. */
-int pl_thread_spawn_at(pl_thread **out, const char *name, pl_thread_fn fn, void *arg,
-                       const char *file, int line, const char *func);
-void pl_thread_mutex_lock_at(pl_thread_mutex *m, const char *file, int line, const char *func);
-void pl_thread_cond_wait_at(pl_thread_cond *c, pl_thread_mutex *m, const char *file, int line,
-                            const char *func);
-void pl_thread_sem_wait_at(pl_thread_sem *s, const char *file, int line, const char *func);
-int pl_thread_join_at(pl_thread *t, void **ret, const char *file, int line, const char *func);
-
-#define pl_thread_spawn(out, name, fn, arg)                                                   \
-    pl_thread_spawn_at(out, name, fn, arg, __FILE__, __LINE__, __func__)
-#define pl_thread_mutex_lock(m) pl_thread_mutex_lock_at(m, __FILE__, __LINE__, __func__)
-#define pl_thread_cond_wait(c, m) pl_thread_cond_wait_at(c, m, __FILE__, __LINE__, __func__)
-#define pl_thread_sem_wait(s) pl_thread_sem_wait_at(s, __FILE__, __LINE__, __func__)
-#define pl_thread_join(t, ret) pl_thread_join_at(t, ret, __FILE__, __LINE__, __func__)
-
 /* ---- For implementers: the thread seam ---------------------------------
  * Like pollen/system.h for the executor: a vtable that replaces every
  * call above, installed per OS thread. NULL (the default) is production.
@@ -244,16 +239,16 @@ typedef struct pl_thread_ops {
     void (*sleep)(void *self, pl_time ns, const pl_thread_site *site);
     pl_time (*now)(void *self);
     void (*point)(void *self, const pl_thread_site *site, unsigned what);
-    void (*mutex_destroy)(void *self, pl_thread_mutex *m);
+    void (*mutex_finish)(void *self, pl_thread_mutex *m);
     /* deadline PL_TIME_NEVER: no deadline, always 0; trylock: deadline < 0 */
     int (*mutex_lock)(void *self, pl_thread_mutex *m, pl_time deadline,
                       const pl_thread_site *site);
     void (*mutex_unlock)(void *self, pl_thread_mutex *m);
-    void (*cond_destroy)(void *self, pl_thread_cond *c);
+    void (*cond_finish)(void *self, pl_thread_cond *c);
     int (*cond_wait)(void *self, pl_thread_cond *c, pl_thread_mutex *m, pl_time deadline,
                      const pl_thread_site *site);
     void (*cond_wake)(void *self, pl_thread_cond *c, bool all);
-    void (*sem_destroy)(void *self, pl_thread_sem *s);
+    void (*sem_finish)(void *self, pl_thread_sem *s);
     int (*sem_wait)(void *self, pl_thread_sem *s, pl_time deadline, const pl_thread_site *site);
     void (*sem_post)(void *self, pl_thread_sem *s);
     /* Appended in version 1: the calling thread's own executor. */

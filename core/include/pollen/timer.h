@@ -108,11 +108,11 @@ typedef struct pl_timeout {
     uint32_t reserved; /* private: zero, so no byte is padding */
 } pl_timeout;
 
-pl_timeout pl_timeout_init(pl_future *inner, pl_time duration_ns);
+pl_timeout pl_timeout_make(pl_future *inner, pl_time duration_ns);
 
 /* ---- Interval ---------------------------------------------------------
  * Ticks every period_ns from its first tick's poll. Each call to
- * pl_interval_tick returns a future that completes at the next tick;
+ * pl_interval_tick_make returns a future that completes at the next tick;
  * a tick that comes late
  * delays the ones after it (next = now + period), as tokio's Delay. */
 typedef struct pl_interval {
@@ -127,8 +127,8 @@ typedef struct pl_interval_tick {
     pl_sleep sleep;
 } pl_interval_tick;
 
-pl_interval pl_interval_init(pl_time period_ns);
-pl_interval_tick pl_interval_tick_init(pl_interval *iv);
+pl_interval pl_interval_make(pl_time period_ns);
+pl_interval_tick pl_interval_tick_make(pl_interval *iv);
 
 #ifdef __cplusplus
 }

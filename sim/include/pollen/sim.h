@@ -466,12 +466,7 @@ void pl_campaign_options_default(pl_campaign_options *o);
  * counters first. Returns 0 (findings in out) or a negative code from
  * pl_sim_run (bad options: PL_EINVAL) or PL_ENOMEM. Not thread-safe:
  * pl_sometimes counters are process-wide. */
-int pl_sim_campaign_run(const pl_scenario *sc, const pl_campaign_options *o,
-                        pl_campaign_result *out);
-
-/* pl_sim_campaign_run without the determinism check. opts may be NULL. */
-int pl_sim_campaign(const pl_scenario *sc, uint64_t seed_lo, uint64_t seed_hi,
-                    const pl_sim_options *opts, bool stop_at_first, pl_campaign_result *out);
+int pl_sim_campaign(const pl_scenario *sc, const pl_campaign_options *o, pl_campaign_result *out);
 
 /* ---- Exploration strategies ------------------------------------------- */
 /* The `strategy` option: "random" (default), "swarm", "pct:D" (1 <= D <=

@@ -31,7 +31,7 @@
  *              2^(k-1) ms, k = 1..fault_steps (clog).
  * What a cut or a hold does, judged when the traffic arrives:
  *   datagrams  arriving on a cut link are lost; on a held link they wait
- *              and arrive when the hold ends (pl_sim_release, or the
+ *              and arrive when the hold ends (pl_sim_unhold, or the
  *              clog's end), in the order they arrived;
  *   streams    a TCP-like connection loses and reorders nothing: its
  *              segments (and connection attempts) wait on a cut or held
@@ -97,10 +97,10 @@ typedef struct pl_sim_link_state {
     bool held;             /* traffic from -> to is held now */
     pl_time cut_until_ns;  /* when the cut heals by itself; PL_TIME_NEVER: when
                               healed (pl_sim_heal); 0: not cut */
-    pl_time held_until_ns; /* likewise for the hold (pl_sim_release) */
+    pl_time held_until_ns; /* likewise for the hold (pl_sim_unhold) */
     uint64_t dgrams_sent;  /* datagrams sent over the link */
     uint64_t dgrams_lost;  /* lost by link_loss or on a cut link */
-    uint64_t dgrams_held;  /* kept now for pl_sim_release (a clog re-sends its own) */
+    uint64_t dgrams_held;  /* kept now for pl_sim_unhold (a clog re-sends its own) */
     uint64_t partitions;   /* cuts so far, by decision or by call */
     uint64_t resets;       /* connections broken (link_reset, break_after_ns) */
     pl_sim_link_options options;
@@ -120,11 +120,11 @@ int pl_sim_partition(const char *a, const char *b);
 int pl_sim_partition_oneway(const char *from, const char *to);
 /* Ends every cut of a -> b and b -> a (a call's or a decision's). */
 int pl_sim_heal(const char *a, const char *b);
-/* Holds the traffic of a -> b and b -> a until pl_sim_release. */
+/* Holds the traffic of a -> b and b -> a until pl_sim_unhold. */
 int pl_sim_hold(const char *a, const char *b);
 /* Ends the holds of a -> b and b -> a: held datagrams arrive now, in
  * order, and waiting stream segments go on. */
-int pl_sim_release(const char *a, const char *b);
+int pl_sim_unhold(const char *a, const char *b);
 /* Replaces the options of from -> to (copied; valid options only). */
 int pl_sim_link_set(const char *from, const char *to, const pl_sim_link_options *o);
 /* Fills *out with the state of from -> to (a link nothing used yet has

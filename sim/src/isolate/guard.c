@@ -1,6 +1,6 @@
-/* sim/src/isolate/guard.c: the seed a dying pl_sim_campaign_run was on.
+/* sim/src/isolate/guard.c: the seed a dying pl_sim_campaign was on.
  *
- * pl_sim_campaign_run runs its seeds in the caller's process (a
+ * pl_sim_campaign runs its seeds in the caller's process (a
  * Criterion test's, which Criterion already isolates), so a crash in
  * user code ends that process. While a campaign runs, handlers for the
  * fatal signals write which scenario and seed it was on, and the command

@@ -1,4 +1,4 @@
-/* sim/src/isolate/guard.h: pl_sim_campaign_run's guard, the one signal
+/* sim/src/isolate/guard.h: pl_sim_campaign's guard, the one signal
  * handler the simulator installs in its caller's process.
  *
  * From begin to end, a fatal signal (SIGSEGV, SIGABRT...) first prints

@@ -70,7 +70,7 @@ int pl_sim_hold(const char *a, const char *b)
     return rc < 0 ? rc : pl__net_link_hold(p.r, p.a, p.b);
 }
 
-int pl_sim_release(const char *a, const char *b)
+int pl_sim_unhold(const char *a, const char *b)
 {
     pair p;
     int rc = resolve(a, b, &p);

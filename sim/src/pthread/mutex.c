@@ -39,7 +39,7 @@ int pl_sim_pthread_mutex_destroy(pthread_mutex_t *m)
     if (o->u.mutex.owner != 0) {
         return EBUSY;
     }
-    pl_thread_mutex_destroy(&o->u.mutex.m);
+    pl_thread_mutex_finish(&o->u.mutex.m);
     pl__spt_obj_forget(r, m, o);
     return 0;
 }
@@ -194,7 +194,7 @@ int pl_sim_pthread_cond_destroy(pthread_cond_t *c)
     if (o == NULL) {
         return ENOMEM;
     }
-    pl_thread_cond_destroy(&o->u.cond.c);
+    pl_thread_cond_finish(&o->u.cond.c);
     pl__spt_obj_forget(r, c, o);
     return 0;
 }

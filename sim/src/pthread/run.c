@@ -444,7 +444,7 @@ static void program_teardown(void *state)
     }
     pl__spt_threads_free(r);
     pl__spt_objs_free(r);
-    pl_thread_sem_destroy(&r->ended);
+    pl_thread_sem_finish(&r->ended);
     free(r->keys);
     free(r->onces);
     free(r);

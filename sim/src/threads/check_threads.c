@@ -95,7 +95,7 @@ static void describe_one(const pl__sim *s, const pl__thread_rec *r, char *buf, s
     }
     if (r->state == PL__TH_BLOCKED && r->waits == PL__WAIT_EXECUTOR && r->cur_ex != NULL) {
         /* Switched out inside its pl_run: cur_ex is that executor. */
-        size_t parked = pl_executor_live_tasks(r->cur_ex) - pl_executor_runnable(r->cur_ex);
+        size_t parked = pl_executor_live_tasks(r->cur_ex) - pl__executor_runnable_count(r->cur_ex);
         put(buf, len, used, ", %zu task%s parked in it (not traced one by one)", parked,
             parked == 1 ? "" : "s");
     }

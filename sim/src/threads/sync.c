@@ -201,7 +201,7 @@ static uint32_t mutex_obj(pl__sim *s, pl_thread_mutex *m)
     return pl__threads_obj(s, &m->sim_run, &m->sim_id, PL__TOBJ_MUTEX, 0);
 }
 
-static void op_mutex_destroy(void *self, pl_thread_mutex *m)
+static void op_mutex_finish(void *self, pl_thread_mutex *m)
 {
     pl__sim *s = self;
     if (m->sim_run == s->threads.run && m->sim_id != 0 &&
@@ -276,7 +276,7 @@ static uint32_t cond_obj(pl__sim *s, pl_thread_cond *c)
     return pl__threads_obj(s, &c->sim_run, &c->sim_id, PL__TOBJ_COND, 0);
 }
 
-static void op_cond_destroy(void *self, pl_thread_cond *c)
+static void op_cond_finish(void *self, pl_thread_cond *c)
 {
     (void)self;
     c->sim_run = 0;
@@ -335,7 +335,7 @@ static uint32_t sem_obj(pl__sim *s, pl_thread_sem *sem)
     return pl__threads_obj(s, &sem->sim_run, &sem->sim_id, PL__TOBJ_SEM, sem->value);
 }
 
-static void op_sem_destroy(void *self, pl_thread_sem *sem)
+static void op_sem_finish(void *self, pl_thread_sem *sem)
 {
     (void)self;
     sem->sim_run = 0;
@@ -395,13 +395,13 @@ static const pl_thread_ops sim_thread_ops = {
     .sleep = op_sleep,
     .now = op_now,
     .point = op_point,
-    .mutex_destroy = op_mutex_destroy,
+    .mutex_finish = op_mutex_finish,
     .mutex_lock = op_mutex_lock,
     .mutex_unlock = op_mutex_unlock,
-    .cond_destroy = op_cond_destroy,
+    .cond_finish = op_cond_finish,
     .cond_wait = op_cond_wait,
     .cond_wake = op_cond_wake,
-    .sem_destroy = op_sem_destroy,
+    .sem_finish = op_sem_finish,
     .sem_wait = op_sem_wait,
     .sem_post = op_sem_post,
     .executor_create = op_executor_create,

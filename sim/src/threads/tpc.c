@@ -55,7 +55,7 @@ static int tpc_wait(void *self, pl_executor *ex, pl_time deadline_ns)
     }
     pl__thread_rec *me = pl__threads_self(s);
     PL__SIM_ASSERT(me->id == y->thread);
-    if (!y->pending && pl_executor_runnable(ex) == 0 && deadline_ns > s->now) {
+    if (!y->pending && pl__executor_runnable_count(ex) == 0 && deadline_ns > s->now) {
         me->state = PL__TH_BLOCKED;
         me->waits = PL__WAIT_EXECUTOR;
         me->obj = 0;
