@@ -205,6 +205,13 @@ void pl_executor_cancel_all(pl_executor *ex)
         PL_ASSERT(t->state == TASK_CANCELLED);
         task_release(t);
     }
+    while (ex->held_head != NULL) {
+        pl_task *t = ex->held_head;
+        take_aside(ex, t);
+        t->held = TASK_FREE;
+        PL_ASSERT(t->state == TASK_CANCELLED);
+        task_release(t);
+    }
     current_executor = saved;
 }
 
@@ -317,11 +324,32 @@ static pl_poll_result poll_task(pl_executor *ex, pl_task *t, bool probe)
     return r;
 }
 
+void pl__executor_hold_task(pl_executor *ex, pl_task *t, bool hold)
+{
+    PL_ASSERT(t->ex == ex && ex->running != t);
+    if (hold) {
+        if (t->held == TASK_FREE) {
+            t->held = TASK_HOLD;
+        }
+        return;
+    }
+    if (t->held == TASK_ASIDE) {
+        take_aside(ex, t);
+        ready_push(ex, t);
+    }
+    t->held = TASK_FREE;
+}
+
+
 static void run_one(pl_executor *ex, pl_task *t)
 {
     if (t->state == TASK_CANCELLED) {
         /* Aborted while queued: the queue kept the executor's reference. */
         task_release(t);
+        return;
+    }
+    if (t->held != TASK_FREE) {
+        set_aside(ex, t);
         return;
     }
     if ((t->flags & TASK_ABORTABLE) && ex->decide != NULL &&
@@ -428,7 +456,7 @@ static uint32_t run_ready(pl_executor *ex)
 static bool is_idle(const pl_executor *ex)
 {
     return ex->ready_len == 0 && ex->timers.len == 0 && ex->io_count == 0 &&
-           ex->remote_outstanding == 0;
+           ex->remote_outstanding == 0 && ex->held_len == 0;
 }
 
 /* One tick: timers, a budget of polls, then I/O (blocking only when

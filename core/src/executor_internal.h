@@ -37,6 +37,14 @@ enum task_flag {
                                      polled or dropped again */
 };
 
+/* A task a simulator holds (pl__executor_hold_task: its node is paused). */
+enum task_hold {
+    TASK_FREE = 0,   /* polled when picked */
+    TASK_HOLD = 1,   /* not polled: set aside when picked */
+    TASK_ASIDE = 2,  /* held and set aside, in ex->held_head's list (keeps TASK_QUEUED
+                        and the queue's reference) */
+};
+
 /* What only observed or rotating executors keep, in the 16 bytes before
  * the task header (production tasks do not carry them). With the header's
  * first 8 bytes they make the public pl_task_head {gen, waker_clones, id,
@@ -59,7 +67,7 @@ struct pl_task {
     uint8_t state;       /* enum task_state */
     uint8_t flags;       /* enum task_flag */
     uint8_t joined;      /* 1: who.joiner is set (and holds the name) */
-    uint8_t reserved;
+    uint8_t held;        /* enum task_hold (pl__executor_hold_task) */
     uint32_t slot;       /* index in ex->tasks */
     uint32_t size;       /* bytes of the future copy */
     union {
@@ -100,6 +108,9 @@ struct pl_executor {
     pl_task *ready_head; /* the runnable tasks after the window, FIFO */
     pl_task *ready_tail;
     size_t ready_len;    /* in the window and after it */
+    pl_task *held_head;  /* runnable tasks set aside while held (TASK_ASIDE), FIFO */
+    pl_task *held_tail;
+    size_t held_len;
     pl_task *running;
 
     pl__task_arena arena; /* task blocks (task_arena.h) */

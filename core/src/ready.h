@@ -112,6 +112,44 @@ static inline pl_task *ready_take(pl_executor *ex, uint32_t k)
     return t;
 }
 
+/* A held task picked to run waits aside, still counted as queued (its
+ * wakes stay no-ops, the queue's reference stays), until its release. */
+static inline void set_aside(pl_executor *ex, pl_task *t)
+{
+    t->held = TASK_ASIDE;
+    t->flags |= TASK_QUEUED;
+    t->next = NULL;
+    if (ex->held_tail != NULL) {
+        ex->held_tail->next = t;
+    } else {
+        ex->held_head = t;
+    }
+    ex->held_tail = t;
+    ex->held_len++;
+}
+
+/* Unlinks t from the aside list (a simulator's path: a walk is fine). */
+static inline void take_aside(pl_executor *ex, pl_task *t)
+{
+    pl_task *prev = NULL;
+    pl_task *at = ex->held_head;
+    while (at != t) {
+        PL_ASSERT(at != NULL);
+        prev = at;
+        at = at->next;
+    }
+    if (prev != NULL) {
+        prev->next = t->next;
+    } else {
+        ex->held_head = t->next;
+    }
+    if (ex->held_tail == t) {
+        ex->held_tail = prev;
+    }
+    ex->held_len--;
+    t->flags &= (uint8_t)~TASK_QUEUED;
+}
+
 /* FIFO in production. With a decide() hook the system picks among the
  * first `window` runnable tasks, so a pick costs O(window) however many
  * tasks are runnable. */

@@ -676,13 +676,7 @@ static int setup(pl_executor *ex, repl_state *st, bool fixed)
         {.name = "primary", .host = "10.0.0.1", .boot = primary_boot, .ud = st, .crashable = true},
         {.name = "client", .host = "10.0.0.3", .boot = client_boot, .ud = st},
     };
-    for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++) {
-        int rc = pl_sim_node_add(ex, &defs[i]);
-        if (rc != 0) {
-            return rc;
-        }
-    }
-    return 0;
+    return zoo_nodes_add(ex, defs, sizeof defs / sizeof defs[0]);
 }
 
 /* The real run's files go with it. */

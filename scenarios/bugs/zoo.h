@@ -17,7 +17,21 @@
 #include <string.h>
 
 #include <pollen/sim.h>
+#include <pollen/sim_node.h>
 #include <pollen/thread.h>
+
+/* Declares the cluster's nodes in order (each boots at once). Returns 0 or
+ * the first pl_sim_node_add's error. */
+static inline int zoo_nodes_add(pl_executor *ex, const pl_node_def *defs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        int rc = pl_sim_node_add(ex, &defs[i]);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    return 0;
+}
 
 /* A minimal intrusive FIFO of waiters, as hand-written primitives keep
  * them: the node lives in the waiting future, which must not move while

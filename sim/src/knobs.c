@@ -65,6 +65,8 @@ static const knob_row rows[PL_DECIDE__COUNT] = {
     ROW(PL_DECIDE_CRASH_SILENCE, crash_silence, 'Z', true, 16384, SWARM_FAULT),
     ROW(PL_DECIDE_THREAD_SWITCH, thread_switch, 'T', true, 8192, SWARM_FAULT),
     ROW(PL_DECIDE_COND_SPURIOUS, cond_spurious, 'V', true, 1024, SWARM_FAULT),
+    /* Consulted only for nodes declared pausable. */
+    ROW(PL_DECIDE_NODE_PAUSE, node_pause, 'N', true, 256, SWARM_FAULT),
 };
 
 /* pl_sim_knobs has one knob per assigned kind and nothing else (that each

@@ -73,9 +73,13 @@
                                                           the k-th, 0 the longest waiting */
 #define PL_DECIDE_COND_SPURIOUS ((pl_decision_kind)27) /* a condition-variable wait returns
                                                           without a signal (POSIX allows it) */
+/* Nodes declared pausable (node_pause.c); the key is the node's index
+ * << 32 | its pauses so far: */
+#define PL_DECIDE_NODE_PAUSE ((pl_decision_kind)28) /* at a wait: v > 0 pauses the node
+                                                       for 2^(v-1) ms (n = 9) */
 /* Every kind, core's and these; a number without a name is not assigned
  * in this build. */
-#define PL_DECIDE__COUNT 28
+#define PL_DECIDE__COUNT 29
 
 #define PL__DEC_KINDS ((int)PL_DECIDE__COUNT)
 
@@ -102,7 +106,7 @@ int pl__dec_kind_from_name(const char *text, size_t len);
 
 /* The one-letter code of a kind in replay files (s i t l w p d c f j b B q
  * k e x u, in enum order, then g L D r R P C K Z for 17..25, T V for 26
- * and 27), or 0 for a kind out of range or not assigned. */
+ * and 27, N for 28), or 0 for a kind out of range or not assigned. */
 char pl__dec_kind_letter(uint32_t kind);
 
 /* The kind with letter c, or -1. */

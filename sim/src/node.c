@@ -41,6 +41,8 @@ pl_time pl__nodes_next_event(const pl__sim *s)
         next = t < next ? t : next;
         t = s->nodes[i].restart_at;
         next = t != 0 && t < next ? t : next;
+        t = s->nemesis.paused_until[i];
+        next = t != 0 && t < next ? t : next;
     }
     return next;
 }

@@ -86,7 +86,8 @@ static void crash(pl__sim *s, pl__node *node)
     node->up = false;
     node->crashes++;
     node->restart_at = 0;
-    pl__sim_event(s, PL__EV_NODE, 0, n, 0);
+    pl__sim_event(s, PL__EV_NODE, 0, n, PL__NODE_EV_CRASH);
+    pl__node_pause_end(s, n, false); /* its held tasks go as the others */
     forget_tasks(s, n);
     /* The sources' deregistration reaches the node's own disk. */
     uint32_t saved = s->booting;
@@ -174,5 +175,8 @@ void pl__nodes_deliver(pl__sim *s, pl_time now)
     }
     if (!s->stopped) {
         crash_decisions(s);
+    }
+    if (!s->stopped) {
+        pl__node_pause_deliver(s, now);
     }
 }

@@ -1,8 +1,10 @@
-/* sim/src/node_explain.c: the shrinker's words for a node_crash decision.
+/* sim/src/node_explain.c: the shrinker's words for a node_crash or a
+ * node_pause decision.
  *
- * The trace has what the decision did: the crash's PL__EV_NODE event
- * right after it names the node, and the node's next restart event (a
- * decided one or the scenario's) says when it came back.
+ * The trace has what the decision did: the crash's (or pause's)
+ * PL__EV_NODE event right after it names the node, and the node's next
+ * restart (resume) event, a decided one or the scenario's, says when it
+ * came back.
  */
 #include <stdio.h>
 
@@ -27,19 +29,52 @@ static const char *name_of(const pl__run_record *rec, uint64_t node)
                                                                         : "?";
 }
 
+/* "node 'n1' paused at 3.000 ms for 16.000 ms (resumed at 19.000 ms)". */
+static void explain_pause(char *buf, size_t len, const pl__run_record *rec, size_t i,
+                          uint32_t v, uint32_t n)
+{
+    size_t p = next_node_event(rec, i, 0, PL__NODE_EV_PAUSE);
+    if (v == 0 || p == rec->events_len) {
+        snprintf(buf, len, "node pause: choice %u of %u", v, n);
+        return;
+    }
+    const pl__trace_rec *pause = &rec->events[p];
+    size_t r = next_node_event(rec, p, pause->a, PL__NODE_EV_RESUME);
+    size_t c = next_node_event(rec, p, pause->a, PL__NODE_EV_CRASH);
+    int w = snprintf(buf, len, "node '%s' paused at %.3f ms", name_of(rec, pause->a),
+                     (double)pause->time_ns / 1e6);
+    if (w <= 0 || (size_t)w >= len) {
+        return;
+    }
+    if (r < rec->events_len && r < c) {
+        snprintf(buf + w, len - (size_t)w, " for %.3f ms (resumed at %.3f ms)",
+                 (double)(rec->events[r].time_ns - pause->time_ns) / 1e6,
+                 (double)rec->events[r].time_ns / 1e6);
+    } else if (c < rec->events_len) {
+        snprintf(buf + w, len - (size_t)w, ", crashed at %.3f ms while paused",
+                 (double)rec->events[c].time_ns / 1e6);
+    } else {
+        snprintf(buf + w, len - (size_t)w, ", still paused when the run ended");
+    }
+}
+
 bool pl__node_explain(char *buf, size_t len, const pl__run_record *rec, size_t i, uint32_t kind,
                       uint32_t v, uint32_t n)
 {
+    if (kind == PL_DECIDE_NODE_PAUSE) {
+        explain_pause(buf, len, rec, i, v, n);
+        return true;
+    }
     if (kind != PL_DECIDE_NODE_CRASH) {
         return false;
     }
-    size_t c = next_node_event(rec, i, 0, 0);
+    size_t c = next_node_event(rec, i, 0, PL__NODE_EV_CRASH);
     if (n != 2 || v == 0 || c == rec->events_len) {
         snprintf(buf, len, "node restart: %u ms after the crash", v + 1);
         return true;
     }
     const pl__trace_rec *crash = &rec->events[c];
-    size_t r = next_node_event(rec, c, crash->a, 1);
+    size_t r = next_node_event(rec, c, crash->a, PL__NODE_EV_RESTART);
     int w = snprintf(buf, len, "node '%s' crashed at %.3f ms", name_of(rec, crash->a),
                      (double)crash->time_ns / 1e6);
     if (w > 0 && (size_t)w < len) {

@@ -21,6 +21,7 @@
 #include "sim_assert.h"
 #include "threads/threads.h"
 #include "check_rescue.h"
+#include "nemesis.h"
 #include "trace.h"
 
 typedef struct pl__sim pl__sim;
@@ -317,6 +318,7 @@ struct pl__sim {
 
     pl__threads threads;    /* simulated threads (threads/threads.h) */
     pl__rescue rescue;      /* deadlocks a timer hides (check_rescue.h) */
+    pl__nemesis nemesis;    /* paused nodes (nemesis.h) */
 
     bool stopped;
     pl_finding finding;

@@ -348,7 +348,7 @@ static const arg_label arg_labels[PL__EV__COUNT] = {
     [PL__EV_CLOCK] = {"now_ns", "was_ns", false, false},
     [PL__EV_PROBE] = {"poll", "gen", false, false},
     [PL__EV_USER] = {NULL, NULL, false, false},
-    [PL__EV_NODE] = {"node", "restart", false, false},
+    [PL__EV_NODE] = {"node", "what", false, false},
     [PL__EV_THREAD] = {"thread", "what", false, false},
 };
 

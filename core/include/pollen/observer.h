@@ -182,6 +182,16 @@ void pl__executor_abandon_poll(pl_executor *ex);
  * only, outside the task's own poll. */
 void pl__executor_forget_task(pl_executor *ex, pl_task *t);
 
+/* Holds a task (hold true), as a paused process's: while held it is never
+ * polled; a wake still makes it runnable, and once picked from the ready
+ * queue it waits aside (not counted by pl__executor_runnable_count; the
+ * run loop is not idle meanwhile) until released (hold false), which
+ * queues it again at the back. A held task can be cancelled or forgotten as any
+ * other: set aside, it keeps the queue's reference until its release or
+ * pl_executor_cancel_all. The simulator's node pause calls it; executor
+ * thread only, outside the task's own poll. */
+void pl__executor_hold_task(pl_executor *ex, pl_task *t, bool hold);
+
 /* Deregisters and frees an I/O source whose owner was forgotten
  * (pl__executor_forget_task): its wakers are dropped, its handle stays
  * open for the caller to close, and the forgotten future's pointer to it

@@ -295,6 +295,7 @@ typedef struct pl_sim_knobs {
     pl_sim_knob crash_silence; /* a crashed node's peer hears nothing, not a reset: 16384 */
     pl_sim_knob thread_switch; /* another simulated thread runs: 8192 */
     pl_sim_knob cond_spurious; /* a condition-variable wait returns unsignalled: 1024 */
+    pl_sim_knob node_pause;    /* a pausable node pauses at a wait: 256 */
 } pl_sim_knobs;
 
 /* Fills k with the defaults above. Any thread. */

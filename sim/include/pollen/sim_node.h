@@ -47,9 +47,11 @@
 #ifndef POLLEN_SIM_NODE_H
 #define POLLEN_SIM_NODE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "pollen/executor.h"
+#include "pollen/time.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -68,11 +70,18 @@ typedef struct pl_node_def {
     /* The node_crash decision kind may crash it at any wait of the run and
      * restart it 1 to 8 ms later (PL_SIM_NODE_RESTART_QUANTUM_NS each). */
     bool crashable;
+    /* The node_pause decision kind may pause it at any wait of the run for
+     * 1 to 128 ms (PL_SIM_NODE_PAUSE_QUANTUM_NS << v, v decided below
+     * PL_SIM_NODE_PAUSE_STEPS), as pl_sim_node_pause does. */
+    bool pausable;
 } pl_node_def;
 
 /* One step of a decided restart delay. */
 #define PL_SIM_NODE_RESTART_QUANTUM_NS PL_MS
 #define PL_SIM_NODE_RESTART_STEPS      8
+/* The shortest decided pause, and how many doublings of it there are. */
+#define PL_SIM_NODE_PAUSE_QUANTUM_NS   PL_MS
+#define PL_SIM_NODE_PAUSE_STEPS        8
 
 /* Declares a node and boots it. From a scenario's setup (or its tasks).
  * The definition is copied. Returns 0; PL_EINVAL (no simulation running,
@@ -93,6 +102,24 @@ int pl_sim_node_restart(const char *name);
 
 /* True while the node named `name` exists and is up. */
 bool pl_sim_node_is_up(const char *name);
+
+/* Pauses the node named `name` for length_ns of virtual time, as a GC
+ * pause, SIGSTOP or a stalled VM: none of its tasks is polled until then;
+ * its timers fire and its sockets receive meanwhile, and what they make
+ * runnable runs once it resumes, in the order it became runnable. Its
+ * peers see a node that answers nothing (connections stay open). A crash
+ * ends a pause. From scenario code outside the node. Returns 0; PL_EINVAL
+ * (no such node, called from the node itself, length_ns <= 0), PL_ENOENT
+ * (it is down), PL_EEXIST (it is paused already). */
+int pl_sim_node_pause(const char *name, pl_time length_ns);
+
+/* Resumes a paused node now. Returns 0; PL_EINVAL (no such node, called
+ * from the node itself), PL_ENOENT (it is down), PL_EEXIST (it is not
+ * paused). */
+int pl_sim_node_resume(const char *name);
+
+/* True while the node named `name` exists and is paused. */
+bool pl_sim_node_is_paused(const char *name);
 
 /* Memory of the current node (the one of the polled task, or of the boot
  * function running): freed by pl_node_free, by the node's crash, or at the

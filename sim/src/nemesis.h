@@ -1,0 +1,42 @@
+/* sim/src/nemesis.h: faults that strike whole nodes of a cluster scenario
+ * rather than one link or one send: a process pause (node_pause.c).
+ *
+ * A paused node's tasks are held (pl__executor_hold_task): none is polled,
+ * its timers fire and its sockets receive as before, and what they make
+ * runnable waits until the node resumes, as under a GC pause, SIGSTOP or
+ * a stalled VM. Its peers time out and move on; the node wakes believing
+ * what it believed. A pause is a decision kind (node_pause, per node
+ * declared .pausable, at each wait) or the scenario's call
+ * (pl_sim_node_pause).
+ *
+ * The state lives in struct pl__sim as one member, `nemesis`; everything
+ * runs on the simulation's thread.
+ */
+#ifndef POLLEN_SIM_NEMESIS_H
+#define POLLEN_SIM_NEMESIS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pollen/sim_node.h"
+#include "pollen/time.h"
+
+/* Per run, indexed by node (0, the scenario itself, is never paused). */
+typedef struct pl__nemesis {
+    pl_time paused_until[PL_SIM_NODES_MAX + 1]; /* resume time; 0: not paused */
+    uint32_t pauses[PL_SIM_NODES_MAX + 1];      /* pauses so far (decision keys) */
+} pl__nemesis;
+
+struct pl__sim;
+
+/* At a wait, once the clock moved (pl__nodes_deliver): the pauses due to
+ * end resume, then each pausable node that is up and running draws a
+ * node_pause decision. */
+void pl__node_pause_deliver(struct pl__sim *s, pl_time now);
+
+/* Ends node n's pause, if it is paused (at its resume, or at its crash):
+ * its held tasks are released, those that were picked meanwhile queued at
+ * the back. Emits the resume's trace event when `traced`. */
+void pl__node_pause_end(struct pl__sim *s, uint32_t n, bool traced);
+
+#endif
