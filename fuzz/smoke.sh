@@ -15,7 +15,33 @@
 #     finding, and the fixed twin (fix_X for bug_X) survives it.
 # Fuzzers work on copies of the seed corpora: nothing is written to the
 # source tree. Ends with "N passed, N failed"; exits nonzero on a failure.
+#
+# fuzz/smoke.sh --targets prints the targets it runs, so that CI builds
+# those (`meson compile -C BUILD_DIR $(fuzz/smoke.sh --targets)`) and not
+# the hundred others.
 set -uo pipefail
+
+# The fixed twin of a known bug's target: outbox for outbox_broadcast,
+# fix_X for bug_X; nothing for other names.
+twin_of() {
+    case $1 in
+    outbox_broadcast) echo outbox ;;
+    bug_*) echo "fix_${1#bug_}" ;;
+    esac
+}
+
+if [ "${1:-}" = --targets ]; then
+    {
+        echo fuzz_canary fuzz_replay_parser fuzz_outbox fuzz_outbox_broadcast
+        for dir in "$(dirname "$0")"/regressions/*; do
+            [ -d "$dir" ] || continue
+            name=$(basename "$dir")
+            twin=$(twin_of "$name")
+            [ -n "$twin" ] && echo "fuzz_$name fuzz_$twin"
+        done
+    } | tr ' ' '\n' | sort -u
+    exit 0
+fi
 
 build=${1:?usage: fuzz/smoke.sh BUILD_DIR [POLLEN_BUILD_DIR]}
 pollen_build=${2:-$build}
@@ -132,11 +158,8 @@ finds_each() {
 for dir in "$src"/regressions/*; do
     [ -d "$dir" ] || continue
     name=$(basename "$dir")
-    case $name in
-    outbox_broadcast) twin=outbox ;;
-    bug_*) twin=fix_${name#bug_} ;;
-    *) continue ;;
-    esac
+    twin=$(twin_of "$name")
+    [ -n "$twin" ] || continue
     if [ -x "$bin/fuzz_$name" ]; then
         finds_each "$bin/fuzz_$name" "$name" "$dir" "$work/regress-$name.log"
         verdict $? "fuzz_$name still finds its checked-in crashers" "$work/regress-$name.log"
