@@ -12,6 +12,7 @@
 #include "pollen/thread.h"
 #include "pollen/timer.h"
 #include "ready.h"
+#include "recorder.h"
 
 static _Thread_local pl_executor *current_executor;
 
@@ -126,6 +127,12 @@ int pl_executor_create(pl_executor **out, const pl_executor_options *opts)
     if (rc == 0) {
         rc = pl__remote_init(ex);
     }
+    if (rc == 0 && opts->recorder_events > 0) {
+        rc = pl__recorder_create(ex, opts->recorder_events);
+        if (rc != 0) {
+            pl__remote_fini(ex);
+        }
+    }
     if (rc != 0) {
         if (ex->owns_system) {
             pl_system_default_destroy(&ex->system);
@@ -142,8 +149,13 @@ int pl_executor_create(pl_executor **out, const pl_executor_options *opts)
     ex->waker_vtable = ex->obs == NULL && !ex->rotate && ex->decide == NULL
                            ? &pl__fast_waker_vtable
                            : &pl__task_waker_vtable;
-    ex->watch_bytes = ex->waker_vtable == &pl__task_waker_vtable ? sizeof(task_watch) : 0;
-    pl__arena_init(&ex->arena, opts->alloc == NULL && ex->watch_bytes == 0);
+    /* A recorder keeps the fast waker (run_ready_rec finds who woke whom
+     * in the queue) and its task_track before each task. */
+    ex->watch_bytes = ex->rec != NULL                                   ? sizeof(task_track)
+                      : ex->waker_vtable == &pl__task_waker_vtable ? sizeof(task_watch)
+                                                                        : 0;
+    pl__arena_init(&ex->arena, opts->alloc == NULL && ex->obs == NULL && ex->decide == NULL &&
+                                   !ex->rotate);
     ex->budget = opts->polls_per_tick_max ? opts->polls_per_tick_max : 128;
     ex->now = ex->system.vtable->now(ex->system.self);
     *out = ex;
@@ -169,6 +181,7 @@ void pl_executor_destroy(pl_executor *ex)
     pl_free(ex, ex->win, ((size_t)ex->win_mask + 1) * sizeof *ex->win);
     pl__timers_finish(ex, &ex->timers);
     pl__remote_fini(ex);
+    pl__recorder_destroy(ex);
     if (ex->owns_system) {
         pl_system_default_destroy(&ex->system);
     }
@@ -237,7 +250,13 @@ uint32_t pl__executor_next_io_id(pl_executor *ex) { return ++ex->io_ids; }
 size_t pl__executor_runnable_count(const pl_executor *ex) { return ex->ready_len; }
 size_t pl__executor_timer_count(const pl_executor *ex) { return ex->timers.len; }
 pl_time pl__executor_next_timer(const pl_executor *ex) { return pl__timers_next(&ex->timers); }
-void pl_executor_stop(pl_executor *ex) { ex->stop = true; }
+void pl_executor_stop(pl_executor *ex)
+{
+    pl__interrupt_set(ex, PL__INTERRUPT_STOP);
+}
+
+/* The interrupt byte, tested between polls (executor_internal.h). */
+static inline uint8_t interrupted(const pl_executor *ex) { return ex->interrupt; }
 
 size_t pl__executor_runnable_ids(const pl_executor *ex, uint32_t *ids, size_t max)
 {
@@ -275,24 +294,23 @@ const pl_observer *pl__executor_observer(const pl_executor *ex, void **ud)
 
 /* ---- Polling ---------------------------------------------------------- */
 
-/* The task's own future: pl_poll without the watch's enter/leave, which
- * the observer's poll_begin/poll_end already bracket. */
-static inline pl_poll_result poll_root(pl_future *f, pl_context *cx)
+/* A recording executor's poll event (a PENDING, a READY or a probe's),
+ * and the time a parked task parked. `t` is gone after a READY: only
+ * its id and polls are read then. */
+static inline void record_poll(pl_executor *ex, pl_task *t, uint32_t id, uint32_t polls,
+                               pl_poll_result r, bool probe)
 {
-    if (f->flags != 0) {
-        pl__future_misuse(f, PL__MISUSE_POLL_AFTER_READY);
-        return PL_READY;
+    uint32_t kind = probe ? PL__REC_PROBE : r == PL_READY ? PL__REC_READY : PL__REC_PENDING;
+    pl__rec(ex, kind, id, polls, 0);
+    if (r == PL_PENDING) {
+        task_track_of(t)->parked_ns = ex->now;
     }
-    pl_poll_result r = f->vtable->poll(f, cx);
-    if (r == PL_READY) {
-        f->flags |= PL_FUTURE_DONE;
-    }
-    return r;
 }
 
-static pl_poll_result poll_task(pl_executor *ex, pl_task *t, bool probe)
+static pl_poll_result poll_task(pl_executor *ex, pl_task *t, bool probe,
+                                const pl_poll_watch *watch)
 {
-    pl_context cx = {task_waker(t), ex, t, ex->watch};
+    pl_context cx = {task_waker(t), ex, t, watch};
     pl_task *outer = ex->running;
     uint8_t prior = t->state;
     t->state = TASK_RUNNING;
@@ -301,10 +319,14 @@ static pl_poll_result poll_task(pl_executor *ex, pl_task *t, bool probe)
     if (ex->obs != NULL && ex->obs->poll_begin != NULL) {
         ex->obs->poll_begin(ex->obs_ud, t, task_gen(t), probe);
     }
-    pl_poll_result r = poll_root((pl_future *)(void *)t->future, &cx);
+    pl_poll_result r = pl__poll_root((pl_future *)(void *)t->future, &cx);
     ex->running = outer;
     if (ex->obs != NULL && ex->obs->poll_end != NULL) {
         ex->obs->poll_end(ex->obs_ud, t, r, probe);
+    }
+    if (ex->rec != NULL) {
+        (void)pl_now(ex);
+        record_poll(ex, t, t->id, t->polls, r, probe);
     }
     if (r == PL_READY) {
         if (ex->obs != NULL && ex->obs->complete != NULL) {
@@ -360,13 +382,19 @@ static void run_one(pl_executor *ex, pl_task *t)
     if (ex->rotate) {
         task_watch_of(t)->gen++;
     }
-    poll_task(ex, t, false);
+    poll_task(ex, t, false, ex->watch);
 }
 
 pl_poll_result pl__executor_probe(pl_executor *ex, pl_task *t)
 {
     PL_ASSERT(t->ex == ex && t->state == TASK_IDLE && !(t->flags & TASK_ABANDONED));
-    return poll_task(ex, t, true);
+    return poll_task(ex, t, true, ex->watch);
+}
+
+pl_poll_result pl__executor_poll_watched(pl_executor *ex, pl_task *t, const pl_poll_watch *watch)
+{
+    PL_ASSERT(t->ex == ex && t->state == TASK_IDLE && !(t->flags & TASK_ABANDONED));
+    return poll_task(ex, t, true, watch);
 }
 
 /* The poll was left by a longjmp: nothing after the future's poll call
@@ -391,12 +419,29 @@ void pl__executor_abandon_poll(pl_executor *ex)
  * run_one + poll_task minus every hook test. `cx` is the batch's context
  * (run_ready_fast): futures only read a context, so a poll rewrites just
  * the two words that name its task, not the whole struct. */
-static inline void poll_fast(pl_executor *ex, pl_task *t, pl_context *cx)
+/* The tasks the poll of task `by` woke (itself included, and a joiner
+ * its completion woke): the fast waker appends each to the list, so they
+ * are the ones after the tail the poll began with. That tail is queued
+ * still: nothing but the loop takes from the list. */
+static inline void record_wakes(pl_executor *ex, const pl_task *tail, uint32_t by)
+{
+    for (const pl_task *w = tail != NULL ? tail->next : ex->ready_head; w != NULL; w = w->next) {
+        pl__rec(ex, PL__REC_WAKE, w->id, 0, by);
+    }
+}
+
+/* Always inline: its two loops each get their own copy, the production
+ * one with no recorder test (a call here cost the ping-pong 10%). */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline void poll_fast(pl_executor *ex, pl_task *t, pl_context *cx, const bool rec)
 {
     if (t->state == TASK_CANCELLED) {
         task_release(t);
         return;
     }
+    const pl_task *tail = rec ? ex->ready_tail : NULL;
     cx->waker.data = t;
     cx->task = t;
     t->state = TASK_RUNNING;
@@ -404,8 +449,10 @@ static inline void poll_fast(pl_executor *ex, pl_task *t, pl_context *cx)
     ex->running = t;
     /* No watch in production (cx->watch is NULL), and the context is in
      * memory across the call: poll_root spares reloading it to test. */
-    pl_poll_result r = poll_root((pl_future *)(void *)t->future, cx);
+    pl_poll_result r = pl__poll_root((pl_future *)(void *)t->future, cx);
     ex->running = NULL;
+    const uint32_t id = t->id;
+    const uint32_t polls = t->polls;
     if (r == PL_READY) {
         pl__task_drop_future(t, false);
         pl__task_finish(t, TASK_DONE);
@@ -420,6 +467,10 @@ static inline void poll_fast(pl_executor *ex, pl_task *t, pl_context *cx)
     } else {
         t->state = TASK_IDLE;
     }
+    if (rec) {
+        record_wakes(ex, tail, id);
+        record_poll(ex, t, id, polls, r, false);
+    }
 }
 
 /* Polls up to the budget; returns how many tasks ran. Without decide()
@@ -431,8 +482,27 @@ static uint32_t run_ready_fast(pl_executor *ex)
     uint32_t budget = ex->budget;
     PL_ASSERT(ex->win_max == 0);
     /* The list's head is the emptiness test, and the take reuses it. */
-    while (ex->ready_head != NULL && n < budget && !ex->stop) {
-        poll_fast(ex, list_take(ex), &cx);
+    while (ex->ready_head != NULL && n < budget && !interrupted(ex)) {
+        poll_fast(ex, list_take(ex), &cx, false);
+        n++;
+    }
+    return n;
+}
+
+/* run_ready_fast with a flight recorder: its own copy, out of line, so
+ * that the production loop keeps no test of it. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static uint32_t run_ready_rec(pl_executor *ex)
+{
+    pl_context cx = {{&pl__fast_waker_vtable, NULL, 0, 0}, ex, NULL, NULL};
+    uint32_t n = 0;
+    uint32_t budget = ex->budget;
+    PL_ASSERT(ex->win_max == 0 && ex->rec != NULL);
+    (void)pl_now(ex); /* the events' time (recorder.h) */
+    while (ex->ready_head != NULL && n < budget && !interrupted(ex)) {
+        poll_fast(ex, list_take(ex), &cx, true);
         n++;
     }
     return n;
@@ -440,11 +510,15 @@ static uint32_t run_ready_fast(pl_executor *ex)
 
 static uint32_t run_ready(pl_executor *ex)
 {
-    if (ex->waker_vtable == &pl__fast_waker_vtable) {
+    /* No watch bytes: production, the fast waker and no recorder. */
+    if (ex->watch_bytes == 0) {
         return run_ready_fast(ex);
     }
+    if (ex->waker_vtable == &pl__fast_waker_vtable) {
+        return run_ready_rec(ex);
+    }
     uint32_t n = 0;
-    while (ex->ready_len != 0 && n < ex->budget && !ex->stop) {
+    while (ex->ready_len != 0 && n < ex->budget && !interrupted(ex)) {
         run_one(ex, ready_pop(ex));
         n++;
     }
@@ -475,7 +549,7 @@ static int tick(pl_executor *ex, const pl_task *until)
         pl__timers_fire_due(ex, &ex->timers, ex->now);
     }
     run_ready(ex);
-    if (ex->stop || (until != NULL && until->state >= TASK_DONE)) {
+    if (interrupted(ex) || (until != NULL && until->state >= TASK_DONE)) {
         return 1;
     }
     if (ex->ready_len != 0) {
@@ -496,6 +570,17 @@ static int tick(pl_executor *ex, const pl_task *until)
     return rc < 0 ? rc : 1;
 }
 
+/* A requested dump is written here, between two polls; returns true
+ * when pl_executor_stop asks run_loop to return. */
+static PL_COLD bool serve_interrupt(pl_executor *ex)
+{
+    uint8_t interrupt = pl__interrupt_take(ex);
+    if (interrupt & PL__INTERRUPT_DUMP) {
+        pl__dump_serve(ex);
+    }
+    return (interrupt & PL__INTERRUPT_STOP) != 0;
+}
+
 static int run_loop(pl_executor *ex, pl_task *until)
 {
     PL_ASSERT(ex->running == NULL);
@@ -503,8 +588,7 @@ static int run_loop(pl_executor *ex, pl_task *until)
     current_executor = ex;
     int rc;
     for (;;) {
-        if (ex->stop) {
-            ex->stop = false;
+        if (interrupted(ex) != 0 && serve_interrupt(ex)) {
             rc = PL_ECANCELED;
             break;
         }

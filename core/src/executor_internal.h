@@ -55,6 +55,16 @@ typedef struct task_watch {
     uint32_t waker_clones; /* live waker clones */
 } task_watch;
 
+/* What a recording executor (a flight recorder, pollen/dump.h) keeps
+ * besides the watch, before it: watch_bytes is then sizeof(task_track). */
+typedef struct task_track {
+    const char *where;   /* spawn site "file:line"; NULL: unknown */
+    const char *func;
+    pl_time parked_ns;   /* when its latest poll returned PENDING */
+    uint64_t unused;     /* keeps the future 16-aligned */
+    task_watch watch;
+} task_track;
+
 /* 48 bytes: the joiner shares the name's slot while a join is registered
  * (the join keeps the name meanwhile), so neither costs a production task
  * its own 8 bytes. */
@@ -84,11 +94,30 @@ struct pl_remote_waker {
     bool wake;           /* false: dropped without waking */
 };
 
+/* pl_executor.interrupt: what run_loop must do between two polls. One
+ * byte tested where the stop flag was, so a dump request costs the
+ * production loop nothing until it is made. */
+enum {
+    PL__INTERRUPT_STOP = 1u << 0, /* pl_executor_stop */
+    PL__INTERRUPT_DUMP = 1u << 1, /* pl_executor_request_dump (any thread, signals) */
+};
+
+typedef struct pl__recorder pl__recorder;
+
+/* The interrupt byte's writers: atomic read-modify-writes (lock-free, so
+ * a signal handler or another thread may set a bit). Its reader, the
+ * loop on the executor's thread, loads it plainly between two opaque
+ * calls, as it loaded the stop flag this replaced: a load the compiler
+ * may fold into a compare, where an atomic load cost the loop a register
+ * (callgrind: one instruction per poll of a ping-pong). */
+#define pl__interrupt_set(ex, bits) __atomic_fetch_or(&(ex)->interrupt, (bits), __ATOMIC_RELAXED)
+#define pl__interrupt_take(ex) __atomic_exchange_n(&(ex)->interrupt, 0, __ATOMIC_RELAXED)
+
 struct pl_executor {
     pl_system system;
     bool owns_system;
     bool rotate;
-    bool stop;
+    uint8_t interrupt;   /* PL__INTERRUPT_*: written only through pl__interrupt_set/take */
     uint8_t watch_bytes; /* sizeof(task_watch) unless the waker is the fast one */
     bool now_stale;      /* now not read this tick: pl_now reads it when asked */
     uint32_t (*decide)(void *self, pl_decision_kind kind, uint32_t n, uint64_t key);
@@ -126,6 +155,10 @@ struct pl_executor {
     pl__timer_heap timers;
     uint32_t io_ids;
     size_t io_count;
+
+    pl__recorder *rec;   /* the flight recorder; NULL: none (recorder.h) */
+    FILE *dump_out;      /* where a requested dump goes; NULL: stderr */
+    uint8_t dump_format; /* pl_dump_format */
 
     pthread_mutex_t remote_lock;
     pl_remote_waker *remote_head; /* guarded by remote_lock */
@@ -169,6 +202,12 @@ static inline task_watch *task_watch_of(const pl_task *t)
     return (task_watch *)(void *)((unsigned char *)(uintptr_t)t - sizeof(task_watch));
 }
 
+/* Recording executors only (ex->rec != NULL). */
+static inline task_track *task_track_of(const pl_task *t)
+{
+    return (task_track *)(void *)((unsigned char *)(uintptr_t)t - sizeof(task_track));
+}
+
 /* Production tasks have no watch: their waker generation is always 0. */
 static inline uint32_t task_gen(const pl_task *t)
 {
@@ -204,6 +243,34 @@ static inline void count_drop(pl_executor *ex, pl_task *t, uint32_t gen)
         ex->obs->waker_drop(ex->obs_ud, t, gen);
     }
 }
+
+/* ---- Polling (executor.c) ------------------------------------------------ */
+
+/* The task's own future: pl_poll without the watch's enter/leave, which
+ * the observer's poll_begin/poll_end (or the dump's tree) bracket. */
+static inline pl_poll_result pl__poll_root(pl_future *f, pl_context *cx)
+{
+    if (f->flags != 0) {
+        pl__future_misuse(f, PL__MISUSE_POLL_AFTER_READY);
+        return PL_READY;
+    }
+    pl_poll_result r = f->vtable->poll(f, cx);
+    if (r == PL_READY) {
+        f->flags |= PL_FUTURE_DONE;
+    }
+    return r;
+}
+
+/* Polls parked task t once under `watch` (dump.c's tree), as
+ * pl_executor_probe does: a READY completes it, a wake in the poll makes
+ * it runnable. */
+PL_INTERNAL pl_poll_result pl__executor_poll_watched(pl_executor *ex, pl_task *t,
+                                                     const pl_poll_watch *watch);
+
+/* ---- Task dumps (dump.c) -------------------------------------------------- */
+
+/* Serves a pl_executor_request_dump: run_loop calls it between polls. */
+PL_INTERNAL void pl__dump_serve(pl_executor *ex);
 
 /* ---- Remote wakers (remote.c) ----------------------------------------- */
 

@@ -12,6 +12,7 @@
 
 #include "internal.h"
 #include "io_op.h"
+#include "recorder.h"
 #include "pollen/error.h"
 #include "pollen/io.h"
 
@@ -21,6 +22,10 @@ enum { LISTEN_BACKLOG_DEFAULT = 128 };
 
 void pl_io_source_ready(pl_io_source *src, uint32_t bits)
 {
+    if (src->ex->rec != NULL) {
+        (void)pl_now(src->ex); /* its wakes' time too */
+        pl__rec(src->ex, PL__REC_IO_READY, 0, src->id, bits);
+    }
     src->ready |= bits;
     if (bits & (PL_IO_READABLE | PL_IO_ERROR)) {
         pl_waker_slot_wake(&src->read_waker);

@@ -11,6 +11,7 @@
 #include "executor_internal.h"
 #include "pollen/timer.h"
 #include "ready.h"
+#include "recorder.h"
 
 /* ---- Accessors -------------------------------------------------------- */
 
@@ -153,9 +154,26 @@ static int tasks_reserve(pl_executor *ex)
     return 0;
 }
 
-/* Production (no observer) never comes here. */
+/* A recording executor keeps the spawn site and records the spawn. */
+static void spawn_recorded(pl_executor *ex, pl_task *t, const char *where, const char *func)
+{
+    task_track *k = task_track_of(t);
+    k->where = where;
+    k->func = func;
+    k->parked_ns = 0;
+    pl__rec(ex, PL__REC_SPAWN, t->id, ex->running != NULL ? ex->running->id : 0, 0);
+}
+
+/* Production (no watch: no observer, no recorder) never comes here. */
 static void spawn_observed(pl_executor *ex, pl_task *t, const char *where, const char *func)
 {
+    memset(task_watch_of(t), 0, sizeof(task_watch));
+    if (ex->rec != NULL) {
+        spawn_recorded(ex, t, where, func);
+    }
+    if (ex->obs == NULL) {
+        return;
+    }
     if (ex->obs->spawn != NULL) {
         ex->obs->spawn(ex->obs_ud, t);
     }
@@ -177,9 +195,6 @@ int pl_spawn_at(pl_executor *ex, const pl_future *fut, size_t size, const char *
         return PL_ENOMEM;
     }
     pl_task *t = (pl_task *)(void *)(block + ex->watch_bytes);
-    if (ex->watch_bytes != 0) {
-        memset(task_watch_of(t), 0, sizeof(task_watch));
-    }
     /* Every field once: the block's old contents are never read. */
     *t = (pl_task){
         .id = ++ex->next_id,
@@ -194,7 +209,7 @@ int pl_spawn_at(pl_executor *ex, const pl_future *fut, size_t size, const char *
     memcpy(t->future, fut, size);
     ex->tasks[ex->tasks_len++] = t;
     ex->live++;
-    if (ex->obs != NULL) {
+    if (ex->watch_bytes != 0) {
         spawn_observed(ex, t, where, func);
     }
     ready_push(ex, t);

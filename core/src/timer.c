@@ -9,6 +9,7 @@
 
 #include "executor_internal.h"
 #include "pollen/timer.h"
+#include "recorder.h"
 
 enum {
     TIMER_IDLE = PL__TIMER_IDLE,
@@ -536,13 +537,19 @@ void pl_timer_disarm(pl_timer *t)
 bool pl_timer_is_armed(const pl_timer *t) { return timer_armed(t); }
 bool pl_timer_has_fired(const pl_timer *t) { return t->state == TIMER_FIRED; }
 
-static void fire(pl_executor *ex, pl_timer *t, pl_time now_ns)
+/* due_ns: the time the timer's group was due (the recorder's lateness). */
+static void fire(pl_executor *ex, pl_timer *t, pl_time now_ns, pl_time due_ns)
 {
     t->state = TIMER_FIRED;
     void *ud;
     const pl_observer *obs = pl__executor_observer(ex, &ud);
     if (obs != NULL && obs->timer_fire != NULL) {
         obs->timer_fire(ud, t->seq, now_ns);
+    }
+    if (ex->rec != NULL) {
+        pl_task *wakes = pl__executor_waker_task(ex, &t->waker);
+        pl__rec(ex, PL__REC_TIMER_FIRE, wakes != NULL ? wakes->id : 0, t->seq,
+                (uint64_t)(now_ns - due_ns));
     }
     pl_waker_slot_wake(&t->waker);
 }
@@ -594,7 +601,7 @@ static size_t fire_tie_batch(pl_executor *ex, pl__timer_heap *h, pl_time now_ns)
         /* No memory for a batch: fire the root alone, in production
          * order. The caller loops while timers are due, so a batch that
          * cannot grow must still fire one timer or the loop would spin. */
-        fire(ex, pop_first(ex, h), now_ns);
+        fire(ex, pop_first(ex, h), now_ns, now_ns);
         return 1;
     }
     pl_timer **b = h->batch;
@@ -617,7 +624,7 @@ static size_t fire_tie_batch(pl_executor *ex, pl__timer_heap *h, pl_time now_ns)
         } else {
             memmove(&b[first + k], &b[first + k + 1], (size_t)(left - k - 1) * sizeof *b);
         }
-        fire(ex, t, now_ns);
+        fire(ex, t, now_ns, now_ns);
     }
     return n;
 }
@@ -634,7 +641,8 @@ size_t pl__timers_fire_due(pl_executor *ex, pl__timer_heap *h, pl_time now_ns)
             fired += fire_tie_batch(ex, h, now_ns);
             continue;
         }
-        fire(ex, pop_first(ex, h), now_ns);
+        pl_time due_ns = h->items[0].fire_ns;
+        fire(ex, pop_first(ex, h), now_ns, due_ns);
         fired++;
     }
     return fired;

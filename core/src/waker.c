@@ -8,6 +8,7 @@
  */
 #include "executor_internal.h"
 #include "ready.h"
+#include "recorder.h"
 #include "waiter.h"
 
 /* ---- Task wakers ------------------------------------------------------ */
@@ -43,6 +44,11 @@ void pl__task_wake(pl_task *t, uint32_t gen, bool by_ref)
     }
     if (ex->obs != NULL) {
         notify_wake(ex, t, gen, by_ref, outcome);
+    }
+    /* A recorder's wakes made by a poll are found after it (run_ready_rec);
+     * this one records those from outside polls (remote wakes). */
+    if (ex->rec != NULL && outcome == PL_WAKE_SCHEDULED && ex->running == NULL) {
+        pl__rec(ex, PL__REC_WAKE, t->id, 0, 0);
     }
 }
 

@@ -127,12 +127,25 @@ static int check_state(const pl_scenario *sc, pl_executor *ex, void *state)
     return 0;
 }
 
+/* POLLEN_BENCH_RECORDER=N runs the real workloads with a flight
+ * recorder of N events (pollen/dump.h), to measure what it costs. */
+static void real_options(pl_executor_options *o)
+{
+    pl_executor_options_default(o);
+    const char *rec = getenv("POLLEN_BENCH_RECORDER");
+    if (rec != NULL) {
+        o->recorder_events = (uint32_t)strtoul(rec, NULL, 10);
+    }
+}
+
 /* The production path: the real backend, no observer. */
 static int execute_real(const pl_scenario *sc)
 {
     void *state = calloc(1, sc->state_size);
     pl_executor *ex = NULL;
-    int rc = state != NULL ? pl_executor_create(&ex, NULL) : PL_ENOMEM;
+    pl_executor_options o;
+    real_options(&o);
+    int rc = state != NULL ? pl_executor_create(&ex, &o) : PL_ENOMEM;
     if (rc == 0) {
         rc = sc->setup(ex, state);
     }

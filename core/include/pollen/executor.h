@@ -52,6 +52,12 @@ typedef struct pl_executor_options {
                                      pointers (rounded up to a power of two) */
     const pl_executor_testing_options *testing; /* NULL in production: simulator
                                                    knobs (pollen/testing.h) */
+    uint32_t recorder_events;     /* 0 (the default): no flight recorder. Otherwise
+                                     the executor keeps its last recorder_events
+                                     scheduling events (rounded up to a power of
+                                     two), and each task's spawn site, park time
+                                     and waker clones, for pollen/dump.h. Its cost
+                                     is in docs/performance.md */
 } pl_executor_options;
 
 /* Fills every field with its default. */

@@ -17,6 +17,7 @@
 #include "pollen/combinators.h"
 #include "pollen/io.h"
 #include "pollen/file.h"
+#include "pollen/dump.h"
 
 #define PL_VERSION_STRING "0.1.0"
 

@@ -1,0 +1,112 @@
+/* pollen/dump.h: task dumps of a running executor, and its flight recorder.
+ *
+ * A task dump lists every unfinished task: its id, name, spawn site,
+ * state (running, runnable, or parked and since when), polls, references
+ * and waker clones, and its async backtrace as a tree: the futures it is
+ * parked in, outermost first, with every pending branch of a join or a
+ * select, each with the PL_AWAIT or PL_YIELD it waits at. As text or as
+ * JSON (docs/guide.md shows both).
+ *
+ * How the backtrace is taken: the dump polls each parked task once, with
+ * a poll watch attached that records the tree (the simulator's hooks,
+ * pollen/future.h). That is a spurious poll, which the poll contract
+ * allows: a future must tolerate a poll it was not woken for. A task
+ * whose dump poll returns READY completes there (it had been able to go
+ * on and nobody woke it: a lost wakeup), and the dump says so. Runnable
+ * tasks are not polled (their next poll is a real one) and show no
+ * backtrace; neither does the running task (a dump from inside a poll).
+ *
+ * A production executor keeps nothing for dumps: a dump costs only when
+ * asked for (a poll per parked task, and the output). Spawn sites and the
+ * time a task parked are kept by an executor created with a flight
+ * recorder (pl_executor_options.recorder_events), waker clones by an
+ * observed one (the production waker is a reference count alone); a dump
+ * leaves out what its executor does not keep. The flight recorder is a
+ * ring of the executor's last scheduling events (spawn, pending, ready,
+ * wake, timer_fire, io_ready, probe), in the simulator's trace
+ * vocabulary (docs/guide.md), readable in the dump and, after a crash,
+ * from a signal handler (pl_executor_recorder_write). Its cost is in
+ * docs/performance.md.
+ *
+ * Thread rules: pl_executor_request_dump may be called from any thread
+ * and from a signal handler; everything else is for the executor's
+ * thread.
+ */
+#ifndef POLLEN_DUMP_H
+#define POLLEN_DUMP_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "pollen/executor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum pl_dump_format {
+    PL_DUMP_TEXT = 0,
+    PL_DUMP_JSON = 1, /* one JSON object, then a newline */
+} pl_dump_format;
+
+/* Writes the executor's task dump to `out`. Executor thread only, from
+ * outside pl_run or from inside a poll (the running task is shown
+ * without a backtrace). Parked tasks are polled once each (see above);
+ * under an observed executor (the simulator) they are not, and show no
+ * backtrace. Returns 0, PL_ENOMEM (a backtrace too deep to keep: the
+ * dump is written without the rest of it) or PL_EIO (a write failed). */
+int pl_executor_dump(pl_executor *ex, FILE *out, pl_dump_format format);
+
+/* Where a requested dump goes: `out` (the default: stderr) in `format`
+ * (the default: text). `out` must stay open while the executor may serve
+ * a request. Executor thread only. */
+void pl_executor_set_dump_output(pl_executor *ex, FILE *out, pl_dump_format format);
+
+/* Asks for a dump, written at the executor's next tick (pl_run and
+ * pl_block_on serve it between two polls, and wake a blocked wait for
+ * it). Async-signal-safe and callable from any thread: a SIGUSR1 handler
+ * may call it (docs/guide.md). An executor not inside pl_run serves it
+ * when pl_run is next called. */
+void pl_executor_request_dump(pl_executor *ex);
+
+/* ---- The flight recorder ------------------------------------------------ */
+
+/* One recorded event. `kind` is a name of the simulator's trace
+ * ("pending", "ready", "wake", "timer_fire", "io_ready", "spawn",
+ * "probe"); `a` and `b` are as the simulator's timeline labels them:
+ *   spawn      a = the spawning task (0: none)
+ *   pending, ready, probe   a = the task's poll count (a dump's poll is a probe)
+ *   wake       b = the task whose poll woke it (0: a remote wake); a poll's
+ *              wakes come just before its pending or ready. A wake from
+ *              outside any poll (a timer's is its timer_fire, an I/O
+ *              readiness's its io_ready) is not recorded, but for remote wakes
+ *   timer_fire task = the task it wakes (0: none), a = the timer's arming
+ *              number, b = how late it fired (ns)
+ *   io_ready   a = the source's registration number, b = its PL_IO_* bits
+ * time_ns is the executor's clock at the event, read once per tick. */
+typedef struct pl_recorder_event {
+    uint64_t seq;      /* the event's number, from 1 */
+    int64_t time_ns;
+    const char *kind;  /* static storage */
+    uint32_t task;     /* task id; 0: none */
+    uint32_t reserved;
+    uint64_t a;
+    uint64_t b;
+} pl_recorder_event;
+
+/* Copies up to `max` of the recorder's latest events into `out`, oldest
+ * first; returns how many. 0 without a recorder. Executor thread only. */
+size_t pl_executor_recorder_events(const pl_executor *ex, pl_recorder_event *out, size_t max);
+
+/* Writes the recorder's events as text lines, oldest first, to the file
+ * descriptor `fd`, with write(2) and no allocation, locks or stdio: a
+ * SIGSEGV or SIGABRT handler may call it (on the executor's thread, or
+ * after every other thread stopped). Returns 0, or PL_EIO (a write failed,
+ * or no recorder). */
+int pl_executor_recorder_write(const pl_executor *ex, int fd);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
