@@ -14,17 +14,17 @@
 
 #include "executor_internal.h"
 
-/* The simulator's trace kinds the recorder uses (sim/src/trace.h numbers
- * them the same way; recorder.c names them). */
+/* What an event is; recorder.c names each as the simulator's trace does
+ * ("spawn", "pending", ...), the vocabulary a reader compares. */
 enum pl__rec_kind {
-    PL__REC_SPAWN = 0,
-    PL__REC_PENDING = 2,
-    PL__REC_READY = 3,
-    PL__REC_WAKE = 4,
-    PL__REC_TIMER_FIRE = 10,
-    PL__REC_IO_READY = 11,
-    PL__REC_PROBE = 17,
-    PL__REC_KINDS = 18,
+    PL__REC_SPAWN,
+    PL__REC_PENDING,
+    PL__REC_READY,
+    PL__REC_PROBE,
+    PL__REC_WAKE,
+    PL__REC_TIMER_FIRE,
+    PL__REC_IO_READY,
+    PL__REC_KINDS,
 };
 
 typedef struct pl__rec_event {
