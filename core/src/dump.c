@@ -17,7 +17,8 @@
 #include "pollen/dump.h"
 #include "recorder.h"
 
-enum { TREE_NODES_MAX = 256, TREE_DEPTH_MAX = 64, NO_NODE = UINT32_MAX };
+enum { TREE_NODES_MAX = 256, TREE_DEPTH_MAX = 64 };
+#define NO_NODE UINT32_MAX
 
 typedef struct tree_node {
     const char *future;
