@@ -262,7 +262,7 @@ static inline pl_poll_result pl__poll_root(pl_future *f, pl_context *cx)
 }
 
 /* Polls parked task t once under `watch` (dump.c's tree), as
- * pl_executor_probe does: a READY completes it, a wake in the poll makes
+ * pl__executor_probe does: a READY completes it, a wake in the poll makes
  * it runnable. */
 PL_INTERNAL pl_poll_result pl__executor_poll_watched(pl_executor *ex, pl_task *t,
                                                      const pl_poll_watch *watch);

@@ -50,7 +50,7 @@ static pl_poll_result child_poll(pl_future *f, pl_context *cx)
 {
     child_fut *self = (child_fut *)f;
     PL_ASYNC_BEGIN(self);
-    self->wait = pl_notified_init(&self->sh->b);
+    self->wait = pl_notified_make(&self->sh->b);
     PL_AWAIT(cx, &self->wait);
     PL_ASYNC_END;
 }
@@ -70,8 +70,8 @@ static pl_poll_result parent_poll(pl_future *f, pl_context *cx)
     parent_fut *self = (parent_fut *)f;
     PL_ASYNC_BEGIN(self);
     self->gate = (gate){PL_FUTURE_INIT(&gate_vtable), &self->sh->open};
-    self->join = pl_join_init(self->sh->child);
-    self->both = pl_join2_init(&self->gate.base, &self->join.base);
+    self->join = pl_join_make(self->sh->child);
+    self->both = pl_join2_make(&self->gate.base, &self->join.base);
     PL_AWAIT(cx, &self->both);
     PL_ASYNC_END;
 }
