@@ -15,24 +15,30 @@
  * unacknowledged record again (a put is idempotent: same offset, same
  * bytes). The `node_crash` decision kills the server at any wait and
  * restarts it 1 to 8 ms later. The promise: every acknowledged put
- * survives the crash (recovery after a restart finds it).
+ * survives the crash (recovery after a restart finds it). The run's
+ * history (pollen/sim_history.h, the key-value model, a key per record)
+ * holds each put as a write of 1 to key k (unknown when its answer never
+ * came), and each recovery as reads of the keys it looked at: 1 for each
+ * record it found, 0 for the first one missing.
  *
  * BUG (bug_kv_ack): the server answers as soon as the write returned,
  * then fsyncs. A crash between the answer and the end of the fsync (a
  * slow one: the disk_latency decision; or one that failed with EIO: the
  * disk_fault decision) loses a put the client holds as acknowledged (the
  * crash keeps none of the unsynced bytes by default).
- * Finding: assertion, from the scenario's check ("put 3 was acknowledged
- * but recovery after the crash found 3 record(s)"); the shrunk replay
- * says when the server crashed and came back, and which fsync was slow.
+ * Finding: linearizability: on key k, the client's write(k, 1),
+ * acknowledged, then the server's recovery reading 0 there; the shrunk
+ * replay says when the server crashed and came back, and which fsync was
+ * slow.
  * FIX (fix_kv_ack): fsync, then answer; a failed write or fsync (EIO, the
  * disk_fault decision) answers nothing and drops the connection, so the
  * client puts the record again.
- * Simulator only: the nodes, their crash and the check need it (`--real`
- * fails at setup with PL_EINVAL).
+ * Simulator only: the nodes, their crash and the history need it
+ * (`--real` fails at setup with PL_ENOSYS).
  */
 #include <pollen/file.h>
 #include <pollen/io.h>
+#include <pollen/sim_history.h>
 #include <pollen/sim_node.h>
 
 #include "zoo.h"
@@ -47,9 +53,6 @@ enum { PUTS = 12, REC = ZOO_REC, READ_TRIES = 64, CONNECTS = 200 };
 typedef struct kv_state {
     bool fixed;
     int acked;     /* puts acknowledged to the client: 0..acked-1 */
-    int boots;     /* of the server */
-    int lost;      /* the first acknowledged put a recovery missed; -1: none */
-    int recovered; /* what that recovery found */
 } kv_state;
 
 /* ---- The server: recovery, then puts ------------------------------------ */
@@ -77,6 +80,7 @@ typedef struct server {
     uint8_t rec[REC];
     uint8_t msg[4];
     size_t got;
+    uint64_t reads[PUTS]; /* the recovery's reads, in the history */
     int i;
     int tries;
     bool valid;
@@ -126,6 +130,9 @@ static pl_poll_result server_poll(pl_future *f, pl_context *cx)
         server_close(v);
         return PL_READY;
     }
+    for (v->i = 0; v->i < PUTS; v->i++) {
+        v->reads[v->i] = pl_history_invoke(NULL, PL_REG_READ, (uint64_t)v->i, 0, 0);
+    }
     for (v->i = 0; !v->end; v->i++) {
         v->valid = false;
         for (v->tries = 0; !v->valid && !v->end && v->tries < READ_TRIES; v->tries++) {
@@ -143,10 +150,13 @@ static pl_poll_result server_poll(pl_future *f, pl_context *cx)
         }
         v->end |= !v->valid;
     }
-    /* The oracle: what the client holds as acknowledged must be here. */
-    if (v->st->boots > 1 && v->i - 1 < v->st->acked && v->st->lost < 0) {
-        v->st->lost = v->i - 1;
-        v->st->recovered = v->i - 1;
+    /* What the recovery saw: records 0..i-2, and none at i-1. */
+    for (int k = 0; k < PUTS; k++) {
+        if (k < v->i) {
+            pl_history_ok(v->reads[k], k < v->i - 1, 0);
+        } else {
+            pl_history_fail(v->reads[k]); /* not looked at */
+        }
     }
     for (;;) {
         v->acc = pl_tcp_accept_make(&v->m->l);
@@ -213,7 +223,6 @@ static const pl_future_vtable server_vt = {"server", server_poll, server_drop};
 static int server_boot(pl_executor *ex, void *ud)
 {
     kv_state *st = ud;
-    st->boots++;
     server_mem *m = pl_node_alloc(sizeof *m);
     if (m == NULL) {
         return PL_ENOMEM;
@@ -245,6 +254,7 @@ typedef struct client {
     pl_sleep nap;
     uint8_t msg[4];
     size_t got;
+    uint64_t op; /* the put in flight, in the history */
     int connects;
 } client;
 
@@ -262,9 +272,11 @@ static pl_poll_result client_poll(pl_future *f, pl_context *cx)
             c->s = pl_tcp_connect_take(&c->conn);
             while (c->st->acked < PUTS) {
                 zoo_put32(c->msg, (uint32_t)c->st->acked);
+                c->op = pl_history_invoke(NULL, PL_REG_WRITE, (uint64_t)c->st->acked, 1, 0);
                 c->put = pl_tcp_write_all(&c->s, c->msg, 4);
                 PL_AWAIT(cx, &c->put);
                 if (c->put.result < 0) {
+                    pl_history_unknown(c->op);
                     break;
                 }
                 for (c->got = 0; c->got < 4;) {
@@ -277,8 +289,10 @@ static pl_poll_result client_poll(pl_future *f, pl_context *cx)
                     c->got += (size_t)c->get.result;
                 }
                 if (c->got < 4 || (int)zoo_get32(c->msg) != c->st->acked) {
+                    pl_history_unknown(c->op);
                     break;
                 }
+                pl_history_ok(c->op, 0, 0);
                 c->st->acked++;
             }
             pl_tcp_close(&c->s);
@@ -307,19 +321,22 @@ static int client_boot(pl_executor *ex, void *ud)
 }
 
 /* ---- Scenario --------------------------------------------------------------
- * The state outlives every node: it is the checker's view of the cluster
- * (the client's acknowledgements, the server's recoveries), not memory
- * the nodes share. */
+ * The state outlives every node: it is the client's count of
+ * acknowledged puts, which it keeps across its reconnections, not memory
+ * the nodes share; the history is the checker's view. */
 
 static int setup(pl_executor *ex, kv_state *st, bool fixed)
 {
     st->fixed = fixed;
-    st->lost = -1;
+    int rc = pl_history_use(&pl_model_kv);
+    if (rc != 0) {
+        return rc;
+    }
     const pl_node_def server_def = {
         .name = "server", .host = "10.0.0.1", .boot = server_boot, .ud = st, .crashable = true};
     const pl_node_def client_def = {
         .name = "client", .host = "10.0.0.2", .boot = client_boot, .ud = st};
-    int rc = pl_sim_node_add(ex, &server_def);
+    rc = pl_sim_node_add(ex, &server_def);
     return rc != 0 ? rc : pl_sim_node_add(ex, &client_def);
 }
 
@@ -327,26 +344,12 @@ static int setup_buggy(pl_executor *ex, void *state) { return setup(ex, state, f
 
 static int setup_fixed(pl_executor *ex, void *state) { return setup(ex, state, true); }
 
-static int check(pl_executor *ex, void *state, char *msg, size_t len)
-{
-    (void)ex;
-    kv_state *st = state;
-    if (st->lost >= 0) {
-        return pl_check_fail(msg, len,
-                             "put %d was acknowledged but recovery after the crash found %d "
-                             "record(s)",
-                             st->lost, st->recovered);
-    }
-    return 0;
-}
-
 PL_SCENARIO(bug_kv_ack_sc, .name = "bug_kv_ack",
             .summary = "log server on a crashing node answers a put before its fsync; the crash "
-                       "loses it (assertion)",
-            .state_size = sizeof(kv_state), .setup = setup_buggy, .check = check,
-            .expect = "assertion", .time_limit_ns = 2 * PL_S);
+                       "loses it (linearizability)",
+            .state_size = sizeof(kv_state), .setup = setup_buggy, .expect = "linearizability",
+            .time_limit_ns = 2 * PL_S);
 
 PL_SCENARIO(fix_kv_ack_sc, .name = "fix_kv_ack",
             .summary = "log server on a crashing node answers a put once its fsync returned",
-            .state_size = sizeof(kv_state), .setup = setup_fixed, .check = check,
-            .time_limit_ns = 2 * PL_S);
+            .state_size = sizeof(kv_state), .setup = setup_fixed, .time_limit_ns = 2 * PL_S);

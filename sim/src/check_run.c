@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check_history.h"
 #include "sim_internal.h"
 
 /* A setup error says which call refused and why when a call of the
@@ -94,6 +95,7 @@ void pl__run_judge(pl__sim *s, const pl_scenario *sc, void *state, int rc)
         return;
     }
     pl__props_verdict(s);
+    pl__history_verdict(s);
     if (s->finding.kind == PL_FINDING_NONE) {
         scenario_check(s, sc, state);
     }

@@ -412,6 +412,7 @@ void pl__sim_finish(pl__sim *s)
         s->waits[i] = NULL;
     }
     pl__rescue_free(s);
+    pl__history_free(&s->history);
     s->late = NULL;
     pl__site_table_free(&s->buggify);
     pl__site_table_free(&s->eventually);

@@ -22,6 +22,7 @@
 #include "threads/threads.h"
 #include "check_rescue.h"
 #include "nemesis.h"
+#include "history.h"
 #include "trace.h"
 
 typedef struct pl__sim pl__sim;
@@ -319,6 +320,7 @@ struct pl__sim {
     pl__threads threads;    /* simulated threads (threads/threads.h) */
     pl__rescue rescue;      /* deadlocks a timer hides (check_rescue.h) */
     pl__nemesis nemesis;    /* paused nodes (nemesis.h) */
+    pl__history history;    /* the clients' operations (history.h) */
 
     bool stopped;
     pl_finding finding;

@@ -42,7 +42,8 @@ static const char *const zoo[] = {
     "poll_spin",      "pool_done_flag",     "prefetch_leak",      "race_double_drop",   "reaper_orphan",
     "repl_ack",
     "reply_busy",     "resend_twice",       "retry_stale",        "select_first_waker",
-    "sem_release",    "signal_drop",        "spin_wait",          "stale_reply",
+    "sem_release",    "signal_drop",        "spin_wait",          "stale_read",
+    "stale_reply",
     "ticker_flush",   "ticker_lock",
     "timer_table",    "timer_table_clock",  "timer_table_count",  "timer_table_later",
     "tpc_mpsc",       "tpc_park",
@@ -212,6 +213,7 @@ ZOO_PAIR(select_first_waker)
 ZOO_PAIR(sem_release)
 ZOO_PAIR(signal_drop)
 ZOO_PAIR(spin_wait)
+ZOO_PAIR(stale_read)
 ZOO_PAIR(stale_reply)
 ZOO_PAIR(ticker_flush)
 ZOO_PAIR(ticker_lock)

@@ -127,6 +127,8 @@ typedef enum pl_finding_kind {
     PL_FINDING_ASSERTION = 10,       /* pl_always, pl_eventually, pl_sometimes, check() */
     PL_FINDING_NONDETERMINISM = 11,  /* same seed, different trace */
     PL_FINDING_CRASH = 12,           /* user code killed by a signal */
+    PL_FINDING_LINEARIZABILITY = 13, /* a client history no order explains, or one too large
+                                        to check (pollen/sim_history.h) */
     PL_FINDING__COUNT
 } pl_finding_kind;
 
