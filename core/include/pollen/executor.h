@@ -58,6 +58,8 @@ typedef struct pl_executor_options {
                                      two), and each task's spawn site, park time
                                      and waker clones, for pollen/dump.h. Its cost
                                      is in docs/performance.md */
+    uint32_t reserved;            /* 0 (pl_executor_options_default): names the
+                                     padding, whose bytes must be defined */
 } pl_executor_options;
 
 /* Fills every field with its default. */
