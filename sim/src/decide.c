@@ -75,8 +75,16 @@ void pl__dec_use_list(pl__dec *d, const pl__dec_record *records, size_t len)
     d->list = records;
     d->list_len = len;
     d->list_pos = 0;
+    d->list_then_prng = false;
     d->past_end = 0;
     memset(&d->divergence, 0, sizeof(d->divergence));
+}
+
+void pl__dec_use_prefix(pl__dec *d, const pl__dec_record *records, size_t len, uint64_t seed)
+{
+    pl__dec_use_list(d, records, len);
+    pl__prng_seed(&d->prng, pl__prng_subseed(seed, PL__SEED_DECIDE));
+    d->list_then_prng = true;
 }
 
 void pl__dec_use_list_by_kind(pl__dec *d, const pl__dec_record *records, size_t len)
@@ -168,7 +176,7 @@ static uint32_t from_list(pl__dec *d, pl_decision_kind kind, uint32_t n)
     size_t i = d->list_pos;
     if (i >= d->list_len) {
         d->past_end++;
-        return 0;
+        return d->list_then_prng ? pl__dec_prng_value(d, kind, n) : 0;
     }
     d->list_pos++;
     const pl__dec_record *r = &d->list[i];

@@ -41,7 +41,9 @@
  *          When the record's kind or n differs from the call's, or its
  *          value is >= n, the first such divergence is noted
  *          (pl__dec_divergence) and min(value, n - 1) is returned. Past
- *          the end of the list the value is 0 (counted in past_end).
+ *          the end of the list the value is 0 (counted in past_end), or,
+ *          for a list given with pl__dec_use_prefix, the PRNG source's
+ *          value from its seed (a random continuation of the prefix).
  *
  * Strategy hook: after the source, strategy(ud, kind, n, key, fallback)
  * may return any value in [0, n) to override the source's `fallback`.
@@ -129,6 +131,7 @@ typedef struct pl__dec {
     const pl__dec_record *list; /* borrowed */
     size_t list_len;
     size_t list_pos; /* next list entry: the list's decision index */
+    bool list_then_prng; /* past the list's end, the PRNG answers (pl__dec_use_prefix) */
     size_t kind_pos[PL_DECIDE__COUNT]; /* by-kind source: next entry to scan, per kind */
 
     /* Results: read freely, do not write. */
@@ -178,6 +181,11 @@ void pl__dec_use_list(pl__dec *d, const pl__dec_record *records, size_t len);
  * decisions where they were (the shrinker's candidates). No divergence
  * is noted. */
 void pl__dec_use_list_by_kind(pl__dec *d, const pl__dec_record *records, size_t len);
+/* Like pl__dec_use_list, but past the list's end each decision is the
+ * PRNG source's, seeded from `seed` as pl__dec_use_prng seeds it: the
+ * list is a prefix and the rest a random continuation of it (`pollen
+ * why`). past_end still counts the decisions drawn after the list. */
+void pl__dec_use_prefix(pl__dec *d, const pl__dec_record *records, size_t len, uint64_t seed);
 
 /* Installs (or, with fn == NULL, removes) the strategy hook. */
 void pl__dec_set_strategy(pl__dec *d, pl__dec_strategy_fn fn, void *ud);

@@ -49,6 +49,7 @@ typedef enum pl__seed_purpose {
     PL__SEED_SWARM = 2,  /* pl__dec_knobs_swarm */
     PL__SEED_SIM = 3,    /* sim backend data not drawn through decisions */
     PL__SEED_STRATEGY = 4, /* exploration strategies (PCT change points) */
+    PL__SEED_WHY = 5,      /* `pollen why`'s continuations, from the replay's seed */
     PL__SEED_USER = 0x10000,
 } pl__seed_purpose;
 

@@ -52,6 +52,17 @@ int pl__shrink_file_rotation(const char *in, const char *out, const pl_sim_shrin
                              pl__rotation rotation, pl__shrink_runner_fn runner,
                              pl_sim_shrink_result *res, char *err, size_t err_len);
 
+/* Reads replay file `in` for a run of its own (shrink, why): parses it
+ * into *rp (pl__replay_free it, also on failure), finds its scenario
+ * (*sc) and its finding (*kind, > 0), and fills *o with the options the
+ * file's run had (pl__replay_options, into `knobs` of knobs_len bytes),
+ * with a list source and no decisions yet. Returns 0, or a negative PL_E*
+ * code with the reason in err: unreadable or malformed (PL_EFORMAT...),
+ * a scenario not linked in (PL_EFORMAT), no finding (PL_EINVAL). */
+struct pl__replay;
+int pl__shrink_load(const char *in, struct pl__replay *rp, const pl_scenario **sc, int *kind,
+                    pl_sim_options *o, char *knobs, size_t knobs_len, char *err, size_t err_len);
+
 /* The default output path: `in` with a trailing ".replay" replaced by
  * ".shrunk.replay", or ".shrunk.replay" appended. Returns the length of
  * the full result like snprintf. */
@@ -72,5 +83,15 @@ struct pl__capture;
 char *pl__shrink_explain(const pl_sim_result *run, const struct pl__capture *cap,
                          const pl_sim_options *o);
 char *pl__shrink_explain_hung(const pl_sim_result *run);
+
+/* The line of the explanation for decision `index` of the run (counted
+ * as the list counts them: consulted decisions), without its newline,
+ * also when it is production's own choice ("step 12 (0.000 ms):
+ * schedule: polled 'relay' in FIFO order ..."); *event is its decision
+ * event's index in the run's event log. Needs the run's events and, for
+ * task names, its capture (may be NULL). A malloc'd text, or NULL: no
+ * such decision in the event log, or out of memory. */
+char *pl__shrink_explain_one(const pl_sim_result *run, const struct pl__capture *cap,
+                             const pl_sim_options *o, uint64_t index, size_t *event);
 
 #endif

@@ -275,10 +275,11 @@ static void explain_decision(explainer *x, size_t i, uint64_t index)
     sb_printf(&x->out, "\n");
 }
 
-char *pl__shrink_explain(const pl_sim_result *run, const pl__capture *cap,
-                         const pl_sim_options *o)
+/* An explainer of `run`, with the latency quantum of options o (NULL:
+ * the defaults). */
+static explainer explainer_of(const pl_sim_result *run, const pl__capture *cap,
+                              const pl_sim_options *o)
 {
-    PL__SIM_ASSERT(run != NULL);
     explainer x = {.rec = pl__sim_result_record(run), .cap = cap};
     pl_sim_options def;
     if (o == NULL) {
@@ -286,6 +287,14 @@ char *pl__shrink_explain(const pl_sim_result *run, const pl__capture *cap,
         o = &def;
     }
     pl__net_faults_of(o, &x.faults);
+    return x;
+}
+
+char *pl__shrink_explain(const pl_sim_result *run, const pl__capture *cap,
+                         const pl_sim_options *o)
+{
+    PL__SIM_ASSERT(run != NULL);
+    explainer x = explainer_of(run, cap, o);
     if (x.rec == NULL) {
         return NULL;
     }
@@ -309,6 +318,52 @@ char *pl__shrink_explain(const pl_sim_result *run, const pl__capture *cap,
         return NULL;
     }
     return x.out.p;
+}
+
+/* Production's own choice says which task ran, or only that nothing
+ * left production's order. */
+static void explain_default(explainer *x, size_t i, uint64_t index, uint32_t kind, uint32_t n)
+{
+    const pl__trace_rec *e = &x->rec->events[i];
+    const pl__decision_note *note =
+        x->cap != NULL && index < x->cap->len ? &x->cap->notes[index] : NULL;
+    sb_printf(&x->out, "step %llu (%.3f ms): ", (unsigned long long)e->step,
+              (double)e->time_ns / 1e6);
+    if (kind == PL_DECIDE_SCHEDULE) {
+        uint32_t chosen =
+            note != NULL && note->chosen != 0 ? note->chosen : next_task(x, i, PL__EV_POLL);
+        sb_printf(&x->out, "schedule: polled %s in FIFO order (production's choice 0 of %u)",
+                  task_name(x, 0, chosen), n);
+    } else {
+        sb_printf(&x->out, "%s: production's choice 0 of %u", pl__dec_kind_name(kind), n);
+    }
+}
+
+char *pl__shrink_explain_one(const pl_sim_result *run, const pl__capture *cap,
+                             const pl_sim_options *o, uint64_t index, size_t *event)
+{
+    PL__SIM_ASSERT(run != NULL && event != NULL);
+    explainer x = explainer_of(run, cap, o);
+    uint64_t seen = 0;
+    for (size_t i = 0; x.rec != NULL && i < x.rec->events_len; i++) {
+        const pl__trace_rec *e = &x.rec->events[i];
+        if (e->kind != PL__EV_DECISION || seen++ != index) {
+            continue;
+        }
+        *event = i;
+        if ((uint32_t)e->b != 0) {
+            explain_decision(&x, i, index);
+        } else {
+            explain_default(&x, i, index, (uint32_t)e->a, (uint32_t)(e->b >> 32));
+        }
+        if (x.out.failed || x.out.p == NULL) {
+            free(x.out.p);
+            return NULL;
+        }
+        x.out.p[strcspn(x.out.p, "\n")] = '\0';
+        return x.out.p;
+    }
+    return NULL;
 }
 
 /* A run that never returned has no timeline: its non-default decisions

@@ -119,9 +119,10 @@ static int options_of(const pl__replay *rp, pl_sim_options *o, char *knobs, size
     return rc;
 }
 
-static int load(const char *in, pl__replay *rp, const pl_scenario **sc, int *kind, char *err,
-                size_t err_len)
+int pl__shrink_load(const char *in, pl__replay *rp, const pl_scenario **sc, int *kind,
+                    pl_sim_options *o, char *knobs, size_t knobs_len, char *err, size_t err_len)
 {
+    PL__SIM_ASSERT(in != NULL && rp != NULL && sc != NULL && kind != NULL && o != NULL);
     char why[512] = "";
     int rc = pl__replay_parse_file(in, rp, why, sizeof why);
     if (rc != 0) {
@@ -138,9 +139,11 @@ static int load(const char *in, pl__replay *rp, const pl_scenario **sc, int *kin
     }
     *kind = rp->finding != NULL ? pl_finding_from_name(rp->finding) : -1;
     if (*kind <= 0) {
-        snprintf(err, err_len, "%s: the replay records no finding: nothing to shrink", in);
+        snprintf(err, err_len,
+                 "%s: the replay records no finding: nothing to shrink or explain", in);
         return PL_EINVAL;
     }
+    options_of(rp, o, knobs, knobs_len);
     return 0;
 }
 
@@ -159,14 +162,13 @@ int pl__shrink_file_rotation(const char *in, const char *out, const pl_sim_shrin
     pl__replay rp;
     const pl_scenario *sc = NULL;
     int kind = 0;
-    int rc = load(in, &rp, &sc, &kind, err, err_len);
+    pl_sim_options o;
+    char knobs[PL__DEC_KNOBS_TEXT_MAX];
+    int rc = pl__shrink_load(in, &rp, &sc, &kind, &o, knobs, sizeof knobs, err, err_len);
     if (rc != 0) {
         pl__replay_free(&rp);
         return rc;
     }
-    pl_sim_options o;
-    char knobs[PL__DEC_KNOBS_TEXT_MAX];
-    options_of(&rp, &o, knobs, sizeof knobs);
     if (rotation != PL__ROTATION_FILE) {
         o.rotate_wakers = rotation == PL__ROTATION_ON;
     }

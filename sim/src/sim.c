@@ -314,6 +314,9 @@ static int init_decisions(pl__sim *s, const pl_sim_options *o, pl__capture *capt
     case PL_SIM_SOURCE_LIST_BY_KIND:
         pl__dec_use_list_by_kind(&s->dec, o->decisions, o->decisions_len);
         break;
+    case PL_SIM_SOURCE_PREFIX:
+        pl__dec_use_prefix(&s->dec, o->decisions, o->decisions_len, o->prefix_seed);
+        break;
     }
     if (!o->keep_decisions) {
         pl__dec_set_record_max(&s->dec, 0);

@@ -359,7 +359,8 @@ static int install_pct(pl__sim *s, const pl__strategy_spec *spec, const pl_sim_o
 
 bool pl__strategy_list_source(const pl_sim_options *o)
 {
-    return o->source == PL_SIM_SOURCE_LIST || o->source == PL_SIM_SOURCE_LIST_BY_KIND;
+    return o->source == PL_SIM_SOURCE_LIST || o->source == PL_SIM_SOURCE_LIST_BY_KIND ||
+           o->source == PL_SIM_SOURCE_PREFIX;
 }
 
 bool pl__strategy_needs_horizon(const pl_sim_options *o)

@@ -654,6 +654,36 @@ LEAK_TEST(stream, list_replays_in_order_then_zero)
     pl__dec_finish(&d);
 }
 
+/* A prefix: the list, then the PRNG source's answers from the prefix
+ * seed, as a PRNG source with that seed gives them from its first draw. */
+LEAK_TEST(stream, prefix_replays_the_list_then_the_seeded_prng)
+{
+    static const pl__dec_record list[] = {
+        {PL_DECIDE_SCHEDULE, 3, 2},
+        {PL_DECIDE_TIMER_LATE, 10, 9},
+    };
+    pl__dec d, rng;
+    pl__dec_init(&d, NULL);
+    pl__dec_init(&rng, NULL);
+    pl__dec_use_prefix(&d, list, 2, 77);
+    pl__dec_use_prng(&rng, 77);
+    cr_assert_eq(pl__dec_choose(&d, PL_DECIDE_SCHEDULE, 3, 0), 2);
+    cr_assert_eq(pl__dec_choose(&d, PL_DECIDE_TIMER_LATE, 10, 0), 9);
+    uint32_t nonzero = 0;
+    for (int i = 0; i < 64; i++) {
+        uint32_t v = pl__dec_choose(&d, PL_DECIDE_SCHEDULE, 4, 0);
+        cr_assert_eq(v, pl__dec_choose(&rng, PL_DECIDE_SCHEDULE, 4, 0), "draw %d", i);
+        nonzero += v != 0;
+    }
+    cr_assert_gt(nonzero, 0, "past the prefix the decisions are random, not production's");
+    cr_assert_eq(d.past_end, 64);
+    /* A plain list selected afterwards answers 0 past its end again. */
+    pl__dec_use_list(&d, list, 0);
+    cr_assert_eq(pl__dec_choose(&d, PL_DECIDE_SCHEDULE, 4, 0), 0);
+    pl__dec_finish(&d);
+    pl__dec_finish(&rng);
+}
+
 LEAK_TEST(stream, list_by_kind_reads_one_sub_list_per_kind)
 {
     static const pl__dec_record list[] = {

@@ -203,6 +203,10 @@ typedef enum pl_sim_source {
     PL_SIM_SOURCE_LIST_BY_KIND = 3, /* the same list, each decision kind reading its
                                        own sub-list: edits of one kind leave the
                                        others aligned (the shrinker's candidates) */
+    PL_SIM_SOURCE_PREFIX = 4, /* the list, then past its end the PRNG seeded from
+                                 pl_sim_options.prefix_seed (knobs as for
+                                 PL_SIM_SOURCE_SEED): a random continuation of a
+                                 prefix (`pollen why`) */
 } pl_sim_source;
 
 /* Every fault the simulated world injects besides scheduling, in one
@@ -343,6 +347,9 @@ typedef struct pl_sim_options {
                                       scenario's (pl_scenario.time_limit_ns). The shrinker
                                       lowers it for a finding at the limit, and replay
                                       files record it ("time-limit-ns") */
+    uint64_t prefix_seed;          /* PL_SIM_SOURCE_PREFIX: seeds the decisions past the
+                                      list (`seed` stays the recorded run's, which the
+                                      list replays); ignored by the other sources */
 } pl_sim_options;
 
 void pl_sim_options_default(pl_sim_options *o);

@@ -438,6 +438,9 @@ void pl__cli_textf(char *buf, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 safe_buf pl__cli_safe_text(const char *text);
 void pl__cli_json_string(FILE *f, const char *s);
+/* A parked task as JSON: {task_id, task, spawned_at, frames, frames_cut}
+ * (frames outermost first), as a finding's "parked" array holds them. */
+void pl__cli_task_json(FILE *f, const pl_finding_task *t);
 void pl__cli_describe_status(int status, char *buf, size_t len);
 int pl__cli_make_dirs(const char *dir);
 int pl__cli_write_all(int fd, const void *buf, size_t len);
@@ -600,5 +603,8 @@ int pl__cli_write_events(const cli *c, const char *cmd, FILE *text, const char *
 
 /* cmd_shrink.c */
 int pl__cli_cmd_shrink(cli *c, int argc, char **argv);
+
+/* cmd_why.c */
+int pl__cli_cmd_why(cli *c, int argc, char **argv);
 
 #endif

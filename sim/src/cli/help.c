@@ -13,6 +13,8 @@ const char pl__cli_help_main[] =
     "  run       run scenarios over many seeds and report findings\n"
     "  replay    rerun replay files (or raw fuzzer inputs) and check them\n"
     "  shrink    shrink a replay file to its smallest failing schedule\n"
+    "  why       where a replay's failure became inevitable, and which of its\n"
+    "            decisions are its cause\n"
     "  merge     the verdict of a sharded campaign from its shards' --json\n"
     "  help      show the help of a command ('{prog} help run')\n"
     "  version   print the version\n"
@@ -189,6 +191,41 @@ static const char help_shrink[] =
     "exit status: 0 shrunk, 2 bad usage, 3 unreadable file, a run that does\n"
     "not fail, or a crash while shrinking.\n";
 
+static const char help_why[] =
+    "usage: {prog} why FILE [--runs N] [--json] [--quiet]\n"
+    "                        [--poll-budget DURATION] [--watchdog DURATION]\n"
+    "\n"
+    "Says at which decision the failure of a replay file became inevitable,\n"
+    "and which of its decisions cause it. The point of no return: the run\n"
+    "keeps its first k decisions and continues with random ones (the file's\n"
+    "knobs); the share of continuations that fail the same way is measured\n"
+    "for k = 0, for the whole run, and by bisection in between, down to the\n"
+    "decision with which it reaches 90%: that decision, its step and the\n"
+    "tasks it involves (with their backtraces where the failure surfaced)\n"
+    "are printed. The passing twins: each decision of the file that leaves\n"
+    "production's order is set back to production's choice, the rest kept,\n"
+    "and the run repeated: a twin that passes shows that decision is a\n"
+    "cause. Use it on a shrunk replay ('{prog} shrink'), whose departures\n"
+    "are few. The continuations are seeded from the file's seed: the same\n"
+    "file always gives the same answer. Runs execute in a child process.\n"
+    "\n"
+    "options:\n"
+    "  --runs N               continuations per prefix (default 10, at most\n"
+    "                         1000)\n"
+    "  --json                 one JSON object: probes [{k, failed, runs}],\n"
+    "                         point_of_no_return {k, decision, tasks, ...},\n"
+    "                         departures, last_departure, twins [{decision,\n"
+    "                         passes, finding}]\n"
+    "  --quiet, -q            no progress lines on stderr (they appear after\n"
+    "                         the first second)\n"
+    "  --poll-budget DURATION CPU time one poll may take (default 1s); a\n"
+    "                         livelock's runs each run in a child\n"
+    "  --watchdog DURATION    wall time such a run may take (default 10s)\n"
+    "  --help, -h             this text\n"
+    "\n"
+    "exit status: 0 analysed, 2 bad usage, 3 unreadable file, a file\n"
+    "without a finding or whose run does not reproduce it, or a crash.\n";
+
 static const char help_merge[] =
     "usage: {prog} merge FILE... [--quiet]\n"
     "\n"
@@ -279,6 +316,8 @@ int pl__cli_show_help(const cli *c, const char *cmd)
         text = help_shrink;
     } else if (cmd != NULL && strcmp(cmd, "merge") == 0) {
         text = help_merge;
+    } else if (cmd != NULL && strcmp(cmd, "why") == 0) {
+        text = help_why;
     } else if (cmd != NULL && strcmp(cmd, "help") != 0 && strcmp(cmd, "version") != 0) {
         char hint[96];
         snprintf(hint, sizeof hint, "'%s --help' lists the commands", c->prog);

@@ -34,8 +34,8 @@ typedef struct command {
 
 static const command commands[] = {
     {"list", pl__cli_cmd_list},     {"run", pl__cli_cmd_run}, {"replay", pl__cli_cmd_replay},
-    {"shrink", pl__cli_cmd_shrink}, {"merge", pl__cli_cmd_merge}, {"help", cmd_help},
-    {"version", cmd_version},
+    {"shrink", pl__cli_cmd_shrink}, {"why", pl__cli_cmd_why},  {"merge", pl__cli_cmd_merge},
+    {"help", cmd_help},             {"version", cmd_version},
 };
 
 static int unknown_command(const cli *c, const char *name)

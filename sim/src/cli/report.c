@@ -335,6 +335,30 @@ static void print_site_json(FILE *f, const char *site, const char *function)
     fputc('}', f);
 }
 
+void pl__cli_task_json(FILE *f, const pl_finding_task *t)
+{
+    fprintf(f, "{\"task_id\":%" PRIu32 ",\"task\":", t->id);
+    json_string_or_null(f, t->name);
+    fputs(",\"spawned_at\":", f);
+    print_site_json(f, t->spawn_site, t->spawn_function);
+    fputs(",\"frames\":[", f);
+    for (uint32_t j = 0; j < t->frames_len && j < PL_FINDING_FRAMES_MAX; j++) {
+        const pl_finding_frame *fr = &t->frames[j];
+        fputs(j > 0 ? ",{\"function\":" : "{\"function\":", f);
+        json_string_or_null(f, fr->file != NULL ? fr->function : fr->future);
+        fputs(",\"future\":", f);
+        json_string_or_null(f, fr->future);
+        fputs(",\"file\":", f);
+        json_string_or_null(f, fr->file);
+        if (fr->file != NULL) {
+            fprintf(f, ",\"line\":%d}", fr->line);
+        } else {
+            fputs(",\"line\":null}", f);
+        }
+    }
+    fprintf(f, "],\"frames_cut\":%s}", t->frames_cut ? "true" : "false");
+}
+
 /* "parked": each parked task the finding names, with its spawn site and
  * its async backtrace (frames outermost first). A frame's "function" is
  * the C function of its await, or the future's name where it has none. */
@@ -342,27 +366,8 @@ static void print_parked_json(FILE *f, const pl_finding *fd)
 {
     fputs(",\"parked\":[", f);
     for (uint32_t i = 0; i < fd->tasks_len && i < PL_FINDING_TASKS_MAX; i++) {
-        const pl_finding_task *t = &fd->tasks[i];
-        fprintf(f, "%s{\"task_id\":%" PRIu32 ",\"task\":", i > 0 ? "," : "", t->id);
-        json_string_or_null(f, t->name);
-        fputs(",\"spawned_at\":", f);
-        print_site_json(f, t->spawn_site, t->spawn_function);
-        fputs(",\"frames\":[", f);
-        for (uint32_t j = 0; j < t->frames_len && j < PL_FINDING_FRAMES_MAX; j++) {
-            const pl_finding_frame *fr = &t->frames[j];
-            fputs(j > 0 ? ",{\"function\":" : "{\"function\":", f);
-            json_string_or_null(f, fr->file != NULL ? fr->function : fr->future);
-            fputs(",\"future\":", f);
-            json_string_or_null(f, fr->future);
-            fputs(",\"file\":", f);
-            json_string_or_null(f, fr->file);
-            if (fr->file != NULL) {
-                fprintf(f, ",\"line\":%d}", fr->line);
-            } else {
-                fputs(",\"line\":null}", f);
-            }
-        }
-        fprintf(f, "],\"frames_cut\":%s}", t->frames_cut ? "true" : "false");
+        fputs(i > 0 ? "," : "", f);
+        pl__cli_task_json(f, &fd->tasks[i]);
     }
     fputc(']', f);
 }
