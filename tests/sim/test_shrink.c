@@ -18,6 +18,7 @@
 #include "run.h"
 #include "shrink.h"
 #include "sim_internal.h"
+#include "why.h"
 
 /* ---- Scenario --------------------------------------------------------- */
 
@@ -671,6 +672,58 @@ LEAK_TEST(shrink, file_errors_are_explained)
     pl_sim_shrink_result_free(&s);
     pl_sim_result_free(&r);
     remove(in);
+}
+
+/* `pollen why` in this process, on a shrunk replay: every departure's
+ * twin passes, the point of no return is found and named, and a second
+ * analysis gives the same answer (its continuations are seeded from the
+ * file). */
+LEAK_TEST(shrink, why_names_the_point_of_no_return_and_the_twins)
+{
+    pl_sim_result r;
+    failing_run(&r, 200);
+    char in[256], out[256];
+    temp_path(in, sizeof in, "why");
+    pl__shrink_default_out(in, out, sizeof out);
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.seed = 1;
+    cr_assert_eq(pl_sim_write_replay(&noisy_scenario, &o, &r, in), 0);
+    char err[512] = "";
+    cr_assert_eq(pl__shrink_file(in, out, err, sizeof err), 0, "%s", err);
+    pl__why_result *a = calloc(2, sizeof *a);
+    cr_assert(a != NULL);
+    cr_assert_eq(pl__why_file(out, 0, NULL, NULL, NULL, &a[0], err, sizeof err), 0, "%s", err);
+    cr_assert_eq(pl__why_file(out, 0, NULL, NULL, NULL, &a[1], err, sizeof err), 0, "%s", err);
+    cr_assert_eq(a[0].finding.kind, PL_FINDING_ASSERTION);
+    cr_assert_eq(a[0].runs, PL__WHY_RUNS_DEFAULT);
+    cr_assert(a[0].departures > 0 && a[0].twins_len == a[0].departures);
+    for (size_t i = 0; i < a[0].twins_len; i++) {
+        cr_assert_eq(a[0].twins[i].outcome, PL_FINDING_NONE, "twin of decision %llu",
+                     (unsigned long long)a[0].twins[i].d.index);
+    }
+    cr_assert(a[0].found);
+    cr_assert(a[0].probes_len >= 2 && a[0].probes[a[0].probes_len - 1].k == a[0].decisions);
+    if (!a[0].inevitable_at_start) {
+        cr_assert_eq(a[0].decisive.index, a[0].point - 1);
+        cr_assert(a[0].decisive.has_step && a[0].decisive.text[0] != '\0');
+        cr_assert_lt(a[0].before.failed * 100, a[0].before.runs * PL__WHY_INEVITABLE);
+    }
+    cr_assert_eq(a[0].point, a[1].point);
+    cr_assert_eq(a[0].probes_len, a[1].probes_len);
+    for (size_t i = 0; i < a[0].probes_len; i++) {
+        cr_assert_eq(a[0].probes[i].k, a[1].probes[i].k);
+        cr_assert_eq(a[0].probes[i].failed, a[1].probes[i].failed);
+    }
+    /* A file that cannot be read is an error that says why. */
+    err[0] = '\0';
+    cr_assert(pl__why_file("/nonexistent/x.replay", 0, NULL, NULL, NULL, &a[1], err, sizeof err) <
+              0);
+    cr_assert(strstr(err, "/nonexistent/x.replay") != NULL, "%s", err);
+    free(a);
+    pl_sim_result_free(&r);
+    remove(in);
+    remove(out);
 }
 
 LEAK_TEST(shrink, default_output_path)
