@@ -3,6 +3,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sim_internal.h"
 #include "strategy.h"
@@ -22,7 +23,7 @@ typedef struct explorer {
     pl_sim_options o;
     uint32_t level;           /* deviations of the schedules this pass counts */
     uint64_t max_runs;
-    uint64_t level_schedules; /* schedules counted in this pass */
+    pl_time deadline_ns;      /* wall clock; 0: none */
     pl_sim_bounded_result *out;
     int rc;
     bool stop;
@@ -53,10 +54,24 @@ static void expand(explorer *e, const pl__run_record *rec, size_t start, uint32_
     free(child);
 }
 
+/* The wall clock is read between runs only: it decides where the
+ * exploration stops, never what a run does. */
+static pl_time wall_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (pl_time)ts.tv_sec * PL_S + ts.tv_nsec;
+}
+
 static bool run_list(explorer *e, const pl__dec_record *list, size_t len, pl_sim_result *r)
 {
     if (e->max_runs != 0 && e->out->runs >= e->max_runs) {
         e->out->budget_hit = true;
+        e->stop = true;
+        return false;
+    }
+    if (e->deadline_ns != 0 && wall_ns() >= e->deadline_ns) {
+        e->out->clock_hit = true;
         e->stop = true;
         return false;
     }
@@ -82,7 +97,6 @@ static void visit(explorer *e, const pl__dec_record *list, size_t len, uint32_t 
     }
     if (depth == e->level) {
         e->out->schedules++;
-        e->level_schedules++;
         if (r.finding.kind != PL_FINDING_NONE) {
             e->out->finding = r.finding;
             e->out->deviations = depth;
@@ -91,6 +105,7 @@ static void visit(explorer *e, const pl__dec_record *list, size_t len, uint32_t 
             return;
         }
         pl_sim_result_free(&r);
+        e->out->level_schedules++;
         return;
     }
     const pl__run_record *rec = pl__sim_result_record(&r);
@@ -104,14 +119,18 @@ static void visit(explorer *e, const pl__dec_record *list, size_t len, uint32_t 
     pl_sim_result_free(&r);
 }
 
-int pl_sim_explore_bounded(const pl_scenario *sc, uint32_t k, uint64_t max_runs,
+int pl_sim_explore_bounded(const pl_scenario *sc, uint32_t k, const pl_sim_bounded_limits *limits,
                            const pl_sim_options *opts, pl_sim_bounded_result *out)
 {
     memset(out, 0, sizeof *out);
-    if (sc == NULL || k > PL__STRATEGY_DEPTH_MAX) {
+    if (sc == NULL || k > PL__STRATEGY_DEPTH_MAX || (limits != NULL && limits->time_ns < 0)) {
         return PL_EINVAL;
     }
-    explorer e = {.sc = sc, .max_runs = max_runs, .out = out};
+    explorer e = {.sc = sc, .out = out};
+    if (limits != NULL) {
+        e.max_runs = limits->runs_max;
+        e.deadline_ns = limits->time_ns > 0 ? wall_ns() + limits->time_ns : 0;
+    }
     if (opts != NULL) {
         e.o = *opts;
     } else {
@@ -121,13 +140,13 @@ int pl_sim_explore_bounded(const pl_scenario *sc, uint32_t k, uint64_t max_runs,
     e.o.keep_decisions = true;
     for (uint32_t level = 0; level <= k && !e.stop; level++) {
         e.level = level;
-        e.level_schedules = 0;
+        out->level_schedules = 0;
         visit(&e, NULL, 0, 0);
         if (e.stop) {
             break;
         }
         out->levels_done = level + 1;
-        if (e.level_schedules == 0) {
+        if (out->level_schedules == 0) {
             out->levels_done = k + 1; /* no schedule this deep, so none deeper */
             break;
         }

@@ -1227,6 +1227,21 @@ Test(cli, time_limit_stops_cleanly)
     child_ran_free(&p);
 }
 
+/* bounded:K stopped by --time stops itself between two schedules and
+ * says how far it got (the parent does not kill it with nothing said). */
+Test(cli, bounded_stopped_by_time_says_how_far_it_got)
+{
+    child_ran p = POLLEN("run", "outbox", "--strategy", "bounded:3", "--time", "300ms");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "outbox: bounded:3, "), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, " runs, "), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "; stopped by --time at "), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, " ran clean), every schedule with fewer ran clean, over "),
+                       "%s", p.out);
+    cr_assert_null(strstr(p.out, "before the exploration finished"), "%s", p.out);
+    child_ran_free(&p);
+}
+
 Test(cli, the_whole_seed_space_is_a_valid_range)
 {
     child_ran p = POLLEN("run", "selftest_clean", "--seeds", "0..18446744073709551615", "--time",

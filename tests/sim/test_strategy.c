@@ -286,7 +286,7 @@ LEAK_TEST(bounded, one_deviation_finds_the_race)
 {
     pl_sim_options o = options("bounded:1", 0);
     pl_sim_bounded_result b;
-    cr_assert_eq(pl_sim_explore_bounded(&race_scenario, 1, 0, &o, &b), 0);
+    cr_assert_eq(pl_sim_explore_bounded(&race_scenario, 1, NULL, &o, &b), 0);
     cr_assert_eq(b.finding.kind, PL_FINDING_ASSERTION);
     cr_assert_eq(b.deviations, 1);
     cr_assert(!b.exhausted);
@@ -298,7 +298,7 @@ LEAK_TEST(bounded, one_deviation_finds_the_race)
 LEAK_TEST(bounded, zero_deviations_is_production_only)
 {
     pl_sim_bounded_result b;
-    cr_assert_eq(pl_sim_explore_bounded(&race_scenario, 0, 0, NULL, &b), 0);
+    cr_assert_eq(pl_sim_explore_bounded(&race_scenario, 0, NULL, NULL, &b), 0);
     cr_assert_eq(b.finding.kind, PL_FINDING_NONE);
     cr_assert(b.exhausted);
     cr_assert_eq(b.schedules, 1);
@@ -308,7 +308,7 @@ LEAK_TEST(bounded, zero_deviations_is_production_only)
 LEAK_TEST(bounded, proves_a_correct_scenario_exhaustively)
 {
     pl_sim_bounded_result b;
-    cr_assert_eq(pl_sim_explore_bounded(&order_ok_scenario, 1, 0, NULL, &b), 0);
+    cr_assert_eq(pl_sim_explore_bounded(&order_ok_scenario, 1, NULL, NULL, &b), 0);
     cr_assert_eq(b.finding.kind, PL_FINDING_NONE);
     cr_assert(b.exhausted);
     cr_assert(!b.budget_hit);
@@ -317,7 +317,7 @@ LEAK_TEST(bounded, proves_a_correct_scenario_exhaustively)
     cr_assert_eq(b.levels_done, 2);
     pl_sim_bounded_result_free(&b);
     /* With 3 deviations allowed, every one of the 3! orders. */
-    cr_assert_eq(pl_sim_explore_bounded(&order_ok_scenario, 3, 0, NULL, &b), 0);
+    cr_assert_eq(pl_sim_explore_bounded(&order_ok_scenario, 3, NULL, NULL, &b), 0);
     cr_assert(b.exhausted);
     cr_assert_eq(b.schedules, 6, "%llu schedules", (unsigned long long)b.schedules);
     pl_sim_bounded_result_free(&b);
@@ -326,24 +326,45 @@ LEAK_TEST(bounded, proves_a_correct_scenario_exhaustively)
 LEAK_TEST(bounded, two_deviations_find_what_one_cannot)
 {
     pl_sim_bounded_result b;
-    cr_assert_eq(pl_sim_explore_bounded(&order_scenario, 1, 0, NULL, &b), 0);
+    cr_assert_eq(pl_sim_explore_bounded(&order_scenario, 1, NULL, NULL, &b), 0);
     cr_assert_eq(b.finding.kind, PL_FINDING_NONE);
     cr_assert(b.exhausted, "bounded:1 must exhaust the space");
     pl_sim_bounded_result_free(&b);
-    cr_assert_eq(pl_sim_explore_bounded(&order_scenario, 2, 0, NULL, &b), 0);
+    cr_assert_eq(pl_sim_explore_bounded(&order_scenario, 2, NULL, NULL, &b), 0);
     cr_assert_eq(b.finding.kind, PL_FINDING_ASSERTION);
     cr_assert_eq(b.deviations, 2);
     cr_assert_eq(b.run.nonzero_decisions, 2);
     pl_sim_bounded_result_free(&b);
 }
 
-LEAK_TEST(bounded, stops_at_the_run_budget)
+/* A stop says how far it got: production (1 run), then level 1 re-runs
+ * production and runs one single deviation before the budget ends. */
+LEAK_TEST(bounded, stops_at_the_run_budget_and_names_the_level_reached)
 {
     pl_sim_bounded_result b;
-    cr_assert_eq(pl_sim_explore_bounded(&order_ok_scenario, 3, 2, NULL, &b), 0);
-    cr_assert(b.budget_hit);
-    cr_assert(!b.exhausted);
-    cr_assert_eq(b.runs, 2);
+    pl_sim_bounded_limits lim = {.runs_max = 3};
+    cr_assert_eq(pl_sim_explore_bounded(&order_ok_scenario, 3, &lim, NULL, &b), 0);
+    cr_assert(b.budget_hit && !b.clock_hit && !b.exhausted);
+    cr_assert_eq(b.runs, 3);
+    cr_assert_eq(b.levels_done, 1);
+    cr_assert_eq(b.level_schedules, 1);
+    cr_assert_eq(b.schedules, 2);
+    pl_sim_bounded_result_free(&b);
+}
+
+/* The wall-clock limit stops between runs: at 1 ns, after the first run
+ * at the latest. */
+LEAK_TEST(bounded, stops_at_the_wall_clock_limit)
+{
+    pl_sim_bounded_result b;
+    pl_sim_bounded_limits lim = {.time_ns = 1};
+    cr_assert_eq(pl_sim_explore_bounded(&order_ok_scenario, 3, &lim, NULL, &b), 0);
+    cr_assert(b.clock_hit && !b.budget_hit && !b.exhausted);
+    cr_assert_leq(b.runs, 1, "%llu runs", (unsigned long long)b.runs);
+    cr_assert_eq(b.levels_done, 0);
+    pl_sim_bounded_result_free(&b);
+    lim.time_ns = -1;
+    cr_assert_eq(pl_sim_explore_bounded(&order_ok_scenario, 3, &lim, NULL, &b), PL_EINVAL);
     pl_sim_bounded_result_free(&b);
 }
 
@@ -351,7 +372,7 @@ LEAK_TEST(bounded, failing_run_replays_from_its_file)
 {
     pl_sim_options o = options("bounded:2", 0);
     pl_sim_bounded_result b;
-    cr_assert_eq(pl_sim_explore_bounded(&order_scenario, 2, 0, &o, &b), 0);
+    cr_assert_eq(pl_sim_explore_bounded(&order_scenario, 2, NULL, &o, &b), 0);
     cr_assert_eq(b.finding.kind, PL_FINDING_ASSERTION);
     char path[] = "/tmp/pollen-test-bounded-XXXXXX";
     int fd = mkstemp(path);

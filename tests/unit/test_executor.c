@@ -684,18 +684,32 @@ static void note_site(void *ud, pl_task *t, const char *where, const char *func)
     site_func[sites++] = func;
 }
 
-/* pl_spawn and PL_SPAWN hand the observer their call site;
- * pl_spawn_at with NULLs and pl_block_on have none. */
-Test(executor, spawns_tell_the_observer_where_they_were_made)
+/* True when `where` is "<dir>/test_executor.c:<line>". */
+static bool site_is(const char *where, int line)
+{
+    char want[64];
+    snprintf(want, sizeof want, "test_executor.c:%d", line);
+    size_t n = strlen(where), w = strlen(want);
+    return n >= w && strcmp(where + n - w, want) == 0;
+}
+
+static pl_executor *site_executor(manual_system *m)
 {
     reset();
     sites = 0;
     static const pl_observer obs = {.version = PL_OBSERVER_VERSION, .spawn_site = note_site};
-    manual_system m = {0};
     pl_executor_options o;
     pl_executor_options_default(&o);
     o.observer = &obs;
-    pl_executor *ex = manual_executor(&m, false, &o);
+    return manual_executor(m, false, &o);
+}
+
+/* pl_spawn and PL_SPAWN hand the observer their call site;
+ * pl_spawn_at with NULLs and pl_block_on have none. */
+Test(executor, spawns_tell_the_observer_where_they_were_made)
+{
+    manual_system m = {0};
+    pl_executor *ex = site_executor(&m);
     yielder a = make_yielder(1, 0), b = make_yielder(2, 0), c = make_yielder(3, 0);
     int line_a = __LINE__ + 1;
     cr_assert_eq(PL_SPAWN(ex, a, "a", NULL), 0);
@@ -704,16 +718,33 @@ Test(executor, spawns_tell_the_observer_where_they_were_made)
     cr_assert_eq(pl_spawn_at(ex, &c.base, sizeof c, "c", NULL, NULL, NULL), 0);
     cr_assert_eq(pl_run(ex), 0);
     cr_assert_eq(sites, 3);
-    char want[64];
-    snprintf(want, sizeof want, "test_executor.c:%d", line_a);
-    size_t n = strlen(site_where[0]), w = strlen(want);
-    cr_assert(n >= w && strcmp(site_where[0] + n - w, want) == 0, "%s", site_where[0]);
-    snprintf(want, sizeof want, "test_executor.c:%d", line_b);
-    n = strlen(site_where[1]), w = strlen(want);
-    cr_assert(n >= w && strcmp(site_where[1] + n - w, want) == 0, "%s", site_where[1]);
+    cr_assert(site_is(site_where[0], line_a), "%s", site_where[0]);
+    cr_assert(site_is(site_where[1], line_b), "%s", site_where[1]);
     cr_assert_str_eq(site_func[0], __func__);
     cr_assert_str_eq(site_func[1], __func__);
     cr_assert_null(site_where[2]);
     cr_assert_null(site_func[2]);
+    pl_executor_destroy(ex);
+}
+
+/* README's idiom: a helper that spawns on its caller's behalf takes the
+ * caller's site and passes it on. */
+static int start_yielder_at(pl_executor *ex, yielder *y, const char *where, const char *func)
+{
+    return pl_spawn_at(ex, &y->base, sizeof *y, "helped", NULL, where, func);
+}
+#define start_yielder(ex, y) start_yielder_at((ex), (y), PL_WHERE, __func__)
+
+Test(executor, a_spawning_helper_passes_its_callers_site_on)
+{
+    manual_system m = {0};
+    pl_executor *ex = site_executor(&m);
+    yielder a = make_yielder(1, 0);
+    int line = __LINE__ + 1;
+    cr_assert_eq(start_yielder(ex, &a), 0);
+    cr_assert_eq(pl_run(ex), 0);
+    cr_assert_eq(sites, 1);
+    cr_assert(site_is(site_where[0], line), "%s", site_where[0]);
+    cr_assert_str_eq(site_func[0], __func__);
     pl_executor_destroy(ex);
 }

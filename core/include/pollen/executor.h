@@ -94,14 +94,16 @@ int pl_spawn_at(pl_executor *ex, const pl_future *fut, size_t size, const char *
 
 #define PL__STR2(x) #x
 #define PL__STR(x) PL__STR2(x)
-/* "file.c:120", a string literal: the spawn site as one constant pointer. */
-#define PL__WHERE __FILE__ ":" PL__STR(__LINE__)
+/* "file.c:120", a string literal: the call site as one constant pointer.
+ * A helper that spawns on its caller's behalf takes `where` and `func`
+ * and passes them to pl_spawn_at, behind a macro that gives it PL_WHERE
+ * and __func__ (README, "Testing your own futures"): the task is then
+ * named after its caller's line, not the helper's. */
+#define PL_WHERE __FILE__ ":" PL__STR(__LINE__)
 
-/* pl_spawn_at with the caller's site: the way to spawn. A helper that
- * spawns on its caller's behalf calls pl_spawn_at with the site it was
- * given. */
+/* pl_spawn_at with the caller's site: the way to spawn. */
 #define pl_spawn(ex, fut, size, name, handle)                               \
-    pl_spawn_at((ex), (fut), (size), (name), (handle), PL__WHERE, __func__)
+    pl_spawn_at((ex), (fut), (size), (name), (handle), PL_WHERE, __func__)
 
 /* pl_spawn for a future struct lvalue. */
 #define PL_SPAWN(ex, fut, name, handle)                                     \

@@ -514,8 +514,11 @@ typedef struct pl_sim_bounded_result {
     uint64_t schedules;     /* distinct schedules run (counted once each) */
     uint32_t levels_done;   /* every schedule with fewer than this many
                                non-zero decisions ran clean */
+    uint64_t level_schedules; /* schedules of level levels_done that ran clean
+                               before a stop (the level reached) */
     bool exhausted;         /* every schedule with at most k non-zero decisions ran clean */
-    bool budget_hit;        /* stopped at max_runs */
+    bool budget_hit;        /* stopped at limits->runs_max */
+    bool clock_hit;         /* stopped by limits->time_ns */
     bool truncated;         /* a run outgrew the decision recorder: not exhaustive */
     pl_finding finding;     /* the first finding; kind PL_FINDING_NONE when none */
     uint32_t deviations;    /* non-zero decisions of the failing schedule */
@@ -523,16 +526,26 @@ typedef struct pl_sim_bounded_result {
                                pl_sim_write_replay */
 } pl_sim_bounded_result;
 
+/* What may stop a bounded exploration before it ends. runs_max is
+ * deterministic; time_ns is a wall-clock net (`run --time`), read between
+ * runs, so a stop by it may fall on another run from one exploration to
+ * the next. */
+typedef struct pl_sim_bounded_limits {
+    uint64_t runs_max; /* executions; 0: no limit */
+    pl_time time_ns;   /* wall clock from the call; 0: no limit */
+} pl_sim_bounded_limits;
+
 /* Bounded systematic exploration: runs every schedule of `sc` that leaves
  * production's order (decision value 0) in at most k decisions, fewest
  * first (all zero, then each single deviation, then pairs, ...), each
  * deviation any value of any consulted decision of the run, in a fixed
  * order. Runs use a list source built from opts (NULL: defaults; its
  * knobs say which kinds are consulted, so they bound the space). Stops at
- * the first finding, when the space is exhausted, or after max_runs
- * executions (0: no limit). Returns 0 (look at out) or a negative code;
- * always call pl_sim_bounded_result_free afterwards. */
-int pl_sim_explore_bounded(const pl_scenario *sc, uint32_t k, uint64_t max_runs,
+ * the first finding, when the space is exhausted, or at a limit (limits
+ * may be NULL: none; budget_hit or clock_hit says which, levels_done and
+ * level_schedules how far it got). Returns 0 (look at out) or a negative
+ * code; always call pl_sim_bounded_result_free afterwards. */
+int pl_sim_explore_bounded(const pl_scenario *sc, uint32_t k, const pl_sim_bounded_limits *limits,
                            const pl_sim_options *opts, pl_sim_bounded_result *out);
 void pl_sim_bounded_result_free(pl_sim_bounded_result *r);
 

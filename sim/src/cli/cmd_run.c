@@ -310,11 +310,16 @@ typedef struct bounded_job {
     const pl_scenario *sc;
 } bounded_job;
 
+/* How long past --time the parent waits for the exploring child, which
+ * stops itself at --time between two runs and reports how far it got;
+ * only a run that outlasts this is cut off with nothing to tell. */
+#define BOUNDED_GRACE_MS 2000
+
 typedef struct bounded_msg {
     int rc;                  /* pl_sim_explore_bounded's */
-    uint64_t runs, schedules;
+    uint64_t runs, schedules, level_schedules;
     uint32_t levels_done, deviations;
-    bool exhausted, budget_hit, truncated;
+    bool exhausted, budget_hit, clock_hit, truncated;
     pl_finding finding;
     char replay[PATH_MAX];   /* "" when not written */
     char replay_error[256];
@@ -328,13 +333,20 @@ static void bounded_explore(const void *ctx, void *result)
     pl_sim_options so;
     pl_sim_bounded_result res;
     pl__cli_sim_options(bj->o, 0, &so);
-    m->rc = pl_sim_explore_bounded(bj->sc, bj->o->bound_k, 0, &so, &res);
+    pl_sim_bounded_limits lim = {0, 0};
+    if (bj->o->deadline_ms != INT64_MAX) {
+        int64_t left_ms = bj->o->deadline_ms - pl__cli_now_ms();
+        lim.time_ns = left_ms > 0 ? left_ms * PL_MS : 1;
+    }
+    m->rc = pl_sim_explore_bounded(bj->sc, bj->o->bound_k, &lim, &so, &res);
     m->runs = res.runs;
     m->schedules = res.schedules;
+    m->level_schedules = res.level_schedules;
     m->levels_done = res.levels_done;
     m->deviations = res.deviations;
     m->exhausted = res.exhausted;
     m->budget_hit = res.budget_hit;
+    m->clock_hit = res.clock_hit;
     m->truncated = res.truncated;
     m->finding = res.finding;
     if (m->rc == 0 && res.finding.kind != PL_FINDING_NONE) {
@@ -394,7 +406,13 @@ static void bounded_summary(const run_opts *o, const outcome *out, const bounded
     }
     fprintf(f, "%s: %s, %" PRIu64 " runs, %" PRIu64 " schedules, %.1f s", out->sc->name,
             o->strategy, m->runs, m->schedules, out->seconds);
-    if (m->exhausted) {
+    if (m->clock_hit) {
+        fprintf(f, "; stopped by --time at %" PRIu32 " deviation%s (%" PRIu64 " such schedule%s "
+                   "ran clean), every schedule with fewer ran clean%s,%s",
+                m->levels_done, m->levels_done == 1 ? "" : "s", m->level_schedules,
+                m->level_schedules == 1 ? "" : "s",
+                m->truncated ? " (a run outgrew the decision recorder)" : "", kinds);
+    } else if (m->exhausted) {
         fprintf(f, "; verified: all %" PRIu64 " schedules with at most %" PRIu32 " deviation%s "
                    "explored, no finding,%s",
                 m->schedules, o->bound_k, o->bound_k == 1 ? "" : "s", kinds);
@@ -441,8 +459,9 @@ static int bounded_one(const cli *c, const run_opts *o, const pl_scenario *sc, o
     child_end end;
     bounded_job bj = {o, sc};
     memset(&m, 0, sizeof m);
-    int rc =
-        pl__cli_run_in_child(bounded_explore, &bj, &m, sizeof m, o->deadline_ms, OUT_CAPTURE, &end);
+    int64_t kill_ms = o->deadline_ms > INT64_MAX - BOUNDED_GRACE_MS ? INT64_MAX
+                                                                     : o->deadline_ms + BOUNDED_GRACE_MS;
+    int rc = pl__cli_run_in_child(bounded_explore, &bj, &m, sizeof m, kill_ms, OUT_CAPTURE, &end);
     if (rc != 0) {
         return pl__cli_internal_error(c, "run", "cannot start a process: %s", strerror(-rc));
     }
@@ -455,8 +474,11 @@ static int bounded_one(const cli *c, const run_opts *o, const pl_scenario *sc, o
     out->ran = true;
     out->runs = m.runs;
     out->distinct = m.schedules;
+    out->resume_seed = UINT64_MAX; /* no seeds to resume from */
     out->seconds = end.seconds;
-    out->stopped = end.timed_out && (pl__cli_interrupted || pl__cli_now_ms() >= o->deadline_ms);
+    out->stopped = end.complete ? m.clock_hit
+                                : end.timed_out &&
+                                      (pl__cli_interrupted || pl__cli_now_ms() >= o->deadline_ms);
     bool found = end.complete ? m.finding.kind != PL_FINDING_NONE : !out->stopped;
     out->complete = end.complete && m.exhausted;
     if (found) {
