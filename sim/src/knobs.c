@@ -67,6 +67,8 @@ static const knob_row rows[PL_DECIDE__COUNT] = {
     ROW(PL_DECIDE_COND_SPURIOUS, cond_spurious, 'V', true, 1024, SWARM_FAULT),
     /* Consulted only for nodes declared pausable. */
     ROW(PL_DECIDE_NODE_PAUSE, node_pause, 'N', true, 256, SWARM_FAULT),
+    /* Consulted only for nodes declared isolatable. */
+    ROW(PL_DECIDE_NODE_ISOLATE, node_isolate, 'I', true, 256, SWARM_FAULT),
 };
 
 /* pl_sim_knobs has one knob per assigned kind and nothing else (that each

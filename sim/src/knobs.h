@@ -77,9 +77,12 @@
  * << 32 | its pauses so far: */
 #define PL_DECIDE_NODE_PAUSE ((pl_decision_kind)28) /* at a wait: v > 0 pauses the node
                                                        for 2^(v-1) ms (n = 9) */
+/* Nodes declared isolatable (node_isolate.c), same key and values: v > 0
+ * cuts every link of the node, both ways, for 2^(v-1) ms. */
+#define PL_DECIDE_NODE_ISOLATE ((pl_decision_kind)29)
 /* Every kind, core's and these; a number without a name is not assigned
  * in this build. */
-#define PL_DECIDE__COUNT 29
+#define PL_DECIDE__COUNT 30
 
 #define PL__DEC_KINDS ((int)PL_DECIDE__COUNT)
 
@@ -106,7 +109,7 @@ int pl__dec_kind_from_name(const char *text, size_t len);
 
 /* The one-letter code of a kind in replay files (s i t l w p d c f j b B q
  * k e x u, in enum order, then g L D r R P C K Z for 17..25, T V for 26
- * and 27, N for 28), or 0 for a kind out of range or not assigned. */
+ * and 27, N I for 28 and 29), or 0 for a kind out of range or not assigned. */
 char pl__dec_kind_letter(uint32_t kind);
 
 /* The kind with letter c, or -1. */

@@ -1,5 +1,7 @@
 /* sim/src/nemesis.h: faults that strike whole nodes of a cluster scenario
- * rather than one link or one send: a process pause (node_pause.c).
+ * rather than one link or one send: a process pause (node_pause.c), a
+ * node cut from every peer and a split in two sides (node_isolate.c), a
+ * power cut of every crashable node (node_crash.c).
  *
  * A paused node's tasks are held (pl__executor_hold_task): none is polled,
  * its timers fire and its sockets receive as before, and what they make
@@ -25,6 +27,8 @@
 typedef struct pl__nemesis {
     pl_time paused_until[PL_SIM_NODES_MAX + 1]; /* resume time; 0: not paused */
     uint32_t pauses[PL_SIM_NODES_MAX + 1];      /* pauses so far (decision keys) */
+    pl_time isolated_until[PL_SIM_NODES_MAX + 1]; /* a decided isolation's end */
+    uint32_t isolations[PL_SIM_NODES_MAX + 1];  /* decided isolations so far */
 } pl__nemesis;
 
 struct pl__sim;
@@ -38,5 +42,9 @@ void pl__node_pause_deliver(struct pl__sim *s, pl_time now);
  * its held tasks are released, those that were picked meanwhile queued at
  * the back. Emits the resume's trace event when `traced`. */
 void pl__node_pause_end(struct pl__sim *s, uint32_t n, bool traced);
+
+/* At a wait, after the pauses: each isolatable node that is up and not
+ * isolated draws a node_isolate decision. */
+void pl__node_isolate_deliver(struct pl__sim *s);
 
 #endif

@@ -139,6 +139,26 @@ int pl_sim_node_crash(const char *name)
     return 0;
 }
 
+int pl_sim_power_cut(void)
+{
+    pl__sim *s = pl__sim_current();
+    if (s == NULL) {
+        return PL_EINVAL;
+    }
+    uint32_t self = pl__node_current(s);
+    if (self != 0 && s->nodes[self].def.crashable) {
+        return PL_EINVAL;
+    }
+    int crashed = 0;
+    for (uint32_t n = 1; n < s->nodes_len; n++) {
+        if (s->nodes[n].def.crashable && s->nodes[n].up) {
+            crash(s, &s->nodes[n]);
+            crashed++;
+        }
+    }
+    return crashed;
+}
+
 /* A crashable node that is up may crash at any wait, with the knob's
  * probability per wait, and comes back after a decided delay. */
 static void crash_decisions(pl__sim *s)
@@ -179,4 +199,5 @@ void pl__nodes_deliver(pl__sim *s, pl_time now)
     if (!s->stopped) {
         pl__node_pause_deliver(s, now);
     }
+    pl__node_isolate_deliver(s);
 }

@@ -1,5 +1,5 @@
-/* sim/src/node_explain.c: the shrinker's words for a node_crash or a
- * node_pause decision.
+/* sim/src/node_explain.c: the shrinker's words for a node_crash, a
+ * node_pause or a node_isolate decision.
  *
  * The trace has what the decision did: the crash's (or pause's)
  * PL__EV_NODE event right after it names the node, and the node's next
@@ -58,9 +58,26 @@ static void explain_pause(char *buf, size_t len, const pl__run_record *rec, size
     }
 }
 
+/* "node 'n1' cut from every peer at 3.000 ms for 64 ms". */
+static void explain_isolate(char *buf, size_t len, const pl__run_record *rec, size_t i,
+                            uint32_t v, uint32_t n)
+{
+    size_t e = next_node_event(rec, i, 0, PL__NODE_EV_ISOLATE);
+    if (v == 0 || e == rec->events_len) {
+        snprintf(buf, len, "node isolation: choice %u of %u", v, n);
+        return;
+    }
+    snprintf(buf, len, "node '%s' cut from every peer at %.3f ms for %u ms",
+             name_of(rec, rec->events[e].a), (double)rec->events[e].time_ns / 1e6, 1u << (v - 1));
+}
+
 bool pl__node_explain(char *buf, size_t len, const pl__run_record *rec, size_t i, uint32_t kind,
                       uint32_t v, uint32_t n)
 {
+    if (kind == PL_DECIDE_NODE_ISOLATE) {
+        explain_isolate(buf, len, rec, i, v, n);
+        return true;
+    }
     if (kind == PL_DECIDE_NODE_PAUSE) {
         explain_pause(buf, len, rec, i, v, n);
         return true;

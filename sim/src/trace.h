@@ -95,9 +95,9 @@ typedef enum pl__trace_kind {
     PL__EV_PROBE = 17,     /* a poll outside the schedule (quiescence probe,
                               spurious poll): a = poll number, b = gen */
     PL__EV_USER = 18,      /* log-only: a user trace event, see above */
-    PL__EV_NODE = 19,      /* a node crashed (b = 0), restarted (1), paused (2) or
-                              resumed (3): a = its index (sim_node.h); only in
-                              cluster scenarios */
+    PL__EV_NODE = 19,      /* a node crashed (b = 0), restarted (1), paused (2),
+                              resumed (3) or was isolated (4): a = its index
+                              (sim_node.h); only in cluster scenarios */
     PL__EV_THREAD = 20,    /* a simulated thread (threads/): a = its id, b = what
                               (PL__THREAD_EV_*) << 32 | the other thread's id */
     PL__EV__COUNT
@@ -108,6 +108,7 @@ typedef enum pl__trace_kind {
 #define PL__NODE_EV_RESTART 1
 #define PL__NODE_EV_PAUSE   2
 #define PL__NODE_EV_RESUME  3
+#define PL__NODE_EV_ISOLATE 4 /* a decided isolation (node_isolate.c) */
 
 /* What a PL__EV_THREAD event says of thread a (b's high half); the
  * other thread is b's low half. */

@@ -751,7 +751,7 @@ Test(cli, each_command_has_help)
                                      "  schedule=32768 "),
                        "%s", p.out);
     cr_assert_not_null(strstr(p.out, " spurious_poll=off "), "%s", p.out);
-    cr_assert_not_null(strstr(p.out, " node_pause=256\n"), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, " node_isolate=256\n"), "%s", p.out);
     child_ran_free(&p);
     p = POLLEN("replay", "-h");
     cr_assert_not_null(strstr(p.out, "  --trace                 print the run's event timeline"));
@@ -1936,7 +1936,7 @@ Test(cli, bounded_strategy_enumerates_schedules)
                                      "disk_corrupt, disk_lose, link_latency, link_loss, "
                                      "link_dup, link_reorder, link_reset, partition, clog, "
                                      "node_crash, crash_silence, thread_switch, "
-                                     "cond_spurious, node_pause; "
+                                     "cond_spurious, node_pause, node_isolate; "
                                      "not explored: spurious_poll (off)\n"),
                        "%s", p.out);
     child_ran_free(&p);

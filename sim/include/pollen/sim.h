@@ -302,6 +302,7 @@ typedef struct pl_sim_knobs {
     pl_sim_knob thread_switch; /* another simulated thread runs: 8192 */
     pl_sim_knob cond_spurious; /* a condition-variable wait returns unsignalled: 1024 */
     pl_sim_knob node_pause;    /* a pausable node pauses at a wait: 256 */
+    pl_sim_knob node_isolate;  /* an isolatable node is cut from every peer at a wait: 256 */
 } pl_sim_knobs;
 
 /* Fills k with the defaults above. Any thread. */

@@ -74,6 +74,10 @@ typedef struct pl_node_def {
      * 1 to 128 ms (PL_SIM_NODE_PAUSE_QUANTUM_NS << v, v decided below
      * PL_SIM_NODE_PAUSE_STEPS), as pl_sim_node_pause does. */
     bool pausable;
+    /* The node_isolate decision kind may cut it from every other node (all
+     * links of its host, both ways) at any wait for 1 to 128 ms, as
+     * pl_sim_node_isolate does. */
+    bool isolatable;
 } pl_node_def;
 
 /* One step of a decided restart delay. */
@@ -120,6 +124,33 @@ int pl_sim_node_resume(const char *name);
 
 /* True while the node named `name` exists and is paused. */
 bool pl_sim_node_is_paused(const char *name);
+
+/* Cuts the node named `name` from every other node for length_ns: every
+ * link between its host and theirs, both ways (pollen/sim_net.h's cut:
+ * datagrams on it are lost, streams wait, then break after the link's
+ * break_after_ns), as Jepsen's isolation nemesis. PL_TIME_NEVER: until
+ * healed. Returns 0; PL_EINVAL (no simulation, no such node, the only
+ * node, length_ns <= 0), PL_ENOMEM. */
+int pl_sim_node_isolate(const char *name, pl_time length_ns);
+
+/* Splits the cluster in two: every link between a node named in
+ * names[0, n) and a node not named is cut, both ways, for length_ns (a
+ * majority/minority split when the names are fewer than half). Returns
+ * 0; PL_EINVAL (an unknown name, no node named, or every node),
+ * PL_ENOMEM. */
+int pl_sim_node_split(const char *const *names, size_t n, pl_time length_ns);
+
+/* Heals every link between two nodes (isolations, splits, and the
+ * partition decisions' cuts between nodes alike). Returns 0, PL_EINVAL
+ * (no simulation) or PL_ENOMEM. */
+int pl_sim_nodes_heal(void);
+
+/* A power cut: crashes every crashable node that is up, at once, as
+ * pl_sim_node_crash does for each (their disks lose their unsynced writes
+ * together, as decided per file). From scenario code outside those nodes.
+ * Returns how many crashed, or PL_EINVAL (no simulation, or called from
+ * a crashable node). */
+int pl_sim_power_cut(void);
 
 /* Memory of the current node (the one of the polled task, or of the boot
  * function running): freed by pl_node_free, by the node's crash, or at the

@@ -251,6 +251,17 @@ int pl__net_link_partition(pl__reactor *r, uint32_t from, uint32_t to, bool both
     return rc;
 }
 
+int pl__net_link_cut_pair(pl__reactor *r, uint32_t a, uint32_t b, pl_time until)
+{
+    link *ab, *ba;
+    int rc = pair_of(r, a, b, &ab, &ba);
+    if (rc == 0) {
+        cut_until(ab, until);
+        cut_until(ba, until);
+    }
+    return rc;
+}
+
 int pl__net_link_heal(pl__reactor *r, uint32_t a, uint32_t b)
 {
     link *ab, *ba;

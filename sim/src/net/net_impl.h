@@ -314,6 +314,9 @@ void pl__net_link_keep(link *l, dgram *d);
  * 0, PL_EINVAL (from == to) or PL_ENOMEM. */
 int pl__net_link_partition(pl__reactor *r, uint32_t from, uint32_t to, bool both);
 int pl__net_link_heal(pl__reactor *r, uint32_t a, uint32_t b);
+/* Cuts a <-> b both ways until `until` (a longer cut already there stays):
+ * a node's isolation (node_isolate.c). 0 or PL_EINVAL / PL_ENOMEM. */
+int pl__net_link_cut_pair(pl__reactor *r, uint32_t a, uint32_t b, pl_time until);
 int pl__net_link_hold(pl__reactor *r, uint32_t a, uint32_t b);
 int pl__net_link_release(pl__reactor *r, uint32_t a, uint32_t b);
 int pl__net_link_set(pl__reactor *r, uint32_t from, uint32_t to, const pl_sim_link_options *o);
