@@ -31,6 +31,21 @@ typedef struct explorer {
 
 static void visit(explorer *e, const pl__dec_record *list, size_t len, uint32_t depth);
 
+/* A draw of user code's randomness has up to 2^32 - 1 choices (choice v
+ * gives v - 1: knobs.h): a deviation there tries the smallest non-zero
+ * value, the middle and the largest, into out. Returns how many. */
+static uint32_t random_deviations(uint32_t n, uint32_t out[3])
+{
+    uint32_t vals[3] = {2, 1 + n / 2, n - 1};
+    uint32_t len = 0;
+    for (uint32_t i = 0; i < 3; i++) {
+        if (vals[i] < n && (len == 0 || vals[i] > out[len - 1])) {
+            out[len++] = vals[i];
+        }
+    }
+    return len;
+}
+
 static void expand(explorer *e, const pl__run_record *rec, size_t start, uint32_t depth)
 {
     size_t len = rec->decisions_len;
@@ -45,7 +60,16 @@ static void expand(explorer *e, const pl__run_record *rec, size_t start, uint32_
     }
     memcpy(child, rec->decisions, len * sizeof *child);
     for (size_t p = start; p < len && !e->stop; p++) {
-        for (uint32_t v = 1; v < child[p].n && !e->stop; v++) {
+        if (child[p].kind == (uint32_t)PL_DECIDE_RANDOM) {
+            uint32_t vals[3];
+            uint32_t tries = random_deviations(child[p].n, vals);
+            for (uint32_t i = 0; i < tries && !e->stop; i++) {
+                child[p].value = vals[i];
+                visit(e, child, p + 1, depth + 1);
+            }
+        }
+        for (uint32_t v = 1; v < child[p].n && !e->stop &&
+                             child[p].kind != (uint32_t)PL_DECIDE_RANDOM; v++) {
             child[p].value = v;
             visit(e, child, p + 1, depth + 1);
         }

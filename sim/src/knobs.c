@@ -16,6 +16,7 @@ typedef enum swarm_class {
     SWARM_FAULT = 0, /* on 1/2, fault menu */
     SWARM_ORDER = 1, /* on 7/8, ordering menu: the kinds a schedule is made of */
     SWARM_RARE = 2,  /* on 1/4, fault menu: kinds whose departures mask or cost much */
+    SWARM_KEEP = 3,  /* the default, no draw: values, not departures from production */
 } swarm_class;
 
 typedef struct knob_row {
@@ -69,6 +70,8 @@ static const knob_row rows[PL_DECIDE__COUNT] = {
     ROW(PL_DECIDE_NODE_PAUSE, node_pause, 'N', true, 256, SWARM_FAULT),
     /* Consulted only for nodes declared isolatable. */
     ROW(PL_DECIDE_NODE_ISOLATE, node_isolate, 'I', true, 256, SWARM_FAULT),
+    /* Always drawn uniform: a user's workload, not a fault. */
+    ROW(PL_DECIDE_RANDOM, random, 'a', true, 65536, SWARM_KEEP),
 };
 
 /* pl_sim_knobs has one knob per assigned kind and nothing else (that each
@@ -144,6 +147,10 @@ void pl__dec_knobs_swarm(pl__dec_knobs *k, uint64_t seed)
         const knob_row *r = &rows[i];
         if (r->name == NULL) {
             k->kind[i] = (pl__dec_knob){false, 0}; /* not assigned: draws nothing */
+            continue;
+        }
+        if (r->swarm == SWARM_KEEP) {
+            k->kind[i] = r->def;
             continue;
         }
         k->kind[i].enabled = pl__prng_chance(&p, on_prob[r->swarm]);

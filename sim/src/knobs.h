@@ -80,9 +80,15 @@
 /* Nodes declared isolatable (node_isolate.c), same key and values: v > 0
  * cuts every link of the node, both ways, for 2^(v-1) ms. */
 #define PL_DECIDE_NODE_ISOLATE ((pl_decision_kind)29)
+/* User code's randomness (env/random.c): pl_random_u64, pl_random_below
+ * and the C library's random functions a simulation binary routes (rand,
+ * random, getrandom, ...). n = bound + 1: value 0 and 1 both give 0, v
+ * gives v - 1, so the kind off (or a value shrunk to 0) gives 0 and the
+ * PRNG at prob 65536 gives a uniform value. */
+#define PL_DECIDE_RANDOM ((pl_decision_kind)30)
 /* Every kind, core's and these; a number without a name is not assigned
  * in this build. */
-#define PL_DECIDE__COUNT 30
+#define PL_DECIDE__COUNT 31
 
 #define PL__DEC_KINDS ((int)PL_DECIDE__COUNT)
 
@@ -109,7 +115,7 @@ int pl__dec_kind_from_name(const char *text, size_t len);
 
 /* The one-letter code of a kind in replay files (s i t l w p d c f j b B q
  * k e x u, in enum order, then g L D r R P C K Z for 17..25, T V for 26
- * and 27, N I for 28 and 29), or 0 for a kind out of range or not assigned. */
+ * and 27, N I a for 28 to 30), or 0 for a kind out of range or not assigned. */
 char pl__dec_kind_letter(uint32_t kind);
 
 /* The kind with letter c, or -1. */
@@ -126,6 +132,8 @@ void pl__dec_knobs_default(pl__dec_knobs *k);
  * enum order, with one generator:
  *   schedule, io_order, timer_order: on with probability 7/8;
  *   spurious_poll, cancel: on with probability 1/4;
+ *   random: its default, drawing nothing (user code's values stay
+ *   uniform: a run's workload differs per seed under every strategy);
  *   every other kind: on with probability 1/2;
  *   then prob = menu[below(8)] (drawn for disabled kinds too), where
  *   ordering kinds use {2048, 4096, 8192, 16384, 32768, 40960, 49152,

@@ -45,6 +45,7 @@
 #include "sim_assert.h"
 #include "sim_internal.h"
 #include "strategy.h"
+#include "env/env.h"
 #include "isolate/ring_read.h"
 
 #define SHRINK_RUNS_DEFAULT 100000u
@@ -91,11 +92,10 @@ static int run_once(const shrinker *sh, const pl_sim_options *o, pl_sim_result *
     return pl_sim_run(sh->sc, o, r);
 }
 
+/* The real clock, also while a run is current (env.h). */
 static pl_time wall_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (pl_time)ts.tv_sec * PL_S + ts.tv_nsec;
+    return pl__env_real_now();
 }
 
 /* memcpy of records: with n == 0 either pointer may be NULL (an empty

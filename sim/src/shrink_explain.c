@@ -205,6 +205,15 @@ static void explain_other(explainer *x, size_t i, uint32_t kind, uint64_t key, c
                            "without a signal",
                   k);
         break;
+    /* The draw's value is v - 1 (knobs.h); the asker names its call. */
+    case PL_DECIDE_RANDOM:
+        if (what != NULL && what[0] != '\0') {
+            sb_printf(&x->out, "random: %s", what);
+        } else {
+            sb_printf(&x->out, "random: a draw of user code's randomness gave %u (of %u values)",
+                      v - 1, n - 1);
+        }
+        break;
     case PL_DECIDE_CRASH_SILENCE:
         if (what != NULL && what[0] != '\0') {
             sb_printf(&x->out,

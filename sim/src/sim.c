@@ -15,6 +15,7 @@
 
 #include "check_contract.h"
 #include "disk/disk.h"
+#include "env/env.h"
 #include "isolate/mirror.h"
 #include "knobs_of.h"
 #include "net/net.h"
@@ -379,6 +380,7 @@ int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o,
     pl__sim_ring_restart(s);
     pl__progress_run();
     pl__sim_set_current(s);
+    pl__env_install(s);
     return 0;
 }
 
@@ -386,6 +388,7 @@ void pl__sim_finish(pl__sim *s)
 {
     if (pl__sim_current() == s) {
         pl__sim_set_current(NULL);
+        pl__env_install(NULL);
     }
     pl__threads_executors_orphan(s);
     pl__threads_free(s);

@@ -35,7 +35,7 @@ static const char *const zoo[] = {
     "chan_register_late", "checksum",           "deadline_reset",
     "edge_notify",
     "event_clear",    "idle_timeout",       "join_repoll",        "kv_ack",
-    "lease_pause",        "lock_order",
+    "lease_clock",    "lease_pause",        "lock_order",
     "log_ack",        "node_register_late", "node_wake_no_flag",
     "notify_waiters_thread",
     "poll_hang",
@@ -194,6 +194,7 @@ ZOO_PAIR(event_clear)
 ZOO_PAIR(idle_timeout)
 ZOO_PAIR(join_repoll)
 ZOO_PAIR(kv_ack)
+ZOO_PAIR(lease_clock)
 ZOO_PAIR(lease_pause)
 ZOO_PAIR(lock_order)
 ZOO_PAIR(log_ack)

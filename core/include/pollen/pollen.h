@@ -18,6 +18,7 @@
 #include "pollen/io.h"
 #include "pollen/file.h"
 #include "pollen/dump.h"
+#include "pollen/random.h"
 
 #define PL_VERSION_STRING "0.1.0"
 

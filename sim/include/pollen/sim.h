@@ -303,6 +303,9 @@ typedef struct pl_sim_knobs {
     pl_sim_knob cond_spurious; /* a condition-variable wait returns unsignalled: 1024 */
     pl_sim_knob node_pause;    /* a pausable node pauses at a wait: 256 */
     pl_sim_knob node_isolate;  /* an isolatable node is cut from every peer at a wait: 256 */
+    pl_sim_knob random;        /* user code's randomness (pollen/random.h, and rand(),
+                                  random(), getrandom() in a simulation binary): 65536,
+                                  every value uniform; off: every value 0 */
 } pl_sim_knobs;
 
 /* Fills k with the defaults above. Any thread. */

@@ -3,6 +3,7 @@
  * none of them): usage and internal errors with control bytes escaped,
  * stdout's failure, the interrupt flag, the wall clock. */
 #include "cli_internal.h"
+#include "env/env.h"
 
 /* Set by SIGINT in the parent of `run`: stop cleanly, keep the summary. */
 volatile sig_atomic_t pl__cli_interrupted;
@@ -26,11 +27,10 @@ void pl__cli_on_interrupt(int sig)
     pl__cli_interrupted = 1;
 }
 
+/* The real clock, whatever the calling thread runs (env.h). */
 int64_t pl__cli_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return pl__env_real_now() / PL_MS;
 }
 
 /* Prints a message with its control bytes escaped: messages quote file

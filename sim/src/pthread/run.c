@@ -18,6 +18,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "../env/env.h"
 #include "../sim_internal.h"
 
 /* The real ones, for calls outside any run (a constructor, a program
@@ -35,9 +36,8 @@ extern int atexit(void (*fn)(void));
 extern time_t time(time_t *out);
 extern int clock_gettime(clockid_t clk, struct timespec *ts);
 
-/* REALTIME's value at virtual time 0 (2023-11-14T22:13:20Z): a plausible
- * date, the same in every run. */
-#define PL__SPT_EPOCH ((pl_time)1700000000 * PL_S)
+/* REALTIME's value at virtual time 0: the routed clocks' (env/env.h). */
+#define PL__SPT_EPOCH PL__ENV_EPOCH_NS
 
 static _Thread_local pl__spt_run *current;
 PL__SPT_KEEP static uint64_t runs_started;
