@@ -751,7 +751,10 @@ Test(cli, each_command_has_help)
                                      "  schedule=32768 "),
                        "%s", p.out);
     cr_assert_not_null(strstr(p.out, " spurious_poll=off "), "%s", p.out);
-    cr_assert_not_null(strstr(p.out, " node_isolate=256\n"), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, " node_isolate=256"), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, " random=65536\n"), "%s", p.out);
+    /* Which C library calls a run routes, and where that is documented. */
+    cr_assert_not_null(strstr(p.out, "clock_gettime, gettimeofday and time read"), "%s", p.out);
     child_ran_free(&p);
     p = POLLEN("replay", "-h");
     cr_assert_not_null(strstr(p.out, "  --trace                 print the run's event timeline"));
@@ -1936,7 +1939,7 @@ Test(cli, bounded_strategy_enumerates_schedules)
                                      "disk_corrupt, disk_lose, link_latency, link_loss, "
                                      "link_dup, link_reorder, link_reset, partition, clog, "
                                      "node_crash, crash_silence, thread_switch, "
-                                     "cond_spurious, node_pause, node_isolate; "
+                                     "cond_spurious, node_pause, node_isolate, random (3 values a draw); "
                                      "not explored: spurious_poll (off)\n"),
                        "%s", p.out);
     child_ran_free(&p);

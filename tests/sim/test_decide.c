@@ -120,7 +120,7 @@ LEAK_TEST(knobs, defaults_are_the_documented_table)
                           "disk_lose=32768,link_latency=16384,link_loss=1024,link_dup=512,"
                           "link_reorder=1024,link_reset=128,partition=256,clog=256,node_crash=256,"
                           "crash_silence=16384,thread_switch=8192,cond_spurious=1024,"
-                          "node_pause=256,node_isolate=256");
+                          "node_pause=256,node_isolate=256,random=65536");
     cr_assert_eq((size_t)n, strlen(buf));
 }
 
@@ -364,6 +364,7 @@ static void number_every_field(pl_sim_knobs *k)
     k->cond_spurious.enabled = false;
     k->node_pause.prob = 29;
     k->node_isolate.prob = 30;
+    k->random.prob = 31;
 }
 
 LEAK_TEST(knobs, typed_fields_are_their_kinds)
@@ -381,7 +382,7 @@ LEAK_TEST(knobs, typed_fields_are_their_kinds)
                           "disk_fault=15,disk_corrupt=16,disk_lose=17,link_latency=18,"
                           "link_loss=19,link_dup=20,link_reorder=21,link_reset=22,partition=23,"
                           "clog=24,node_crash=25,crash_silence=26,thread_switch=27,"
-                          "cond_spurious=off,node_pause=29,node_isolate=30");
+                          "cond_spurious=off,node_pause=29,node_isolate=30,random=31");
 }
 
 LEAK_TEST(knobs, typed_defaults_are_the_text_defaults)

@@ -381,8 +381,12 @@ static void bounded_kinds(const run_opts *o, char *buf, size_t len)
                 used >= len) {
                 continue;
             }
+            /* A draw of user code's randomness tries three values (explore.c). */
+            const char *note = pass == 1                     ? " (off)"
+                               : i == (uint32_t)PL_DECIDE_RANDOM ? " (3 values a draw)"
+                                                                 : "";
             int n = snprintf(buf + used, len - used, "%s%s%s", first ? heads[pass] : ", ",
-                             pl__dec_kind_name(i), pass == 0 ? "" : " (off)");
+                             pl__dec_kind_name(i), note);
             used += n > 0 ? (size_t)n : 0;
             first = false;
         }
