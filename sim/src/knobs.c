@@ -17,6 +17,7 @@ typedef enum swarm_class {
     SWARM_ORDER = 1, /* on 7/8, ordering menu: the kinds a schedule is made of */
     SWARM_RARE = 2,  /* on 1/4, fault menu: kinds whose departures mask or cost much */
     SWARM_KEEP = 3,  /* the default, no draw: values, not departures from production */
+    SWARM_OFTEN = 4, /* on 7/8, fault menu: an oracle's own decision, not a fault */
 } swarm_class;
 
 typedef struct knob_row {
@@ -48,7 +49,8 @@ static const knob_row rows[PL_DECIDE__COUNT] = {
     ROW(PL_DECIDE_IO_LATENCY, io_latency, 'j', true, 4096, SWARM_FAULT),
     ROW(PL_DECIDE_BUGGIFY_SITE, buggify_site, 'b', true, 16384, SWARM_FAULT),
     ROW(PL_DECIDE_BUGGIFY_FIRE, buggify_fire, 'B', true, 8192, SWARM_FAULT),
-    ROW(PL_DECIDE_PROBE, probe, 'q', true, 4096, SWARM_FAULT),
+    /* The probe finds lost wakeups: off, swarm's seed can find none. */
+    ROW(PL_DECIDE_PROBE, probe, 'q', true, 4096, SWARM_OFTEN),
     /* The disk kinds are consulted only by scenarios that use files. */
     ROW(PL_DECIDE_DISK_LATENCY, disk_latency, 'k', true, 8192, SWARM_FAULT),
     ROW(PL_DECIDE_DISK_FAULT, disk_fault, 'e', true, 1024, SWARM_FAULT),
@@ -140,6 +142,7 @@ void pl__dec_knobs_swarm(pl__dec_knobs *k, uint64_t seed)
         [SWARM_FAULT] = PL__PROB_ONE / 2,
         [SWARM_ORDER] = PL__PROB_ONE / 8 * 7,
         [SWARM_RARE] = PL__PROB_ONE / 4,
+        [SWARM_OFTEN] = PL__PROB_ONE / 8 * 7,
     };
     pl__prng p;
     pl__prng_seed(&p, pl__prng_subseed(seed, PL__SEED_SWARM));

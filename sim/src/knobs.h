@@ -132,6 +132,8 @@ void pl__dec_knobs_default(pl__dec_knobs *k);
  * enum order, with one generator:
  *   schedule, io_order, timer_order: on with probability 7/8;
  *   spurious_poll, cancel: on with probability 1/4;
+ *   probe: on with probability 7/8 (before, 1/2: a lost wakeup took
+ *   swarm many more seeds than the default strategy);
  *   random: its default, drawing nothing (user code's values stay
  *   uniform: a run's workload differs per seed under every strategy);
  *   every other kind: on with probability 1/2;
