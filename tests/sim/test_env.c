@@ -239,7 +239,8 @@ LEAK_TEST(env, a_draw_shrinks_and_explains_itself)
     pl_sim_options o;
     pl_sim_options_default(&o);
     pl_campaign_result cr;
-    cr_assert_eq(pl_sim_campaign(&env_dice, 0, 99, &o, true, &cr), 0);
+    pl_campaign_options co = {.seed_lo = 0, .seed_hi = 99, .sim = &o, .stop_at_first = true};
+    cr_assert_eq(pl_sim_campaign(&env_dice, &co, &cr), 0);
     cr_assert_eq(cr.first.kind, PL_FINDING_ASSERTION);
     o.seed = cr.first_seed;
     pl_sim_result r;
