@@ -283,6 +283,7 @@ static int add_buggify(pl__campaign_tally *t, const pl__cover_buggify *from)
 
 int pl__campaign_tally_run(pl__campaign_tally *t, const pl_sim_result *r)
 {
+    t->discarded += r->discarded;
     const pl__run_record *rec = pl__sim_result_record(r);
     if (rec == NULL) {
         return 0;
@@ -452,6 +453,7 @@ int pl_sim_campaign(const pl_scenario *sc, const pl_campaign_options *opts, pl_c
             rc = pl__campaign_tally_run(&t, &r);
             if (r.finding.kind == PL_FINDING_NONE) {
                 out->clean++;
+                out->discarded += r.discarded;
             } else {
                 note_finding(out, &r.finding, true, seed);
             }

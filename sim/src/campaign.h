@@ -99,6 +99,7 @@ typedef struct pl__campaign_tally {
     size_t nsites;      /* sites linked into the program */
     uint64_t consulted[PL_DECIDE__COUNT]; /* decisions consulted, per kind */
     uint64_t deviated[PL_DECIDE__COUNT];  /* of those, values other than 0 */
+    uint64_t discarded;                   /* runs a pl_assume discarded */
     pl__cover_buggify *buggify; /* in the order the campaign met them (grow.h) */
     size_t nbuggify, capbuggify;
     pl__hashmap buggify_index;  /* key -> position */

@@ -1,5 +1,5 @@
 /* sim/src/check_props.c: the property checker (pl_always, pl_eventually,
- * pl_sometimes).
+ * pl_sometimes) and the premise of a run (pl_assume).
  *
  * Event hooks: the property macros of sim.h call in here, and reach the
  * run through pl__sim_current(). pl_always fails at once; pl_eventually
@@ -39,6 +39,24 @@ void pl__always(bool ok, const char *msg, const char *file, int line, const char
     }
     pl__sim_finding(s, PL_FINDING_ASSERTION, pl__sim_polled(s),
                     "pl_always failed: %s (%s:%d, in %s)", msg, file_name(file), line, func);
+}
+
+/* The run stops as at a finding, but is marked discarded instead: the
+ * finding that a stopped run's last poll may still raise is not kept
+ * (instance.c), nor is anything judged after it (run.c). */
+void pl__assume(bool ok, const char *expr, const char *file, int line, const char *func)
+{
+    pl__sim *s = pl__sim_current();
+    if (ok || s == NULL || s->assume.discarded || s->finding.kind != PL_FINDING_NONE) {
+        return;
+    }
+    s->assume.discarded = true;
+    snprintf(s->assume.by, sizeof s->assume.by, "pl_assume(%s) failed (%s:%d, in %s)", expr,
+             file_name(file), line, func);
+    s->stopped = true;
+    if (s->ex != NULL) {
+        pl_executor_stop(s->ex);
+    }
 }
 
 void pl__eventually(bool ok, const char *msg, const char *file, int line, const char *func)

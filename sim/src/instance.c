@@ -90,7 +90,7 @@ void pl__sim_break(const pl__sim *s, const pl_task *t)
 
 void pl__sim_finding(pl__sim *s, pl_finding_kind kind, const pl_task *t, const char *fmt, ...)
 {
-    if (s->finding.kind != PL_FINDING_NONE) {
+    if (s->finding.kind != PL_FINDING_NONE || s->assume.discarded) {
         return;
     }
     pl_finding *f = &s->finding;

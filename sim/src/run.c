@@ -287,11 +287,17 @@ static void run_escapable(pl__sim *s, const pl_scenario *sc, void *state)
     s->escape = NULL;
     s->run_over = true;
     s->dropping = 0; /* the check runs on the scenario's own disk */
+    if (s->assume.discarded) {
+        return; /* its premise failed: nothing to judge */
+    }
     pl__run_judge(s, sc, state, rc);
     if (s->finding.kind == PL_FINDING_DEADLOCK && s->threads.len > 1) {
         pl__threads_annotate(s);
     }
 }
+
+_Static_assert(sizeof(((pl_sim_result *)0)->discarded_by) == sizeof(((pl__assume *)0)->by),
+               "the result keeps the premise whole");
 
 static void fill_result(pl__sim *s, pl_sim_result *out)
 {
@@ -299,6 +305,8 @@ static void fill_result(pl__sim *s, pl_sim_result *out)
     pl__trace_check(s->trace);
     pl__oracle_check(s);
     out->finding = s->finding;
+    out->discarded = s->assume.discarded;
+    memcpy(out->discarded_by, s->assume.by, sizeof out->discarded_by);
     out->hash = pl__trace_hash(s->trace);
     out->steps = s->step;
     out->events = pl__trace_count(s->trace);
@@ -410,7 +418,7 @@ int pl__sim_run_captured(const pl_scenario *sc, const pl_sim_options *opts,
     }
     s->run_over = true;
     wind_down(s, sc, state);
-    if (s->finding.kind == PL_FINDING_NONE) {
+    if (s->finding.kind == PL_FINDING_NONE && !s->assume.discarded) {
         pl__leaks_verdict(s);
     }
     fill_result(s, out);

@@ -372,7 +372,8 @@ int main(int argc, char **argv)
                                          &selftest_nondet,    &selftest_sometimes,
                                          &selftest_teardown,  &selftest_chatter,
                                          &selftest_leak,      &selftest_runs,
-                                         &selftest_oom,       NULL, NULL};
+                                         &selftest_oom,       &selftest_premise,
+                                         NULL,                NULL};
     extra[sizeof extra / sizeof extra[0] - 2] = harness_case();
     return pl_main(argc, argv, extra);
 }

@@ -1,8 +1,10 @@
 /* tests/sim/cli_selftests.c: the harness's scenarios that test_campaign.c
  * runs too, in-process and through pl_main, to compare the two: a
- * scenario that differs from one run to the next, and a pl_sometimes
- * that is never true. Extra scenarios (not registered), so each binary
+ * scenario that differs from one run to the next, a pl_sometimes
+ * that is never true, and a premise that seldom holds. Extra scenarios (not registered), so each binary
  * lists them itself. */
+#include <stdio.h>
+
 #include <pollen/sim.h>
 
 #include "cli_selftests.h"
@@ -72,4 +74,38 @@ const pl_scenario selftest_sometimes = {
     .summary = "CLI self-test: a pl_sometimes that is never true",
     .setup = sometimes_setup,
     .expect = "assertion",
+};
+
+/* ---- selftest_premise (extra): a premise that holds in one seed of four ---
+ * Setup prints a draw in 0..3 and spawns a task whose premise is that it
+ * was 0 (pl_assume). When it was not, the run is discarded: the task then
+ * parks with no waker kept, an orphan if a discarded run were judged. */
+
+typedef struct premise {
+    pl_future base;
+    uint64_t draw;
+} premise;
+
+static pl_poll_result premise_poll(pl_future *f, pl_context *cx)
+{
+    (void)cx;
+    premise *self = (premise *)f;
+    pl_assume(self->draw == 0);
+    return self->draw == 0 ? PL_READY : PL_PENDING;
+}
+
+static const pl_future_vtable premise_vtable = {"premise", premise_poll, NULL};
+
+static int premise_setup(pl_executor *ex, void *state)
+{
+    (void)state;
+    premise p = {.base = PL_FUTURE_INIT(&premise_vtable), .draw = pl_random_below(4)};
+    printf("premise: drew %u\n", (unsigned)p.draw);
+    return PL_SPAWN(ex, p, "premise", NULL);
+}
+
+const pl_scenario selftest_premise = {
+    .name = "selftest_premise",
+    .summary = "CLI self-test: a premise (pl_assume) that holds in one seed of four",
+    .setup = premise_setup,
 };

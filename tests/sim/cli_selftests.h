@@ -11,4 +11,8 @@ extern const pl_scenario selftest_nondet;
 /* pl_sometimes("the impossible happens") is reached and never true. */
 extern const pl_scenario selftest_sometimes;
 
+/* pl_assume(draw == 0) of a draw in 0..3: three runs in four are discarded;
+ * setup prints "premise: drew N". */
+extern const pl_scenario selftest_premise;
+
 #endif

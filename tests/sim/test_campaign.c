@@ -151,7 +151,7 @@ static const pl_scenario camp_stuck = {
 };
 
 static const pl_scenario *const extra[] = {&selftest_sometimes, &selftest_nondet, &camp_clean,
-                                           &camp_keep, &camp_stuck, NULL};
+                                           &camp_keep, &camp_stuck, &selftest_premise, NULL};
 
 /* ---- The CLI's findings ---------------------------------------------------- */
 
@@ -438,4 +438,68 @@ LEAK_TEST(campaign, the_json_finding_has_the_parked_tasks_frames)
              "\"file\":null,\"line\":null}],\"frames_cut\":false}]",
              atoi(strchr(cr.first.tasks[0].spawn_site, ':') + 1), stuck_line);
     cr_assert_not_null(strstr(cf.first_json, want), "want %s in\n%s", want, cf.first_json);
+}
+
+/* ---- Premises (pl_assume) ---------------------------------------------------- */
+
+/* A failed premise discards its run: neither a finding nor judged. */
+LEAK_TEST(campaign, a_discarded_run_is_not_judged)
+{
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    int kept = 0, discarded = 0;
+    for (uint64_t seed = 0; seed < 20; seed++) {
+        o.seed = seed;
+        pl_sim_result r;
+        cr_assert_eq(pl_sim_run(&selftest_premise, &o, &r), 0);
+        /* Its task parked with no waker kept: an orphan, had it been judged. */
+        cr_assert_eq(r.finding.kind, PL_FINDING_NONE, "seed %llu: %s",
+                     (unsigned long long)seed, r.finding.message);
+        if (r.discarded) {
+            discarded++;
+            cr_assert_not_null(strstr(r.discarded_by, "pl_assume(self->draw == 0) failed "
+                                                      "(cli_selftests.c:"),
+                               "%s", r.discarded_by);
+        } else {
+            kept++;
+            cr_assert_str_eq(r.discarded_by, "");
+        }
+        pl_sim_result_free(&r);
+    }
+    cr_assert(kept > 0 && discarded > 0, "kept %d, discarded %d", kept, discarded);
+}
+
+/* The library counts the discarded runs; `pollen run` says how many and
+ * warns when most were. */
+LEAK_TEST(campaign, discarded_runs_are_counted_in_both)
+{
+    pl_campaign_result cr;
+    lib_run(&selftest_premise, 99, false, &cr);
+    cr_assert_eq(cr.findings, 0);
+    cr_assert_eq(cr.clean, 100);
+    cr_assert(cr.discarded > 50 && cr.discarded < 100, "%llu",
+              (unsigned long long)cr.discarded);
+    const char *args[] = {"run", "selftest_premise", "--seeds", "0..99", "-j", "2", NULL};
+    child_ran r = child_pl_main(args, extra, -1);
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    char want[96];
+    snprintf(want, sizeof want, "discarded: %llu of 100 runs (a pl_assume premise failed)",
+             (unsigned long long)cr.discarded);
+    cr_assert_not_null(strstr(r.out, want), "%s", r.out);
+    cr_assert_not_null(strstr(r.out, "warning: most runs were discarded"), "%s", r.out);
+    cr_assert_null(strstr(r.out, "| premise: drew"), "a range shows no clean seed's output");
+    child_ran_free(&r);
+}
+
+/* One seed asked for alone: what it printed is shown, clean as it is. */
+LEAK_TEST(campaign, a_clean_seed_run_alone_shows_its_stdout)
+{
+    const char *args[] = {"run", "selftest_premise", "--seed", "3", NULL};
+    child_ran r = child_pl_main(args, extra, -1);
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_assert_not_null(strstr(r.out, "selftest_premise: seed 3 ran clean\n"
+                                     "  stdout of the run (16 bytes):\n"
+                                     "    | premise: drew "),
+                       "%s", r.out);
+    child_ran_free(&r);
 }

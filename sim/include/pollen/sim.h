@@ -372,6 +372,8 @@ typedef struct pl_sim_result {
     uint64_t nonzero_decisions;    /* decisions that left production's order */
     bool diverged;                 /* list source: the run asked for other decisions */
     char divergence[256];          /* where, in words */
+    bool discarded;                /* a pl_assume failed: no finding, not judged */
+    char discarded_by[192];        /* "pl_assume(n > 0) failed (gen.c:12, in make)" */
     void *internal;                /* decisions and events; pl_sim_result_free */
 } pl_sim_result;
 
@@ -449,6 +451,7 @@ typedef struct pl_campaign_result {
     bool sometimes_judged;         /* the pl_sometimes verdict was given (see below) */
     uint32_t sometimes_sites;      /* sites judged: reached, or written in sc's own file */
     uint32_t sometimes_failed;     /* of those, never true (each one of `findings`) */
+    uint64_t discarded;            /* runs a pl_assume discarded (each one of `clean`) */
 } pl_campaign_result;
 
 /* A campaign: seeds [seed_lo, seed_hi] of one scenario, in this process,
@@ -656,7 +659,17 @@ typedef struct pl__sometimes_site {
         pl__sometimes(&pl__sometimes_here, (cond) != 0);                    \
     } while (0)
 
+/* The run's premise: when cond is false the run is discarded, neither
+ * clean nor a finding (a generated workload the scenario does not test,
+ * an input out of the range it checks). The run stops there, no oracle
+ * and no check judges it, it never gives a replay file or a shrink, and
+ * pl_sim_result.discarded says so; campaigns count discarded runs
+ * (pl_campaign_result.discarded) and `pollen run` warns when they are
+ * most of its runs. Outside a run (production) it does nothing. */
+#define pl_assume(cond) pl__assume((cond) != 0, #cond, __FILE__, __LINE__, __func__)
+
 void pl__always(bool ok, const char *msg, const char *file, int line, const char *func);
+void pl__assume(bool ok, const char *expr, const char *file, int line, const char *func);
 void pl__eventually(bool ok, const char *msg, const char *file, int line, const char *func);
 void pl__sometimes(pl__sometimes_site *site, bool ok);
 

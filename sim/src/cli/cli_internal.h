@@ -205,6 +205,7 @@ enum msg_type {
     MSG_ERROR = 5,   /* payload: text; the worker exits ST_INTERNAL */
     MSG_RECYCLE = 6, /* payload: msg_recycle; the worker exits, seeds left */
     MSG_GROWTH = 7,  /* payload: msg_growth; memory grew steadily */
+    MSG_OUTPUT = 8,  /* payload: output_tail; a clean seed's stdout (run --seed N) */
     MSG_COVER = 16,  /* payload: pl__cli_cover_pack's; decisions per kind, buggify sites */
 };
 
@@ -449,6 +450,9 @@ int pl__cli_write_all(int fd, const void *buf, size_t len);
 int pl__cli_capture_file(void);
 void pl__cli_capture_stdout(int fd, bool unbuffered);
 void pl__cli_read_tail(int fd, output_tail *t);
+/* Prints the tail of what a run wrote to stdout, indented, its control
+ * bytes escaped, "..." where it was cut; nothing when it wrote nothing. */
+void pl__cli_print_output(FILE *f, const output_tail *t);
 void pl__cli_end_seed_output(output_tail *t);
 
 /* help.c */

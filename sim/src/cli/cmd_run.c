@@ -86,6 +86,7 @@ typedef struct outcome {
     uint64_t runs, findings, distinct;
     uint64_t setup_errors;  /* seeds whose setup failed (not findings) */
     bool distinct_partial;
+    uint64_t discarded; /* runs a pl_assume discarded (with the coverage) */
     bool stopped;
     uint64_t resume_seed;   /* stopped: every seed below it is done */
     double seconds;
@@ -115,6 +116,7 @@ static void outcome_of(const campaign *cp, const char *not_judged, outcome *out)
     out->setup_errors = cp->setup_errors;
     out->distinct = cp->tally.hashes.count;
     out->distinct_partial = cp->tally.hashes.full;
+    out->discarded = cp->tally.discarded;
     out->stopped = cp->stopped;
     out->resume_seed = cp->resume_seed;
     out->seconds = (double)(cp->end_ms - cp->start_ms) / 1000.0;
@@ -123,6 +125,21 @@ static void outcome_of(const campaign *cp, const char *not_judged, outcome *out)
     out->complete = !cp->stopped && !cp->error && cp->o->shard_n == 1;
     out->first_has_seed = cp->first != NULL && cp->first->has_seed;
     out->first_seed = cp->first != NULL ? cp->first->seed : 0;
+}
+
+/* Runs a pl_assume discarded are neither clean nor findings: when they
+ * are most of a campaign, the scenario tests far less than its seeds say. */
+static void print_discarded(FILE *f, const outcome *out)
+{
+    if (out->discarded == 0) {
+        return;
+    }
+    fprintf(f, "  discarded: %" PRIu64 " of %" PRIu64 " runs (a pl_assume premise failed)\n",
+            out->discarded, out->runs);
+    if (out->discarded * 2 > out->runs) {
+        fprintf(f, "  warning: most runs were discarded: the premise rarely holds, so few "
+                   "seeds tested anything\n");
+    }
 }
 
 static void print_summary_line(const run_opts *o, const outcome *out)
@@ -156,6 +173,7 @@ static void print_summary_line(const run_opts *o, const outcome *out)
         fprintf(f, "; expected %s, not found", out->sc->expect);
     }
     fputc('\n', f);
+    print_discarded(f, out);
     if (out->first != PL_FINDING_NONE && !o->keep_going && o->seed_lo < o->seed_hi) {
         /* The workers' tallies of the slices cut short never arrive: a
          * partial block would read as the range's coverage. */

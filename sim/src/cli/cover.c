@@ -19,6 +19,7 @@ typedef struct cover_head {
     uint32_t sites;
     uint64_t consulted[PL_DECIDE__COUNT];
     uint64_t deviated[PL_DECIDE__COUNT];
+    uint64_t discarded; /* runs a pl_assume discarded */
 } cover_head;
 
 void *pl__cli_cover_pack(const pl__campaign_tally *t, size_t *len)
@@ -36,6 +37,7 @@ void *pl__cli_cover_pack(const pl__campaign_tally *t, size_t *len)
     h.sites = (uint32_t)t->nbuggify;
     memcpy(h.consulted, t->consulted, sizeof h.consulted);
     memcpy(h.deviated, t->deviated, sizeof h.deviated);
+    h.discarded = t->discarded;
     memcpy(p, &h, sizeof h);
     if (sites > 0) {
         memcpy(p + sizeof h, t->buggify, sites);
@@ -67,6 +69,7 @@ int pl__cli_cover_unpack(pl__campaign_tally *t, const void *payload, size_t len)
     }
     int rc = pl__campaign_tally_cover(t, h.consulted, h.deviated, sites, h.sites);
     free(sites);
+    t->discarded += h.discarded;
     return rc;
 }
 

@@ -256,8 +256,7 @@ static void print_swarm_knobs(FILE *f, const run_opts *o, const report *rp)
     }
 }
 
-/* The tail of what the run wrote to stdout, "..." where it was cut. */
-static void print_output(FILE *f, const output_tail *t)
+void pl__cli_print_output(FILE *f, const output_tail *t)
 {
     size_t shown = strlen(t->text);
     if (t->bytes == 0) {
@@ -286,7 +285,7 @@ static void print_report_text(FILE *f, const run_opts *o, const report *rp)
 {
     pl__cli_print_finding_head(f, o, rp);
     print_swarm_knobs(f, o, rp);
-    print_output(f, &rp->output);
+    pl__cli_print_output(f, &rp->output);
     fputs(rp->timeline, f); /* a crashed run's last events */
     /* Paths and commands hold the --out directory and argv[0]. */
     if (rp->replay[0] != '\0') {

@@ -463,6 +463,8 @@ static bool msg_known(const msg_head *h)
         return h->len == sizeof(msg_recycle);
     case MSG_GROWTH:
         return h->len == sizeof(msg_growth);
+    case MSG_OUTPUT:
+        return h->len == sizeof(output_tail);
     case MSG_SITES:
         return h->len == 2 * h->seed * sizeof(uint32_t);
     case MSG_ERROR:
@@ -471,6 +473,21 @@ static bool msg_known(const msg_head *h)
     default:
         return false;
     }
+}
+
+/* A clean seed's stdout (run --seed N): printed as a finding's is. */
+static void on_output(campaign *cp, const uint8_t *payload)
+{
+    output_tail *t = malloc(sizeof *t); /* aligned copy */
+    if (t == NULL) {
+        return;
+    }
+    memcpy(t, payload, sizeof *t);
+    t->text[sizeof t->text - 1] = '\0';
+    fprintf(cp->o->text, "%s: seed %" PRIu64 " ran clean\n", cp->sc->name, cp->o->seed_lo);
+    pl__cli_print_output(cp->o->text, t);
+    pl__cli_flush_out(cp->o->text);
+    free(t);
 }
 
 static void on_message(campaign *cp, worker *w, const msg_head *h, const uint8_t *payload)
@@ -513,6 +530,8 @@ static void on_message(campaign *cp, worker *w, const msg_head *h, const uint8_t
         cp->error = cp->error || rc == PL_ENOMEM;
     } else if (h->type == MSG_RECYCLE && h->len == sizeof(msg_recycle)) {
         memcpy(&w->recycle, payload, sizeof w->recycle);
+    } else if (h->type == MSG_OUTPUT && h->len == sizeof(output_tail)) {
+        on_output(cp, payload);
     } else if (h->type == MSG_GROWTH && h->len == sizeof(msg_growth)) {
         msg_growth m;
         memcpy(&m, payload, sizeof m);

@@ -101,6 +101,23 @@ static void worker_finding(const job *jb, int fd, uint64_t seed, const pl_sim_op
     send_msg(fd, MSG_FINDING, seed, &m, sizeof m);
 }
 
+/* A clean seed's stdout is shown when it was the one seed asked for
+ * (run --seed N): what the program printed is then what its user wants
+ * to read. In a range it goes, as before, unseen. */
+static void clean_output(const job *jb, int fd, uint64_t seed)
+{
+    if (jb->o->seed_lo != jb->o->seed_hi) {
+        pl__cli_end_seed_output(NULL);
+        return;
+    }
+    output_tail *t = calloc(1, sizeof *t);
+    pl__cli_end_seed_output(t);
+    if (t != NULL && t->bytes > 0) {
+        send_msg(fd, MSG_OUTPUT, seed, t, sizeof *t);
+    }
+    free(t);
+}
+
 /* Runs one seed and reports it. Returns 1 on a finding, 0 when clean,
  * or a negative code after reporting an error. */
 static int worker_seed(const job *jb, int fd, uint64_t seed, pl__campaign_tally *tally)
@@ -125,7 +142,7 @@ static int worker_seed(const job *jb, int fd, uint64_t seed, pl__campaign_tally 
     if (found) {
         worker_finding(jb, fd, seed, &so, &r);
     } else {
-        pl__cli_end_seed_output(NULL);
+        clean_output(jb, fd, seed);
     }
     uint64_t hash = r.hash;
     send_msg(fd, MSG_DONE, seed, &hash, sizeof hash);
