@@ -10,9 +10,9 @@
 
 #include <stdbool.h>
 
-typedef struct pl__assume {
+typedef struct pl__premise {
     bool discarded;
     char by[192]; /* pl_sim_result.discarded_by */
-} pl__assume;
+} pl__premise;
 
 #endif

@@ -296,7 +296,7 @@ static void run_escapable(pl__sim *s, const pl_scenario *sc, void *state)
     }
 }
 
-_Static_assert(sizeof(((pl_sim_result *)0)->discarded_by) == sizeof(((pl__assume *)0)->by),
+_Static_assert(sizeof(((pl_sim_result *)0)->discarded_by) == sizeof(((pl__premise *)0)->by),
                "the result keeps the premise whole");
 
 static void fill_result(pl__sim *s, pl_sim_result *out)

@@ -322,7 +322,7 @@ struct pl__sim {
     pl__rescue rescue;      /* deadlocks a timer hides (check_rescue.h) */
     pl__nemesis nemesis;    /* paused nodes (nemesis.h) */
     pl__history history;    /* the clients' operations (history.h) */
-    pl__assume assume;      /* a failed pl_assume discarded the run (assume.h) */
+    pl__premise assume;     /* a failed pl_assume discarded the run (assume.h) */
 
     bool stopped;
     pl_finding finding;
