@@ -447,6 +447,7 @@ LEAK_TEST(campaign, a_discarded_run_is_not_judged)
 {
     pl_sim_options o;
     pl_sim_options_default(&o);
+    selftest_premise_quiet = true;
     int kept = 0, discarded = 0;
     for (uint64_t seed = 0; seed < 20; seed++) {
         o.seed = seed;
@@ -466,6 +467,7 @@ LEAK_TEST(campaign, a_discarded_run_is_not_judged)
         }
         pl_sim_result_free(&r);
     }
+    selftest_premise_quiet = false;
     cr_assert(kept > 0 && discarded > 0, "kept %d, discarded %d", kept, discarded);
 }
 
@@ -474,7 +476,9 @@ LEAK_TEST(campaign, a_discarded_run_is_not_judged)
 LEAK_TEST(campaign, discarded_runs_are_counted_in_both)
 {
     pl_campaign_result cr;
+    selftest_premise_quiet = true;
     lib_run(&selftest_premise, 99, false, &cr);
+    selftest_premise_quiet = false;
     cr_assert_eq(cr.findings, 0);
     cr_assert_eq(cr.clean, 100);
     cr_assert(cr.discarded > 50 && cr.discarded < 100, "%llu",
