@@ -1939,7 +1939,8 @@ Test(cli, bounded_strategy_enumerates_schedules)
                                      "disk_corrupt, disk_lose, link_latency, link_loss, "
                                      "link_dup, link_reorder, link_reset, partition, clog, "
                                      "node_crash, crash_silence, thread_switch, "
-                                     "cond_spurious, node_pause, node_isolate, random (3 values a draw); "
+                                     "cond_spurious, node_pause, node_isolate, "
+                                     "random (3 values a draw); "
                                      "not explored: spurious_poll (off)\n"),
                        "%s", p.out);
     child_ran_free(&p);
