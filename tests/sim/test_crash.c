@@ -147,6 +147,60 @@ Test(crash, json_finding_carries_its_timeline)
     }
 }
 
+/* The native stack of the crashing thread, innermost first: the faulting
+ * read in the scenario's poll, named with its file and line when pollen
+ * was built with libdw, else by object file and offset. */
+#ifdef POLLEN_HAVE_LIBDW
+#define CRASH_FRAME "#0 pinger_poll ("
+#define CRASH_FRAME_JSON "\"function\":\"pinger_poll\",\"file\":\""
+#else
+#define CRASH_FRAME "#0 ?? ("
+#define CRASH_FRAME_JSON "\"function\":null,\"file\":null,\"line\":null,\"object\":\""
+#endif
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(undefined_behavior_sanitizer)
+#define UNDER_SANITIZER 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_SANITIZER 1
+#endif
+
+Test(crash, finding_and_replay_show_the_native_stack)
+{
+#ifdef UNDER_SANITIZER
+    /* A sanitizer stops the null read first and exits with its own
+     * report (and stack) on stderr: no signal, so no native stack. */
+    cr_skip_test("a sanitizer reports this crash itself");
+#endif
+    ran r = pollen("run selftest_deref --seeds 0..99 --no-shrink");
+    cr_assert_eq(r.status, 10 + 12, "%s", r.out);
+    uint64_t seed = number_after(r.out, "FINDING crash in selftest_deref (seed ");
+    cr_assert(has(r.out, "  the crashing thread's native stack (Segmentation fault):\n"
+                         "    " CRASH_FRAME),
+              "%s", r.out);
+#ifdef POLLEN_HAVE_LIBDW
+    cr_assert(has(r.out, "selftest_trace.c:"), "%s", r.out);
+#endif
+    free(r.out);
+
+    r = pollen("run selftest_deref --seeds 0..99 --no-shrink --json");
+    static char line[1 << 15];
+    json_timeline_events(r.out, line, sizeof line);
+    cr_assert(has(line, ",\"native_stack\":[{\"pc\":\"0x"), "%s", line);
+    cr_assert(has(line, CRASH_FRAME_JSON), "%s", line);
+    free(r.out);
+
+    char args[256];
+    snprintf(args, sizeof args, "replay pollen-out/selftest_deref-seed%" PRIu64 ".replay", seed);
+    r = pollen(args);
+    cr_assert(has(r.out, "  its native stack (Segmentation fault):\n    " CRASH_FRAME), "%s",
+              r.out);
+    cr_assert(has(r.out, "reproduced: crash"), "%s", r.out);
+    free(r.out);
+}
+
 Test(crash, replay_trace_prints_the_timeline_up_to_the_crash)
 {
     ran r = pollen("run selftest_deref --seeds 0..99 --no-shrink --quiet");

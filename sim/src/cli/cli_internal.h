@@ -47,6 +47,7 @@
 #include "digits.h"
 #include "hashset.h"
 #include "isolate/cpu_budget.h"
+#include "isolate/crash_stack.h"
 #include "isolate/mirror.h"
 #include "isolate/ring_read.h"
 #include "knobs_of.h"
@@ -243,6 +244,7 @@ typedef struct msg_growth {
 typedef struct shared_rec {
     pl__hang hang;           /* the poll budget's report (isolate/cpu_budget.h) */
     pl__trace_ring ring;     /* a rerun's last events (trace_ring.h) */
+    pl__crash_stack stack;   /* a rerun's native stack, should it crash */
     volatile uint64_t len;   /* entries written (may exceed cap) */
     uint64_t cap;
     pl__dec_record recs[];
@@ -287,6 +289,8 @@ typedef struct report {
     char shrink_text[8192];   /* the shrinker's account, lines indented */
     char timeline[8192];      /* a crashed run's last events, lines indented; "" none */
     char timeline_json[8192]; /* the same events as a JSON array; "" none */
+    char native[4096];        /* a crashed run's native stack, lines indented; "" none */
+    char native_json[8192];   /* the same frames as a JSON array; "" none */
     char unknown[160];        /* unpositioned: why the task is not known; "" the usual */
     char original[512];       /* shrunk: the line saying what the original run was */
     bool has_original;        /* shrunk: f is the shrunk run's, these the original's */
@@ -536,6 +540,14 @@ void pl__cli_timeline_json(char *buf, size_t len, const pl__trace_rec *ev, size_
 void pl__cli_print_crash_events(const cli *c, const char *cmd, FILE *out, const char *who,
                                 bool trace, const char *chrome, bool quiet,
                                 const pl__trace_ring *ring);
+/* crash_stack.c */
+/* A crashed child's native stack (st NULL or empty: "") as "<head>
+ * (<signal>):" and one indented line per frame, into buf. */
+void pl__cli_crash_stack_text(const pl__crash_stack *st, const char *head, char *buf, size_t len);
+/* The same frames as a JSON array of {pc, function, file, line, object,
+ * offset} into buf; "" when there is no stack or it does not fit. */
+void pl__cli_crash_stack_json(const pl__crash_stack *st, char *buf, size_t len);
+
 /* The line of a shrunk finding that says what the original run was. */
 void pl__cli_original_line(char *buf, size_t len, const report *rp, const pl_finding *orig,
                            size_t decisions);

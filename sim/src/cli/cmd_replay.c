@@ -384,18 +384,21 @@ static int replay_forked(const cli *c, const replay_opts *ro, const replay_input
     pl__hang *hang = pl__hang_map();
     /* The run's events outlive a crash there (NULL: told without them). */
     pl__trace_ring *ring = pl__ring_map();
+    pl__crash_stack *stack = pl__crash_stack_map();
     pid_t pid = fork();
     if (pid < 0) {
         close(fds[0]);
         close(fds[1]);
         pl__hang_unmap(hang);
         pl__ring_unmap(ring);
+        pl__crash_stack_unmap(stack);
         return pl__cli_internal_error(c, "replay", "cannot fork: %s", strerror(errno));
     }
     if (pid == 0) {
         close(fds[0]);
         pl__cpu_budget_arm(hang);
         pl__sim_ring_to(ring);
+        pl__crash_stack_arm(stack);
         /* Line buffering: what was printed survives a crash. */
         setvbuf(stdout, NULL, _IOLBF, 0);
         unsigned char verdict = (unsigned char)replay_exec(c, ro, in);
@@ -422,6 +425,7 @@ static int replay_forked(const cli *c, const replay_opts *ro, const replay_input
     pl__hang_unmap(hang);
     if (stopped || hung) {
         pl__ring_unmap(ring);
+        pl__crash_stack_unmap(stack);
     }
     if (stopped) {
         return replay_stopped(ro, in);
@@ -436,9 +440,13 @@ static int replay_forked(const cli *c, const replay_opts *ro, const replay_input
         pl__cli_describe_status(status, text, sizeof text);
         pl__cli_print_crash_events(c, "replay", stdout, "the replay process", ro->trace,
                                    ro->chrome, ro->quiet, ring);
+        char native[4096];
+        pl__cli_crash_stack_text(stack, "  its native stack", native, sizeof native);
+        fputs(native, stdout);
         verdict = (unsigned char)replay_lost(ro, in, PL_FINDING_CRASH, text);
     }
     pl__ring_unmap(ring);
+    pl__crash_stack_unmap(stack);
     return verdict;
 }
 

@@ -287,6 +287,7 @@ static void print_report_text(FILE *f, const run_opts *o, const report *rp)
     print_swarm_knobs(f, o, rp);
     pl__cli_print_output(f, &rp->output);
     fputs(rp->timeline, f); /* a crashed run's last events */
+    fputs(rp->native, f);   /* and its native stack */
     /* Paths and commands hold the --out directory and argv[0]. */
     if (rp->replay[0] != '\0') {
         fprintf(f, "  replay: %s%s%s%s\n", pl__cli_safe_text(rp->replay).s,
@@ -397,6 +398,7 @@ static void print_report_json(const report *rp)
     if (rp->f.kind == PL_FINDING_CRASH) {
         /* The events the text finding shows; null when no run kept them. */
         fprintf(f, ",\"timeline\":%s", rp->timeline_json[0] != '\0' ? rp->timeline_json : "null");
+        fprintf(f, ",\"native_stack\":%s", rp->native_json[0] != '\0' ? rp->native_json : "null");
     }
     fputs(",\"replay\":", f);
     if (rp->replay[0] != '\0') {

@@ -311,6 +311,9 @@ void pl__cli_lost_report(campaign *cp, const worker *w, pl_finding_kind kind, co
         /* A watchdog hang stays unpositioned: its shrink candidates
          * would each wait for the watchdog. */
         pl__cli_crash_timeline(rp, &w->rec->ring);
+        pl__cli_crash_stack_text(&w->rec->stack, "  the crashing thread's native stack", rp->native,
+                                 sizeof rp->native);
+        pl__cli_crash_stack_json(&w->rec->stack, rp->native_json, sizeof rp->native_json);
     }
     const char *note = how == LOST_NOT_RERUN ? "--time ran out before a rerun could record "
                                                "the decisions"

@@ -181,6 +181,9 @@ static void worker_setup(const job *jb)
         pl__sim_record_to(jb->rec->recs, (size_t)jb->rec->cap, &jb->rec->len);
         /* Only a rerun of a crashed seed pays for copying every event. */
         pl__sim_ring_to(jb->rerun ? &jb->rec->ring : NULL);
+        if (jb->rerun) {
+            pl__crash_stack_arm(&jb->rec->stack);
+        }
         pl__cpu_budget_arm(&jb->rec->hang);
     }
 }

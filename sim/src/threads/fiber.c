@@ -28,6 +28,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "isolate/crash_stack.h"
 #include "pollen/error.h"
 #include "sim_assert.h"
 #include "threads.h"
@@ -227,17 +228,10 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 static void watch_overflows(void)
 {
     if (!altstack_set) {
-        size_t len = 64 * 1024;
-        void *alt = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (alt == MAP_FAILED) {
+        if (!pl__altstack_ensure()) {
             return;
         }
-        stack_t ss = {.ss_sp = alt, .ss_size = len, .ss_flags = 0};
-        if (sigaltstack(&ss, NULL) != 0) {
-            munmap(alt, len);
-            return;
-        }
-        altstack_set = true; /* kept for the OS thread's life */
+        altstack_set = true;
     }
     struct sigaction cur;
     if (sigaction(SIGSEGV, NULL, &cur) != 0 ||
