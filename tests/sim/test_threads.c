@@ -281,7 +281,8 @@ LEAK_TEST(threads, lock_order_found_by_bounded_and_pct)
     pl_sim_options o;
     pl_sim_options_default(&o);
     pl_sim_bounded_result b;
-    cr_assert_eq(pl_sim_explore_bounded(&ab_bad_sc, 2, 10000, &o, &b), 0);
+    pl_sim_bounded_limits lim = {.runs_max = 10000};
+    cr_assert_eq(pl_sim_explore_bounded(&ab_bad_sc, 2, &lim, &o, &b), 0);
     cr_assert_eq(b.finding.kind, PL_FINDING_DEADLOCK, "bounded:2 found %s",
                  pl_finding_name(b.finding.kind));
     cr_assert_leq(b.deviations, 2);
