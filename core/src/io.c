@@ -22,7 +22,9 @@ enum { LISTEN_BACKLOG_DEFAULT = 128 };
 
 void pl_io_source_ready(pl_io_source *src, uint32_t bits)
 {
-    if (src->ex->rec != NULL) {
+    /* A source outside any executor (the simulator's unit tests drive
+     * bare sources) has no recorder. */
+    if (src->ex != NULL && src->ex->rec != NULL) {
         (void)pl_now(src->ex); /* its wakes' time too */
         pl__rec(src->ex, PL__REC_IO_READY, 0, src->id, bits);
     }
