@@ -49,7 +49,8 @@ void pl_random_seed(uint64_t seed);
 #define PL_RANDOM_OPS_BOUND_MAX ((uint64_t)UINT32_MAX)
 
 typedef struct pl_random_ops {
-    uint32_t version; /* PL_RANDOM_OPS_VERSION */
+    uint32_t version;  /* PL_RANDOM_OPS_VERSION */
+    uint32_t reserved; /* zero */
     uint64_t (*below)(void *self, uint64_t bound, const char *what);
 } pl_random_ops;
 
