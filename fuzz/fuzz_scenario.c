@@ -133,6 +133,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     }
     pl__fuzz_parse_flags(*argc, *argv);
     default_len_control(argc, argv);
+    /* libFuzzer times each input with the real clock, from a signal
+     * handler that may interrupt a run. */
+    pl_sim_route_clocks(false);
     scenario = pl_scenario_find(PL_FUZZ_SCENARIO);
     if (scenario == NULL) {
         fprintf(stderr, "fuzz: scenario '%s' is not linked into this target\n", PL_FUZZ_SCENARIO);

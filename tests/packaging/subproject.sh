@@ -61,7 +61,8 @@ obj=$(find "$build" -path '*mytests_dropped.p/main.c.o' | head -1)
 ${CC:-cc} -o "$work/mytests_ld" "$obj" \
     -Wl,--whole-archive "$build/libuser_scenarios.a" -Wl,--no-whole-archive \
     "$build/subprojects/pollen/sim/libpollen-sim.a" "$build/subprojects/pollen/core/libpollen.a" \
-    $(pkg-config --libs libxxhash) -lpthread >"$work/ld.log" 2>&1 &&
+    $(pkg-config --libs libxxhash) $(pkg-config --libs libdw 2>/dev/null) -ldl -lpthread \
+    >"$work/ld.log" 2>&1 &&
     "$work/mytests_ld" list >>"$work/ld.log" 2>&1 && grep -q '^relay_lost ' "$work/ld.log"
 verdict $? "-Wl,--whole-archive by hand: the library's scenarios are listed" "$work/ld.log"
 

@@ -358,6 +358,14 @@ typedef struct pl_sim_options {
 
 void pl_sim_options_default(pl_sim_options *o);
 
+/* Whether clock_gettime, gettimeofday and time read a run's virtual time
+ * inside a run (true, the default; docs/simulator.md) or the real
+ * clocks. A libFuzzer target turns routing off (fuzz/fuzz_scenario.c):
+ * libFuzzer's timeout handler reads the clock on the run's thread during
+ * a run, and a virtual reading made it judge every input timed out. Call
+ * before runs start; process-wide. */
+void pl_sim_route_clocks(bool on);
+
 /* The largest poll_cost_ns pl_sim_run accepts (PL_EINVAL above it). */
 #define PL_SIM_POLL_COST_MAX PL_S
 

@@ -45,6 +45,14 @@ static bool wall_clock(clockid_t clk)
            clk == CLOCK_REALTIME_ALARM;
 }
 
+static bool clocks_routed = true;
+
+void pl_sim_route_clocks(bool on) { clocks_routed = on; }
+
+/* The run whose virtual time the calling thread's clocks read: none
+ * outside a run, or when routing is off. */
+static const pl__sim *routed_run(void) { return clocks_routed ? pl__sim_current() : NULL; }
+
 /* The virtual reading of clk, in nanoseconds. */
 static pl_time virtual_now(const pl__sim *s, clockid_t clk)
 {
@@ -53,7 +61,7 @@ static pl_time virtual_now(const pl__sim *s, clockid_t clk)
 
 int clock_gettime(clockid_t clk, struct timespec *ts)
 {
-    const pl__sim *s = pl__sim_current();
+    const pl__sim *s = routed_run();
     if (s == NULL) {
         return pl__env_real_clock_gettime(clk, ts);
     }
@@ -65,7 +73,7 @@ int clock_gettime(clockid_t clk, struct timespec *ts)
 
 int gettimeofday(struct timeval *restrict tv, void *restrict tz)
 {
-    const pl__sim *s = pl__sim_current();
+    const pl__sim *s = routed_run();
     if (s == NULL) {
         int (*fn)(struct timeval *restrict, void *restrict);
         PL__ENV_REAL(fn, "gettimeofday");
@@ -82,7 +90,7 @@ int gettimeofday(struct timeval *restrict tv, void *restrict tz)
 
 time_t time(time_t *out)
 {
-    const pl__sim *s = pl__sim_current();
+    const pl__sim *s = routed_run();
     if (s == NULL) {
         time_t (*fn)(time_t *);
         PL__ENV_REAL(fn, "time");
