@@ -21,6 +21,7 @@
  * libFuzzer seeds, against 4,242 and 1.0 s without), so they are gone;
  * fuzz/ttff.sh measures a candidate the same way.
  */
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,9 +134,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     }
     pl__fuzz_parse_flags(*argc, *argv);
     default_len_control(argc, argv);
-    /* libFuzzer times each input with the real clock, from a signal
-     * handler that may interrupt a run. */
-    pl_sim_route_clocks(false);
     scenario = pl_scenario_find(PL_FUZZ_SCENARIO);
     if (scenario == NULL) {
         fprintf(stderr, "fuzz: scenario '%s' is not linked into this target\n", PL_FUZZ_SCENARIO);
@@ -211,8 +209,58 @@ static void report(const pl_finding *f, const uint8_t *data, size_t size)
     abort();
 }
 
+/* libFuzzer times each input from a SIGALRM handler that reads
+ * clock_gettime on the run's thread. Inside a run that name reads virtual
+ * time, and a virtual reading made libFuzzer judge every input timed out;
+ * turning routing off for the whole target made the runs read the real
+ * clock instead, so code that measures time (zoo lease_clock) lost its
+ * determinism. The handler alone reads the real clock: wrapped, it turns
+ * routing off around itself. */
+static struct sigaction fuzzer_alarm;
+
+static void alarm_on_real_clocks(int sig, siginfo_t *info, void *uc)
+{
+    bool was = pl_sim_route_clocks(false);
+    if ((fuzzer_alarm.sa_flags & SA_SIGINFO) != 0) {
+        fuzzer_alarm.sa_sigaction(sig, info, uc);
+    } else {
+        fuzzer_alarm.sa_handler(sig);
+    }
+    (void)pl_sim_route_clocks(was);
+}
+
+/* libFuzzer installs its handler after LLVMFuzzerInitialize and before
+ * the first input, so the first input wraps it; -timeout=0 and the
+ * standalone driver install none, and nothing is wrapped. */
+static void wrap_fuzzer_alarm(void)
+{
+    static bool done;
+    if (done) {
+        return;
+    }
+    done = true;
+    struct sigaction now;
+    if (sigaction(SIGALRM, NULL, &now) != 0) {
+        return;
+    }
+    bool handled = (now.sa_flags & SA_SIGINFO) != 0 ||
+                   (now.sa_handler != SIG_DFL && now.sa_handler != SIG_IGN);
+    if (!handled) {
+        return;
+    }
+    fuzzer_alarm = now;
+    struct sigaction wrapped = now;
+    wrapped.sa_flags |= SA_SIGINFO;
+    wrapped.sa_sigaction = alarm_on_real_clocks;
+    if (sigaction(SIGALRM, &wrapped, NULL) != 0) {
+        perror("fuzz: sigaction(SIGALRM)");
+        abort();
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    wrap_fuzzer_alarm();
     if (size > INPUT_MAX) {
         return -1;
     }

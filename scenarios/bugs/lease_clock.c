@@ -113,8 +113,12 @@ static pl_poll_result keeper_poll(pl_future *f, pl_context *cx)
     while (!st->done) {
         self->until = pl_sleep_until(st->renewed_at + LEASE_NS);
         PL_AWAIT(cx, &self->until);
-        pl_always(st->done || pl_now(cx->ex) < st->renewed_at + LEASE_NS,
-                  "the lease is renewed before it lapses");
+        bool renewed = st->done || pl_now(cx->ex) < st->renewed_at + LEASE_NS;
+        pl_always(renewed, "the lease is renewed before it lapses");
+        if (!renewed) {
+            break; /* revoked: a lapsed lease's sleep is due at once, and
+                      looping on it would never yield */
+        }
     }
     PL_ASYNC_END;
 }

@@ -41,9 +41,7 @@ EXCEPTIONS = {
 
 # A livelock's runs each run in a child under this CPU budget per poll;
 # the default (1 s) would make the three livelock replays take a minute.
-# Under ASan an honest poll of bug_lease_clock's keeper (a failed lease
-# check, then its loop) takes more than 50 ms: 200 ms leaves it room.
-POLL_BUDGET = "200ms"
+POLL_BUDGET = "50ms"
 
 
 def why(pollen, path):

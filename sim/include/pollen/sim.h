@@ -360,11 +360,11 @@ void pl_sim_options_default(pl_sim_options *o);
 
 /* Whether clock_gettime, gettimeofday and time read a run's virtual time
  * inside a run (true, the default; docs/simulator.md) or the real
- * clocks. A libFuzzer target turns routing off (fuzz/fuzz_scenario.c):
- * libFuzzer's timeout handler reads the clock on the run's thread during
- * a run, and a virtual reading made it judge every input timed out. Call
- * before runs start; process-wide. */
-void pl_sim_route_clocks(bool on);
+ * clocks. Returns the previous setting. Process-wide, and safe to call
+ * from a signal handler: a handler that must read the real clock while
+ * it interrupts a run (libFuzzer's timeout, which fuzz/fuzz_scenario.c
+ * wraps so) turns routing off around its own reads and back on. */
+bool pl_sim_route_clocks(bool on);
 
 /* The largest poll_cost_ns pl_sim_run accepts (PL_EINVAL above it). */
 #define PL_SIM_POLL_COST_MAX PL_S

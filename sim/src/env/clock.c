@@ -1,6 +1,7 @@
 /* sim/src/env/clock.c: the C library's clocks routed to the run's
  * virtual time (env.h), and pollen's private path to the real clock. */
 #include <dlfcn.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -45,13 +46,20 @@ static bool wall_clock(clockid_t clk)
            clk == CLOCK_REALTIME_ALARM;
 }
 
-static bool clocks_routed = true;
+/* sig_atomic_t: a signal handler may switch routing around its own
+ * clock reads (fuzz/fuzz_scenario.c wraps libFuzzer's timeout so). */
+static volatile sig_atomic_t clocks_routed = 1;
 
-void pl_sim_route_clocks(bool on) { clocks_routed = on; }
+bool pl_sim_route_clocks(bool on)
+{
+    bool was = clocks_routed != 0;
+    clocks_routed = on;
+    return was;
+}
 
 /* The run whose virtual time the calling thread's clocks read: none
  * outside a run, or when routing is off. */
-static const pl__sim *routed_run(void) { return clocks_routed ? pl__sim_current() : NULL; }
+static const pl__sim *routed_run(void) { return clocks_routed != 0 ? pl__sim_current() : NULL; }
 
 /* The virtual reading of clk, in nanoseconds. */
 static pl_time virtual_now(const pl__sim *s, clockid_t clk)
