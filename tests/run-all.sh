@@ -26,12 +26,17 @@ pollen_install_deps dwarves || { echo "pollen: could not install the packages"; 
 
 out=${POLLEN_BUILD_ROOT:-build-ci}
 status=0
+SECONDS=0
+
+# A phase's header, with the time spent so far: CI must stay under 20
+# minutes on 2 cores, and this says where the time went.
+phase() { echo "== $* (at ${SECONDS} s)" >&2; }
 logs=()
 
 build_and_test() {
     local dir=$1
     shift
-    echo "== $dir: $*" >&2
+    phase "$dir: $*"
     if [ ! -f "$dir/build.ninja" ]; then
         meson setup "$dir" "$@" >"$dir.setup.log" 2>&1 || { cat "$dir.setup.log"; return 1; }
     fi
@@ -50,7 +55,7 @@ CC=clang build_and_test "$out/clang-asan" --buildtype=debug \
 
 fuzz_result=""
 if [ "${POLLEN_SKIP_FUZZ:-0}" != 1 ] && [ -x fuzz/smoke.sh ]; then
-    echo "== fuzz smoke" >&2
+    phase "fuzz smoke"
     dir="$out/fuzz"
     if [ ! -f "$dir/build.ninja" ]; then
         CC=clang meson setup "$dir" -Dfuzz=true -Dtests=disabled -Dbench=false \
@@ -70,7 +75,7 @@ fi
 
 oss_fuzz_result=""
 if [ "${POLLEN_SKIP_FUZZ:-0}" != 1 ]; then
-    echo "== OSS-Fuzz build" >&2
+    phase "OSS-Fuzz build"
     if fuzz/oss_fuzz_check.sh; then
         oss_fuzz_result=pass
     else
@@ -79,7 +84,7 @@ if [ "${POLLEN_SKIP_FUZZ:-0}" != 1 ]; then
     fi
 fi
 
-echo "== packaging" >&2
+phase "packaging"
 if CC=gcc tests/packaging/subproject.sh; then
     packaging_result=pass
 else
@@ -99,6 +104,7 @@ else
     status=1
 fi
 
+phase "done"
 python3 tests/count.py "${logs[@]}" ${fuzz_result:+--extra fuzz_smoke=$fuzz_result} \
     ${oss_fuzz_result:+--extra oss_fuzz_build=$oss_fuzz_result} \
     --extra packaging_subproject=$packaging_result \
