@@ -48,6 +48,23 @@ int pl__cli_parse_duration(const char *text, pl_time *out_ns);
 #define PL__CLI_JOBS_MAX 1024u /* --jobs */
 int pl__cli_parse_shard(const char *text, uint32_t *k, uint32_t *n);
 
+/* `--shard auto`: the shard a batch engine's environment gives this
+ * worker, read through env (getenv, or a table in tests). POLLEN_SHARD
+ * ("K/N", 1-based) wins; otherwise exactly one engine's index variable
+ * must be set: JOB_COMPLETION_INDEX (Kubernetes Indexed Job, from 0,
+ * count in POLLEN_SHARD_COUNT), SLURM_ARRAY_TASK_ID (Slurm, the task's
+ * position in an A-B or A-B:S array, count SLURM_ARRAY_TASK_COUNT),
+ * PARALLEL_SEQ (GNU parallel, from 1, count in POLLEN_SHARD_COUNT),
+ * CI_NODE_INDEX (GitLab, from 1, CI_NODE_TOTAL), CIRCLE_NODE_INDEX
+ * (CircleCI, from 0, CIRCLE_NODE_TOTAL), BUILDKITE_PARALLEL_JOB
+ * (Buildkite, from 0, BUILDKITE_PARALLEL_JOB_COUNT). K is always
+ * 1-based, as in --shard K/N. Returns 0 with `said` naming the shard and
+ * the variables it came from; PL_ENOENT when no engine's variable is set
+ * (`said` lists those looked for); PL_EINVAL when they are set but give
+ * no shard, or two engines' are (`said` says why). */
+typedef char *(*pl__cli_env_fn)(const char *name); /* getenv's type */
+int pl__cli_shard_auto(pl__cli_env_fn env, uint32_t *k, uint32_t *n, char *said, size_t len);
+
 /* Parses a size: a whole number and a unit, one of KiB, MiB, GiB, TiB
  * ("512MiB", "1GiB"); a bare number is an error. Returns 0 or PL_EINVAL
  * (also for zero and for sizes that overflow). */

@@ -169,6 +169,7 @@ typedef struct run_opts {
     bool rotation_off;      /* --waker-rotation off */
     uint32_t jobs;
     uint32_t shard_k, shard_n;
+    char shard_from[400];   /* --shard auto: which variables gave it; "" otherwise */
     char out_dir[PATH_MAX]; /* no trailing slash */
     bool json, check_det, real, keep_going, quiet, no_shrink;
     bool trace;             /* --trace: print the one seed's timeline */

@@ -64,6 +64,10 @@ static const char help_run[] =
     "processes and limits:\n"
     "  --jobs N, -j N       worker processes (default: online CPUs, at most 64)\n"
     "  --shard K/N          only shard K of N: seed s when (s - A) mod N = K - 1\n"
+    "  --shard auto         K/N from the batch engine's variables (Kubernetes\n"
+    "                       Indexed Job, Slurm array, GNU parallel, GitLab,\n"
+    "                       CircleCI, Buildkite, or POLLEN_SHARD=K/N), and says\n"
+    "                       which it used\n"
     "  --time DURATION      start no seed (no schedule, with bounded:K) after\n"
     "                       this much wall time, and report how far the run got\n"
     "                       (units ms, s, m, h); a seed still running finishes\n"
@@ -95,16 +99,16 @@ static const char help_run[] =
     "                       event timeline (as 'replay --trace'), clean or not\n"
     "  --chrome-trace OUT.json  with --seed N and one scenario: write its\n"
     "                       Chrome trace-event JSON (open it in Perfetto)\n"
-    "  --help, -h           this text\n"
+    "  --help, -h           this text\n";
+
+/* Apart from help_run: one string literal of C11 holds 4095 bytes. */
+static const char help_run_exit[] =
     "\n"
     "Progress goes to stderr every second on a terminal, every 10 s otherwise.\n"
     "What user code prints on stdout is captured per seed, never mixed into\n"
     "pollen's output; a finding shows its run's last 4 KiB of it.\n"
     "A finding writes DIR/<scenario>-seed<seed>.replay; reproduce it with\n"
-    "'{prog} replay FILE'.\n";
-
-/* Apart from help_run: one string literal of C11 holds 4095 bytes. */
-static const char help_run_exit[] =
+    "'{prog} replay FILE'.\n"
     "\n"
     "exit status: 0 no finding, 10 + kind of the first finding (see below),\n"
     "2 bad usage (also: a linked scenario whose name is not [a-z0-9_]+ or\n"

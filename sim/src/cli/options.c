@@ -192,7 +192,7 @@ static const opt_spec run_specs[] = {
     [R_STRATEGY] = {"strategy", 0, "random|pct:D|bounded:K|swarm"},
     [R_KNOBS] = {"knobs", 0, "TEXT"},
     [R_JOBS] = {"jobs", 'j', "N"},
-    [R_SHARD] = {"shard", 0, "K/N"},
+    [R_SHARD] = {"shard", 0, "K/N|auto"},
     [R_OUT] = {"out", 0, "DIR"},
     [R_JSON] = {"json", 0, NULL},
     [R_CHECK_DET] = {"check-determinism", 0, NULL},
@@ -309,6 +309,26 @@ static int run_opt_flag(int id, run_opts *o)
     return 0;
 }
 
+/* --shard K/N, or auto: from the batch engine's variables (shard_auto.c). */
+static int run_opt_shard(const opts_iter *it, const char *v, run_opts *o)
+{
+    if (strcmp(v, "auto") == 0) {
+        if (pl__cli_shard_auto(getenv, &o->shard_k, &o->shard_n, o->shard_from,
+                               sizeof o->shard_from) != 0) {
+            return usage_error(it->c, it->cmd, "'--shard auto': %s", o->shard_from);
+        }
+        return 0;
+    }
+    o->shard_from[0] = '\0';
+    if (pl__cli_parse_shard(v, &o->shard_k, &o->shard_n) != 0) {
+        return usage_error(it->c, it->cmd,
+                           "bad value for '--shard': '%s' (expected K/N with 1 <= K <= N <= "
+                           "%u, e.g. 2/4, or auto)",
+                           v, PL__CLI_SHARDS_MAX);
+    }
+    return 0;
+}
+
 /* Applies one option. Returns 0 or ST_USAGE (message printed). */
 static int run_opt_apply(const opts_iter *it, int id, const char *v, run_opts *o)
 {
@@ -339,13 +359,7 @@ static int run_opt_apply(const opts_iter *it, int id, const char *v, run_opts *o
         o->jobs = (uint32_t)n;
         return 0;
     case R_SHARD:
-        if (pl__cli_parse_shard(v, &o->shard_k, &o->shard_n) != 0) {
-            return usage_error(it->c, it->cmd,
-                               "bad value for '--shard': '%s' (expected K/N with 1 <= K <= N <= "
-                               "%u, e.g. 2/4)",
-                               v, PL__CLI_SHARDS_MAX);
-        }
-        return 0;
+        return run_opt_shard(it, v, o);
     case R_OUT:
         return run_opt_out(it, v, o);
     case R_CHROME_TRACE:
@@ -460,6 +474,9 @@ int pl__cli_run_opts_parse(const cli *c, int argc, char **argv, run_opts *o)
     }
     o->text = o->json ? stderr : stdout;
     o->tty = isatty(STDERR_FILENO) != 0;
+    if (o->shard_from[0] != '\0' && !o->quiet) {
+        fprintf(o->text, "--shard auto: %s\n", o->shard_from);
+    }
     if (o->time_ns > 0) {
         o->deadline_ms = pl__cli_now_ms() + o->time_ns / PL_MS;
     }
