@@ -10,6 +10,7 @@
  * a run's, and the campaign reads the counters through
  * pl__sometimes_sites.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -26,11 +27,16 @@ static const char *file_name(const char *file)
     return slash != NULL ? slash + 1 : file;
 }
 
-void pl__always(bool ok, const char *msg, const char *file, int line, const char *func)
+/* The message is formatted here, never at the call site, so a holding
+ * pl_always formats nothing. A finding's message is cut at its buffer
+ * anyway: 512 bytes of the user's text are plenty. */
+void pl__always_failed(const char *file, int line, const char *func, const char *fmt, ...)
 {
-    if (ok) {
-        return;
-    }
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
     pl__sim *s = pl__sim_current();
     if (s == NULL) {
         fprintf(stderr, "pollen: pl_always failed: %s (%s:%d, in %s)\n", msg, file, line, func);

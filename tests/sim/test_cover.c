@@ -96,6 +96,41 @@ static int always_setup(pl_executor *ex, void *state)
 
 static const pl_scenario cov_always = {.name = "cov_always", .setup = always_setup};
 
+/* ---- cov_always_args: a pl_always whose message carries values ------------- */
+
+static int always_args_line, args_evaluated;
+
+static int evaluated(int v)
+{
+    args_evaluated++;
+    return v;
+}
+
+static pl_poll_result always_args_poll(pl_future *f, pl_context *cx)
+{
+    (void)f;
+    (void)cx;
+    int recovered = 0, claimed = 1;
+    for (int i = 0; i < 3; i++) {
+        pl_always(i < 3, "holds, so never formatted: %d", evaluated(i));
+    }
+    always_args_line = __LINE__, pl_always(recovered == claimed, "recovered %d, claimed %d",
+                                           recovered, evaluated(claimed));
+    return PL_READY;
+}
+
+static const pl_future_vtable always_args_vtable = {"always_args", always_args_poll, NULL};
+
+static int always_args_setup(pl_executor *ex, void *state)
+{
+    (void)state;
+    pl_future f = PL_FUTURE_INIT(&always_args_vtable);
+    return PL_SPAWN(ex, f, "asserter", NULL);
+}
+
+static const pl_scenario cov_always_args = {.name = "cov_always_args",
+                                            .setup = always_args_setup};
+
 /* ---- cov_eventually: a pl_eventually never true ----------------------------- */
 
 static pl_poll_result eventually_poll(pl_future *f, pl_context *cx)
@@ -334,6 +369,25 @@ LEAK_TEST(cover, an_assertion_finding_names_file_line_and_function)
              "pl_eventually never became true: the work gets done (%s:%d, in eventually_poll)",
              __FILE__, line);
     cr_assert_str_eq(cr.first.message, want);
+}
+
+/* pl_always's printf-style message: formatted with the failing values,
+ * and its arguments evaluated only when it fails. */
+LEAK_TEST(cover, an_assertion_message_carries_its_arguments)
+{
+    pl_sim_options o;
+    pl_sim_result r;
+    pl_sim_options_default(&o);
+    args_evaluated = 0;
+    cr_assert_eq(pl_sim_run(&cov_always_args, &o, &r), 0);
+    cr_assert_eq(r.finding.kind, PL_FINDING_ASSERTION);
+    char want[512];
+    snprintf(want, sizeof want,
+             "pl_always failed: recovered 0, claimed 1 (test_cover.c:%d, in always_args_poll)",
+             always_args_line);
+    cr_assert_str_eq(r.finding.message, want);
+    cr_assert_eq(args_evaluated, 1, "arguments evaluated %d times", args_evaluated);
+    pl_sim_result_free(&r);
 }
 
 /* ---- The campaign summary --------------------------------------------------- */

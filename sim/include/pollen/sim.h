@@ -634,8 +634,16 @@ int pl_sim_write_shrunk_replay(const pl_scenario *sc, const pl_sim_options *base
  * production pl_always aborts with its message when false and the others
  * cost a branch. */
 
-/* Must hold every time it is evaluated. */
-#define pl_always(cond, msg) pl__always((cond) != 0, (msg), __FILE__, __LINE__, __func__)
+/* Must hold every time it is evaluated. The message is a printf format
+ * and its arguments, so a finding can carry the values that broke it:
+ *
+ *     pl_always(got == claimed, "recovered %d, claimed %d", got, claimed);
+ *
+ * They are evaluated and formatted only when the property fails: a
+ * holding pl_always costs the test of cond alone. A message that is not
+ * a literal goes through "%s". An expression of type void. */
+#define pl_always(cond, ...)                                                 \
+    ((cond) ? (void)0 : pl__always_failed(__FILE__, __LINE__, __func__, __VA_ARGS__))
 /* Must have been true the last time it was evaluated, by quiescence. */
 #define pl_eventually(cond, msg)                                            \
     pl__eventually((cond) != 0, (msg), __FILE__, __LINE__, __func__)
@@ -676,7 +684,8 @@ typedef struct pl__sometimes_site {
  * most of its runs. Outside a run (production) it does nothing. */
 #define pl_assume(cond) pl__assume((cond) != 0, #cond, __FILE__, __LINE__, __func__)
 
-void pl__always(bool ok, const char *msg, const char *file, int line, const char *func);
+void pl__always_failed(const char *file, int line, const char *func, const char *fmt, ...)
+    PL__PRINTF(4, 5);
 void pl__assume(bool ok, const char *expr, const char *file, int line, const char *func);
 void pl__eventually(bool ok, const char *msg, const char *file, int line, const char *func);
 void pl__sometimes(pl__sometimes_site *site, bool ok);
