@@ -211,6 +211,9 @@ void pl__campaign_sites_reset(void)
     for (size_t i = 0; i < n; i++) {
         s[i].hits = 0;
         s[i].reached = 0;
+        if (s[i].last != NULL) {
+            s[i].last[0] = '\0';
+        }
     }
 }
 
@@ -231,13 +234,15 @@ int pl__campaign_tally_init(pl__campaign_tally *t)
     t->hashes.cap_max = CAMPAIGN_HASHES_MAX;
     pl__sometimes_sites(&t->nsites);
     t->sites = calloc(2 * t->nsites + 1, sizeof *t->sites);
-    return t->sites != NULL ? 0 : PL_ENOMEM;
+    t->last = calloc(t->nsites + 1, PL__SOMETIMES_LAST);
+    return t->sites != NULL && t->last != NULL ? 0 : PL_ENOMEM;
 }
 
 void pl__campaign_tally_free(pl__campaign_tally *t)
 {
     free(t->hashes.slots);
     free(t->sites);
+    free(t->last);
     free(t->buggify);
     pl__hashmap_free(&t->buggify_index);
     memset(t, 0, sizeof *t);
@@ -338,10 +343,22 @@ bool pl__campaign_tally_sites(pl__campaign_tally *t, const uint32_t *counts, siz
     return true;
 }
 
+void pl__campaign_tally_last(pl__campaign_tally *t, size_t i, const char *text, size_t len)
+{
+    if (i >= t->nsites || t->last == NULL) {
+        return;
+    }
+    char *dst = t->last + i * PL__SOMETIMES_LAST;
+    len = len < PL__SOMETIMES_LAST - 1 ? len : PL__SOMETIMES_LAST - 1;
+    memcpy(dst, text, len);
+    dst[len] = '\0';
+}
+
 bool pl__campaign_sometimes_judged(uint64_t lo, uint64_t hi) { return lo < hi; }
 
 bool pl__campaign_sometimes_failed(const char *msg, const char *file, int line, const char *func,
-                                   bool own, uint64_t hits, uint64_t reached, pl_finding *f)
+                                   bool own, uint64_t hits, uint64_t reached, const char *last,
+                                   pl_finding *f)
 {
     /* A site no run reached counts against the scenario written in the
      * same file; sites elsewhere belong to other scenarios. */
@@ -350,6 +367,8 @@ bool pl__campaign_sometimes_failed(const char *msg, const char *file, int line, 
     }
     memset(f, 0, sizeof *f);
     f->kind = PL_FINDING_ASSERTION;
+    /* A message without arguments formats to itself: nothing to add. */
+    bool show_last = last != NULL && last[0] != '\0' && strcmp(last, msg) != 0;
     if (reached == 0) {
         textf(f->message, sizeof f->message,
               "pl_sometimes(\"%s\") at %s:%d (in %s) was never even reached over the campaign",
@@ -357,8 +376,9 @@ bool pl__campaign_sometimes_failed(const char *msg, const char *file, int line, 
     } else {
         textf(f->message, sizeof f->message,
               "pl_sometimes(\"%s\") at %s:%d (in %s) was evaluated %" PRIu64
-              " times over the campaign and never true",
-              msg, file, line, func, reached);
+              " times over the campaign and never true%s%s%s",
+              msg, file, line, func, reached, show_last ? " (last: " : "",
+              show_last ? last : "", show_last ? ")" : "");
     }
     return true;
 }
@@ -371,8 +391,10 @@ bool pl__campaign_site_failed(const pl__campaign_tally *t, const pl_scenario *sc
     PL__SIM_ASSERT(i < n && n == t->nsites);
     const pl__sometimes_site *s = &sites[i];
     bool own = sc->source_file != NULL && strcmp(s->file, sc->source_file) == 0;
+    /* The workers' messages; a campaign in this process has its own. */
+    const char *last = t->last != NULL ? t->last + i * PL__SOMETIMES_LAST : "";
     return pl__campaign_sometimes_failed(s->msg, s->file, s->line, s->func, own, t->sites[2 * i],
-                                         t->sites[2 * i + 1], f);
+                                         t->sites[2 * i + 1], last[0] != '\0' ? last : s->last, f);
 }
 
 /* ---- Campaigns in this process ------------------------------------------ */

@@ -96,6 +96,8 @@ typedef struct pl__cover_buggify {
 typedef struct pl__campaign_tally {
     pl__hashset hashes; /* distinct trace hashes (a lower bound when full) */
     uint64_t *sites;    /* hits, reached per pl_sometimes site, summed */
+    char *last;         /* per site, PL__SOMETIMES_LAST bytes: the latest message
+                           a process that never saw it true sent; "" none */
     size_t nsites;      /* sites linked into the program */
     uint64_t consulted[PL_DECIDE__COUNT]; /* decisions consulted, per kind */
     uint64_t deviated[PL_DECIDE__COUNT];  /* of those, values other than 0 */
@@ -129,9 +131,16 @@ bool pl__campaign_sometimes_judged(uint64_t lo, uint64_t hi);
 /* The verdict on a pl_sometimes site from its counts over a complete
  * range: true when it fails (reached and never true, or never reached
  * though written in the scenario's own file: `own`), with f set to the
- * assertion finding naming it. */
+ * assertion finding naming it; `last` (may be NULL or ""), the site's
+ * message formatted the last time it was false, ends the finding's when
+ * it says more than the format. */
 bool pl__campaign_sometimes_failed(const char *msg, const char *file, int line, const char *func,
-                                   bool own, uint64_t hits, uint64_t reached, pl_finding *f);
+                                   bool own, uint64_t hits, uint64_t reached, const char *last,
+                                   pl_finding *f);
+
+/* Keeps `text` (len bytes, cut to fit) as site i's latest false message
+ * (pl_sometimes's formatted arguments). Ignored for a bad index. */
+void pl__campaign_tally_last(pl__campaign_tally *t, size_t i, const char *text, size_t len);
 
 /* The verdict on site i after a complete range: true when it fails
  * (reached and never true, or, for a site written in sc's own file,

@@ -107,6 +107,24 @@ void pl__sometimes(pl__sometimes_site *site, bool ok)
     site->hits += ok;
 }
 
+/* Formats only while the site was never true here: a site true once
+ * cannot fail the campaign for want of this process's runs, so its text
+ * would never be read. The buffer lives as long as the site (static). */
+void pl__sometimes_missed(pl__sometimes_site *site, const char *fmt, ...)
+{
+    site->reached++;
+    if (site->last == NULL) {
+        site->last = malloc(PL__SOMETIMES_LAST);
+        if (site->last == NULL) {
+            return; /* the finding then names the site without its values */
+        }
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(site->last, PL__SOMETIMES_LAST, fmt, ap);
+    va_end(ap);
+}
+
 extern pl__sometimes_site __start_pl_sometimes[] __attribute__((weak));
 extern pl__sometimes_site __stop_pl_sometimes[] __attribute__((weak));
 

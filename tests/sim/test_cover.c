@@ -216,7 +216,8 @@ static pl_poll_result never_poll(pl_future *f, pl_context *cx)
 {
     (void)f;
     (void)cx;
-    pl_sometimes(false, "the rare thing happens");
+    /* A format and its arguments: the failing site says their values. */
+    pl_sometimes(false, "the rare thing happens (%d of %d)", 0, 3);
     return PL_READY;
 }
 
@@ -456,8 +457,9 @@ Test(cover, a_single_seed_is_not_judged_on_pl_sometimes)
     child_ran_free(&r);
     r = CLI("run", "cov_never", "--seeds", "5..6");
     cr_assert_eq(r.status, 10 + PL_FINDING_ASSERTION, "%s%s", r.out, r.err);
-    assert_has(r.out, "pl_sometimes(\"the rare thing happens\")");
-    assert_has(r.out, "(in never_poll) was evaluated 2 times over the campaign and never true");
+    assert_has(r.out, "pl_sometimes(\"the rare thing happens (%%d of %%d)\")");
+    assert_has(r.out, "(in never_poll) was evaluated 2 times over the campaign and never true "
+                      "(last: the rare thing happens (0 of 3))");
     child_ran_free(&r);
     leave_workdir();
 }
@@ -483,8 +485,10 @@ LEAK_TEST(cover, pl_sim_campaign_judges_and_reports_its_sites)
     cr_assert_eq(cr.sometimes_sites, 1);
     cr_assert_eq(cr.sometimes_failed, 1);
     cr_assert(!cr.first_has_seed);
-    cr_assert_not_null(strstr(cr.first.message, "\"the rare thing happens\""), "%s",
+    cr_assert_not_null(strstr(cr.first.message, "\"the rare thing happens (%d of %d)\""), "%s",
                        cr.first.message);
+    cr_assert_not_null(strstr(cr.first.message, "never true (last: the rare thing happens (0 of 3))"),
+                       "%s", cr.first.message);
     cr_assert_eq(
         pl_sim_campaign(&cov_count,
                         &(pl_campaign_options){.seed_lo = 0, .seed_hi = 9, .stop_at_first = true},
@@ -597,7 +601,8 @@ Test(cover, merged_shards_fail_as_the_single_campaign_fails)
     child_ran m = CLI("merge", "c.json", "a.json", "b.json");
     cr_assert_eq(m.status, u.status, "%s%s", m.out, m.err);
     assert_has(m.out, "FINDING assertion in cov_never (seeds 0..9, 3 shards merged)");
-    assert_has(m.out, "(in never_poll) was evaluated 10 times over the campaign and never true");
+    assert_has(m.out, "(in never_poll) was evaluated 10 times over the campaign and never true "
+                      "(last: the rare thing happens (0 of 3))");
     assert_has(u.out, "was evaluated 10 times over the campaign and never true");
     assert_has(m.out, "merged verdict: exit %d", u.status);
     child_ran_free(&m);

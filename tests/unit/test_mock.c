@@ -74,6 +74,48 @@ Test(mock, a_channel_receive_waits_for_a_send)
     pl_mpsc_finish(&ch);
 }
 
+/* A helper task on the test's executor: sends v on ch after a delay. */
+typedef struct sender {
+    pl_future base;
+    pl_sleep delay;
+    pl_mpsc *ch;
+    int v;
+} sender;
+
+static pl_poll_result sender_poll(pl_future *f, pl_context *cx)
+{
+    sender *s = (sender *)f;
+    if (pl_poll(&s->delay.base, cx) == PL_PENDING) {
+        return PL_PENDING;
+    }
+    cr_assert_eq(pl_mpsc_try_send(s->ch, &s->v), 0);
+    return PL_READY;
+}
+
+static void sender_drop(pl_future *f) { pl_drop_child(&((sender *)f)->delay.base); }
+
+static const pl_future_vtable sender_vtable = {"sender", sender_poll, sender_drop};
+
+Test(mock, helper_tasks_run_on_the_manual_clock)
+{
+    pl_mpsc ch;
+    int buf[1];
+    pl_mpsc_init_buffer(&ch, buf, sizeof buf[0], 1);
+    sender h = {PL_FUTURE_INIT(&sender_vtable), pl_sleep_for(5 * PL_MS), &ch, 7};
+    cr_assert_eq(pl_spawn(pl_test_executor(t), &h.base, sizeof h, "sender", NULL), 0);
+    int got = 0;
+    pl_mpsc_recv r = pl_mpsc_recv_init(&ch, &got);
+    pl_test_task *task = pl_test_task_new(t, &r.base);
+    PL_ASSERT_PENDING(pl_test_poll(task));
+    pl_test_advance(t, 4 * PL_MS);
+    cr_assert(!pl_test_is_woken(task));
+    pl_test_advance(t, 1 * PL_MS);
+    cr_assert(pl_test_is_woken(task), "the helper's timer fired and it sent");
+    PL_ASSERT_READY(pl_test_poll(task));
+    cr_assert_eq(got, 7);
+    pl_mpsc_finish(&ch);
+}
+
 /* The scripted stream behind a pl_io_fd of the test's executor. */
 static pl_test_io *open_io(pl_io_fd *fd)
 {

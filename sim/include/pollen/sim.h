@@ -650,7 +650,12 @@ int pl_sim_write_shrunk_replay(const pl_scenario *sc, const pl_sim_options *base
 /* Must be true at least once across a campaign of at least two seeds (a
  * single seed is never judged on it). Each site places itself in the
  * pl_sometimes linker section, so a site that is never even reached is
- * reported too. */
+ * reported too. The message is a printf format and its arguments, like
+ * pl_always's: the format names the site (in coverage, and across
+ * shards), and a site that fails says what its arguments were the last
+ * time it was false ("... and never true (last: acked 0 of 8)"). They
+ * are evaluated and formatted only on a false evaluation while the site
+ * has never been true in the process: once true, it costs a branch. */
 /* The section is read as an array of these, so the stride must be the
  * size: a compiler may align a static object of 40 bytes to 32, never
  * one whose type asks for 64. */
@@ -666,13 +671,28 @@ typedef struct pl__sometimes_site {
     uint32_t hits;   /* evaluations that were true, this process */
     uint32_t reached; /* evaluations, this process */
     const char *func; /* the function the site is written in */
+    char *last;       /* the formatted message of its latest false evaluation
+                         while never true, this process (PL__SOMETIMES_LAST
+                         bytes, allocated then); NULL: none */
 } pl__sometimes_site;
+#define PL__SOMETIMES_LAST 160
 
-#define pl_sometimes(cond, msg)                                             \
-    do {                                                                    \
-        __attribute__((used, section("pl_sometimes"))) static pl__sometimes_site \
-            pl__sometimes_here = {(msg), __FILE__, __LINE__, 0, 0, __func__}; \
-        pl__sometimes(&pl__sometimes_here, (cond) != 0);                    \
+/* The first of a macro's arguments (the format), pedantic-clean when it
+ * is the only one. */
+#define PL__FIRST(...)     PL__FIRST_(__VA_ARGS__, 0)
+#define PL__FIRST_(a, ...) a
+
+#define pl_sometimes(cond, ...)                                                         \
+    do {                                                                                \
+        __attribute__((used, section("pl_sometimes"))) static pl__sometimes_site       \
+            pl__sometimes_here = {PL__FIRST(__VA_ARGS__), __FILE__, __LINE__, 0, 0,     \
+                                  __func__, NULL};                                      \
+        bool pl__sometimes_ok = (cond) != 0;                                            \
+        if (pl__sometimes_ok || pl__sometimes_here.hits != 0) {                         \
+            pl__sometimes(&pl__sometimes_here, pl__sometimes_ok);                       \
+        } else {                                                                        \
+            pl__sometimes_missed(&pl__sometimes_here, __VA_ARGS__);                     \
+        }                                                                               \
     } while (0)
 
 /* The run's premise: when cond is false the run is discarded, neither
@@ -689,6 +709,9 @@ void pl__always_failed(const char *file, int line, const char *func, const char 
 void pl__assume(bool ok, const char *expr, const char *file, int line, const char *func);
 void pl__eventually(bool ok, const char *msg, const char *file, int line, const char *func);
 void pl__sometimes(pl__sometimes_site *site, bool ok);
+/* A false evaluation of a site never true yet: counts it and keeps its
+ * formatted message in site->last. */
+void pl__sometimes_missed(pl__sometimes_site *site, const char *fmt, ...) PL__PRINTF(2, 3);
 
 /* Every pl_sometimes site linked into the program; *count receives how
  * many. Campaigns report those never true. */

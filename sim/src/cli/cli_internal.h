@@ -209,6 +209,8 @@ enum msg_type {
     MSG_GROWTH = 7,  /* payload: msg_growth; memory grew steadily */
     MSG_OUTPUT = 8,  /* payload: output_tail; a clean seed's stdout (run --seed N) */
     MSG_COVER = 16,  /* payload: pl__cli_cover_pack's; decisions per kind, buggify sites */
+    MSG_SITE_LAST = 17, /* seed: a pl_sometimes site's index; payload: its latest false
+                           message, from a worker that never saw it true */
 };
 
 /* Messages are raw structs: parent and workers are the same binary. */
@@ -370,6 +372,7 @@ typedef struct cover_sometimes {
     int32_t line;
     bool own;               /* written in the scenario's own file */
     uint64_t reached, hits;
+    char last[PL__SOMETIMES_LAST]; /* its latest false message; "" unknown */
 } cover_sometimes;
 
 #define COVER_KINDS_MAX 64

@@ -343,6 +343,8 @@ static bool cover_sometimes_of(const jval *arr, cover *cv)
             return false;
         }
         o->line = (int32_t)line;
+        const char *last = pl__cli_json_str(pl__cli_json_get(s, "last"));
+        snprintf(o->last, sizeof o->last, "%s", last != NULL ? last : "");
         snprintf(o->msg, sizeof o->msg, "%s", msg);
         snprintf(o->file, sizeof o->file, "%s", file);
         snprintf(o->func, sizeof o->func, "%s", func);

@@ -121,6 +121,9 @@ int pl__cli_cover_of(const campaign *cp, const char *not_judged, cover *cv)
         cs->own = own;
         cs->reached = reached;
         cs->hits = hits;
+        if (cp->tally.last != NULL) {
+            memcpy(cs->last, cp->tally.last + i * PL__SOMETIMES_LAST, sizeof cs->last);
+        }
     }
     return 0;
 }
@@ -212,6 +215,9 @@ int pl__cli_cover_add(cover *into, const cover *from)
         s->reached += from->sometimes[i].reached;
         s->hits += from->sometimes[i].hits;
         s->own = s->own || from->sometimes[i].own;
+        if (s->hits == 0 && from->sometimes[i].last[0] != '\0') {
+            memcpy(s->last, from->sometimes[i].last, sizeof s->last);
+        }
     }
     return 0;
 }
@@ -308,8 +314,13 @@ void pl__cli_cover_json(FILE *f, const cover *cv)
         pl__cli_json_string(f, s->file);
         fprintf(f, ",\"line\":%" PRId32 ",\"func\":", s->line);
         pl__cli_json_string(f, s->func);
-        fprintf(f, ",\"own\":%s,\"reached\":%" PRIu64 ",\"true\":%" PRIu64 "}",
+        fprintf(f, ",\"own\":%s,\"reached\":%" PRIu64 ",\"true\":%" PRIu64,
                 s->own ? "true" : "false", s->reached, s->hits);
+        if (s->last[0] != '\0') {
+            fputs(",\"last\":", f);
+            pl__cli_json_string(f, s->last);
+        }
+        fputc('}', f);
     }
     fputs("],\"sometimes_judged\":", f);
     fputs(cv->not_judged[0] == '\0' ? "true" : "false", f);
@@ -325,7 +336,7 @@ size_t pl__cli_cover_verdict(const cover *cv, void (*fn)(void *ud, const pl_find
         const cover_sometimes *s = &cv->sometimes[i];
         pl_finding f;
         if (pl__campaign_sometimes_failed(s->msg, s->file, s->line, s->func, s->own, s->hits,
-                                          s->reached, &f)) {
+                                          s->reached, s->last, &f)) {
             fn(ud, &f);
             failed++;
         }

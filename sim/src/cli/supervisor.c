@@ -470,6 +470,8 @@ static bool msg_known(const msg_head *h)
         return h->len == sizeof(output_tail);
     case MSG_SITES:
         return h->len == 2 * h->seed * sizeof(uint32_t);
+    case MSG_SITE_LAST:
+        return h->len < PL__SOMETIMES_LAST;
     case MSG_ERROR:
     case MSG_COVER:
         return true;
@@ -527,6 +529,8 @@ static void on_message(campaign *cp, worker *w, const msg_head *h, const uint8_t
         free(m);
     } else if (h->type == MSG_SITES) {
         on_sites(cp, w, h->seed, payload, h->len);
+    } else if (h->type == MSG_SITE_LAST && !w->rerun) {
+        pl__campaign_tally_last(&cp->tally, (size_t)h->seed, (const char *)payload, h->len);
     } else if (h->type == MSG_COVER && !w->rerun) {
         int rc = pl__cli_cover_unpack(&cp->tally, payload, h->len);
         cp->cover_received += rc == 0;

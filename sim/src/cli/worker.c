@@ -162,6 +162,14 @@ static void send_sites(int fd, const pl__campaign_tally *tally)
         _exit(ST_INTERNAL);
     }
     send_msg(fd, MSG_COVER, 0, packed, len);
+    /* Before the counts: the supervisor counts a worker's sites as in
+     * once their counts arrive, and judges only then. */
+    const pl__sometimes_site *sites = pl__sometimes_sites(&n);
+    for (size_t i = 0; i < n; i++) {
+        if (sites[i].hits == 0 && sites[i].last != NULL && sites[i].last[0] != '\0') {
+            send_msg(fd, MSG_SITE_LAST, i, sites[i].last, strlen(sites[i].last));
+        }
+    }
     send_msg(fd, MSG_SITES, n, counts, 2 * n * sizeof *counts);
     free(packed);
     free(counts);
