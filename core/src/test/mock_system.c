@@ -2,9 +2,10 @@
  *
  * The clock is a variable only pl_test_advance moves. wait() never
  * blocks and never moves the clock: it delivers the scripted I/Os'
- * readiness and remote wakes, and says PL_EAGAIN when neither gave
- * anything new, which ends pl_run. So "run until idle" is pl_run, with
- * every timer, channel and I/O future as core makes them.
+ * readiness and remote wakes, and when it would have to block and
+ * neither gave anything new it says PL_EAGAIN, which ends pl_run. So
+ * "run until idle" is pl_run, with every timer, channel and I/O future
+ * as core makes them.
  */
 #include <stdlib.h>
 
@@ -16,12 +17,15 @@ static pl_time mock_now(void *self) { return ((pl_test *)self)->now_ns; }
 static int mock_wait(void *self, pl_executor *ex, pl_time deadline_ns)
 {
     pl_test *t = self;
-    (void)deadline_ns; /* the clock moves by pl_test_advance alone */
     bool progress = pl_executor_drain_remote(ex) > 0;
     for (pl_test_io *io = t->ios; io != NULL; io = pl__test_io_next(io)) {
         progress = pl__test_io_deliver(io, t->now_ns) || progress;
     }
-    return progress ? 0 : PL_EAGAIN;
+    /* A wait that would not block (tasks still runnable, a timer due
+     * now) goes on; one that would block ends the run: the clock moves
+     * by pl_test_advance alone. */
+    bool blocking = deadline_ns == PL_TIME_NEVER || deadline_ns > t->now_ns;
+    return progress || !blocking ? 0 : PL_EAGAIN;
 }
 
 static void mock_remote_wake(void *self) { (void)self; }
