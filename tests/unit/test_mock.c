@@ -20,7 +20,7 @@ TestSuite(mock, .init = setup, .fini = teardown);
 Test(mock, a_sleep_is_ready_when_the_clock_reaches_its_deadline)
 {
     pl_sleep s = pl_sleep_for(10 * PL_MS);
-    pl_test_task *task = pl_test_task_new(t, &s.base);
+    pl_test_task *task = pl_test_spawn(t, &s.base);
     cr_assert_not_null(task);
     PL_ASSERT_PENDING(pl_test_poll(task));
     cr_assert_eq(pl_test_waker_refs(task), 1, "the armed timer holds the waker");
@@ -38,10 +38,10 @@ Test(mock, a_sleep_is_ready_when_the_clock_reaches_its_deadline)
 Test(mock, a_dropped_sleep_releases_its_waker)
 {
     pl_sleep s = pl_sleep_for(1 * PL_S);
-    pl_test_task *task = pl_test_task_new(t, &s.base);
+    pl_test_task *task = pl_test_spawn(t, &s.base);
     PL_ASSERT_PENDING(pl_test_poll(task));
     cr_assert_eq(pl_test_waker_refs(task), 1);
-    pl_test_task_drop(task);
+    pl_test_cancel(task);
     cr_assert_eq(pl_test_waker_refs(task), 0);
     pl_test_advance(t, 2 * PL_S);
     cr_assert(!pl_test_is_woken(task), "a disarmed timer fired");
@@ -53,8 +53,8 @@ Test(mock, a_channel_receive_waits_for_a_send)
     int buf[2];
     pl_mpsc_init_buffer(&ch, buf, sizeof buf[0], 2);
     int got = -1;
-    pl_mpsc_recv r = pl_mpsc_recv_init(&ch, &got);
-    pl_test_task *task = pl_test_task_new(t, &r.base);
+    pl_mpsc_recv r = pl_mpsc_recv_make(&ch, &got);
+    pl_test_task *task = pl_test_spawn(t, &r.base);
     PL_ASSERT_PENDING(pl_test_poll(task));
     cr_assert(!pl_test_is_woken(task));
     int v = 42;
@@ -64,8 +64,8 @@ Test(mock, a_channel_receive_waits_for_a_send)
     cr_assert_eq(r.result, 0);
     cr_assert_eq(got, 42);
     /* The last sender gone: the next receive completes with PL_ECLOSED. */
-    pl_mpsc_recv r2 = pl_mpsc_recv_init(&ch, &got);
-    pl_test_task *task2 = pl_test_task_new(t, &r2.base);
+    pl_mpsc_recv r2 = pl_mpsc_recv_make(&ch, &got);
+    pl_test_task *task2 = pl_test_spawn(t, &r2.base);
     PL_ASSERT_PENDING(pl_test_poll(task2));
     pl_mpsc_sender_drop(&ch);
     cr_assert(pl_test_is_woken(task2));
@@ -104,8 +104,8 @@ Test(mock, helper_tasks_run_on_the_manual_clock)
     sender h = {PL_FUTURE_INIT(&sender_vtable), pl_sleep_for(5 * PL_MS), &ch, 7};
     cr_assert_eq(pl_spawn(pl_test_executor(t), &h.base, sizeof h, "sender", NULL), 0);
     int got = 0;
-    pl_mpsc_recv r = pl_mpsc_recv_init(&ch, &got);
-    pl_test_task *task = pl_test_task_new(t, &r.base);
+    pl_mpsc_recv r = pl_mpsc_recv_make(&ch, &got);
+    pl_test_task *task = pl_test_spawn(t, &r.base);
     PL_ASSERT_PENDING(pl_test_poll(task));
     pl_test_advance(t, 4 * PL_MS);
     cr_assert(!pl_test_is_woken(task));
@@ -119,7 +119,7 @@ Test(mock, helper_tasks_run_on_the_manual_clock)
 /* The scripted stream behind a pl_io_fd of the test's executor. */
 static pl_test_io *open_io(pl_io_fd *fd)
 {
-    pl_test_io *io = pl_test_io_new(t);
+    pl_test_io *io = pl_test_io_create(t);
     cr_assert_not_null(io);
     cr_assert_eq(pl_io_fd_open(pl_test_executor(t), fd, pl_test_io_handle(io)), 0);
     return io;
@@ -133,7 +133,7 @@ Test(mock, a_read_takes_the_scripts_bytes_after_its_wait)
     cr_assert_eq(pl_test_io_read(io, "hello", 5), 0);
     char buf[3];
     pl_io_read rd = pl_io_fd_read(&fd, buf, sizeof buf);
-    pl_test_task *task = pl_test_task_new(t, &rd.base);
+    pl_test_task *task = pl_test_spawn(t, &rd.base);
     PL_ASSERT_PENDING(pl_test_poll(task));
     pl_test_advance(t, 4 * PL_MS);
     cr_assert(!pl_test_is_woken(task), "readable before the wait ended");
@@ -147,13 +147,13 @@ Test(mock, a_read_takes_the_scripts_bytes_after_its_wait)
     cr_assert_not_null(strstr(why, "step 2 of 2 left: read of 5 bytes (3 done)"), "%s", why);
     /* The rest, then the end of the stream. */
     rd = pl_io_fd_read(&fd, buf, sizeof buf);
-    task = pl_test_task_new(t, &rd.base);
+    task = pl_test_spawn(t, &rd.base);
     PL_ASSERT_READY(pl_test_poll(task));
     cr_assert_eq(rd.result, 2);
     cr_assert_eq(memcmp(buf, "lo", 2), 0);
     cr_assert(pl_test_io_done(io, why, sizeof why), "%s", why);
     rd = pl_io_fd_read(&fd, buf, sizeof buf);
-    task = pl_test_task_new(t, &rd.base);
+    task = pl_test_spawn(t, &rd.base);
     PL_ASSERT_READY(pl_test_poll(task));
     cr_assert_eq(rd.result, 0);
     pl_io_fd_close(&fd);
@@ -167,11 +167,11 @@ Test(mock, a_write_must_match_the_script)
     cr_assert_eq(pl_test_io_write(io, "pong", 4), 0);
     /* A write while the script expects a read waits for its turn. */
     pl_io_write_all w = pl_io_fd_write_all(&fd, "pong", 4);
-    pl_test_task *writer = pl_test_task_new(t, &w.base);
+    pl_test_task *writer = pl_test_spawn(t, &w.base);
     PL_ASSERT_PENDING(pl_test_poll(writer));
     char buf[8];
     pl_io_read rd = pl_io_fd_read(&fd, buf, sizeof buf);
-    pl_test_task *reader = pl_test_task_new(t, &rd.base);
+    pl_test_task *reader = pl_test_spawn(t, &rd.base);
     PL_ASSERT_READY(pl_test_poll(reader));
     cr_assert_eq(rd.result, 4);
     cr_assert(pl_test_is_woken(writer), "the write's turn came");
@@ -181,7 +181,7 @@ Test(mock, a_write_must_match_the_script)
     cr_assert(pl_test_io_done(io, why, sizeof why), "%s", why);
     /* Past the script's end, a write is wrong. */
     pl_io_write w2 = pl_io_fd_write(&fd, "x", 1);
-    pl_test_task *late = pl_test_task_new(t, &w2.base);
+    pl_test_task *late = pl_test_spawn(t, &w2.base);
     PL_ASSERT_READY(pl_test_poll(late));
     cr_assert_eq(w2.result, PL_EIO);
     cr_assert(!pl_test_io_done(io, why, sizeof why));
@@ -195,7 +195,7 @@ Test(mock, a_wrong_write_fails_and_is_reported)
     pl_test_io *io = open_io(&fd);
     cr_assert_eq(pl_test_io_write(io, "pong", 4), 0);
     pl_io_write_all w = pl_io_fd_write_all(&fd, "pang", 4);
-    pl_test_task *task = pl_test_task_new(t, &w.base);
+    pl_test_task *task = pl_test_spawn(t, &w.base);
     PL_ASSERT_READY(pl_test_poll(task));
     cr_assert_eq(w.result, PL_EIO);
     char why[200];
@@ -211,7 +211,7 @@ Test(mock, a_read_error_reaches_the_read)
     cr_assert_eq(pl_test_io_read_error(io, PL_ECONNRESET), 0);
     char buf[4];
     pl_io_read rd = pl_io_fd_read(&fd, buf, sizeof buf);
-    pl_test_task *task = pl_test_task_new(t, &rd.base);
+    pl_test_task *task = pl_test_spawn(t, &rd.base);
     PL_ASSERT_READY(pl_test_poll(task));
     cr_assert_eq(rd.result, PL_ECONNRESET);
     pl_io_fd_close(&fd);
@@ -221,13 +221,13 @@ Test(mock, a_read_error_reaches_the_read)
 Test(mock, assert_ready_aborts_on_a_pending_future, .signal = SIGABRT)
 {
     pl_sleep s = pl_sleep_for(1 * PL_MS);
-    pl_test_task *task = pl_test_task_new(t, &s.base);
+    pl_test_task *task = pl_test_spawn(t, &s.base);
     PL_ASSERT_READY(pl_test_poll(task));
 }
 
 Test(mock, assert_pending_aborts_on_a_ready_future, .signal = SIGABRT)
 {
     pl_sleep s = pl_sleep_for(0);
-    pl_test_task *task = pl_test_task_new(t, &s.base);
+    pl_test_task *task = pl_test_spawn(t, &s.base);
     PL_ASSERT_PENDING(pl_test_poll(task));
 }

@@ -7,7 +7,7 @@
  *     pl_test *t;
  *     pl_test_create(&t);
  *     pl_sleep s = pl_sleep_for(10 * PL_MS);
- *     pl_test_task *task = pl_test_task_new(t, &s.base);
+ *     pl_test_task *task = pl_test_spawn(t, &s.base);
  *     PL_ASSERT_PENDING(pl_test_poll(task));
  *     pl_test_advance(t, 9 * PL_MS);
  *     assert(!pl_test_is_woken(task));
@@ -75,11 +75,11 @@ void pl_test_settle(pl_test *t);
 
 /* ---- Mock tasks --------------------------------------------------------- */
 
-/* A mock task polling `fut` (borrowed: it stays in the caller's storage,
- * where its output fields are read). The future is polled only by
- * pl_test_poll, with the task's counting waker. Owned by t; NULL when out
- * of memory. */
-pl_test_task *pl_test_task_new(pl_test *t, pl_future *fut);
+/* Spawns a mock task polling `fut` (borrowed: it stays in the caller's
+ * storage, where its output fields are read). The future is polled only
+ * by pl_test_poll, with the task's counting waker. Owned by t (freed by
+ * pl_test_destroy); NULL when out of memory. */
+pl_test_task *pl_test_spawn(pl_test *t, pl_future *fut);
 
 /* Polls the future once, then settles the executor. Returns its result;
  * after PL_READY the future is dropped (as an executor drops a finished
@@ -97,8 +97,9 @@ static inline bool pl_test_is_woken(const pl_test_task *task) { return pl_test_w
  * must hold none. */
 uint32_t pl_test_waker_refs(const pl_test_task *task);
 
-/* Drops the future if it is still pending (a cancellation). Idempotent. */
-void pl_test_task_drop(pl_test_task *task);
+/* Cancels the mock task: drops its future if it is still pending.
+ * Idempotent. */
+void pl_test_cancel(pl_test_task *task);
 
 /* What PL_ASSERT_PENDING and PL_ASSERT_READY call when the result is
  * not the one expected: prints the expression and where, then aborts. */
@@ -109,10 +110,10 @@ void pl__test_expect(pl_poll_result got, pl_poll_result want, const char *expr, 
 
 /* ---- Scripted I/O --------------------------------------------------------- */
 
-/* A scripted byte stream on t: the steps below, in the order given.
- * Owned by t; NULL when out of memory. Its handle is opened with
+/* Creates a scripted byte stream on t: the steps below, in the order
+ * given. Owned by t (freed by pl_test_destroy); NULL when out of memory. Its handle is opened with
  * pl_io_fd_open(pl_test_executor(t), &fd, pl_test_io_handle(io)). */
-pl_test_io *pl_test_io_new(pl_test *t);
+pl_test_io *pl_test_io_create(pl_test *t);
 int pl_test_io_handle(const pl_test_io *io);
 
 /* Script steps, appended; each returns 0 or PL_ENOMEM. The bytes are

@@ -39,7 +39,7 @@ struct pl_test_io {
     char failure[200];  /* the first wrong write; "" when none */
 };
 
-pl_test_io *pl_test_io_new(pl_test *t)
+pl_test_io *pl_test_io_create(pl_test *t)
 {
     pl_test_io *io = calloc(1, sizeof *io);
     if (io == NULL) {

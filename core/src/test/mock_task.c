@@ -92,7 +92,7 @@ static void driver_drop(pl_future *f)
 
 static const pl_future_vtable driver_vtable = {"pl_test_task", driver_poll, driver_drop};
 
-pl_test_task *pl_test_task_new(pl_test *t, pl_future *fut)
+pl_test_task *pl_test_spawn(pl_test *t, pl_future *fut)
 {
     pl_test_task *tt = calloc(1, sizeof *tt);
     if (tt == NULL) {
@@ -115,7 +115,7 @@ pl_test_task *pl_test_task_new(pl_test *t, pl_future *fut)
 
 pl_poll_result pl_test_poll(pl_test_task *tt)
 {
-    PL_ASSERT(!tt->dropped); /* polled after READY or after pl_test_task_drop */
+    PL_ASSERT(!tt->dropped); /* polled after READY or after pl_test_cancel */
     tt->requested = true;
     tt->polled = false;
     pl_waker_slot_wake(&tt->driver_waker);
@@ -128,7 +128,7 @@ uint32_t pl_test_wakes(const pl_test_task *tt) { return tt->wakes; }
 
 uint32_t pl_test_waker_refs(const pl_test_task *tt) { return tt->refs; }
 
-void pl_test_task_drop(pl_test_task *tt)
+void pl_test_cancel(pl_test_task *tt)
 {
     if (!tt->dropped) {
         tt->dropped = true;
@@ -151,7 +151,7 @@ void pl__test_expect(pl_poll_result got, pl_poll_result want, const char *expr, 
 void pl__test_tasks_drop(pl_test *t)
 {
     for (pl_test_task *tt = t->tasks; tt != NULL; tt = tt->next) {
-        pl_test_task_drop(tt);
+        pl_test_cancel(tt);
     }
 }
 
