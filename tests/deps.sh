@@ -1,7 +1,7 @@
 # tests/deps.sh: installs the Debian packages pollen needs, if missing.
 # Sourced by tests/run-all.sh and scenarios/campaign.sh; safe to rerun.
 pollen_packages="meson ninja-build pkg-config gcc clang llvm libclang-rt-14-dev \
-libcriterion-dev libxxhash-dev libdw-dev python3"
+libcriterion-dev libxxhash-dev libdw-dev python3 python3-yaml"
 
 # Extra packages may be named: the tests want dwarves (pahole) too.
 pollen_install_deps() {
