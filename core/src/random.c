@@ -6,9 +6,16 @@
  * every other OS thread keeps production's generator. The generator is
  * splitmix64: a 64-bit state, one add and a mix per value, and any seed
  * (zero included) is good. Its state is per OS thread so that no lock
- * is needed and one thread's draws never change another's sequence. */
+ * is needed and one thread's draws never change another's sequence.
+ *
+ * fork() copies the forking thread's state into the child, which would
+ * then draw the parent's next values: two processes handing out the same
+ * "random" ids. A child handler (pthread_atfork, registered at the first
+ * seeding from entropy) makes the child seed itself afresh. A state the
+ * program seeded by pl_random_seed is the program's choice and is kept. */
 #include "pollen/random.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 
 #include "internal.h"
@@ -19,6 +26,20 @@ static _Thread_local const pl_random_ops *cur_ops;
 static _Thread_local void *cur_self;
 static _Thread_local uint64_t state;
 static _Thread_local bool seeded;
+static _Thread_local bool from_entropy; /* seeded by pl__random_entropy */
+
+/* The child's only thread is the one that forked: its copy is reseeded
+ * at its next draw. */
+static void reseed_in_child(void)
+{
+    if (from_entropy) {
+        seeded = false;
+    }
+}
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void register_atfork(void) { (void)pthread_atfork(NULL, NULL, reseed_in_child); }
 
 void pl_random_ops_install(const pl_random_ops *ops, void *self)
 {
@@ -31,12 +52,15 @@ void pl_random_seed(uint64_t seed)
 {
     state = seed;
     seeded = true;
+    from_entropy = false;
 }
 
 static uint64_t splitmix64(void)
 {
     if (!seeded) {
+        (void)pthread_once(&atfork_once, register_atfork);
         pl_random_seed(pl__random_entropy());
+        from_entropy = true;
     }
     state += 0x9e3779b97f4a7c15u;
     uint64_t z = state;

@@ -6,7 +6,9 @@
  *
  *   - in production, each OS thread has its own generator (splitmix64),
  *     seeded on its first use from the system's entropy (getrandom), or
- *     by pl_random_seed for a reproducible sequence;
+ *     by pl_random_seed for a reproducible sequence; a child of fork()
+ *     seeds its copy of an entropy-seeded generator afresh (it does not
+ *     repeat the parent's values), and keeps a pl_random_seed one;
  *   - under the simulator, every value is a recorded decision of the
  *     kind `random` (pollen/sim.h), drawn from the run's stream: a seed
  *     gives the same values every time, a replay file reproduces them,
