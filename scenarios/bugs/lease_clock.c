@@ -18,12 +18,18 @@
  * and the fixed twin would lose its lease too.
  *
  * BUG (bug_lease_clock): the elapsed time is computed from tv_nsec alone
- * (now.tv_nsec - last.tv_nsec), a classic slip: across a second boundary
- * it goes negative, so a worker that last renewed late in a second (at
- * 0.8 s, say) does not renew again before the next second's 0.8 s mark,
- * and the keeper revokes the lease while the worker is still working.
- * Finding: assertion (pl_always: the lease is renewed before it lapses).
- * The schedule needs no departure: any pacing crosses a second boundary.
+ * (now.tv_nsec - last.tv_nsec), a classic slip. tv_nsec stays below 1 s,
+ * so that difference is below 1 s - last.tv_nsec whatever the seconds
+ * say: a renewal whose tv_nsec is 0.8 s or more is the worker's last (its
+ * difference never reaches 200 ms again), and one earlier in its second
+ * is followed by another only if a step ends between 200 ms after it and
+ * the end of that second (past it, the difference is negative until the
+ * same point of a later second, 1.2 s on at the soonest). The keeper
+ * revokes the lease 300 ms after the last renewal, while the worker is
+ * still working. Finding: assertion (pl_always: the lease is renewed
+ * before it lapses). The schedule needs no departure: renewals 200 to
+ * 250 ms apart (steps of at most 50 ms) from the start of a second reach
+ * its 0.8 s within four, long before the 2.5 s of work are done.
  * FIX (fix_lease_clock): elapsed time in nanoseconds from both fields.
  */
 #include <stdlib.h>

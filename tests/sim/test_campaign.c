@@ -328,7 +328,7 @@ LEAK_TEST(campaign, without_the_check_nondeterminism_goes_unseen_in_both)
     assert_same(&selftest_nondet, &cr, &cf, true);
 }
 
-LEAK_TEST(campaign, the_old_entry_point_judges_pl_sometimes_too)
+LEAK_TEST(campaign, pl_sim_campaign_judges_pl_sometimes_too)
 {
     pl_campaign_result cr;
     cr_assert_eq(
