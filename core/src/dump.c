@@ -107,13 +107,22 @@ typedef enum task_seen {
     SEEN_PARKED,    /* polled: PENDING, the tree holds its backtrace */
     SEEN_WOKE,      /* polled: PENDING, and it woke itself (now runnable) */
     SEEN_COMPLETED, /* polled: READY (nobody had woken it) */
+    SEEN_CANCELLED, /* polled: PENDING, and it cancelled itself in that poll */
     SEEN_RUNNABLE,
     SEEN_RUNNING,
     SEEN_NOT_POLLED, /* parked, not polled: an observed executor, or a dump from a poll */
+    SEEN_FINISHED,   /* listed unfinished, then completed or cancelled by another
+                        task's dump poll before its turn: not polled */
 } task_seen;
+
+/* Whether the dump polled the task (JSON's polled_by_dump). */
+static bool polled_by_dump(task_seen s) { return s <= SEEN_CANCELLED; }
 
 static task_seen take_tree(pl_executor *ex, pl_task *t, dump_tree *d, bool may_poll)
 {
+    if (t->state >= TASK_DONE) {
+        return SEEN_FINISHED;
+    }
     if (t->state == TASK_RUNNING) {
         return SEEN_RUNNING;
     }
@@ -131,8 +140,11 @@ static task_seen take_tree(pl_executor *ex, pl_task *t, dump_tree *d, bool may_p
     tree_open(d, ((const pl_future *)(const void *)t->future)->vtable->name);
     pl_poll_result r = pl__executor_poll_watched(ex, t, &watch);
     PL_ASSERT(d->depth == 1);
-    if (r == PL_READY || t->state >= TASK_DONE) {
+    if (r == PL_READY) {
         return SEEN_COMPLETED;
+    }
+    if (t->state >= TASK_DONE) {
+        return SEEN_CANCELLED;
     }
     return t->state == TASK_SCHEDULED ? SEEN_WOKE : SEEN_PARKED;
 }
@@ -180,8 +192,9 @@ static bool counts_clones(const pl_executor *ex)
 
 static const char *state_name(task_seen s)
 {
-    static const char *const names[] = {"parked", "parked", "completed_in_dump",
-                                        "runnable", "running", "parked"};
+    static const char *const names[] = {"parked",   "parked",   "completed_in_dump",
+                                        "cancelled_in_dump", "runnable", "running",
+                                        "parked",   "finished_during_dump"};
     return names[s];
 }
 
@@ -194,8 +207,13 @@ static const char *seen_note(task_seen s)
     case SEEN_COMPLETED:
         return "; the dump's poll returned READY, so it completed: it could go on and "
                "nobody had woken it (a lost wakeup)";
+    case SEEN_CANCELLED:
+        return "; the dump's poll returned PENDING and cancelled the task";
     case SEEN_NOT_POLLED:
         return "; not polled by this dump: no backtrace";
+    case SEEN_FINISHED:
+        return "; finished during the dump (another task's dump poll completed or "
+               "cancelled it): not polled";
     default:
         return "";
     }
@@ -250,6 +268,12 @@ static void text_tree(FILE *out, const dump_tree *d, const char *indent)
     }
 }
 
+/* A task still parked (or parked until the dump's own poll woke it). */
+static bool shows_park_time(task_seen s)
+{
+    return s == SEEN_PARKED || s == SEEN_WOKE || s == SEEN_NOT_POLLED;
+}
+
 static void text_task(FILE *out, pl_executor *ex, pl_task *t, task_seen seen, const dump_tree *d)
 {
     fprintf(out, "task #%" PRIu32 " '%s'", t->id, pl_task_name(t));
@@ -263,8 +287,7 @@ static void text_task(FILE *out, pl_executor *ex, pl_task *t, task_seen seen, co
         }
     }
     fprintf(out, "\n  state: %s", state_name(seen));
-    if (ex->rec != NULL && seen != SEEN_RUNNABLE && seen != SEEN_RUNNING &&
-        seen != SEEN_COMPLETED) {
+    if (ex->rec != NULL && shows_park_time(seen)) {
         char since[32];
         fmt_ms(since, sizeof since, pl_now(ex) - task_track_of(t)->parked_ns);
         fprintf(out, " for %s", since);
@@ -342,7 +365,7 @@ static void json_task(FILE *out, pl_executor *ex, pl_task *t, task_seen seen, co
     fprintf(out, "%s{\"id\":%" PRIu32 ",\"name\":", first ? "" : ",", t->id);
     json_str(out, pl_task_name(t));
     fprintf(out, ",\"state\":\"%s\",\"polled_by_dump\":%s,\"spawned_at\":", state_name(seen),
-            seen <= SEEN_COMPLETED ? "true" : "false");
+            polled_by_dump(seen) ? "true" : "false");
     const task_track *k = ex->rec != NULL ? task_track_of(t) : NULL;
     if (k != NULL) {
         json_spawn_site(out, k->where, k->func);
@@ -350,7 +373,7 @@ static void json_task(FILE *out, pl_executor *ex, pl_task *t, task_seen seen, co
         fputs("null", out);
     }
     fputs(",\"parked_since_ns\":", out);
-    if (k != NULL && (seen == SEEN_PARKED || seen == SEEN_WOKE || seen == SEEN_NOT_POLLED)) {
+    if (k != NULL && shows_park_time(seen)) {
         fprintf(out, "%" PRId64, k->parked_ns);
     } else {
         fputs("null", out);
@@ -421,6 +444,10 @@ static pl_task **list_tasks(pl_executor *ex, size_t cap, size_t *n)
 
 int pl_executor_dump(pl_executor *ex, FILE *out, pl_dump_format format)
 {
+    /* The cached clock may be a long wait old (tick reads it lazily):
+     * the dump's time and each "parked for" are measured from now. */
+    ex->now_stale = true;
+    (void)pl_now(ex);
     size_t n = 0;
     size_t cap = ex->live + 1; /* a dump poll may change ex->live */
     pl_task **list = list_tasks(ex, cap, &n);

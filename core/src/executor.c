@@ -256,7 +256,10 @@ void pl_executor_stop(pl_executor *ex)
 }
 
 /* The interrupt byte, tested between polls (executor_internal.h). */
-static inline uint8_t interrupted(const pl_executor *ex) { return ex->interrupt; }
+static inline uint8_t interrupted(const pl_executor *ex)
+{
+    return __atomic_load_n(&ex->interrupt, __ATOMIC_RELAXED);
+}
 
 size_t pl__executor_runnable_ids(const pl_executor *ex, uint32_t *ids, size_t max)
 {
@@ -295,14 +298,16 @@ const pl_observer *pl__executor_observer(const pl_executor *ex, void **ud)
 /* ---- Polling ---------------------------------------------------------- */
 
 /* A recording executor's poll event (a PENDING, a READY or a probe's),
- * and the time a parked task parked. `t` is gone after a READY: only
- * its id and polls are read then. */
+ * and the time a parked task parked. A probe (a dump's poll among them)
+ * is spurious: the task was parked before it and stays parked since
+ * then, so its park time stays. `t` is gone after a READY: only its id
+ * and polls are read then. */
 static inline void record_poll(pl_executor *ex, pl_task *t, uint32_t id, uint32_t polls,
                                pl_poll_result r, bool probe)
 {
     uint32_t kind = probe ? PL__REC_PROBE : r == PL_READY ? PL__REC_READY : PL__REC_PENDING;
     pl__rec(ex, kind, id, polls, 0);
-    if (r == PL_PENDING) {
+    if (r == PL_PENDING && !probe) {
         task_track_of(t)->parked_ns = ex->now;
     }
 }

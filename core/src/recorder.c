@@ -3,9 +3,11 @@
  * The text lines follow the simulator's timeline (`pollen replay FILE
  * --trace`): event number where the simulator prints its step, time in
  * ms, kind, task#id, then the arguments with the timeline's labels, so a
- * production incident reads like a simulated schedule. The signal-safe
- * writer formats by hand: snprintf is not async-signal-safe.
+ * production incident reads like a simulated schedule. One formatter,
+ * by hand (snprintf is not async-signal-safe), serves the stdio writer
+ * and the signal-safe one, so both write the same lines.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,10 +18,20 @@
 int pl__recorder_create(pl_executor *ex, uint32_t events)
 {
     PL_ASSERT(events > 0);
+    /* The capacity is a uint32_t power of two, so at most 2^31, and the
+     * ring's bytes must fit a size_t (a 32-bit one may not hold them). */
+    if (events > (UINT32_C(1) << 31)) {
+        return PL_EINVAL;
+    }
     uint32_t cap = 1;
-    while (cap < events && cap <= UINT32_MAX / 2) {
+    while (cap < events) {
         cap *= 2;
     }
+#if SIZE_MAX <= UINT32_MAX /* 2^31 events of 32 bytes fit a 64-bit size_t */
+    if (cap > SIZE_MAX / sizeof(pl__rec_event)) {
+        return PL_EINVAL;
+    }
+#endif
     pl__recorder *r = pl_alloc(ex, sizeof *r);
     if (r == NULL) {
         return PL_ENOMEM;
@@ -114,44 +126,6 @@ size_t pl_executor_recorder_events(const pl_executor *ex, pl_recorder_event *out
     return n;
 }
 
-/* ---- Text through stdio (a dump's tail) ------------------------------------ */
-
-static void write_task(FILE *out, const char *label, uint64_t id, bool is_task)
-{
-    if (is_task) {
-        if (id == 0) {
-            fprintf(out, " %s=-", label);
-        } else {
-            fprintf(out, " %s=#%" PRIu64, label, id);
-        }
-        return;
-    }
-    fprintf(out, " %s=%" PRIu64, label, id);
-}
-
-void pl__recorder_write_text(const pl_executor *ex, FILE *out, const char *indent)
-{
-    const pl__recorder *r = ex->rec;
-    uint64_t from = first_kept(r);
-    if (from > 0) {
-        fprintf(out, "%s(%" PRIu64 " earlier events not kept)\n", indent, from);
-    }
-    for (uint64_t i = from; i < r->next; i++) {
-        const pl__rec_event *e = &r->ring[i & r->mask];
-        rec_label l = label_of(e->kind);
-        fprintf(out, "%s%8" PRIu64 " %6" PRId64 ".%03" PRId64 "ms %-12s task#%-7" PRIu32, indent,
-                i + 1, e->time_ns / PL_MS, (e->time_ns % PL_MS) / PL_US,
-                pl__rec_kind_name(e->kind), e->task);
-        if (l.a != NULL) {
-            write_task(out, l.a, e->a, l.a_task);
-        }
-        if (l.b != NULL) {
-            write_task(out, l.b, e->b, l.b_task);
-        }
-        fputc('\n', out);
-    }
-}
-
 void pl__recorder_write_json(const pl_executor *ex, FILE *out)
 {
     const pl__recorder *r = ex->rec;
@@ -167,7 +141,9 @@ void pl__recorder_write_json(const pl_executor *ex, FILE *out)
     fputc(']', out);
 }
 
-/* ---- Text through write(2) (a crash handler) -------------------------------- */
+/* ---- A text line, formatted by hand ------------------------------------------
+ * One formatter for both writers, so the dump's tail and a crash
+ * handler's output are the same lines. */
 
 /* A line under construction on the stack. */
 typedef struct line_buf {
@@ -199,10 +175,23 @@ static void put_u64(line_buf *l, uint64_t v, size_t width)
     }
 }
 
+/* Spaces up to column `from + width` (left alignment, as %-Ns). */
+static void pad_to(line_buf *l, size_t from, size_t width)
+{
+    while (l->len < from + width && l->len < sizeof l->text) {
+        l->text[l->len++] = ' ';
+    }
+}
+
+/* A task argument is #id, or - for none (id 0). */
 static void put_arg(line_buf *l, const char *label, uint64_t v, bool is_task)
 {
     put_str(l, " ");
     put_str(l, label);
+    if (is_task && v == 0) {
+        put_str(l, "=-");
+        return;
+    }
     put_str(l, is_task ? "=#" : "=");
     put_u64(l, v, 0);
 }
@@ -219,9 +208,13 @@ static void format_event(line_buf *l, uint64_t seq, const pl__rec_event *e)
     put_str(l, us < 100 ? (us < 10 ? "00" : "0") : "");
     put_u64(l, us, 0);
     put_str(l, "ms ");
+    size_t column = l->len;
     put_str(l, pl__rec_kind_name(e->kind));
+    pad_to(l, column, 12);
     put_str(l, " task#");
+    column = l->len;
     put_u64(l, e->task, 0);
+    pad_to(l, column, 7);
     rec_label lb = label_of(e->kind);
     if (lb.a != NULL) {
         put_arg(l, lb.a, e->a, lb.a_task);
@@ -232,10 +225,32 @@ static void format_event(line_buf *l, uint64_t seq, const pl__rec_event *e)
     put_str(l, "\n");
 }
 
+/* ---- The two writers: stdio (a dump's tail), write(2) (a crash handler) ---- */
+
+void pl__recorder_write_text(const pl_executor *ex, FILE *out, const char *indent)
+{
+    const pl__recorder *r = ex->rec;
+    uint64_t from = first_kept(r);
+    if (from > 0) {
+        fprintf(out, "%s(%" PRIu64 " earlier events not kept)\n", indent, from);
+    }
+    line_buf l;
+    for (uint64_t i = from; i < r->next; i++) {
+        format_event(&l, i + 1, &r->ring[i & r->mask]);
+        fputs(indent, out);
+        fwrite(l.text, 1, l.len, out);
+    }
+}
+
+/* A signal landing in a handler's write(2) interrupts it before it wrote
+ * anything: that write is retried, any other failure ends the output. */
 static int write_all(int fd, const char *p, size_t n)
 {
     while (n > 0) {
         ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) {
+            continue;
+        }
         if (w <= 0) {
             return PL_EIO;
         }
@@ -251,11 +266,13 @@ int pl_executor_recorder_write(const pl_executor *ex, int fd)
     if (r == NULL) {
         return PL_EIO;
     }
+    int saved = errno; /* a signal handler must leave errno as it found it */
     line_buf l;
     int rc = 0;
     for (uint64_t i = first_kept(r); i < r->next && rc == 0; i++) {
         format_event(&l, i + 1, &r->ring[i & r->mask]);
         rc = write_all(fd, l.text, l.len);
     }
+    errno = saved;
     return rc;
 }

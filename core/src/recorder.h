@@ -4,10 +4,11 @@
  * in place: recording an event is five stores and an increment (the
  * clock is read once per tick), and nothing is ever allocated after
  * pl_executor_create. Only executors created with
- * recorder_events > 0 have one (ex->rec); every recording call is behind
- * an ex->rec test on a path production executors do not take (the
- * observed poll, the checking waker), or on a rare one (a timer's fire,
- * an I/O readiness).
+ * recorder_events > 0 have one (ex->rec); every recording call is on a
+ * path an executor without one does not take (run_ready_rec's copy of
+ * the fast poll, the observed poll, the checking waker), or behind an
+ * ex->rec test on a rare one (a spawn, a remote wake, a timer's fire, an
+ * I/O readiness).
  */
 #ifndef POLLEN_RECORDER_H
 #define POLLEN_RECORDER_H
@@ -46,11 +47,11 @@ struct pl__recorder {
 PL_INTERNAL int pl__recorder_create(pl_executor *ex, uint32_t events);
 PL_INTERNAL void pl__recorder_destroy(pl_executor *ex);
 
-/* The name of a recorded kind ("poll", "wake", ...). */
+/* The name of a recorded kind ("pending", "wake", ...). */
 PL_INTERNAL const char *pl__rec_kind_name(uint32_t kind);
 
 /* Writes the ring as text lines to `out` (a task dump's tail), each
- * prefixed by `indent`. */
+ * prefixed by `indent`: the lines pl_executor_recorder_write writes. */
 PL_INTERNAL void pl__recorder_write_text(const pl_executor *ex, FILE *out, const char *indent);
 
 /* Writes the ring as a JSON array of {seq, time_ns, event, task_id, a, b}. */

@@ -21,6 +21,22 @@ static void notify_wake(pl_executor *ex, pl_task *t, uint32_t gen, bool by_ref,
     }
 }
 
+/* A recorder's wake. Under the fast waker, a poll's wakes are found in
+ * the queue after it (run_ready_rec): here are only those from outside
+ * polls (remote wakes). Under this file's checking waker (an observed,
+ * rotating or deciding executor: never production's) they are recorded
+ * as they happen, so they too come before their poll's pending or
+ * ready; one from outside a poll says by 0. */
+static void record_wake(pl_executor *ex, const pl_task *t)
+{
+    if (ex->running == NULL) {
+        pl__rec(ex, PL__REC_WAKE, t->id, 0, 0);
+    } else if (ex->waker_vtable != &pl__fast_waker_vtable) {
+        (void)pl_now(ex); /* the event's time: a tick may leave it unread */
+        pl__rec(ex, PL__REC_WAKE, t->id, 0, ex->running->id);
+    }
+}
+
 /* The one place a task becomes runnable: dedupes, defers wakes during the
  * task's own poll, ignores finished tasks and (under rotation) wakers a
  * later poll superseded. */
@@ -45,10 +61,8 @@ void pl__task_wake(pl_task *t, uint32_t gen, bool by_ref)
     if (ex->obs != NULL) {
         notify_wake(ex, t, gen, by_ref, outcome);
     }
-    /* A recorder's wakes made by a poll are found after it (run_ready_rec);
-     * this one records those from outside polls (remote wakes). */
-    if (ex->rec != NULL && outcome == PL_WAKE_SCHEDULED && ex->running == NULL) {
-        pl__rec(ex, PL__REC_WAKE, t->id, 0, 0);
+    if (ex->rec != NULL && (outcome == PL_WAKE_SCHEDULED || outcome == PL_WAKE_DURING_POLL)) {
+        record_wake(ex, t);
     }
 }
 

@@ -5,6 +5,7 @@
  * a branch that is READY must not show. */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +13,10 @@
 #include <unistd.h>
 
 #include <pollen/pollen.h>
+#include <pollen/testing.h>
 
 #include "leakcheck.h"
+#include "manual_system.h"
 
 TestSuite(dump, .fini = pl_test_leak_check);
 
@@ -201,6 +204,95 @@ Test(dump, unwoken_ready_task_completes_in_the_dump)
     pl_executor_destroy(ex);
 }
 
+/* ---- Tasks that finish during the dump ------------------------------------ */
+
+/* Parks without a waker; from its second poll on (the dump's) it cancels
+ * *target, which may be itself. */
+typedef struct canceller {
+    pl_future base;
+    pl_task *const *target;
+    int polls;
+} canceller;
+
+static pl_poll_result canceller_poll(pl_future *f, pl_context *cx)
+{
+    (void)cx;
+    canceller *self = (canceller *)f;
+    if (++self->polls >= 2) {
+        pl_task_cancel(*self->target);
+    }
+    return PL_PENDING;
+}
+
+static const pl_future_vtable canceller_vtable = {"canceller", canceller_poll, NULL};
+
+static const bool never_open = false;
+
+/* Task #1 a canceller of task #2, a gate that stays shut; both parked. */
+static pl_executor *canceller_and_victim(pl_task **victim)
+{
+    pl_executor *ex;
+    cr_assert_eq(pl_executor_create(&ex, NULL), 0);
+    canceller c = {PL_FUTURE_INIT(&canceller_vtable), victim, 0};
+    cr_assert_eq(PL_SPAWN(ex, c, "canceller", NULL), 0);
+    gate g = {PL_FUTURE_INIT(&gate_vtable), &never_open};
+    cr_assert_eq(PL_SPAWN(ex, g, "victim", victim), 0);
+    cr_assert_eq(pl_run(ex), PL_EDEADLK);
+    return ex;
+}
+
+/* Task #1's dump poll cancels task #2, listed unfinished when the dump
+ * began: its turn finds it finished, and the dump says so instead of
+ * polling it (a poll of it would abort). */
+Test(dump, a_task_finished_by_an_earlier_dump_poll_is_not_polled)
+{
+    pl_task *victim = NULL;
+    pl_executor *ex = canceller_and_victim(&victim);
+    char *text = dump_of(ex, PL_DUMP_TEXT, 0);
+    cr_assert_not_null(strstr(text, "task #1 'canceller'\n  state: parked\n"), "%s", text);
+    cr_assert_not_null(strstr(text, "task #2 'victim'\n  state: finished_during_dump; finished "
+                                    "during the dump"),
+                       "%s", text);
+    free(text);
+    char *json = dump_of(ex, PL_DUMP_JSON, 0); /* #2 is gone by now */
+    cr_assert_not_null(strstr(json, "\"unfinished\":1,"), "%s", json);
+    free(json);
+    pl_task_release(victim);
+    pl_executor_destroy(ex);
+}
+
+Test(dump, a_task_finished_during_the_dump_in_json)
+{
+    pl_task *victim = NULL;
+    pl_executor *ex = canceller_and_victim(&victim);
+    char *json = dump_of(ex, PL_DUMP_JSON, 0);
+    cr_assert_not_null(strstr(json, "\"name\":\"victim\",\"state\":\"finished_during_dump\","
+                                    "\"polled_by_dump\":false,"),
+                       "%s", json);
+    free(json);
+    pl_task_release(victim);
+    pl_executor_destroy(ex);
+}
+
+/* A task that cancels itself in the dump's poll returned PENDING: it is
+ * no lost wakeup, and the dump does not call it one. */
+Test(dump, a_task_cancelling_itself_in_the_dump_poll_is_no_lost_wakeup)
+{
+    pl_executor *ex;
+    cr_assert_eq(pl_executor_create(&ex, NULL), 0);
+    pl_task *self = NULL;
+    canceller c = {PL_FUTURE_INIT(&canceller_vtable), &self, 0};
+    cr_assert_eq(PL_SPAWN(ex, c, "quitter", &self), 0);
+    cr_assert_eq(pl_run(ex), PL_EDEADLK);
+    char *text = dump_of(ex, PL_DUMP_TEXT, 0);
+    cr_assert_not_null(strstr(text, "task #1 'quitter'\n  state: cancelled_in_dump; "), "%s", text);
+    cr_assert_null(strstr(text, "lost wakeup"), "%s", text);
+    free(text);
+    cr_assert_eq(pl_executor_live_tasks(ex), 0);
+    pl_task_release(self);
+    pl_executor_destroy(ex);
+}
+
 /* ---- A dump requested from a signal handler, served by pl_run ---------- */
 
 static pl_executor *signalled;
@@ -211,26 +303,70 @@ static void on_usr1(int sig)
     pl_executor_request_dump(signalled);
 }
 
-typedef struct sleeper {
-    pl_future base;
-    pl_sleep sleep;
-} sleeper;
+/* The parked task's leaf. Its first poll hands a remote waker to the
+ * killer thread; a later poll before the killer released it is the
+ * dump's (nobody woke it), and tells the killer the dump is being
+ * written. So the order is fixed whatever the threads' timing: parked,
+ * signal, dump, wake, completion. */
+typedef struct signal_plot {
+    sem_t parked;
+    sem_t dumped;
+    pl_remote_waker *rw;
+    int released; /* set by the killer before it wakes the task */
+} signal_plot;
 
-static pl_poll_result sleeper_poll(pl_future *f, pl_context *cx)
+typedef struct remote_leaf {
+    pl_future base;
+    signal_plot *plot;
+    bool armed;
+} remote_leaf;
+
+static pl_poll_result remote_leaf_poll(pl_future *f, pl_context *cx)
 {
-    sleeper *self = (sleeper *)f;
+    remote_leaf *self = (remote_leaf *)f;
+    if (!self->armed) {
+        self->armed = true;
+        cr_assert_eq(pl_remote_waker_create(cx, &self->plot->rw), 0);
+        sem_post(&self->plot->parked);
+        return PL_PENDING;
+    }
+    if (__atomic_load_n(&self->plot->released, __ATOMIC_ACQUIRE)) {
+        return PL_READY;
+    }
+    sem_post(&self->plot->dumped);
+    return PL_PENDING;
+}
+
+static const pl_future_vtable remote_leaf_vtable = {"remote", remote_leaf_poll, NULL};
+
+typedef struct parker {
+    pl_future base;
+    remote_leaf leaf;
+} parker;
+
+static pl_poll_result parker_poll(pl_future *f, pl_context *cx)
+{
+    parker *self = (parker *)f;
     PL_ASYNC_BEGIN(self);
-    self->sleep = pl_sleep_for(300 * PL_MS);
-    PL_AWAIT(cx, &self->sleep);
+    PL_AWAIT(cx, &self->leaf);
     PL_ASYNC_END;
 }
 
-static const pl_future_vtable sleeper_vtable = {"sleeper", sleeper_poll, NULL};
+static const pl_future_vtable parker_vtable = {"parker", parker_poll, NULL};
 
-static void *kill_soon(void *arg)
+typedef struct killer_arg {
+    pthread_t target;
+    signal_plot *plot;
+} killer_arg;
+
+static void *signal_then_release(void *arg)
 {
-    usleep(50 * 1000);
-    pthread_kill(*(pthread_t *)arg, SIGUSR1);
+    killer_arg *k = arg;
+    sem_wait(&k->plot->parked);
+    pthread_kill(k->target, SIGUSR1);
+    sem_wait(&k->plot->dumped);
+    __atomic_store_n(&k->plot->released, 1, __ATOMIC_RELEASE);
+    pl_remote_waker_wake(k->plot->rw);
     return NULL;
 }
 
@@ -247,20 +383,26 @@ Test(dump, signal_requests_a_dump_served_while_blocked)
     sa.sa_handler = on_usr1;
     sigemptyset(&sa.sa_mask);
     cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
-    sleeper s;
-    memset(&s, 0, sizeof s);
-    s.base = PL_FUTURE_INIT(&sleeper_vtable);
-    cr_assert_eq(PL_SPAWN(ex, s, "sleeper", NULL), 0);
-    pthread_t self = pthread_self();
+    signal_plot plot = {.rw = NULL, .released = 0};
+    cr_assert_eq(sem_init(&plot.parked, 0, 0), 0);
+    cr_assert_eq(sem_init(&plot.dumped, 0, 0), 0);
+    parker p;
+    memset(&p, 0, sizeof p);
+    p.base = PL_FUTURE_INIT(&parker_vtable);
+    p.leaf = (remote_leaf){PL_FUTURE_INIT(&remote_leaf_vtable), &plot, false};
+    cr_assert_eq(PL_SPAWN(ex, p, "parker", NULL), 0);
+    killer_arg k = {pthread_self(), &plot};
     pthread_t killer;
-    cr_assert_eq(pthread_create(&killer, NULL, kill_soon, &self), 0);
+    cr_assert_eq(pthread_create(&killer, NULL, signal_then_release, &k), 0);
     cr_assert_eq(pl_run(ex), 0);
     pthread_join(killer, NULL);
     signal(SIGUSR1, SIG_DFL);
+    sem_destroy(&plot.parked);
+    sem_destroy(&plot.dumped);
     fclose(out);
-    cr_assert_not_null(strstr(buf, "task #1 'sleeper'\n  state: parked"), "%s", buf);
-    cr_assert_not_null(strstr(buf, "    sleeper (test_dump.c:"), "%s", buf);
-    cr_assert_not_null(strstr(buf, "    `- sleep\n"), "%s", buf);
+    cr_assert_not_null(strstr(buf, "task #1 'parker'\n  state: parked"), "%s", buf);
+    cr_assert_not_null(strstr(buf, "    parker (test_dump.c:"), "%s", buf);
+    cr_assert_not_null(strstr(buf, "    `- remote\n"), "%s", buf);
     free(buf);
     pl_executor_destroy(ex);
 }
@@ -315,7 +457,9 @@ Test(dump, recorder_keeps_events_and_sites)
     }
     cr_assert_eq(ev[1].b, 1); /* the parent was woken by the child's poll */
 
-    /* The crash handler's writer: one line per kept event. */
+    /* The crash handler's writer: one line per kept event, the lines of
+     * the dump's tail (the dump's probe first: the ring then stays). */
+    char *tail = dump_of(ex, PL_DUMP_TEXT, 0);
     int fds[2];
     cr_assert_eq(pipe(fds), 0);
     cr_assert_eq(pl_executor_recorder_write(ex, fds[1]), 0);
@@ -326,6 +470,104 @@ Test(dump, recorder_keeps_events_and_sites)
     cr_assert_gt(got, 0);
     lines[got] = '\0';
     cr_assert_eq(count_of(lines, "\n"), 4, "%s", lines);
-    cr_assert_not_null(strstr(lines, "ms wake task#2 by=#1\n"), "%s", lines);
+    cr_assert_not_null(strstr(lines, "ms wake         task#2       by=#1\n"), "%s", lines);
+    for (char *line = strtok(lines, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+        char indented[256];
+        snprintf(indented, sizeof indented, "\n  %s\n", line);
+        cr_assert_not_null(strstr(tail, indented), "'%s' not in:\n%s", line, tail);
+    }
+    free(tail);
+    teardown(ex, &sh);
+}
+
+/* The ring's capacity is a power of two held in 32 bits: a larger count
+ * is refused, not silently shrunk. */
+Test(dump, recorder_events_above_2_31_are_invalid)
+{
+    pl_executor_options o;
+    pl_executor_options_default(&o);
+    o.recorder_events = (UINT32_C(1) << 31) + 1;
+    pl_executor *ex = NULL;
+    cr_assert_eq(pl_executor_create(&ex, &o), PL_EINVAL);
+    cr_assert_null(ex);
+}
+
+/* A notifier that wakes the child from inside its poll. */
+typedef struct notifier {
+    pl_future base;
+    pl_notify *b;
+} notifier;
+
+static pl_poll_result notifier_poll(pl_future *f, pl_context *cx)
+{
+    (void)cx;
+    pl_notify_one(((notifier *)f)->b);
+    return PL_READY;
+}
+
+static const pl_future_vtable notifier_vtable = {"notifier", notifier_poll, NULL};
+
+/* Under the checking waker (here: rotating wakers, as the simulator's)
+ * the recorder sees a poll's wakes too, before the poll's ready. */
+Test(dump, recorder_sees_a_poll_s_wakes_under_the_checking_waker)
+{
+    manual_system m = {.now_ns = 0};
+    pl_executor_testing_options t;
+    pl_executor_testing_options_default(&t);
+    t.rotate_wakers = true;
+    pl_executor_options o;
+    pl_executor_options_default(&o);
+    o.recorder_events = 64;
+    o.testing = &t;
+    pl_executor *ex = manual_executor(&m, false, &o);
+    cr_assert_not_null(ex);
+    shared sh;
+    spawn_join(ex, &sh);
+    cr_assert_eq(pl_run(ex), PL_EDEADLK);
+    notifier n = {PL_FUTURE_INIT(&notifier_vtable), &sh.b};
+    cr_assert_eq(PL_SPAWN(ex, n, "notifier", NULL), 0);
+    cr_assert_eq(pl_run(ex), PL_EDEADLK); /* the parent's gate stays shut */
+    pl_recorder_event ev[64];
+    size_t len = pl_executor_recorder_events(ex, ev, 64);
+    size_t wake = len, ready = len;
+    for (size_t i = 0; i < len; i++) {
+        if (strcmp(ev[i].kind, "wake") == 0 && ev[i].task == 1 && ev[i].b == 3) {
+            wake = i;
+        }
+        if (strcmp(ev[i].kind, "ready") == 0 && ev[i].task == 3 && ready == len) {
+            ready = i;
+        }
+    }
+    cr_assert_lt(wake, len, "no wake of #1 by #3");
+    cr_assert_lt(ready, len, "no ready of #3");
+    cr_assert_lt(wake, ready);
+    teardown(ex, &sh);
+}
+
+/* "parked for" counts from the task's last real PENDING to the dump's
+ * time: the dump reads the clock afresh (the executor's cached one is as
+ * old as the last tick), and its own poll (a probe) leaves the park time
+ * alone, so a second dump counts from the same park. */
+Test(dump, parked_for_counts_from_the_park_to_the_dump)
+{
+    manual_system m = {.now_ns = 1000 * PL_MS};
+    pl_executor_options o;
+    pl_executor_options_default(&o);
+    o.recorder_events = 16;
+    pl_executor *ex = manual_executor(&m, false, &o);
+    cr_assert_not_null(ex);
+    shared sh;
+    spawn_join(ex, &sh);
+    cr_assert_eq(pl_run(ex), PL_EDEADLK);
+    m.now_ns += 250 * PL_MS;
+    char *text = dump_of(ex, PL_DUMP_TEXT, 0);
+    cr_assert_not_null(strstr(text, "pollen task dump at 1250.000 ms"), "%s", text);
+    cr_assert_eq(count_of(text, "state: parked for 250.000 ms\n"), 2, "%s", text);
+    free(text);
+    m.now_ns += 150 * PL_MS;
+    char *json = dump_of(ex, PL_DUMP_JSON, 0);
+    cr_assert_not_null(strstr(json, "{\"time_ns\":1400000000,"), "%s", json);
+    cr_assert_eq(count_of(json, "\"parked_since_ns\":1000000000,"), 2, "%s", json);
+    free(json);
     teardown(ex, &sh);
 }

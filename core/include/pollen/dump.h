@@ -12,7 +12,10 @@
  * pollen/future.h). That is a spurious poll, which the poll contract
  * allows: a future must tolerate a poll it was not woken for. A task
  * whose dump poll returns READY completes there (it had been able to go
- * on and nobody woke it: a lost wakeup), and the dump says so. Runnable
+ * on and nobody woke it: a lost wakeup), and the dump says so; one that
+ * cancels itself in that poll is cancelled_in_dump, and one that another
+ * task's dump poll finished before its turn is finished_during_dump (not
+ * polled). Runnable
  * tasks are not polled (their next poll is a real one) and show no
  * backtrace; neither does the running task (a dump from inside a poll).
  *
@@ -65,8 +68,10 @@ void pl_executor_set_dump_output(pl_executor *ex, FILE *out, pl_dump_format form
 /* Asks for a dump, written at the executor's next tick (pl_run and
  * pl_block_on serve it between two polls, and wake a blocked wait for
  * it). Async-signal-safe and callable from any thread: a SIGUSR1 handler
- * may call it (docs/guide.md). An executor not inside pl_run serves it
- * when pl_run is next called. */
+ * may call it (docs/guide.md). It sets a bit and calls the system's
+ * remote_wake, which must then be async-signal-safe too (pollen/system.h;
+ * the real backend's is). An executor not inside pl_run serves it when
+ * pl_run is next called. */
 void pl_executor_request_dump(pl_executor *ex);
 
 /* ---- The flight recorder ------------------------------------------------ */
@@ -76,10 +81,12 @@ void pl_executor_request_dump(pl_executor *ex);
  * "probe"); `a` and `b` are as the simulator's timeline labels them:
  *   spawn      a = the spawning task (0: none)
  *   pending, ready, probe   a = the task's poll count (a dump's poll is a probe)
- *   wake       b = the task whose poll woke it (0: a remote wake); a poll's
- *              wakes come just before its pending or ready. A wake from
- *              outside any poll (a timer's is its timer_fire, an I/O
- *              readiness's its io_ready) is not recorded, but for remote wakes
+ *   wake       b = the task whose poll woke it (0: from outside any poll);
+ *              a poll's wakes come just before its pending or ready. Of the
+ *              wakes from outside any poll, a production executor records
+ *              remote wakes alone (a timer's shows as its timer_fire, an
+ *              I/O readiness's as its io_ready); an observed one records
+ *              them all
  *   timer_fire task = the task it wakes (0: none), a = the timer's arming
  *              number, b = how late it fired (ns)
  *   io_ready   a = the source's registration number, b = its PL_IO_* bits

@@ -55,9 +55,10 @@ typedef struct pl_executor_options {
     uint32_t recorder_events;     /* 0 (the default): no flight recorder. Otherwise
                                      the executor keeps its last recorder_events
                                      scheduling events (rounded up to a power of
-                                     two), and each task's spawn site, park time
-                                     and waker clones, for pollen/dump.h. Its cost
-                                     is in docs/performance.md */
+                                     two), and each task's spawn site and park
+                                     time, for pollen/dump.h. More than 2^31:
+                                     PL_EINVAL. Its cost is in
+                                     docs/performance.md */
     uint32_t reserved;            /* 0 (pl_executor_options_default): names the
                                      padding, whose bytes must be defined */
 } pl_executor_options;
@@ -67,7 +68,7 @@ void pl_executor_options_default(pl_executor_options *opts);
 
 /* Creates an executor. opts may be NULL (defaults). Returns 0, PL_ENOMEM,
  * PL_EINVAL (a system, an observer or testing options of another
- * version), PL_EAGAIN (no resources for
+ * version, or recorder_events above 2^31), PL_EAGAIN (no resources for
  * the executor's lock), or the real backend's error; on failure nothing
  * stays allocated. Every allocation of the executor goes through
  * opts->alloc, including the real backend it creates when opts->system
@@ -85,9 +86,10 @@ void pl_executor_destroy(pl_executor *ex);
  * `handle` is not NULL it receives a counted reference the caller must
  * release with pl_task_release (or hand to pl_join_make). `where` is
  * "file:line" and `func` the calling function (static strings, as the
- * pl_spawn macro passes them; either may be NULL: unknown). Only an
- * observer sees them (pl_observer.spawn_site), so production pays for two
- * constant arguments and nothing is stored in the task. Returns 0 or
+ * pl_spawn macro passes them; either may be NULL: unknown). An observer
+ * sees them (pl_observer.spawn_site) and an executor with a flight
+ * recorder keeps them for its dumps (pollen/dump.h); any other pays for
+ * two constant arguments and stores nothing in the task. Returns 0 or
  * PL_ENOMEM. Allowed from inside a poll. */
 int pl_spawn_at(pl_executor *ex, const pl_future *fut, size_t size, const char *name,
                 pl_task **handle, const char *where, const char *func);

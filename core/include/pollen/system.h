@@ -96,7 +96,10 @@ typedef struct pl_system_vtable {
      * executor take its fast paths. */
     uint32_t (*decide)(void *self, pl_decision_kind kind, uint32_t n, uint64_t key);
 
-    /* Thread-safe: makes a blocked or the next wait() return. */
+    /* Makes a blocked or the next wait() return. Thread-safe and
+     * async-signal-safe: pl_executor_request_dump (pollen/dump.h) calls
+     * it from signal handlers (and restores errno after), so it may
+     * neither lock nor allocate: the real backend writes to an eventfd. */
     void (*remote_wake)(void *self);
 
     /* I/O on handles. Every call is non-blocking and returns a
