@@ -192,9 +192,16 @@ static bool counts_clones(const pl_executor *ex)
 
 static const char *state_name(task_seen s)
 {
-    static const char *const names[] = {"parked",   "parked",   "completed_in_dump",
-                                        "cancelled_in_dump", "runnable", "running",
-                                        "parked",   "finished_during_dump"};
+    static const char *const names[] = {
+        [SEEN_PARKED] = "parked",
+        [SEEN_WOKE] = "parked",
+        [SEEN_COMPLETED] = "completed_in_dump",
+        [SEEN_CANCELLED] = "cancelled_in_dump",
+        [SEEN_RUNNABLE] = "runnable",
+        [SEEN_RUNNING] = "running",
+        [SEEN_NOT_POLLED] = "parked",
+        [SEEN_FINISHED] = "finished_during_dump",
+    };
     return names[s];
 }
 

@@ -38,8 +38,7 @@ Test(random, a_forked_child_does_not_repeat_the_parent_s_values)
     (void)pl_random_u64(); /* seeded from entropy before the fork */
     uint64_t parent, child;
     draw_across_fork(&parent, &child);
-    cr_assert_neq(parent, child, "parent and child both drew %llu",
-                  (unsigned long long)parent);
+    cr_assert_neq(parent, child, "parent and child both drew %llu", (unsigned long long)parent);
 }
 
 Test(random, a_seeded_generator_is_kept_across_fork)
