@@ -11,10 +11,15 @@
 # the CLI calls isolate/cpu_budget.c (the shrinker gets its candidate
 # runner as a parameter). Objects are named as meson spells them, the
 # folder joined with '_' (src_isolate_guard.c.o: isolate_guard.c).
-# Prints the graph's edges ("caller callee") with -v. The library must
-# be static (the default); a shared build skips (exit 77).
+# The checkers stay apart: a checker (check_F.c, or check_F_*.c of the
+# same family F) neither calls another family's checker nor includes its
+# header, and the world (sim.c) calls no checker and includes no
+# checker's header: it reaches them through the judges the run installs
+# (pl__sim_judges). Prints the graph's edges ("caller callee") with -v.
+# The library must be static (the default); a shared build skips (exit
+# 77). SIM_SRC (sim/src) is where the include rules read the sources.
 #
-# Usage: check_sim_graph.sh [-v] LIBPOLLEN_SIM_A
+# Usage: check_sim_graph.sh [-v] LIBPOLLEN_SIM_A SIM_SRC
 set -eu
 
 verbose=0
@@ -22,7 +27,8 @@ if [ "${1:-}" = "-v" ]; then
     verbose=1
     shift
 fi
-lib=${1:?usage: check_sim_graph.sh [-v] libpollen-sim.a}
+lib=${1:?usage: check_sim_graph.sh [-v] libpollen-sim.a sim/src}
+src=${2:?usage: check_sim_graph.sh [-v] libpollen-sim.a sim/src}
 case $lib in
 *.a) ;;
 *) echo "check_sim_graph: $lib is not a static library: skipped"; exit 77 ;;
@@ -64,10 +70,25 @@ bad2=$(awk '$1 ~ /^(fork|vfork|waitpid|wait|kill|setitimer|sigaction|signal|pipe
 # isolate/cpu_budget.c is the CLI's: no library file calls it.
 bad3=$(awk '$2 == "isolate_cpu_budget.c" && $1 !~ /^(cli|isolate)_/ {
                    print $1 " calls isolate/cpu_budget.c" }' "$tmp/edges")
-bad=$(printf '%s\n%s\n%s\n' "$bad" "$bad2" "$bad3" | sed '/^$/d')
+# Checkers apart, and the world above none: by calls...
+family() { echo "$1" | sed -n 's/^check_\([a-z]*\).*/\1/p'; }
+bad4=$(awk 'function fam(f) { return f ~ /^check_[a-z]+/ ? substr(f, 7, match(substr(f, 7), /[_.]/) - 1) : "" }
+           { ff = fam($1); ft = fam($2) }
+           ft != "" && ($1 == "sim.c" || (ff != "" && ff != ft)) { print $1 " calls " $2 }' \
+      "$tmp/edges")
+# ... and by includes.
+bad5=$(for f in "$src"/check_*.c "$src"/sim.c; do
+           name=$(basename "$f")
+           ff=$(family "$name")
+           sed -n 's/^#include "\(check_[a-z_]*\.h\)".*/\1/p' "$f" | while read -r h; do
+               fh=$(family "$h")
+               if [ "$name" = sim.c ] || [ "$fh" != "$ff" ]; then echo "$name includes $h"; fi
+           done
+       done)
+bad=$(printf '%s\n%s\n%s\n%s\n%s\n' "$bad" "$bad2" "$bad3" "$bad4" "$bad5" | sed '/^$/d')
 if [ -n "$bad" ]; then
     echo "check_sim_graph: against the layout (docs/internals.md, sim/src):" >&2
     echo "$bad" >&2
     exit 1
 fi
-echo "check_sim_graph: $(wc -l < "$tmp/edges") edges, no cycle"
+echo "check_sim_graph: $(wc -l < "$tmp/edges") edges, no cycle, checkers apart"

@@ -14,7 +14,7 @@
  * operation where a timeout or a select puts its timer last. A child
  * that completed takes any path through it with it.
  *
- * Chains are interned (s->chains): a task names its chain by index, so a
+ * Chains are interned (s->bt.chains): a task names its chain by index, so a
  * million tasks parked at one await cost a million indices and one
  * chain, and the common poll (parked where it parked before) compares
  * one chain and stores nothing. Log-only: nothing here enters the trace
@@ -27,6 +27,8 @@
 #include <string.h>
 
 #include "backtrace.h"
+#include "grow.h"
+#include "sim_internal.h"
 
 static uint32_t kept_of(const pl__chain *c) { return pl__bt_kept(c->len); }
 
@@ -72,79 +74,79 @@ static uint64_t chain_hash(const pl__chain *c)
 /* A hash already taken by another chain leaves that one unindexed: it
  * is stored again when met again, which costs memory, not truth. Out of
  * memory likewise. */
-static void index_one(pl__sim *s, uint64_t h, size_t at)
+static void index_one(pl__bt *b, uint64_t h, size_t at)
 {
     uint32_t other;
-    if (!pl__hashmap_get(&s->chain_index, h, &other)) {
-        (void)pl__hashmap_put(&s->chain_index, h, (uint32_t)at);
+    if (!pl__hashmap_get(&b->chain_index, h, &other)) {
+        (void)pl__hashmap_put(&b->chain_index, h, (uint32_t)at);
     }
 }
 
-static void index_all(pl__sim *s)
+static void index_all(pl__bt *b)
 {
-    for (size_t i = 0; i < s->chains_len; i++) {
-        index_one(s, chain_hash(&s->chains[i]), i);
+    for (size_t i = 0; i < b->chains_len; i++) {
+        index_one(b, chain_hash(&b->chains[i]), i);
     }
 }
 
 /* The slow path of pl__bt_park (backtrace.h). */
-static void park_new(pl__sim *s, pl__task_info *ti);
+static void park_new(pl__bt *b, pl__task_info *ti);
 
-void pl__bt_parked(pl__sim *s, pl__task_info *ti)
+void pl__bt_parked(pl__bt *b, pl__task_info *ti)
 {
     uint32_t before = ti->chain;
-    park_new(s, ti);
+    park_new(b, ti);
     if (ti->chain != before) {
         ti->chain_prev = before;
     }
 }
 
-static void park_new(pl__sim *s, pl__task_info *ti)
+static void park_new(pl__bt *b, pl__task_info *ti)
 {
-    PL__SIM_ASSERT(s->depth == 0 && s->path_top == 0 && s->path.len > 0);
-    if (ti->chain != 0 && chain_equal(&s->chains[ti->chain - 1], &s->path)) {
+    PL__SIM_ASSERT(b->depth == 0 && b->path_top == 0 && b->path.len > 0);
+    if (ti->chain != 0 && chain_equal(&b->chains[ti->chain - 1], &b->path)) {
         return;
     }
     uint64_t h = 0;
     uint32_t at;
-    if (s->chains_len <= CHAINS_SCANNED) {
+    if (b->chains_len <= CHAINS_SCANNED) {
         /* Most runs know a few chains: a scan costs less than hashing. */
-        for (at = 0; at < s->chains_len; at++) {
-            if (chain_equal(&s->chains[at], &s->path)) {
+        for (at = 0; at < b->chains_len; at++) {
+            if (chain_equal(&b->chains[at], &b->path)) {
                 ti->chain = at + 1;
                 return;
             }
         }
     } else {
-        h = chain_hash(&s->path);
-        if (pl__hashmap_get(&s->chain_index, h, &at) && chain_equal(&s->chains[at], &s->path)) {
+        h = chain_hash(&b->path);
+        if (pl__hashmap_get(&b->chain_index, h, &at) && chain_equal(&b->chains[at], &b->path)) {
             ti->chain = at + 1;
             return;
         }
     }
     /* Out of memory the task has no backtrace: a report shows none. */
     ti->chain = 0;
-    if (s->chains_len >= UINT32_MAX - 1 ||
-        pl__grow_append((void **)&s->chains, &s->chains_cap, s->chains_len + 1,
-                        sizeof *s->chains, 16, 0) != 0) {
+    if (b->chains_len >= UINT32_MAX - 1 ||
+        pl__grow_append((void **)&b->chains, &b->chains_cap, b->chains_len + 1, sizeof *b->chains,
+                        16, 0) != 0) {
         return;
     }
-    s->chains[s->chains_len] = s->path;
-    ti->chain = (uint32_t)++s->chains_len;
-    if (s->chains_len == CHAINS_SCANNED + 1) {
-        index_all(s); /* from here on, chains are looked up by hash */
-    } else if (s->chains_len > CHAINS_SCANNED + 1) {
-        index_one(s, h, s->chains_len - 1);
+    b->chains[b->chains_len] = b->path;
+    ti->chain = (uint32_t)++b->chains_len;
+    if (b->chains_len == CHAINS_SCANNED + 1) {
+        index_all(b); /* from here on, chains are looked up by hash */
+    } else if (b->chains_len > CHAINS_SCANNED + 1) {
+        index_one(b, h, b->chains_len - 1);
     }
 }
 
-void pl__bt_free(pl__sim *s)
+void pl__bt_free(pl__bt *b)
 {
-    free(s->chains);
-    s->chains = NULL;
-    s->chains_len = 0;
-    s->chains_cap = 0;
-    pl__hashmap_free(&s->chain_index);
+    free(b->chains);
+    b->chains = NULL;
+    b->chains_len = 0;
+    b->chains_cap = 0;
+    pl__hashmap_free(&b->chain_index);
 }
 
 /* ---- Text ------------------------------------------------------------ */
@@ -167,10 +169,10 @@ void pl__bt_spawn_text(const pl__task_info *ti, char *buf, size_t len)
 
 static const pl__chain *chain_of(const pl__sim *s, uint32_t id)
 {
-    if (id == 0 || id > s->tasks_spawned || s->tasks[id].chain == 0) {
+    if (id == 0 || id > s->tasks.spawned || s->tasks.info[id].chain == 0) {
         return NULL;
     }
-    return &s->chains[s->tasks[id].chain - 1];
+    return &s->bt.chains[s->tasks.info[id].chain - 1];
 }
 
 void pl__bt_chain_text(const pl__sim *s, uint32_t id, char *buf, size_t len)
@@ -214,15 +216,15 @@ void pl__bt_append(const pl__sim *s, uint32_t id, const char *indent, char *buf,
 void pl__bt_note(pl__sim *s, bool fresh, uint32_t id)
 {
     pl_finding *fd = &s->finding;
-    if (!fresh || fd->kind == PL_FINDING_NONE || fd->tasks_len >= PL_FINDING_TASKS_MAX ||
-        id == 0 || id > s->tasks_spawned) {
+    if (!fresh || fd->kind == PL_FINDING_NONE || fd->tasks_len >= PL_FINDING_TASKS_MAX || id == 0 ||
+        id > s->tasks.spawned) {
         return;
     }
-    const pl__task_info *ti = &s->tasks[id];
+    const pl__task_info *ti = &s->tasks.info[id];
     pl_finding_task *ft = &fd->tasks[fd->tasks_len++];
     memset(ft, 0, sizeof *ft);
     ft->id = id;
-    snprintf(ft->name, sizeof ft->name, "%s", pl__run_name_of(s, id));
+    snprintf(ft->name, sizeof ft->name, "%s", pl__tasks_name_of(s, id));
     ft->spawn_site = ti->kind->where != NULL ? base_name(ti->kind->where) : NULL;
     ft->spawn_function = ti->kind->func;
     const pl__chain *c = chain_of(s, id);
@@ -241,7 +243,7 @@ void pl__bt_note(pl__sim *s, bool fresh, uint32_t id)
 
 void pl__bt_describe(pl__sim *s, bool fresh, uint32_t id)
 {
-    if (!fresh || s->finding.kind == PL_FINDING_NONE || id == 0 || id > s->tasks_spawned) {
+    if (!fresh || s->finding.kind == PL_FINDING_NONE || id == 0 || id > s->tasks.spawned) {
         return;
     }
     pl__bt_note(s, true, id);
@@ -249,11 +251,11 @@ void pl__bt_describe(pl__sim *s, bool fresh, uint32_t id)
     size_t len = sizeof s->finding.message;
     size_t used = strlen(msg);
     pl__bt_append(s, id, "  ", msg, len, &used);
-    const pl__task_info *ti = &s->tasks[id];
+    const pl__task_info *ti = &s->tasks.info[id];
     if (ti->kind->where != NULL && used < len - 1) {
         char site[160];
         pl__bt_spawn_text(ti, site, sizeof site);
-        snprintf(msg + used, len - used, "\n  '%s' (#%u) was spawned at%s", pl__run_name_of(s, id),
-                 id, site + strlen(", spawned at"));
+        snprintf(msg + used, len - used, "\n  '%s' (#%u) was spawned at%s",
+                 pl__tasks_name_of(s, id), id, site + strlen(", spawned at"));
     }
 }

@@ -1,11 +1,12 @@
 /* sim/src/backtrace.h: the per-poll bookkeeping of async backtraces
  * (backtrace.c explains them), static inline: the observer runs it on
  * every poll of every task, and a call per hook showed in the cost of a
- * simulated run. Only oracle.c includes it.
+ * simulated run; the state they keep, and the text of chains for the
+ * findings. Only oracle.c calls the inline hooks.
  *
- * s->depth futures' polls have not returned (the task's own counts).
+ * b->depth futures' polls have not returned (the task's own counts).
  * Nothing is recorded on the way down: the PENDING path is written into
- * s->path bottom-up as its futures return, so an enter costs one
+ * b->path bottom-up as its futures return, so an enter costs one
  * increment. The first future to return PENDING starts the path
  * (path.len), each parent that returns PENDING over the path's top
  * extends it (path_top), and an await that returned PENDING on the
@@ -15,9 +16,76 @@
 #ifndef POLLEN_SIM_BACKTRACE_H
 #define POLLEN_SIM_BACKTRACE_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
-#include "sim_internal.h"
+#include "hashset.h"
+#include "pollen/future.h"
+#include "pollen/observer.h"
+#include "pollen/sim.h"
+#include "tasks.h"
+
+typedef struct pl__sim pl__sim;
+
+/* One future of an async backtrace: its name and where it awaited
+ * (static storage; site NULL while unknown). */
+typedef struct pl__frame {
+    const char *future;
+    const pl_await_site *site;
+} pl__frame;
+
+#define PL__FRAMES_MAX PL_FINDING_FRAMES_MAX
+
+/* A chain of futures, outermost first; len may exceed PL__FRAMES_MAX
+ * (the deeper ones are not kept). */
+typedef struct pl__chain {
+    uint32_t len;
+    pl__frame f[PL__FRAMES_MAX];
+} pl__chain;
+
+/* The backtraces' state (pl__sim.bt): how many futures' polls have not
+ * returned (the task's own counts), the PENDING path found so far in
+ * this poll, written bottom-up as its futures return, and the distinct
+ * chains of the run (each task names one: a million tasks parked at one
+ * await share it). */
+typedef struct pl__bt {
+    uint32_t depth;
+    pl__chain path;    /* its length, and its frames from path_top down */
+    uint32_t path_top; /* the shallowest frame the path is known to go through */
+    uint32_t yield_at; /* the depth of a PL_YIELD before any path, or PL__BT_NO_PATH */
+    const pl_await_site *yield_site;
+    pl__chain *chains;
+    size_t chains_len;
+    size_t chains_cap;
+    pl__hashmap chain_index; /* content hash -> index in chains */
+} pl__bt;
+
+/* ---- Out of line (backtrace.c) ---------------------------------------- */
+
+/* At a PENDING poll_end, the chain found is kept as the task's (the slow
+ * path of pl__bt_park). */
+void pl__bt_parked(pl__bt *b, pl__task_info *ti);
+void pl__bt_free(pl__bt *b);
+/* ", spawned at outbox.c:120 in main" (or "" when unknown) into buf. */
+void pl__bt_spawn_text(const pl__task_info *ti, char *buf, size_t len);
+/* "worker (outbox.c:124 in worker_poll) > pl_notified": task `id`'s chain
+ * at its latest PENDING poll ("" when none was recorded). */
+void pl__bt_chain_text(const pl__sim *s, uint32_t id, char *buf, size_t len);
+/* Appends task `id` to the finding's parked tasks (pl_finding.tasks),
+ * when `fresh` (the finding was raised by the caller just now). */
+void pl__bt_note(pl__sim *s, bool fresh, uint32_t id);
+/* The line a finding's message gives a parked task: "\n<indent>parked in:
+ * CHAIN" (nothing when no chain was recorded), appended at buf + *used. */
+void pl__bt_append(const pl__sim *s, uint32_t id, const char *indent, char *buf, size_t len,
+                   size_t *used);
+/* For a finding about one task (lost wakeup, stale waker, orphan) raised
+ * just now (`fresh`): notes it and appends its chain and spawn site to
+ * the message. */
+void pl__bt_describe(pl__sim *s, bool fresh, uint32_t id);
+
+/* ---- Per poll, inline (the observer's hooks) --------------------------- */
 
 #define PL__BT_NO_PATH UINT32_MAX
 
@@ -28,84 +96,84 @@ static inline uint32_t pl__bt_kept(uint32_t len)
 
 /* A poll left through a longjmp (a livelock) never returned: its frames
  * are forgotten here. */
-static inline void pl__bt_poll_begin(pl__sim *s)
+static inline void pl__bt_poll_begin(pl__bt *b)
 {
-    s->depth = 1;
-    s->path.len = 0;
-    s->path_top = PL__BT_NO_PATH;
-    s->yield_at = PL__BT_NO_PATH;
+    b->depth = 1;
+    b->path.len = 0;
+    b->path_top = PL__BT_NO_PATH;
+    b->yield_at = PL__BT_NO_PATH;
 }
 
-static inline void pl__bt_enter(pl__sim *s) { s->depth++; }
+static inline void pl__bt_enter(pl__bt *b) { b->depth++; }
 
 /* The future at the current depth returned READY: a path that went
  * through it is done (PL__BT_NO_PATH is above every depth). */
-static inline void pl__bt_ready(pl__sim *s)
+static inline void pl__bt_ready(pl__bt *b)
 {
-    uint32_t i = --s->depth; /* above 0: poll_begin counted the task's own */
-    if (s->path_top > i) {
-        s->path.len = 0;
-        s->path_top = PL__BT_NO_PATH;
-        s->yield_at = PL__BT_NO_PATH;
+    uint32_t i = --b->depth; /* above 0: poll_begin counted the task's own */
+    if (b->path_top > i) {
+        b->path.len = 0;
+        b->path_top = PL__BT_NO_PATH;
+        b->yield_at = PL__BT_NO_PATH;
     }
 }
 
 /* The future `name` at the current depth returned PENDING. Returns true
  * when it is now the path's top: its parent is parked in it. */
-static inline bool pl__bt_pending(pl__sim *s, const char *name)
+static inline bool pl__bt_pending(pl__bt *b, const char *name)
 {
-    uint32_t i = --s->depth; /* above 0: poll_begin counted the task's own */
+    uint32_t i = --b->depth; /* above 0: poll_begin counted the task's own */
     const pl_await_site *site = NULL;
-    if (s->path_top == PL__BT_NO_PATH) {
-        s->path.len = i + 1; /* the path ends here, at a yield or a leaf */
-        site = s->yield_at == i ? s->yield_site : NULL;
-        s->yield_at = PL__BT_NO_PATH;
+    if (b->path_top == PL__BT_NO_PATH) {
+        b->path.len = i + 1; /* the path ends here, at a yield or a leaf */
+        site = b->yield_at == i ? b->yield_site : NULL;
+        b->yield_at = PL__BT_NO_PATH;
         if (i < PL__FRAMES_MAX) {
-            s->path.f[i].site = site;
+            b->path.f[i].site = site;
         }
-    } else if (s->path_top != i + 1) {
+    } else if (b->path_top != i + 1) {
         return false; /* an earlier sibling's path stands: the first branch wins */
     }
-    s->path_top = i;
+    b->path_top = i;
     if (i < PL__FRAMES_MAX) {
-        s->path.f[i].future = name;
+        b->path.f[i].future = name;
     }
     if (i > 0 && i <= PL__FRAMES_MAX) {
-        s->path.f[i - 1].site = NULL; /* a plain pl_poll of it; PL_AWAIT names its site */
+        b->path.f[i - 1].site = NULL; /* a plain pl_poll of it; PL_AWAIT names its site */
     }
     return true;
 }
 
-static inline void pl__bt_leave(pl__sim *s, pl_poll_result r, const char *name)
+static inline void pl__bt_leave(pl__bt *b, pl_poll_result r, const char *name)
 {
     if (r == PL_READY) {
-        pl__bt_ready(s);
+        pl__bt_ready(b);
     } else {
-        (void)pl__bt_pending(s, name);
+        (void)pl__bt_pending(b, name);
     }
 }
 
 /* A PL_AWAIT of `child` returned r at `site`; child NULL: a PL_YIELD. */
-static inline void pl__bt_await(pl__sim *s, const pl_future *child, pl_poll_result r,
+static inline void pl__bt_await(pl__bt *b, const pl_future *child, pl_poll_result r,
                                 const pl_await_site *site)
 {
     if (child != NULL) {
         if (r == PL_READY) {
-            pl__bt_ready(s);
-        } else if (pl__bt_pending(s, child->vtable->name) && s->depth <= PL__FRAMES_MAX) {
-            s->path.f[s->depth - 1].site = site;
+            pl__bt_ready(b);
+        } else if (pl__bt_pending(b, child->vtable->name) && b->depth <= PL__FRAMES_MAX) {
+            b->path.f[b->depth - 1].site = site;
         }
         return;
     }
-    uint32_t k = s->depth - 1;
-    if (s->depth == 0 || k >= PL__FRAMES_MAX) {
+    uint32_t k = b->depth - 1;
+    if (b->depth == 0 || k >= PL__FRAMES_MAX) {
         return;
     }
-    if (s->path_top == PL__BT_NO_PATH) {
-        s->yield_at = k; /* the frame that yields: the path will end there */
-        s->yield_site = site;
-    } else if (s->path_top == k + 1) {
-        s->path.f[k].site = site;
+    if (b->path_top == PL__BT_NO_PATH) {
+        b->yield_at = k; /* the frame that yields: the path will end there */
+        b->yield_site = site;
+    } else if (b->path_top == k + 1) {
+        b->path.f[k].site = site;
     }
 }
 
@@ -115,17 +183,17 @@ static inline bool pl__bt_frame_equal(const pl__frame *a, const pl__frame *b)
 }
 
 /* At a PENDING poll_end: is the path found the chain `chain` names? */
-static inline bool pl__bt_is_path(const pl__sim *s, uint32_t chain)
+static inline bool pl__bt_is_path(const pl__bt *b, uint32_t chain)
 {
     if (chain == 0) {
         return false;
     }
-    const pl__chain *c = &s->chains[chain - 1];
-    if (c->len != s->path.len) {
+    const pl__chain *c = &b->chains[chain - 1];
+    if (c->len != b->path.len) {
         return false;
     }
     for (uint32_t i = 0; i < pl__bt_kept(c->len); i++) {
-        if (!pl__bt_frame_equal(&c->f[i], &s->path.f[i])) {
+        if (!pl__bt_frame_equal(&c->f[i], &b->path.f[i])) {
             return false;
         }
     }
@@ -135,18 +203,18 @@ static inline bool pl__bt_is_path(const pl__sim *s, uint32_t chain)
 /* At a PENDING poll_end: the chain found becomes the task's. The common
  * case, parked where it parked before (or the time before: a loop), costs
  * one comparison here; the rest is pl__bt_parked's. */
-static inline void pl__bt_park(pl__sim *s, pl__task_info *ti)
+static inline void pl__bt_park(pl__bt *b, pl__task_info *ti)
 {
-    if (pl__bt_is_path(s, ti->chain)) {
+    if (pl__bt_is_path(b, ti->chain)) {
         return;
     }
-    if (pl__bt_is_path(s, ti->chain_prev)) {
+    if (pl__bt_is_path(b, ti->chain_prev)) {
         uint32_t c = ti->chain;
         ti->chain = ti->chain_prev;
         ti->chain_prev = c;
         return;
     }
-    pl__bt_parked(s, ti);
+    pl__bt_parked(b, ti);
 }
 
 #endif

@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "isolate/guard.h"
+#include "run_record.h"
 #include "sim_internal.h"
 #include "trace.h"
 

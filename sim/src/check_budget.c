@@ -12,14 +12,13 @@
  */
 #include <stdio.h>
 
+#include "check_budget.h"
 #include "sim_internal.h"
 
-pl__sim_progress pl__progress;
-
-void pl__budget_init(pl__sim *s, const pl_sim_options *o)
+void pl__budget_init(pl__bounds *b, const pl_sim_options *o)
 {
-    s->sub_polls_max = o->sub_polls_max ? o->sub_polls_max : 1000000;
-    s->wakes_in_poll_max = o->wakes_in_poll_max ? o->wakes_in_poll_max : 1000000;
+    b->sub_polls_max = o->sub_polls_max ? o->sub_polls_max : 1000000;
+    b->wakes_in_poll_max = o->wakes_in_poll_max ? o->wakes_in_poll_max : 1000000;
 }
 
 /* Records the finding, then leaves the poll when pl_sim_run armed the
@@ -42,6 +41,9 @@ static void spin_found(pl__sim *s, const char *what, uint64_t count)
     }
 }
 
-void pl__budget_sub_polls(pl__sim *s) { spin_found(s, "called pl_poll", s->sub_polls_max); }
+void pl__budget_sub_polls(pl__sim *s) { spin_found(s, "called pl_poll", s->bounds.sub_polls_max); }
 
-void pl__budget_wakes_in_poll(pl__sim *s) { spin_found(s, "woke itself", s->wakes_in_poll_max); }
+void pl__budget_wakes_in_poll(pl__sim *s)
+{
+    spin_found(s, "woke itself", s->bounds.wakes_in_poll_max);
+}

@@ -103,8 +103,8 @@ void pl__contract_on_misuse(pl__sim *s, pl_task *running, const char *name, pl_m
  * not delivered: the stale_waker oracle says why at quiescence. */
 void pl__contract_on_orphaned(pl__sim *s, pl_task *t, pl_task *dropper)
 {
-    PL__SIM_ASSERT(pl_task_id(t) <= s->tasks_spawned);
-    const pl__task_info *ti = &s->tasks[pl_task_id(t)];
+    PL__SIM_ASSERT(pl_task_id(t) <= s->tasks.spawned);
+    const pl__task_info *ti = &s->tasks.info[pl_task_id(t)];
     if (s->run_over || ti->stale_wakes > 0) {
         return;
     }

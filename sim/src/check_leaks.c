@@ -11,19 +11,20 @@
  * with the wakers their registrations held, so this verdict and a
  * LeakSanitizer around many runs (a fuzzer's) agree.
  */
+#include "check_leaks.h"
 #include "sim_internal.h"
 
 void pl__leaks_verdict(pl__sim *s)
 {
     PL__SIM_ASSERT(s->run_over); /* only once the tasks were cancelled */
-    for (uint32_t id = 1; id <= s->tasks_spawned && s->finding.kind == PL_FINDING_NONE; id++) {
-        pl__task_info *ti = &s->tasks[id];
+    for (uint32_t id = 1; id <= s->tasks.spawned && s->finding.kind == PL_FINDING_NONE; id++) {
+        pl__task_info *ti = &s->tasks.info[id];
         if (ti->forgotten) {
             continue; /* its node crashed: the crash discarded what it held */
         }
-        uint32_t clones = pl__oracle_live_clones(ti);
+        uint32_t clones = pl__tasks_live_clones(ti);
         if (clones > 0) {
-            const char *holder = pl__oracle_holder_name(s, pl__oracle_clone_holder(ti, id));
+            const char *holder = pl__tasks_holder_name(s, pl__tasks_clone_holder(ti, id));
             pl__sim_finding(s, PL_FINDING_WAKER_LEAK, ti->task,
                             "%u clone(s) of the waker of task #%u were never dropped (latest "
                             "made while polling %s)",

@@ -34,6 +34,8 @@
 
 #include <xxhash.h>
 
+#include "check_probe.h"
+#include "check_probe_wait.h"
 #include "sim_internal.h"
 
 /* A point's scan for parked tasks looks at this many task ids at most,
@@ -52,11 +54,11 @@ static double ms(pl_time ns) { return (double)ns / 1e6; }
  * task's list forgets timers whose firing time has passed as it goes. */
 static bool in_late_window(pl__sim *s, uint32_t id)
 {
-    uint32_t *link = &s->tasks[id].late_head;
+    uint32_t *link = &s->tasks.info[id].late_head;
     while (*link != 0) {
         uint32_t i = *link - 1;
-        PL__SIM_ASSERT(i < s->late_len);
-        pl__late_timer *l = &s->late[i];
+        PL__SIM_ASSERT(i < s->probe.late_len);
+        pl__late_timer *l = &s->probe.late[i];
         if (l->until > s->now) {
             if (l->from <= s->now) {
                 return true;
@@ -65,8 +67,8 @@ static bool in_late_window(pl__sim *s, uint32_t id)
             continue;
         }
         *link = l->next; /* fired (or disarmed) long since: reuse the entry */
-        l->next = s->late_free;
-        s->late_free = i + 1;
+        l->next = s->probe.late_free;
+        s->probe.late_free = i + 1;
     }
     return false;
 }
@@ -77,8 +79,8 @@ static bool in_late_window(pl__sim *s, uint32_t id)
  * since its last probe (otherwise a probe sees what the last one saw). */
 static bool suspect(pl__sim *s, uint32_t id)
 {
-    const pl__task_info *ti = &s->tasks[id];
-    return pl__oracle_is_parked(ti) && !pl_task_is_background(ti->task) && !ti->on_purpose &&
+    const pl__task_info *ti = &s->tasks.info[id];
+    return pl__tasks_is_parked(ti) && !pl_task_is_background(ti->task) && !ti->on_purpose &&
            (ti->probed_step < ti->parked_step || s->step > ti->probed_step) &&
            !in_late_window(s, id);
 }
@@ -101,7 +103,7 @@ static void clone_text(pl__sim *s, uint32_t id, const probe_out *p, char *buf, s
         snprintf(buf, len, "%u (latest made by itself)", p->clones);
     } else {
         snprintf(buf, len, "%u (latest made while polling %s)", p->clones,
-                 pl__oracle_holder_name(s, p->holder));
+                 pl__tasks_holder_name(s, p->holder));
     }
 }
 
@@ -113,14 +115,14 @@ static void report_progress(pl__sim *s, const pl_task *t, const probe_out *p, co
                             const char *rescue)
 {
     uint32_t id = pl_task_id(t);
-    pl__task_info *ti = &s->tasks[id];
+    pl__task_info *ti = &s->tasks.info[id];
     char clones[128];
     clone_text(s, id, p, clones, sizeof clones);
     bool fresh = s->finding.kind == PL_FINDING_NONE;
     if (ti->stale_wakes > 0) {
         char by[96] = "code outside any poll";
         if (ti->stale_by != 0) {
-            snprintf(by, sizeof by, "'%s' (#%u)", pl__run_name_of(s, ti->stale_by), ti->stale_by);
+            snprintf(by, sizeof by, "'%s' (#%u)", pl__tasks_name_of(s, ti->stale_by), ti->stale_by);
         }
         pl__sim_finding(
             s, PL_FINDING_STALE_WAKER, t,
@@ -193,9 +195,9 @@ static uint64_t word_at(const unsigned char *bytes, size_t size, size_t w)
 
 static bool probe_armed(const pl__sim *s, uint64_t seq)
 {
-    uint32_t n = s->probe_arms_len < PL__PROBE_ARMS_MAX ? s->probe_arms_len : PL__PROBE_ARMS_MAX;
+    uint32_t n = s->probe.arms_len < PL__PROBE_ARMS_MAX ? s->probe.arms_len : PL__PROBE_ARMS_MAX;
     for (uint32_t i = 0; i < n; i++) {
-        if (s->probe_arms[i] == seq) {
+        if (s->probe.arms[i] == seq) {
             return true;
         }
     }
@@ -204,10 +206,10 @@ static bool probe_armed(const pl__sim *s, uint64_t seq)
 
 static bool arm_deadline(const pl__sim *s, uint64_t seq, pl_time *out)
 {
-    if (seq >= s->arm_deadlines_cap) {
+    if (seq >= s->probe.arm_deadlines_cap) {
         return false;
     }
-    *out = s->arm_deadlines[seq];
+    *out = s->probe.arm_deadlines[seq];
     return true;
 }
 
@@ -219,7 +221,7 @@ static uint32_t find_rearms(const pl__sim *s, const unsigned char *before,
                             rearm *rearms, bool *earlier)
 {
     uint32_t n = 0;
-    if (s->probe_arms_len == 0 || s->probe_arms_len > PL__PROBE_ARMS_MAX) {
+    if (s->probe.arms_len == 0 || s->probe.arms_len > PL__PROBE_ARMS_MAX) {
         return 0; /* nothing re-armed, or too much to tell apart */
     }
     for (size_t at = 0; at + sizeof(pl_timer) <= size; at += WORD) {
@@ -325,12 +327,12 @@ static bool same_residue(const residue *a, const residue *b)
  * woke a task or spawned one. */
 static pl_poll_result probe_poll(pl__sim *s, pl_task *t, bool *woke)
 {
-    uint32_t spawned = s->tasks_spawned;
-    s->probe_arms_len = 0;
+    uint32_t spawned = s->tasks.spawned;
+    s->probe.arms_len = 0;
     s->polling_probe = true;
     pl_poll_result r = pl__executor_probe(s->ex, t);
     s->polling_probe = false;
-    *woke = s->woken_in_poll || s->woke_other || s->tasks_spawned != spawned;
+    *woke = s->woken_in_poll || s->woke_other || s->tasks.spawned != spawned;
     return r;
 }
 
@@ -357,15 +359,15 @@ static bool counts_polls(pl__sim *s, pl_task *t, size_t size, const residue *fir
 static bool probe_task_as(pl__sim *s, uint32_t id, const char *where, const char *rescue,
                           bool strict, probe_out *out)
 {
-    pl__task_info *ti = &s->tasks[id];
-    PL__SIM_ASSERT(pl__oracle_is_parked(ti));
+    pl__task_info *ti = &s->tasks.info[id];
+    PL__SIM_ASSERT(pl__tasks_is_parked(ti));
     /* Our own reference keeps the task alive through the report: a probe
      * that completes a task nobody holds a handle to frees it. */
     pl_task *t = pl_task_ref(ti->task);
     *out = (probe_out){
         .polls = pl_task_polls(t),
-        .clones = pl__oracle_live_clones(ti),
-        .holder = pl__oracle_clone_holder(ti, id),
+        .clones = pl__tasks_live_clones(ti),
+        .holder = pl__tasks_clone_holder(ti, id),
         .parked_step = ti->parked_step,
         .parked_ns = ti->parked_ns,
         .at_ns = s->now,
@@ -391,8 +393,8 @@ static bool probe_task_as(pl__sim *s, uint32_t id, const char *where, const char
         changed = !read_changes(s, copy, pl_task_future(t), size, &first) &&
                   !(counters_only(&first) && counts_polls(s, t, size, &first));
     }
-    /* A spawn during the probe may have moved s->tasks: index again. */
-    s->tasks[id].probed_step = s->step;
+    /* A spawn during the probe may have moved s->tasks.info: index again. */
+    s->tasks.info[id].probed_step = s->step;
     out->progress = changed || woke;
     out->how = r == PL_READY ? "completed"
                : woke        ? "woke a task"
@@ -434,14 +436,14 @@ static bool rescue_probe(pl__sim *s)
     }
     uint32_t id = pl_task_id(t);
     /* suspect() asks whether it is parked, once. */
-    if (pl__oracle_live_clones(&s->tasks[id]) < 2 || !suspect(s, id)) {
+    if (pl__tasks_live_clones(&s->tasks.info[id]) < 2 || !suspect(s, id)) {
         return false;
     }
     pl_time fire_ns = pl__executor_next_timer(s->ex);
-    uint32_t armer = seq < s->armers_cap ? s->armers[seq] : 0;
+    uint32_t armer = seq < s->probe.armers_cap ? s->probe.armers[seq] : 0;
     char armed_by[96] = "code outside any poll";
     if (armer != 0) {
-        snprintf(armed_by, sizeof armed_by, "'%s' (#%u)", pl__run_name_of(s, armer), armer);
+        snprintf(armed_by, sizeof armed_by, "'%s' (#%u)", pl__tasks_name_of(s, armer), armer);
     }
     char by[160];
     snprintf(by, sizeof by, "by timer #%llu armed by %s", (unsigned long long)seq, armed_by);
@@ -456,15 +458,15 @@ static bool rescue_probe(pl__sim *s)
  * after it are left alone. Returns how many it found. */
 static uint32_t gather_suspects(pl__sim *s, uint32_t *ids)
 {
-    uint32_t n = s->tasks_spawned;
+    uint32_t n = s->tasks.spawned;
     uint32_t found = 0;
     for (uint32_t k = 0; k < n && k < SCAN_MAX && found < PROBES_PER_POINT_MAX; k++) {
-        uint32_t id = 1 + (s->probe_cursor + k) % n;
+        uint32_t id = 1 + (s->probe.cursor + k) % n;
         if (suspect(s, id)) {
             ids[found++] = id;
         }
     }
-    s->probe_cursor = n > 0 ? (s->probe_cursor + (n < SCAN_MAX ? 1 : SCAN_MAX)) % n : 0;
+    s->probe.cursor = n > 0 ? (s->probe.cursor + (n < SCAN_MAX ? 1 : SCAN_MAX)) % n : 0;
     return found;
 }
 
@@ -472,25 +474,25 @@ static uint32_t gather_suspects(pl__sim *s, uint32_t *ids)
  * points then cost one decision. */
 static bool decision_probe(pl__sim *s)
 {
-    if (pl__sim_choose_fast(s, PL_DECIDE_PROBE, 2, s->points) == 0) {
+    if (pl__sim_choose_fast(s, PL_DECIDE_PROBE, 2, s->probe.points) == 0) {
         return false;
     }
     uint32_t ids[PROBES_PER_POINT_MAX];
     uint32_t n = gather_suspects(s, ids);
     for (uint32_t i = 0; i < n; i++) {
-        if (s->follow.active && s->follow.task == ids[i]) {
+        if (s->probe.follow.active && s->probe.follow.task == ids[i]) {
             return false; /* the follow-up run goes on without this probe */
         }
         probe_out p;
-        if (pl__oracle_is_parked(&s->tasks[ids[i]]) &&
+        if (pl__tasks_is_parked(&s->tasks.info[ids[i]]) &&
             probe_task(s, ids[i], "at a timer-quiescent point", "", &p)) {
-            s->follow_wanted = s->finding.kind == PL_FINDING_LOST_WAKEUP ||
-                               s->finding.kind == PL_FINDING_STALE_WAKER;
-            s->follow_task = ids[i];
-            s->follow_point = s->points;
+            s->probe.follow_wanted = s->finding.kind == PL_FINDING_LOST_WAKEUP ||
+                                     s->finding.kind == PL_FINDING_STALE_WAKER;
+            s->probe.follow_task = ids[i];
+            s->probe.follow_point = s->probe.points;
             return true;
         }
-        if (pl__check_wait_of(s, ids[i])) {
+        if (pl__probe_wait_of(s, ids[i])) {
             return true; /* what it waits for is there, though a probe did not show it */
         }
     }
@@ -503,7 +505,7 @@ static bool decision_probe(pl__sim *s)
 static void list_task(pl__sim *s, uint32_t id, const char *note, char *buf, size_t len,
                       size_t *used)
 {
-    pl__task_info *ti = &s->tasks[id];
+    pl__task_info *ti = &s->tasks.info[id];
     if (*used >= len - 1) {
         return;
     }
@@ -513,8 +515,8 @@ static void list_task(pl__sim *s, uint32_t id, const char *note, char *buf, size
                      "\n    '%s' (#%u%s) parked since step %llu (%.3f ms), waker clones: %u "
                      "(latest made while polling %s)%s",
                      pl_task_name(ti->task), id, site, (unsigned long long)ti->parked_step,
-                     ms(ti->parked_ns), pl__oracle_live_clones(ti),
-                     pl__oracle_holder_name(s, pl__oracle_clone_holder(ti, id)), note);
+                     ms(ti->parked_ns), pl__tasks_live_clones(ti),
+                     pl__tasks_holder_name(s, pl__tasks_clone_holder(ti, id)), note);
     *used += n > 0 ? (size_t)n : 0;
     if (*used >= len) {
         *used = len - 1;
@@ -533,16 +535,16 @@ static void note_all(pl__sim *s, bool fresh, const uint32_t *ids, uint32_t n)
 /* Parked task ids, longest parked first (time-limit and foreground reports). */
 static uint32_t *parked_by_age(pl__sim *s, bool foreground_only, uint32_t *count)
 {
-    uint32_t *ids = malloc(((size_t)s->tasks_spawned + 1) * sizeof *ids);
+    uint32_t *ids = malloc(((size_t)s->tasks.spawned + 1) * sizeof *ids);
     *count = 0;
     if (ids == NULL) {
         return NULL;
     }
-    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
-        pl__task_info *ti = &s->tasks[id];
-        if (pl__oracle_is_parked(ti) && !(foreground_only && pl_task_is_background(ti->task))) {
+    for (uint32_t id = 1; id <= s->tasks.spawned; id++) {
+        pl__task_info *ti = &s->tasks.info[id];
+        if (pl__tasks_is_parked(ti) && !(foreground_only && pl_task_is_background(ti->task))) {
             uint32_t j = (*count)++;
-            while (j > 0 && s->tasks[ids[j - 1]].parked_step > ti->parked_step) {
+            while (j > 0 && s->tasks.info[ids[j - 1]].parked_step > ti->parked_step) {
                 ids[j] = ids[j - 1];
                 j--;
             }
@@ -557,8 +559,8 @@ static uint32_t *parked_by_age(pl__sim *s, bool foreground_only, uint32_t *count
 static bool probe_all(pl__sim *s, const uint32_t *ids, uint32_t n, const char *where)
 {
     for (uint32_t i = 0; i < n; i++) {
-        pl__task_info *ti = &s->tasks[ids[i]];
-        if (!pl__oracle_is_parked(ti) || ti->on_purpose || in_late_window(s, ids[i])) {
+        pl__task_info *ti = &s->tasks.info[ids[i]];
+        if (!pl__tasks_is_parked(ti) || ti->on_purpose || in_late_window(s, ids[i])) {
             continue;
         }
         probe_out p;
@@ -574,7 +576,7 @@ static bool probe_all(pl__sim *s, const uint32_t *ids, uint32_t n, const char *w
 static bool waits_hold(pl__sim *s, const uint32_t *ids, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++) {
-        if (pl__check_wait_of(s, ids[i])) {
+        if (pl__probe_wait_of(s, ids[i])) {
             return true;
         }
     }
@@ -585,8 +587,8 @@ static bool waits_hold(pl__sim *s, const uint32_t *ids, uint32_t n)
 static void list_background(pl__sim *s, char *buf, size_t len, size_t *used)
 {
     bool first = true;
-    for (uint32_t id = 1; id <= s->tasks_spawned && *used < len - 1; id++) {
-        pl__task_info *ti = &s->tasks[id];
+    for (uint32_t id = 1; id <= s->tasks.spawned && *used < len - 1; id++) {
+        pl__task_info *ti = &s->tasks.info[id];
         if (ti->task == NULL || pl_task_is_finished(ti->task) ||
             !pl_task_is_background(ti->task)) {
             continue;
@@ -626,7 +628,7 @@ static bool judge_foreground(pl__sim *s)
     list_background(s, bg, sizeof bg, &bg_used);
     bg[bg_used] = '\0';
     bool fresh = s->finding.kind == PL_FINDING_NONE;
-    pl__sim_finding(s, PL_FINDING_DEADLOCK, n > 0 ? s->tasks[ids[0]].task : NULL,
+    pl__sim_finding(s, PL_FINDING_DEADLOCK, n > 0 ? s->tasks.info[ids[0]].task : NULL,
                     "%u foreground task(s) parked and nothing but background work can "
                     "happen (still running: %s); no probe made progress:%s",
                     n, bg, list);
@@ -638,12 +640,12 @@ static bool judge_foreground(pl__sim *s)
 /* Starts watching the foreground from here. */
 static void quiet_start(pl__sim *s)
 {
-    s->quiet_step = s->step;
-    s->quiet_last_step = s->step;
-    s->quiet_last_ns = s->now;
-    s->quiet_spawned = s->tasks_spawned;
-    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
-        s->tasks[id].quiet_rounds = 0;
+    s->probe.quiet_step = s->step;
+    s->probe.quiet_last_step = s->step;
+    s->probe.quiet_last_ns = s->now;
+    s->probe.quiet_spawned = s->tasks.spawned;
+    for (uint32_t id = 1; id <= s->tasks.spawned; id++) {
+        s->tasks.info[id].quiet_rounds = 0;
     }
 }
 
@@ -657,20 +659,20 @@ static void quiet_start(pl__sim *s)
  * to have moved. */
 static bool background_only(pl__sim *s)
 {
-    if (s->quiet_step == 0 || s->tasks_spawned != s->quiet_spawned) {
+    if (s->probe.quiet_step == 0 || s->tasks.spawned != s->probe.quiet_spawned) {
         quiet_start(s);
         return false;
     }
-    bool new_round = s->now > s->quiet_last_ns;
+    bool new_round = s->now > s->probe.quiet_last_ns;
     bool background_ran = true;
-    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
-        pl__task_info *ti = &s->tasks[id];
+    for (uint32_t id = 1; id <= s->tasks.spawned; id++) {
+        pl__task_info *ti = &s->tasks.info[id];
         if (ti->task == NULL || pl_task_is_finished(ti->task)) {
             continue;
         }
-        bool ran = ti->parked_step > s->quiet_last_step;
+        bool ran = ti->parked_step > s->probe.quiet_last_step;
         if (!pl_task_is_background(ti->task)) {
-            if (ti->parked_step > s->quiet_step) {
+            if (ti->parked_step > s->probe.quiet_step) {
                 quiet_start(s); /* the foreground moved: start again */
                 return false;
             }
@@ -680,8 +682,8 @@ static bool background_only(pl__sim *s)
         background_ran = background_ran && ti->quiet_rounds >= 2;
     }
     if (new_round) {
-        s->quiet_last_step = s->step;
-        s->quiet_last_ns = s->now;
+        s->probe.quiet_last_step = s->step;
+        s->probe.quiet_last_ns = s->now;
     }
     return background_ran && judge_foreground(s);
 }
@@ -722,34 +724,34 @@ static uint32_t keep_start(pl__sim *s)
 {
     uint32_t timer_ids[KEEP_TIMERS_MAX];
     size_t timers = pl__executor_timer_count(s->ex);
-    s->keep_step = 0;
+    s->probe.keep_step = 0;
     /* A busy program moves its parked tasks all the time: a watch that
      * ended is tried again a fraction of the horizon later, so the scans
      * stay rare and a stuck set is still judged within a horizon and a
      * sixteenth of it. */
-    s->keep_retry_ns = s->now + s->time_limit_ns / KEEP_DIV / KEEP_TRIES;
+    s->probe.keep_retry_ns = s->now + s->time_limit_ns / KEEP_DIV / KEEP_TRIES;
     /* Unless more foreground tasks live than timers are armed, each may
      * hold one: then nothing is scanned (the common point). */
-    if (timers > KEEP_TIMERS_MAX || s->tasks_spawned > KEEP_TASKS_MAX ||
+    if (timers > KEEP_TIMERS_MAX || s->tasks.spawned > KEEP_TASKS_MAX ||
         pl_executor_live_tasks(s->ex) - pl_executor_live_background(s->ex) <= timers) {
         return 0;
     }
     size_t held = pl__executor_timer_task_ids(s->ex, timer_ids, KEEP_TIMERS_MAX);
     uint32_t marked = 0;
-    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
-        pl__task_info *ti = &s->tasks[id];
-        ti->keep_parked = pl__oracle_is_parked(ti) && !pl_task_is_background(ti->task) &&
+    for (uint32_t id = 1; id <= s->tasks.spawned; id++) {
+        pl__task_info *ti = &s->tasks.info[id];
+        ti->keep_parked = pl__tasks_is_parked(ti) && !pl_task_is_background(ti->task) &&
                           !ti->on_purpose && !timer_held(timer_ids, held, id);
         ti->quiet_rounds = 0;
         marked += ti->keep_parked;
     }
-    s->keep_woken = false;
+    s->probe.keep_woken = false;
     if (marked > 0) {
-        s->keep_step = s->step;
-        s->keep_last_step = s->step;
-        s->keep_last_ns = s->now;
-        s->keep_since_ns = s->now;
-        s->keep_spawned = s->tasks_spawned;
+        s->probe.keep_step = s->step;
+        s->probe.keep_last_step = s->step;
+        s->probe.keep_last_ns = s->now;
+        s->probe.keep_since_ns = s->now;
+        s->probe.keep_spawned = s->tasks.spawned;
     }
     return marked;
 }
@@ -764,13 +766,13 @@ static bool keep_grew(pl__sim *s)
     uint32_t timer_ids[KEEP_TIMERS_MAX];
     size_t timers = pl__executor_timer_count(s->ex);
     size_t held = pl__executor_timer_task_ids(s->ex, timer_ids, KEEP_TIMERS_MAX);
-    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
-        pl__task_info *ti = &s->tasks[id];
+    for (uint32_t id = 1; id <= s->tasks.spawned; id++) {
+        pl__task_info *ti = &s->tasks.info[id];
         if (ti->keep_parked && (timers > KEEP_TIMERS_MAX || timer_held(timer_ids, held, id))) {
             (void)keep_start(s); /* another task armed a timer with its waker */
             return true;
         }
-        if (!ti->keep_parked && pl__oracle_is_parked(ti) && !pl_task_is_background(ti->task) &&
+        if (!ti->keep_parked && pl__tasks_is_parked(ti) && !pl_task_is_background(ti->task) &&
             !ti->on_purpose && (timers > KEEP_TIMERS_MAX || !timer_held(timer_ids, held, id))) {
             (void)keep_start(s);
             return true;
@@ -784,8 +786,8 @@ static bool keep_grew(pl__sim *s)
 static void list_keepers(pl__sim *s, char *buf, size_t len)
 {
     size_t used = 0;
-    for (uint32_t id = 1; id <= s->tasks_spawned && used < len - 1; id++) {
-        pl__task_info *ti = &s->tasks[id];
+    for (uint32_t id = 1; id <= s->tasks.spawned && used < len - 1; id++) {
+        pl__task_info *ti = &s->tasks.info[id];
         if (ti->task == NULL || pl_task_is_finished(ti->task) || ti->keep_parked ||
             ti->quiet_rounds == 0) {
             continue;
@@ -798,9 +800,10 @@ static void list_keepers(pl__sim *s, char *buf, size_t len)
     uint64_t seq = 0;
     pl_task *next = pl__executor_next_timer_task(s->ex, &seq);
     if (next != NULL && used < len - 1) {
-        uint32_t armer = seq < s->armers_cap ? s->armers[seq] : 0;
-        snprintf(buf + used, len - used, "; next, timer #%llu armed by '%s' (#%u) wakes '%s' (#%u) at %.3f ms",
-                 (unsigned long long)seq, pl__run_name_of(s, armer), armer, pl_task_name(next),
+        uint32_t armer = seq < s->probe.armers_cap ? s->probe.armers[seq] : 0;
+        snprintf(buf + used, len - used,
+                 "; next, timer #%llu armed by '%s' (#%u) wakes '%s' (#%u) at %.3f ms",
+                 (unsigned long long)seq, pl__tasks_name_of(s, armer), armer, pl_task_name(next),
                  pl_task_id(next), ms(pl__executor_next_timer(s->ex)));
     }
 }
@@ -816,7 +819,7 @@ static bool judge_kept(pl__sim *s)
     }
     uint32_t k = 0;
     for (uint32_t i = 0; i < n; i++) {
-        if (s->tasks[ids[i]].keep_parked) {
+        if (s->tasks.info[ids[i]].keep_parked) {
             ids[k++] = ids[i];
         }
     }
@@ -834,11 +837,11 @@ static bool judge_kept(pl__sim *s)
     char keepers[400];
     list_keepers(s, keepers, sizeof keepers);
     bool fresh = s->finding.kind == PL_FINDING_NONE;
-    pl__sim_finding(s, PL_FINDING_DEADLOCK, s->tasks[ids[0]].task,
+    pl__sim_finding(s, PL_FINDING_DEADLOCK, s->tasks.info[ids[0]].task,
                     "%u task(s) parked that no timer will wake, untouched for %.3f ms while "
                     "only timers kept the run alive (running: %s); no probe made progress "
                     "(longest parked first):%s",
-                    k, ms(s->now - s->keep_since_ns), keepers, list);
+                    k, ms(s->now - s->probe.keep_since_ns), keepers, list);
     note_all(s, fresh, ids, k);
     free(ids);
     return true;
@@ -849,30 +852,30 @@ static bool judge_kept(pl__sim *s)
  * stayed put past the horizon while the keepers ran their rounds. */
 static bool keepers_only(pl__sim *s)
 {
-    if (s->keep_step == 0 || s->tasks_spawned != s->keep_spawned) {
-        if (s->keep_step != 0 || s->now >= s->keep_retry_ns) {
+    if (s->probe.keep_step == 0 || s->tasks.spawned != s->probe.keep_spawned) {
+        if (s->probe.keep_step != 0 || s->now >= s->probe.keep_retry_ns) {
             (void)keep_start(s);
         }
         return false;
     }
-    bool new_round = s->now > s->keep_last_ns;
+    bool new_round = s->now > s->probe.keep_last_ns;
     bool ran_any = false;
     uint32_t rounds = 0;
-    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
-        pl__task_info *ti = &s->tasks[id];
+    for (uint32_t id = 1; id <= s->tasks.spawned; id++) {
+        pl__task_info *ti = &s->tasks.info[id];
         if (ti->task == NULL || pl_task_is_finished(ti->task)) {
             continue;
         }
         if (ti->keep_parked) {
             /* pollen's own spurious wakes re-poll it without moving it */
-            if (s->keep_woken || !pl__oracle_is_parked(ti)) {
-                s->keep_step = 0; /* a watched task moved: start again later */
-                s->keep_retry_ns = s->now + s->time_limit_ns / KEEP_DIV / KEEP_TRIES;
+            if (s->probe.keep_woken || !pl__tasks_is_parked(ti)) {
+                s->probe.keep_step = 0; /* a watched task moved: start again later */
+                s->probe.keep_retry_ns = s->now + s->time_limit_ns / KEEP_DIV / KEEP_TRIES;
                 return false;
             }
             continue;
         }
-        bool ran = ti->parked_step > s->keep_last_step;
+        bool ran = ti->parked_step > s->probe.keep_last_step;
         ran_any = ran_any || ran;
         ti->quiet_rounds += new_round && ran;
         rounds = ti->quiet_rounds > rounds ? ti->quiet_rounds : rounds;
@@ -883,26 +886,26 @@ static bool keepers_only(pl__sim *s)
         return false;
     }
     if (new_round) {
-        s->keep_last_step = s->step;
-        s->keep_last_ns = s->now;
+        s->probe.keep_last_step = s->step;
+        s->probe.keep_last_ns = s->now;
     }
     pl_time horizon = s->time_limit_ns / KEEP_DIV;
-    return rounds >= KEEP_ROUNDS && s->now - s->keep_since_ns >= horizon && !keep_grew(s) &&
+    return rounds >= KEEP_ROUNDS && s->now - s->probe.keep_since_ns >= horizon && !keep_grew(s) &&
            judge_kept(s);
 }
 
 bool pl__probe_point(pl__sim *s)
 {
-    s->points++;
+    s->probe.points++;
     size_t background = pl_executor_live_background(s->ex);
     if (background > 0 && pl_executor_live_tasks(s->ex) > background &&
         !pl__executor_timers_wake_foreground(s->ex)) {
-        s->keep_step = 0; /* the tasks' quiet_rounds count background rounds now */
+        s->probe.keep_step = 0; /* the tasks' quiet_rounds count background rounds now */
         if (background_only(s)) {
             return true;
         }
     } else {
-        s->quiet_step = 0;
+        s->probe.quiet_step = 0;
         if (keepers_only(s)) {
             return true;
         }
@@ -910,7 +913,7 @@ bool pl__probe_point(pl__sim *s)
     if (!s->dec.knobs.kind[PL_DECIDE_PROBE].enabled) {
         return false;
     }
-    bool past_follow = s->follow.active && s->points > s->follow.point;
+    bool past_follow = s->probe.follow.active && s->probe.points > s->probe.follow.point;
     if (past_follow) {
         return false;
     }
@@ -922,7 +925,7 @@ bool pl__probe_before_injection(pl__sim *s, pl_task *t, bool is_poll, bool *prob
     uint32_t id = pl_task_id(t);
     *probed = false;
     if (!s->dec.knobs.kind[PL_DECIDE_PROBE].enabled || !suspect(s, id) ||
-        (s->follow.active && s->points >= s->follow.point)) {
+        (s->probe.follow.active && s->probe.points >= s->probe.follow.point)) {
         return false;
     }
     *probed = true;
@@ -939,7 +942,7 @@ bool pl__probe_before_injection(pl__sim *s, pl_task *t, bool is_poll, bool *prob
 
 void pl__probe_time_limit(pl__sim *s)
 {
-    s->stuck_finding = true;
+    s->probe.stuck_finding = true;
     uint32_t n;
     uint32_t *ids = parked_by_age(s, false, &n);
     size_t timers = pl__executor_timer_count(s->ex);
@@ -957,7 +960,7 @@ void pl__probe_time_limit(pl__sim *s)
         uint32_t nstuck = 0;
         const pl_task *first = NULL;
         for (uint32_t i = 0; i < n; i++) {
-            pl__task_info *ti = &s->tasks[ids[i]];
+            pl__task_info *ti = &s->tasks.info[ids[i]];
             if (timer_held(timer_ids, held, ids[i]) || pl_task_is_background(ti->task)) {
                 list_task(s, ids[i], ", waits for a timer", waiting, sizeof waiting, &wu);
             } else {
@@ -977,7 +980,7 @@ void pl__probe_time_limit(pl__sim *s)
                             "first):%s%s%s",
                             limit_s, nstuck, stuck, wu > 0 ? "\n  still running:" : "", waiting);
         } else {
-            pl__sim_finding(s, PL_FINDING_LIVELOCK, n > 0 ? s->tasks[ids[0]].task : NULL,
+            pl__sim_finding(s, PL_FINDING_LIVELOCK, n > 0 ? s->tasks.info[ids[0]].task : NULL,
                             "virtual time limit of %.3f s reached with %zu task(s) alive, each "
                             "waiting for a timer (nothing stuck, but the run never ends; mark "
                             "tickers background with pl_task_set_background):%s",
@@ -991,10 +994,10 @@ void pl__probe_time_limit(pl__sim *s)
 
 /* ---- Following a task: the follow-up run ------------------------------- */
 
-void pl__follow_wake(pl__sim *s, uint32_t id, uint32_t running)
+void pl__probe_follow_wake(pl__sim *s, uint32_t id, uint32_t running)
 {
-    pl__follow *f = &s->follow;
-    if (f->done || id != f->task || s->points < f->point) {
+    pl__follow *f = &s->probe.follow;
+    if (f->done || id != f->task || s->probe.points < f->point) {
         return;
     }
     f->done = true;
@@ -1002,7 +1005,7 @@ void pl__follow_wake(pl__sim *s, uint32_t id, uint32_t running)
     if (s->firing_seq != 0) {
         f->how = PL__WOKEN_BY_TIMER;
         f->by_timer = s->firing_seq;
-        f->timer_armer = s->firing_seq < s->armers_cap ? s->armers[s->firing_seq] : 0;
+        f->timer_armer = s->firing_seq < s->probe.armers_cap ? s->probe.armers[s->firing_seq] : 0;
     } else if (s->injecting) {
         f->how = PL__WOKEN_BY_SPURIOUS;
     } else if (running != 0) {
@@ -1015,8 +1018,8 @@ void pl__follow_wake(pl__sim *s, uint32_t id, uint32_t running)
     pl_executor_stop(s->ex);
 }
 
-void pl__follow_explain(const pl__follow *f, const char *by_name, pl_time progress_ns,
-                        pl_finding *finding)
+void pl__probe_follow_explain(const pl__follow *f, const char *by_name, pl_time progress_ns,
+                              pl_finding *finding)
 {
     char by[160];
     switch (f->how) {
@@ -1055,18 +1058,17 @@ void pl__follow_explain(const pl__follow *f, const char *by_name, pl_time progre
  * because of where it stored its waker, not because of who woke it. */
 static bool find_stale(pl__sim *s)
 {
-    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
-        pl__task_info *ti = &s->tasks[id];
-        if (pl__oracle_is_parked(ti) && ti->stale_wakes > 0) {
+    for (uint32_t id = 1; id <= s->tasks.spawned; id++) {
+        pl__task_info *ti = &s->tasks.info[id];
+        if (pl__tasks_is_parked(ti) && ti->stale_wakes > 0) {
             pl__sim_finding(
                 s, PL_FINDING_STALE_WAKER, ti->task,
                 "'%s' (#%u) was woken %u time(s) only through the waker of its poll #%u, which "
                 "its later polls superseded (the latest at %.3f ms, by %s); it kept a stale "
                 "waker (compare with pl_waker_will_wake and store the newest), so it is stuck "
                 "since step %llu",
-                pl_task_name(ti->task), id, ti->stale_wakes, ti->last_stale_gen,
-                ms(ti->stale_ns), pl__oracle_holder_name(s, ti->stale_by),
-                (unsigned long long)ti->parked_step);
+                pl_task_name(ti->task), id, ti->stale_wakes, ti->last_stale_gen, ms(ti->stale_ns),
+                pl__tasks_holder_name(s, ti->stale_by), (unsigned long long)ti->parked_step);
             pl__bt_describe(s, true, id);
             return true;
         }
@@ -1074,19 +1076,19 @@ static bool find_stale(pl__sim *s)
     return false;
 }
 
-void pl__oracle_quiescence(pl__sim *s)
+void pl__probe_quiescence(pl__sim *s)
 {
     if (s->finding.kind != PL_FINDING_NONE || find_stale(s)) {
         return;
     }
-    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
+    for (uint32_t id = 1; id <= s->tasks.spawned; id++) {
         probe_out p;
-        if (pl__oracle_is_parked(&s->tasks[id]) &&
+        if (pl__tasks_is_parked(&s->tasks.info[id]) &&
             probe_task_as(s, id, "at quiescence", "", true, &p)) {
             return;
         }
     }
-    if (pl__check_waits(s)) {
+    if (pl__probe_waits(s)) {
         return;
     }
     char list[900];
@@ -1094,9 +1096,9 @@ void pl__oracle_quiescence(pl__sim *s)
     uint32_t parked = 0;
     uint32_t noted[PL_FINDING_TASKS_MAX];
     const pl_task *first = NULL;
-    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
-        pl__task_info *ti = &s->tasks[id];
-        if (pl__oracle_is_parked(ti)) {
+    for (uint32_t id = 1; id <= s->tasks.spawned; id++) {
+        pl__task_info *ti = &s->tasks.info[id];
+        if (pl__tasks_is_parked(ti)) {
             first = first != NULL ? first : ti->task;
             if (parked < PL_FINDING_TASKS_MAX) {
                 noted[parked] = id;
@@ -1109,4 +1111,20 @@ void pl__oracle_quiescence(pl__sim *s)
     pl__sim_finding(s, PL_FINDING_DEADLOCK, first,
                     "%u task(s) parked forever and no probe made progress:%s", parked, list);
     note_all(s, true, noted, parked < PL_FINDING_TASKS_MAX ? parked : PL_FINDING_TASKS_MAX);
+}
+
+void pl__probe_free(pl__probe *p)
+{
+    free(p->armers);
+    p->armers = NULL;
+    p->armers_cap = 0;
+    free(p->arm_deadlines);
+    p->arm_deadlines = NULL;
+    p->arm_deadlines_cap = 0;
+    free(p->late);
+    p->late = NULL;
+    for (int i = 0; i < PL__WAITS_MAX; i++) {
+        free(p->waits[i]);
+        p->waits[i] = NULL;
+    }
 }

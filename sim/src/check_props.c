@@ -16,6 +16,7 @@
 
 #include <string.h>
 
+#include "check_props.h"
 #include "sim_internal.h"
 
 /* __FILE__ is the path the build passed to the compiler (a build
@@ -72,7 +73,7 @@ void pl__eventually(bool ok, const char *msg, const char *file, int line, const 
         return;
     }
     bool created;
-    pl__site *site = pl__site_lookup(&s->eventually, pl__site_key(file, line), &created);
+    pl__site *site = pl__site_lookup(&s->props.eventually, pl__site_key(file, line), &created);
     if (site == NULL) {
         /* A property the end of the run would not check must not pass. */
         pl__sim_finding(s, PL_FINDING_ASSERTION, pl__sim_polled(s),
@@ -90,9 +91,9 @@ void pl__eventually(bool ok, const char *msg, const char *file, int line, const 
 void pl__props_verdict(pl__sim *s)
 {
     PL__SIM_ASSERT(s->run_over);
-    PL__SIM_ASSERT(s->eventually.len == s->eventually.index.count);
-    for (size_t i = 0; i < s->eventually.len && s->finding.kind == PL_FINDING_NONE; i++) {
-        const pl__site *site = &s->eventually.sites[i];
+    PL__SIM_ASSERT(s->props.eventually.len == s->props.eventually.index.count);
+    for (size_t i = 0; i < s->props.eventually.len && s->finding.kind == PL_FINDING_NONE; i++) {
+        const pl__site *site = &s->props.eventually.sites[i];
         if (!site->last_ok) {
             pl__sim_finding(s, PL_FINDING_ASSERTION, NULL,
                             "pl_eventually never became true: %s (%s:%d, in %s)", site->msg,
@@ -137,3 +138,5 @@ pl__sometimes_site *pl__sometimes_sites(size_t *count)
     *count = (size_t)(__stop_pl_sometimes - __start_pl_sometimes);
     return __start_pl_sometimes;
 }
+
+void pl__props_free(pl__props *p) { pl__site_table_free(&p->eventually); }

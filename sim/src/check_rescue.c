@@ -23,6 +23,7 @@
 #include <stdlib.h>
 
 #include "check_rescue.h"
+#include "grow.h"
 #include "sim_internal.h"
 
 static double ms(pl_time ns) { return (double)ns / 1e6; }
@@ -65,7 +66,7 @@ static void on_park(pl__sim *s, uint64_t key, pl_task *t)
      * between, to handle what it found, had its chance to look; one that
      * never parked before never waited for anything). What it missed on
      * another notify is not what it waits for now. */
-    uint64_t since = s->tasks[id].parked_step;
+    uint64_t since = s->tasks.info[id].parked_step;
     if (rt->key != key || rt->missed_step <= since) {
         rt->missed_step = 0;
     }
@@ -97,11 +98,11 @@ static void on_park(pl__sim *s, uint64_t key, pl_task *t)
 static void on_bcast_end(pl__sim *s, uint64_t key)
 {
     pl__rescue *r = &s->rescue;
-    for (size_t id = 1; id < r->tasks_cap && id <= s->tasks_spawned; id++) {
+    for (size_t id = 1; id < r->tasks_cap && id <= s->tasks.spawned; id++) {
         pl__rescue_task *rt = &r->tasks[id];
         if (rt->key == key && rt->released != r->bcast_num && rt->missed_step == 0 &&
-            s->tasks[id].task != NULL && id != s->polling &&
-            !pl__task_is_scheduled(s->tasks[id].task)) {
+            s->tasks.info[id].task != NULL && id != s->polling &&
+            !pl__task_is_scheduled(s->tasks.info[id].task)) {
             rt->missed_step = s->step;
             rt->missed_ns = s->now;
             rt->missed_by = s->polling;
@@ -116,15 +117,15 @@ static void on_bcast_end(pl__sim *s, uint64_t key)
         }
         i = (uint32_t)r->bcasts_len++;
     }
-    r->bcasts[i] = (pl__rescue_bcast){r->bcast_num, r->bcast_ev, s->step, s->now, s->polling,
-                                      s->tasks_spawned};
+    r->bcasts[i] = (pl__rescue_bcast){r->bcast_num, r->bcast_ev, s->step,
+                                      s->now,       s->polling,  s->tasks.spawned};
 }
 
 void pl__rescue_signal(void *ud, const void *primitive, pl_signal_event ev, pl_task *t)
 {
     pl__sim *s = ud;
     pl__rescue *r = &s->rescue;
-    if (s->follow.active) {
+    if (s->probe.follow.active) {
         return;
     }
     switch (ev) {
@@ -142,7 +143,7 @@ void pl__rescue_signal(void *ud, const void *primitive, pl_signal_event ev, pl_t
         break;
     case PL_SIGNAL_BROADCAST:
         if (r->tasks == NULL) {
-            (void)task_of(s, s->tasks_spawned); /* from now on, wakes are noted */
+            (void)task_of(s, s->tasks.spawned); /* from now on, wakes are noted */
         }
         if (r->bcast_depth++ == 0) {
             r->bcast_num++;
@@ -165,7 +166,7 @@ void pl__rescue_point(pl__sim *s)
     pl__rescue *r = &s->rescue;
     r->doom_seq = 0;
     r->doom_woke = 0;
-    if (r->bcast_num == 0 || s->follow.active || s->finding.kind != PL_FINDING_NONE ||
+    if (r->bcast_num == 0 || s->probe.follow.active || s->finding.kind != PL_FINDING_NONE ||
         pl__executor_timer_count(s->ex) != 1 || pl__threads_active(&s->threads)) {
         return;
     }
@@ -180,11 +181,11 @@ void pl__rescue_point(pl__sim *s)
 static bool lost_wake(const pl__sim *s, uint32_t id, uint32_t rescuer)
 {
     const pl__rescue *r = &s->rescue;
-    if (id >= r->tasks_cap || id > s->tasks_spawned) {
+    if (id >= r->tasks_cap || id > s->tasks.spawned) {
         return false;
     }
     const pl__rescue_task *rt = &r->tasks[id];
-    const pl__task_info *ti = &s->tasks[id];
+    const pl__task_info *ti = &s->tasks.info[id];
     return rt->linked && rt->missed_step != 0 && rt->link_step >= rt->missed_step &&
            rt->missed_by != id && rt->missed_by != rescuer && ti->task != NULL &&
            !ti->on_purpose && rt->park_polls == pl_task_head_of(ti->task)->polls;
@@ -198,40 +199,40 @@ static bool sweeps(const pl__sim *s, uint32_t id, uint32_t by)
 {
     const pl__rescue *r = &s->rescue;
     return r->bcast_depth > 0 && id < r->tasks_cap && r->in_bcast == r->tasks[id].key &&
-           pl_task_is_background(s->tasks[by].task);
+           pl_task_is_background(s->tasks.info[by].task);
 }
 
 static void report(pl__sim *s, uint32_t id, uint32_t via)
 {
     const pl__rescue *r = &s->rescue;
     const pl__rescue_task *rt = &r->tasks[id];
-    uint32_t armer = r->doom_seq < s->armers_cap ? s->armers[r->doom_seq] : 0;
+    uint32_t armer = r->doom_seq < s->probe.armers_cap ? s->probe.armers[r->doom_seq] : 0;
     char by[112] = "outside any task";
     if (rt->missed_by != 0) {
-        snprintf(by, sizeof by, "by '%s' (#%u)", pl__run_name_of(s, rt->missed_by),
+        snprintf(by, sizeof by, "by '%s' (#%u)", pl__tasks_name_of(s, rt->missed_by),
                  rt->missed_by);
     }
     char armed[400] = "outside any poll";
     if (armer != 0) {
         char chain[300];
         pl__bt_chain_text(s, armer, chain, sizeof chain);
-        snprintf(armed, sizeof armed, "by '%s' (#%u)%s%s", pl__run_name_of(s, armer), armer,
+        snprintf(armed, sizeof armed, "by '%s' (#%u)%s%s", pl__tasks_name_of(s, armer), armer,
                  chain[0] != '\0' ? ", parked in: " : "", chain);
     }
     char through[112] = "";
     if (via != 0) {
         snprintf(through, sizeof through, ", through '%s' (#%u), which it woke",
-                 pl__run_name_of(s, via), via);
+                 pl__tasks_name_of(s, via), via);
     }
     bool fresh = s->finding.kind == PL_FINDING_NONE;
-    pl__sim_finding(s, PL_FINDING_DEADLOCK, s->tasks[id].task,
+    pl__sim_finding(s, PL_FINDING_DEADLOCK, s->tasks.info[id].task,
                     "'%s' (#%u) is stuck for good but for a timer: it waits on a notify whose "
                     "pl_notify_waiters broadcast %s at %.3f ms found it not waiting (a "
                     "broadcast keeps nothing), and only timer #%" PRIu64 " (deadline %.3f ms, "
                     "armed %s) was left to run. It fired at %.3f ms and rescued it%s, %.3f ms "
                     "after the lost broadcast; without that timer nothing would ever run "
                     "again: a deadlock the timer hides",
-                    pl__run_name_of(s, id), id, by, ms(rt->missed_ns), r->doom_seq,
+                    pl__tasks_name_of(s, id), id, by, ms(rt->missed_ns), r->doom_seq,
                     ms(r->doom_deadline_ns), armed, ms(s->now), through,
                     ms(s->now - rt->missed_ns));
     pl__bt_describe(s, fresh, id);
@@ -242,13 +243,13 @@ void pl__rescue_wake(pl__sim *s, uint32_t id, uint32_t running, pl_wake_outcome 
     pl__rescue *r = &s->rescue;
     /* Before the run's first broadcast nothing was missed and nothing is
      * released: a program that never broadcasts pays this test per wake. */
-    if (r->bcast_num == 0 || s->follow.active) {
+    if (r->bcast_num == 0 || s->probe.follow.active) {
         return;
     }
     /* The rescue first: a sweeper's broadcast that rescues the task also
      * releases it, below. */
     if (r->doom_seq != 0 && outcome == PL_WAKE_SCHEDULED && s->finding.kind == PL_FINDING_NONE) {
-        uint32_t armer = r->doom_seq < s->armers_cap ? s->armers[r->doom_seq] : 0;
+        uint32_t armer = r->doom_seq < s->probe.armers_cap ? s->probe.armers[r->doom_seq] : 0;
         if (s->firing_seq == r->doom_seq && running == 0) {
             if (lost_wake(s, id, armer)) {
                 report(s, id, 0);

@@ -14,7 +14,7 @@
  * task, the missed broadcast and the timer.
  *
  * Every function is for the simulator's executor thread; each does
- * nothing in a follow-up run (s->follow.active) or once a finding exists.
+ * nothing in a follow-up run (s->probe.follow.active) or once a finding exists.
  * The state lives in pl__sim.rescue (zeroed by pl__sim_init), freed by
  * pl__rescue_free.
  */

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "run_record.h"
 #include "sim_internal.h"
 #include "strategy.h"
 

@@ -8,6 +8,7 @@
 
 #include "pollen/sim_history.h"
 #include "sim_internal.h"
+#include "grow.h"
 
 int pl_history_use(const pl_model *model)
 {
@@ -18,13 +19,13 @@ int pl_history_use(const pl_model *model)
     if (model == NULL || model->init == NULL || model->step == NULL ||
         model->describe == NULL || model->state_size == 0 ||
         model->state_size > PL_MODEL_STATE_MAX || (model->hash == NULL) != (model->equal == NULL)) {
-        return pl__run_call_error(s, PL_EINVAL,
+        return pl__sim_call_error(s, PL_EINVAL,
                                   "pl_history_use: a model needs init, step and describe, a "
                                   "state of 1 to %u bytes, and both hash and equal or neither",
                                   PL_MODEL_STATE_MAX);
     }
     if (s->history.model != NULL) {
-        return pl__run_call_error(s, PL_EINVAL, "pl_history_use: the run's model is already '%s'",
+        return pl__sim_call_error(s, PL_EINVAL, "pl_history_use: the run's model is already '%s'",
                                   s->history.model->name);
     }
     s->history.model = model;
@@ -78,7 +79,7 @@ uint64_t pl_history_invoke(const char *client, uint32_t kind, uint64_t key, int6
     }
     if (client == NULL) {
         uint32_t n = pl__node_current(s);
-        client = n != 0 ? pl__node_name(s, n) : "scenario";
+        client = n != 0 ? pl__node_name(&s->nodes, n) : "scenario";
     }
     pl__history_rec *r = &h->ops[h->len++];
     *r = (pl__history_rec){

@@ -120,42 +120,33 @@ void pl__sim_finding(pl__sim *s, pl_finding_kind kind, const pl_task *t, const c
     }
 }
 
-/* ---- Node names (node.c keeps the table) ------------------------------ */
+/* ---- Errors of the run ----------------------------------------------- */
 
-const char *pl__node_name(const pl__sim *s, uint32_t n)
+int pl__sim_call_error(pl__sim *s, int rc, const char *fmt, ...)
 {
-    return n != 0 && n < s->nodes_len ? s->nodes[n].def.name : "";
-}
-
-/* ---- Site tables ------------------------------------------------------ */
-
-pl__site *pl__site_lookup(pl__site_table *t, uint64_t key, bool *created)
-{
-    *created = false;
-    uint32_t i;
-    if (pl__hashmap_get(&t->index, key, &i)) {
-        PL__SIM_ASSERT(i < t->len && t->sites[i].key == key);
-        return &t->sites[i];
+    PL__SIM_ASSERT(rc < 0);
+    if (s == NULL) {
+        return rc;
     }
-    if (t->len >= UINT32_MAX ||
-        pl__grow((void **)&t->sites, &t->cap, t->len + 1, sizeof *t->sites, 32, 0) != 0 ||
-        pl__hashmap_put(&t->index, key, (uint32_t)t->len) != 0) {
-        return NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->call_error, sizeof s->call_error, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+bool pl_finding_is_setup_error(const pl_finding *f)
+{
+    static const char prefix[] = PL_SIM_SETUP_FAILED ": ";
+    return f->kind == PL_FINDING_ASSERTION && f->task_id == 0 && f->step == 0 &&
+           strncmp(f->message, prefix, sizeof prefix - 1) == 0;
+}
+
+void pl__sim_oom(pl__sim *s, const pl_task *t, const char *what)
+{
+    if (what == NULL) {
+        pl__sim_finding(s, PL_FINDING_ASSERTION, t, "simulator out of memory");
+    } else {
+        pl__sim_finding(s, PL_FINDING_ASSERTION, t, "simulator out of memory: %s", what);
     }
-    t->sites[t->len] = (pl__site){.key = key};
-    *created = true;
-    return &t->sites[t->len++];
-}
-
-const char *pl__site_base(const char *file)
-{
-    const char *slash = strrchr(file, '/');
-    return slash != NULL ? slash + 1 : file;
-}
-
-void pl__site_table_free(pl__site_table *t)
-{
-    free(t->sites);
-    pl__hashmap_free(&t->index);
-    memset(t, 0, sizeof *t);
 }

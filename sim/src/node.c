@@ -25,9 +25,9 @@ typedef struct pl__node_block {
 
 pl__node *pl__node_find(pl__sim *s, const char *name)
 {
-    for (uint32_t i = 1; name != NULL && s != NULL && i < s->nodes_len; i++) {
-        if (strcmp(s->nodes[i].def.name, name) == 0) {
-            return &s->nodes[i];
+    for (uint32_t i = 1; name != NULL && s != NULL && i < s->nodes.len; i++) {
+        if (strcmp(s->nodes.list[i].def.name, name) == 0) {
+            return &s->nodes.list[i];
         }
     }
     return NULL;
@@ -36,10 +36,10 @@ pl__node *pl__node_find(pl__sim *s, const char *name)
 pl_time pl__nodes_next_event(const pl__sim *s)
 {
     pl_time next = pl__disk_next_event(s->disk);
-    for (uint32_t i = 1; i < s->nodes_len; i++) {
-        pl_time t = pl__disk_next_event(s->nodes[i].disk);
+    for (uint32_t i = 1; i < s->nodes.len; i++) {
+        pl_time t = pl__disk_next_event(s->nodes.list[i].disk);
         next = t < next ? t : next;
-        t = s->nodes[i].restart_at;
+        t = s->nodes.list[i].restart_at;
         next = t != 0 && t < next ? t : next;
         t = s->nemesis.paused_until[i];
         next = t != 0 && t < next ? t : next;
@@ -56,21 +56,22 @@ typedef struct pl__task_alias {
 
 const char *pl__node_task_name(pl__sim *s, uint32_t n, const char *name)
 {
-    for (size_t i = 0; i < s->task_names_len; i++) {
-        pl__task_alias *e = &s->task_names[i];
+    for (size_t i = 0; i < s->nodes.task_names_len; i++) {
+        pl__task_alias *e = &s->nodes.task_names[i];
         if (e->node == n && (e->base == name || strcmp(e->base, name) == 0)) {
             return e->full;
         }
     }
-    size_t len = strlen(s->nodes[n].def.name) + 1 + strlen(name) + 1;
+    size_t len = strlen(s->nodes.list[n].def.name) + 1 + strlen(name) + 1;
     char *full = malloc(len);
-    if (full == NULL || pl__grow((void **)&s->task_names, &s->task_names_cap, s->task_names_len + 1,
-                                 sizeof *s->task_names, 16, 0) != 0) {
+    if (full == NULL ||
+        pl__grow((void **)&s->nodes.task_names, &s->nodes.task_names_cap,
+                 s->nodes.task_names_len + 1, sizeof *s->nodes.task_names, 16, 0) != 0) {
         free(full);
         return name;
     }
-    snprintf(full, len, "%s/%s", s->nodes[n].def.name, name);
-    s->task_names[s->task_names_len++] = (pl__task_alias){n, name, full};
+    snprintf(full, len, "%s/%s", s->nodes.list[n].def.name, name);
+    s->nodes.task_names[s->nodes.task_names_len++] = (pl__task_alias){n, name, full};
     return full;
 }
 
@@ -88,19 +89,19 @@ void pl__node_blocks_free(pl__node *node)
 
 void pl__nodes_free(pl__sim *s)
 {
-    for (uint32_t i = 0; i < s->nodes_len; i++) {
-        pl__node_blocks_free(&s->nodes[i]);
-        pl__disk_destroy(s->nodes[i].disk);
+    for (uint32_t i = 0; i < s->nodes.len; i++) {
+        pl__node_blocks_free(&s->nodes.list[i]);
+        pl__disk_destroy(s->nodes.list[i].disk);
     }
-    free(s->nodes);
-    s->nodes = NULL;
-    s->nodes_len = 0;
-    for (size_t i = 0; i < s->task_names_len; i++) {
-        free(s->task_names[i].full);
+    free(s->nodes.list);
+    s->nodes.list = NULL;
+    s->nodes.len = 0;
+    for (size_t i = 0; i < s->nodes.task_names_len; i++) {
+        free(s->nodes.task_names[i].full);
     }
-    free(s->task_names);
-    s->task_names = NULL;
-    s->task_names_len = s->task_names_cap = 0;
+    free(s->nodes.task_names);
+    s->nodes.task_names = NULL;
+    s->nodes.task_names_len = s->nodes.task_names_cap = 0;
 }
 
 /* ---- Declaring and booting -------------------------------------------- */
@@ -118,14 +119,14 @@ static int host_of(pl__sim *s, const pl_node_def *def, uint32_t *out)
 {
     struct in_addr in;
     if (def->host == NULL || inet_pton(AF_INET, def->host, &in) != 1) {
-        return pl__run_call_error(s, PL_EINVAL,
+        return pl__sim_call_error(s, PL_EINVAL,
                                   "pl_sim_node_add: node '%s' has host '%s', not an IPv4 address "
                                   "such as \"10.0.0.2\"",
                                   def->name, def->host != NULL ? def->host : "(null)");
     }
     uint32_t h = ntohl(in.s_addr);
     if (h >> 24 != 10) {
-        return pl__run_call_error(s, PL_EINVAL,
+        return pl__sim_call_error(s, PL_EINVAL,
                                   "pl_sim_node_add: host '%s' of node '%s' is outside 10.0.0.0/8 "
                                   "(nodes live on 10.x.y.z)",
                                   def->host, def->name);
@@ -138,36 +139,36 @@ static int host_of(pl__sim *s, const pl_node_def *def, uint32_t *out)
 static int check_def(pl__sim *s, const pl_node_def *def, uint32_t *host)
 {
     if (def == NULL) {
-        return pl__run_call_error(s, PL_EINVAL, "pl_sim_node_add: no definition (NULL)");
+        return pl__sim_call_error(s, PL_EINVAL, "pl_sim_node_add: no definition (NULL)");
     }
     if (!name_ok(def->name)) {
-        return pl__run_call_error(s, PL_EINVAL,
+        return pl__sim_call_error(s, PL_EINVAL,
                                   "pl_sim_node_add: node name '%s' is not 1 to 32 characters of "
                                   "[a-z0-9_]",
                                   def->name != NULL ? def->name : "(null)");
     }
     if (def->boot == NULL) {
-        return pl__run_call_error(s, PL_EINVAL, "pl_sim_node_add: node '%s' has no boot function",
+        return pl__sim_call_error(s, PL_EINVAL, "pl_sim_node_add: node '%s' has no boot function",
                                   def->name);
     }
     if (pl__node_find(s, def->name) != NULL) {
-        return pl__run_call_error(s, PL_EINVAL, "pl_sim_node_add: a node named '%s' exists already",
+        return pl__sim_call_error(s, PL_EINVAL, "pl_sim_node_add: a node named '%s' exists already",
                                   def->name);
     }
     int rc = host_of(s, def, host);
     if (rc != 0) {
         return rc;
     }
-    for (uint32_t i = 1; i < s->nodes_len; i++) {
-        if (s->nodes[i].host == *host) {
-            return pl__run_call_error(s, PL_EINVAL,
+    for (uint32_t i = 1; i < s->nodes.len; i++) {
+        if (s->nodes.list[i].host == *host) {
+            return pl__sim_call_error(s, PL_EINVAL,
                                       "pl_sim_node_add: host '%s' of node '%s' is node '%s''s "
                                       "already (one host per node)",
-                                      def->host, def->name, s->nodes[i].def.name);
+                                      def->host, def->name, s->nodes.list[i].def.name);
         }
     }
-    if (s->nodes_len > PL_SIM_NODES_MAX) {
-        return pl__run_call_error(s, PL_ENOSPC,
+    if (s->nodes.len > PL_SIM_NODES_MAX) {
+        return pl__sim_call_error(s, PL_ENOSPC,
                                   "pl_sim_node_add: node '%s' would be one more than "
                                   "PL_SIM_NODES_MAX (%d)",
                                   def->name, PL_SIM_NODES_MAX);
@@ -177,10 +178,10 @@ static int check_def(pl__sim *s, const pl_node_def *def, uint32_t *host)
 
 int pl__node_boot(pl__sim *s, pl__node *node)
 {
-    uint32_t saved = s->booting;
-    s->booting = (uint32_t)(node - s->nodes);
+    uint32_t saved = s->nodes.booting;
+    s->nodes.booting = (uint32_t)(node - s->nodes.list);
     int rc = node->def.boot(s->ex, node->def.ud);
-    s->booting = saved;
+    s->nodes.booting = saved;
     node->up = rc == 0;
     return rc;
 }
@@ -190,27 +191,27 @@ int pl_sim_node_add(pl_executor *ex, const pl_node_def *def)
     pl__sim *s = pl__sim_current();
     uint32_t host = 0;
     if (s == NULL || s->ex != ex) {
-        return pl__run_call_error(s, PL_EINVAL,
-                                  "pl_sim_node_add: %s", s == NULL ? "no simulation is running"
-                                  : "the executor is not the run's");
+        return pl__sim_call_error(s, PL_EINVAL, "pl_sim_node_add: %s",
+                                  s == NULL ? "no simulation is running"
+                                            : "the executor is not the run's");
     }
     int rc = check_def(s, def, &host);
     if (rc != 0) {
         return rc;
     }
-    if (s->nodes == NULL) {
-        s->nodes = calloc(PL_SIM_NODES_MAX + 1, sizeof *s->nodes);
-        if (s->nodes == NULL) {
+    if (s->nodes.list == NULL) {
+        s->nodes.list = calloc(PL_SIM_NODES_MAX + 1, sizeof *s->nodes.list);
+        if (s->nodes.list == NULL) {
             return PL_ENOMEM;
         }
-        s->nodes_len = 1; /* node 0: the scenario itself */
+        s->nodes.len = 1; /* node 0: the scenario itself */
     }
-    pl__node *node = &s->nodes[s->nodes_len++];
+    pl__node *node = &s->nodes.list[s->nodes.len++];
     node->def = *def;
     node->host = host;
     rc = pl__node_boot(s, node);
     if (rc != 0 && s->call_error[0] == '\0') {
-        pl__run_call_error(s, rc, "pl_sim_node_add: the boot function of node '%s' returned %s",
+        pl__sim_call_error(s, rc, "pl_sim_node_add: the boot function of node '%s' returned %s",
                            def->name, pl_strerror(rc));
     }
     return rc;
@@ -227,7 +228,7 @@ int pl_sim_node_restart(const char *name)
         return PL_EEXIST;
     }
     node->restart_at = 0; /* a decided restart would come on top */
-    pl__sim_event(s, PL__EV_NODE, 0, (uint64_t)(node - s->nodes), 1);
+    pl__sim_event(s, PL__EV_NODE, 0, (uint64_t)(node - s->nodes.list), 1);
     return pl__node_boot(s, node);
 }
 
@@ -245,19 +246,19 @@ void *pl_node_alloc(size_t size)
     if (s == NULL || size > SIZE_MAX - sizeof(pl__node_block)) {
         return NULL;
     }
-    if (s->nodes == NULL) {
-        s->nodes = calloc(PL_SIM_NODES_MAX + 1, sizeof *s->nodes);
-        if (s->nodes == NULL) {
+    if (s->nodes.list == NULL) {
+        s->nodes.list = calloc(PL_SIM_NODES_MAX + 1, sizeof *s->nodes.list);
+        if (s->nodes.list == NULL) {
             return NULL;
         }
-        s->nodes_len = 1;
+        s->nodes.len = 1;
     }
     pl__node_block *b = malloc(sizeof *b + size);
     if (b == NULL) {
         return NULL;
     }
-    pl__node *node = &s->nodes[pl__node_current(s)];
-    b->node = (uint32_t)(node - s->nodes);
+    pl__node *node = &s->nodes.list[pl__node_current(s)];
+    b->node = (uint32_t)(node - s->nodes.list);
     b->prev = NULL;
     b->next = node->blocks;
     if (node->blocks != NULL) {
@@ -276,15 +277,15 @@ void pl_node_free(void *p)
     pl__sim *s = pl__sim_current();
     pl__node_block *b =
         (pl__node_block *)(void *)((unsigned char *)p - offsetof(pl__node_block, data));
-    PL__SIM_ASSERT(s != NULL && b->node < s->nodes_len);
+    PL__SIM_ASSERT(s != NULL && b->node < s->nodes.len);
     if (b->prev != NULL) {
         b->prev->next = b->next;
     } else {
-        s->nodes[b->node].blocks = b->next;
+        s->nodes.list[b->node].blocks = b->next;
     }
     if (b->next != NULL) {
         b->next->prev = b->prev;
     }
-    s->nodes[b->node].blocks_len--;
+    s->nodes.list[b->node].blocks_len--;
     free(b);
 }

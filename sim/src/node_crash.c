@@ -16,8 +16,8 @@
 
 static void forget_tasks(pl__sim *s, uint32_t n)
 {
-    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
-        pl__task_info *ti = &s->tasks[id];
+    for (uint32_t id = 1; id <= s->tasks.spawned; id++) {
+        pl__task_info *ti = &s->tasks.info[id];
         if (ti->node != n || ti->task == NULL) {
             continue;
         }
@@ -82,7 +82,7 @@ static void crash_disk(pl__disk *d)
 
 static void crash(pl__sim *s, pl__node *node)
 {
-    uint32_t n = (uint32_t)(node - s->nodes);
+    uint32_t n = (uint32_t)(node - s->nodes.list);
     node->up = false;
     node->crashes++;
     node->restart_at = 0;
@@ -90,11 +90,11 @@ static void crash(pl__sim *s, pl__node *node)
     pl__node_pause_end(s, n, false); /* its held tasks go as the others */
     forget_tasks(s, n);
     /* The sources' deregistration reaches the node's own disk. */
-    uint32_t saved = s->booting;
-    s->booting = n;
+    uint32_t saved = s->nodes.booting;
+    s->nodes.booting = n;
     close_sockets(s, n);
     crash_disk(node->disk);
-    s->booting = saved;
+    s->nodes.booting = saved;
     pl__node_blocks_free(node);
 }
 
@@ -106,7 +106,7 @@ static void crash(pl__sim *s, pl__node *node)
  * files go with the network and the disks in pl__sim_finish. */
 void pl__nodes_end_run(pl__sim *s)
 {
-    PL__SIM_ASSERT(s->polling == 0 && s->dropping == 0); /* no task runs */
+    PL__SIM_ASSERT(s->polling == 0 && s->nodes.dropping == 0); /* no task runs */
     pl__reactor *r = s->reactor;
     for (size_t i = 0; r != NULL && i < r->handles_len; i++) {
         if (r->handles[i] != NULL) {
@@ -115,21 +115,21 @@ void pl__nodes_end_run(pl__sim *s)
     }
     /* Each deregistration reaches the disk of the node set as booting
      * (none: the scenario's own disk). */
-    uint32_t saved = s->booting;
-    s->booting = 0;
+    uint32_t saved = s->nodes.booting;
+    s->nodes.booting = 0;
     forget_disk_sources(s->disk);
-    for (uint32_t n = 1; n < s->nodes_len; n++) {
-        s->booting = n;
-        forget_disk_sources(s->nodes[n].disk);
+    for (uint32_t n = 1; n < s->nodes.len; n++) {
+        s->nodes.booting = n;
+        forget_disk_sources(s->nodes.list[n].disk);
     }
-    s->booting = saved;
+    s->nodes.booting = saved;
 }
 
 int pl_sim_node_crash(const char *name)
 {
     pl__sim *s = pl__sim_current();
     pl__node *node = pl__node_find(s, name);
-    if (node == NULL || pl__node_current(s) == (uint32_t)(node - s->nodes)) {
+    if (node == NULL || pl__node_current(s) == (uint32_t)(node - s->nodes.list)) {
         return PL_EINVAL;
     }
     if (!node->up) {
@@ -146,13 +146,13 @@ int pl_sim_power_cut(void)
         return PL_EINVAL;
     }
     uint32_t self = pl__node_current(s);
-    if (self != 0 && s->nodes[self].def.crashable) {
+    if (self != 0 && s->nodes.list[self].def.crashable) {
         return PL_EINVAL;
     }
     int crashed = 0;
-    for (uint32_t n = 1; n < s->nodes_len; n++) {
-        if (s->nodes[n].def.crashable && s->nodes[n].up) {
-            crash(s, &s->nodes[n]);
+    for (uint32_t n = 1; n < s->nodes.len; n++) {
+        if (s->nodes.list[n].def.crashable && s->nodes.list[n].up) {
+            crash(s, &s->nodes.list[n]);
             crashed++;
         }
     }
@@ -163,8 +163,8 @@ int pl_sim_power_cut(void)
  * probability per wait, and comes back after a decided delay. */
 static void crash_decisions(pl__sim *s)
 {
-    for (uint32_t n = 1; n < s->nodes_len; n++) {
-        pl__node *node = &s->nodes[n];
+    for (uint32_t n = 1; n < s->nodes.len; n++) {
+        pl__node *node = &s->nodes.list[n];
         if (!node->def.crashable || !node->up) {
             continue;
         }
@@ -182,11 +182,11 @@ static void crash_decisions(pl__sim *s)
 void pl__nodes_deliver(pl__sim *s, pl_time now)
 {
     (void)pl__disk_deliver(s->disk, now);
-    for (uint32_t n = 1; n < s->nodes_len; n++) {
-        (void)pl__disk_deliver(s->nodes[n].disk, now);
+    for (uint32_t n = 1; n < s->nodes.len; n++) {
+        (void)pl__disk_deliver(s->nodes.list[n].disk, now);
     }
-    for (uint32_t n = 1; n < s->nodes_len && !s->stopped; n++) {
-        pl__node *node = &s->nodes[n];
+    for (uint32_t n = 1; n < s->nodes.len && !s->stopped; n++) {
+        pl__node *node = &s->nodes.list[n];
         if (node->restart_at != 0 && node->restart_at <= now) {
             node->restart_at = 0;
             pl__sim_event(s, PL__EV_NODE, 0, n, 1);

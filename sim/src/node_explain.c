@@ -8,6 +8,7 @@
  */
 #include <stdio.h>
 
+#include "run_record.h"
 #include "sim_internal.h"
 
 /* The next node event of the record from event i on: node *node (any

@@ -15,12 +15,12 @@
  * for node n) and a node outside it. */
 static int cut_sides(pl__sim *s, uint32_t side, pl_time until)
 {
-    for (uint32_t a = 1; a < s->nodes_len; a++) {
-        for (uint32_t b = 1; b < s->nodes_len && (side >> a & 1u) != 0; b++) {
+    for (uint32_t a = 1; a < s->nodes.len; a++) {
+        for (uint32_t b = 1; b < s->nodes.len && (side >> a & 1u) != 0; b++) {
             if ((side >> b & 1u) != 0) {
                 continue;
             }
-            uint32_t ha = s->nodes[a].host, hb = s->nodes[b].host;
+            uint32_t ha = s->nodes.list[a].host, hb = s->nodes.list[b].host;
             int rc = until == 0 ? pl__net_link_heal(s->reactor, ha, hb)
                                 : pl__net_link_cut_pair(s->reactor, ha, hb, until);
             if (rc != 0) {
@@ -37,8 +37,8 @@ static int cut_sides(pl__sim *s, uint32_t side, pl_time until)
 static void isolate_decisions(pl__sim *s)
 {
     pl__nemesis *z = &s->nemesis;
-    for (uint32_t n = 1; n < s->nodes_len; n++) {
-        pl__node *node = &s->nodes[n];
+    for (uint32_t n = 1; n < s->nodes.len; n++) {
+        pl__node *node = &s->nodes.list[n];
         if (!node->def.isolatable || !node->up || z->isolated_until[n] > s->now) {
             continue;
         }
@@ -71,9 +71,9 @@ static int side_of(pl__sim *s, const char *const *names, size_t n, uint32_t *sid
         if (node == NULL) {
             return PL_EINVAL;
         }
-        *side |= 1u << (node - s->nodes);
+        *side |= 1u << (node - s->nodes.list);
     }
-    uint32_t all = s->nodes_len > 1 ? ((1u << s->nodes_len) - 2u) : 0;
+    uint32_t all = s->nodes.len > 1 ? ((1u << s->nodes.len) - 2u) : 0;
     return *side == 0 || *side == all ? PL_EINVAL : 0;
 }
 
@@ -100,7 +100,7 @@ int pl_sim_nodes_heal(void)
     if (s == NULL) {
         return PL_EINVAL;
     }
-    for (uint32_t n = 1; n < s->nodes_len; n++) {
+    for (uint32_t n = 1; n < s->nodes.len; n++) {
         s->nemesis.isolated_until[n] = 0;
         int rc = cut_sides(s, 1u << n, 0);
         if (rc != 0) {

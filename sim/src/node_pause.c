@@ -8,14 +8,15 @@
  * whose only other work is done still reaches it.
  */
 #include "node.h"
+#include "sim_internal.h"
 
 /* The pause durations: 2^v quanta, v < PL_SIM_NODE_PAUSE_STEPS. */
 static pl_time pause_length(uint32_t v) { return (pl_time)PL_SIM_NODE_PAUSE_QUANTUM_NS << v; }
 
 static void hold_tasks(pl__sim *s, uint32_t n, bool hold)
 {
-    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
-        pl__task_info *ti = &s->tasks[id];
+    for (uint32_t id = 1; id <= s->tasks.spawned; id++) {
+        pl__task_info *ti = &s->tasks.info[id];
         if (ti->node == n && ti->task != NULL && !ti->forgotten) {
             pl__executor_hold_task(s->ex, ti->task, hold);
         }
@@ -25,7 +26,7 @@ static void hold_tasks(pl__sim *s, uint32_t n, bool hold)
 static void pause_node(pl__sim *s, uint32_t n, pl_time length_ns)
 {
     pl__nemesis *z = &s->nemesis;
-    PL__SIM_ASSERT(n != 0 && n < s->nodes_len && z->paused_until[n] == 0 && length_ns > 0);
+    PL__SIM_ASSERT(n != 0 && n < s->nodes.len && z->paused_until[n] == 0 && length_ns > 0);
     z->pauses[n]++;
     z->paused_until[n] = s->now + length_ns;
     pl__sim_event(s, PL__EV_NODE, 0, n, PL__NODE_EV_PAUSE);
@@ -49,8 +50,8 @@ void pl__node_pause_end(pl__sim *s, uint32_t n, bool traced)
  * wait that resumed it (bit n of `resumed`): its tasks run first. */
 static void pause_decisions(pl__sim *s, uint32_t resumed)
 {
-    for (uint32_t n = 1; n < s->nodes_len; n++) {
-        pl__node *node = &s->nodes[n];
+    for (uint32_t n = 1; n < s->nodes.len; n++) {
+        pl__node *node = &s->nodes.list[n];
         if (!node->def.pausable || !node->up || s->nemesis.paused_until[n] != 0 ||
             (resumed >> n & 1u) != 0) {
             continue;
@@ -69,7 +70,7 @@ void pl__node_pause_deliver(pl__sim *s, pl_time now)
 {
     _Static_assert(PL_SIM_NODES_MAX < 32, "a node's bit in a word");
     uint32_t resumed = 0;
-    for (uint32_t n = 1; n < s->nodes_len; n++) {
+    for (uint32_t n = 1; n < s->nodes.len; n++) {
         pl_time until = s->nemesis.paused_until[n];
         if (until != 0 && until <= now) {
             pl__node_pause_end(s, n, true);
@@ -85,10 +86,10 @@ void pl__node_pause_deliver(pl__sim *s, pl_time now)
 static int node_of_call(pl__sim *s, const char *name, uint32_t *n)
 {
     pl__node *node = pl__node_find(s, name);
-    if (node == NULL || pl__node_current(s) == (uint32_t)(node - s->nodes)) {
+    if (node == NULL || pl__node_current(s) == (uint32_t)(node - s->nodes.list)) {
         return PL_EINVAL;
     }
-    *n = (uint32_t)(node - s->nodes);
+    *n = (uint32_t)(node - s->nodes.list);
     return node->up ? 0 : PL_ENOENT;
 }
 
@@ -129,5 +130,5 @@ bool pl_sim_node_is_paused(const char *name)
 {
     pl__sim *s = pl__sim_current();
     pl__node *node = pl__node_find(s, name);
-    return node != NULL && s->nemesis.paused_until[node - s->nodes] != 0;
+    return node != NULL && s->nemesis.paused_until[node - s->nodes.list] != 0;
 }

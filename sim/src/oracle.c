@@ -15,7 +15,11 @@
 
 #include "backtrace.h"
 #include "check_contract.h"
+#include "grow.h"
 #include "isolate/mirror.h"
+#include "isolate/progress.h"
+#include "oracle.h"
+#include "sim_internal.h"
 #include "trace_ring.h"
 
 /* pl__sim_event, inline: the hooks append an event or two per poll and
@@ -30,14 +34,14 @@ static inline void event(pl__sim *s, uint32_t kind, uint32_t task, uint64_t a, u
 static uint32_t tid(const pl_task *t) { return pl_task_head_of(t)->id; }
 static uint32_t tpolls(const pl_task *t) { return pl_task_head_of(t)->polls; }
 
-static pl__task_info *info(pl__sim *s, const pl_task *t) { return &s->tasks[tid(t)]; }
+static pl__task_info *info(pl__sim *s, const pl_task *t) { return &s->tasks.info[tid(t)]; }
 
 /* The table grows without zeroing: on_spawn writes an id's whole record,
  * so no byte is written twice and the entries past the latest id are
  * never touched (a million-task run zeroed 128 MB it then overwrote). */
 /* Whether task `id` has a record: on_spawn wrote it. A task whose record
  * could not be allocated has none (on_spawn stopped the run). */
-static bool has_record(const pl__sim *s, uint32_t id) { return id <= s->tasks_spawned; }
+static bool has_record(const pl__sim *s, uint32_t id) { return id <= s->tasks.spawned; }
 
 /* ---- Hooks ------------------------------------------------------------ */
 
@@ -48,8 +52,8 @@ static void on_spawn(void *ud, pl_task *t, const char *where, const char *func)
 {
     pl__sim *s = ud;
     uint32_t id = tid(t);
-    if (id >= s->tasks_cap && pl__tasks_reserve(s, id) != 0) {
-        pl__run_out_of_memory(s, t, NULL);
+    if (id >= s->tasks.cap && pl__tasks_reserve(s, id) != 0) {
+        pl__sim_oom(s, t, NULL);
         return;
     }
     uint32_t node = pl__node_current(s); /* a node's tasks spawn its own */
@@ -60,23 +64,23 @@ static void on_spawn(void *ud, pl_task *t, const char *where, const char *func)
         key.name = pl__node_task_name(s, node, key.name);
         pl__task_rename(t, key.name);
     }
-    const pl__spawn_kind *kind = pl__spawn_kind_fast(s, &key);
+    const pl__spawn_kind *kind = pl__tasks_kind_fast(&s->tasks, &key);
     if (kind == NULL) {
-        pl__run_out_of_memory(s, t, NULL);
+        pl__sim_oom(s, t, NULL);
         return;
     }
-    PL__SIM_ASSERT(id > s->tasks_spawned); /* ids are handed out in increasing order */
+    PL__SIM_ASSERT(id > s->tasks.spawned); /* ids are handed out in increasing order */
     /* Entry 0 (nobody) and the ids whose record could not be allocated
      * read as empty records, as a zeroed table had them. */
-    for (uint32_t gap = s->tasks_spawned == 0 ? 0 : s->tasks_spawned + 1; gap < id; gap++) {
-        s->tasks[gap] = (pl__task_info){.kind = &pl__spawn_kind_none};
+    for (uint32_t gap = s->tasks.spawned == 0 ? 0 : s->tasks.spawned + 1; gap < id; gap++) {
+        s->tasks.info[gap] = (pl__task_info){.kind = &pl__tasks_kind_none};
     }
-    pl__task_info *ti = &s->tasks[id];
+    pl__task_info *ti = &s->tasks.info[id];
     memset(ti, 0, sizeof *ti); /* vector stores: a compound literal here compiled to rep stos */
     ti->task = t;
     ti->kind = kind;
     ti->node = (uint8_t)node;
-    s->tasks_spawned = id;
+    s->tasks.spawned = id;
     pl__trace_ring *ring = pl__sim_ring();
     if (ring != NULL) {
         pl__ring_name_task(ring, id, key.name);
@@ -93,11 +97,11 @@ static inline void begin_poll(pl__sim *s, pl_task *t, bool probe)
 {
     s->woken_in_poll = false;
     s->woke_other = false;
-    s->sub_polls = 0;
+    s->bounds.sub_polls = 0;
     s->firing_seq = 0;
-    s->wakes_in_poll = 0;
-    pl__bt_poll_begin(s);
-    pl__progress_poll(s, t);
+    s->bounds.wakes_in_poll = 0;
+    pl__bt_poll_begin(&s->bt);
+    pl__progress_poll(s->step, s->now, t);
     if (!probe) {
         pl__task_info *ti = info(s, t);
         ti->waits_len = 0;
@@ -107,12 +111,12 @@ static inline void begin_poll(pl__sim *s, pl_task *t, bool probe)
      * head (a lone candidate, a probe) is what production polls next. */
     s->poll_deviated = s->passed_head != 0 && s->passed_head != s->polling;
     s->passed_head = 0;
-    if (s->stale_tasks > 0 && !probe) {
+    if (s->tasks.stale > 0 && !probe) {
         /* Only then can a task have stale wakes to forget: the common
          * poll does not touch its (cold) table entry at all. A probe
          * keeps them: its report links the dropped wake. */
         pl__task_info *ti = info(s, t);
-        s->stale_tasks -= ti->stale_wakes > 0;
+        s->tasks.stale -= ti->stale_wakes > 0;
         ti->stale_wakes = 0;
     }
 }
@@ -160,7 +164,7 @@ static __attribute__((noinline)) void poll_end_rest(pl__sim *s, pl_task *t, pl_p
     if (r == PL_PENDING && !probe) {
         ti->parked_step = s->step;
         ti->parked_ns = s->now;
-        pl__bt_park(s, ti);
+        pl__bt_park(&s->bt, ti);
     }
     event(s, r == PL_READY ? PL__EV_READY : PL__EV_PENDING, h->id, h->polls, h->gen);
     if (r == PL_PENDING && !probe) {
@@ -177,9 +181,9 @@ static void on_poll_end(void *ud, pl_task *t, pl_poll_result r, bool probe)
 {
     pl__sim *s = ud;
     pl__task_info *ti = info(s, t);
-    pl__bt_leave(s, r, ti->kind->root);
+    pl__bt_leave(&s->bt, r, ti->kind->root);
     if (r == PL_PENDING && !probe) {
-        if (!pl__bt_is_path(s, ti->chain) || !pl__contract_pending_plain(s, t)) {
+        if (!pl__bt_is_path(&s->bt, ti->chain) || !pl__contract_pending_plain(s, t)) {
             poll_end_rest(s, t, r, probe);
             return;
         }
@@ -205,7 +209,7 @@ static __attribute__((noinline)) void wake_rare(pl__sim *s, pl_task *t, uint32_t
     if (outcome == PL_WAKE_STALE) {
         kind = PL__EV_WAKE_STALE;
         pl__task_info *ti = info(s, t);
-        s->stale_tasks += ti->stale_wakes++ == 0;
+        s->tasks.stale += ti->stale_wakes++ == 0;
         ti->last_stale_gen = gen;
         ti->stale_ns = s->now;
         ti->stale_by = run_id;
@@ -214,18 +218,18 @@ static __attribute__((noinline)) void wake_rare(pl__sim *s, pl_task *t, uint32_t
     }
     if (outcome == PL_WAKE_DURING_POLL && id == s->polling) {
         s->woken_in_poll = true;
-        if (++s->wakes_in_poll > s->wakes_in_poll_max) {
+        if (++s->bounds.wakes_in_poll > s->bounds.wakes_in_poll_max) {
             pl__budget_wakes_in_poll(s);
         }
     } else if (outcome == PL_WAKE_SCHEDULED && run_id != 0 && id != run_id) {
         s->woke_other = true;
     }
-    if (s->follow.active && outcome == PL_WAKE_SCHEDULED) {
-        pl__follow_wake(s, id, run_id); /* it reads firing_seq, and makes no event */
+    if (s->probe.follow.active && outcome == PL_WAKE_SCHEDULED) {
+        pl__probe_follow_wake(s, id, run_id); /* it reads firing_seq, and makes no event */
     }
-    if (s->keep_step != 0 && outcome == PL_WAKE_SCHEDULED && !s->injecting &&
+    if (s->probe.keep_step != 0 && outcome == PL_WAKE_SCHEDULED && !s->injecting &&
         info(s, t)->keep_parked) {
-        s->keep_woken = true; /* a watched task moves (check_probe.c, keepers_only) */
+        s->probe.keep_woken = true; /* a watched task moves (check_probe.c, keepers_only) */
     }
     s->firing_seq = 0;
     event(s, kind, id, gen, run_id);
@@ -243,8 +247,8 @@ static void on_wake(void *ud, pl_task *t, uint32_t gen, bool by_ref, pl_task *ru
         pl__threads_wrong_thread(s, "wakes a task's waker");
     }
     pl__rescue_wake(s, tid(t), running != NULL ? tid(running) : 0, outcome);
-    if (outcome == PL_WAKE_STALE || outcome == PL_WAKE_DURING_POLL || s->follow.active ||
-        s->keep_step != 0) {
+    if (outcome == PL_WAKE_STALE || outcome == PL_WAKE_DURING_POLL || s->probe.follow.active ||
+        s->probe.keep_step != 0) {
         wake_rare(s, t, gen, running, outcome);
         return;
     }
@@ -283,44 +287,44 @@ static void on_waker_drop(void *ud, pl_task *t, uint32_t gen)
 static void note_armer(pl__sim *s, uint64_t seq, pl_time deadline_ns)
 {
     if (s->polling_probe) {
-        if (s->probe_arms_len < PL__PROBE_ARMS_MAX) {
-            s->probe_arms[s->probe_arms_len] = seq;
+        if (s->probe.arms_len < PL__PROBE_ARMS_MAX) {
+            s->probe.arms[s->probe.arms_len] = seq;
         }
-        s->probe_arms_len++;
+        s->probe.arms_len++;
     }
-    if (seq >= s->armers_cap &&
-        (seq >= SIZE_MAX || pl__grow((void **)&s->armers, &s->armers_cap, (size_t)seq + 1,
-                                     sizeof *s->armers, 256, 0) != 0)) {
+    if (seq >= s->probe.armers_cap &&
+        (seq >= SIZE_MAX || pl__grow((void **)&s->probe.armers, &s->probe.armers_cap,
+                                     (size_t)seq + 1, sizeof *s->probe.armers, 256, 0) != 0)) {
         return; /* the report then says "armed outside any poll" */
     }
-    s->armers[seq] = s->polling;
-    if (seq >= s->arm_deadlines_cap &&
-        pl__grow((void **)&s->arm_deadlines, &s->arm_deadlines_cap, (size_t)seq + 1,
-                 sizeof *s->arm_deadlines, 256, 0) != 0) {
+    s->probe.armers[seq] = s->polling;
+    if (seq >= s->probe.arm_deadlines_cap &&
+        pl__grow((void **)&s->probe.arm_deadlines, &s->probe.arm_deadlines_cap, (size_t)seq + 1,
+                 sizeof *s->probe.arm_deadlines, 256, 0) != 0) {
         return; /* a probe then excuses no re-arm of this timer */
     }
-    s->arm_deadlines[seq] = deadline_ns;
+    s->probe.arm_deadlines[seq] = deadline_ns;
 }
 
 static void note_late(pl__sim *s, uint32_t task, pl_time from, pl_time until)
 {
-    pl__task_info *ti = &s->tasks[task];
-    if (s->late_free != 0) {
-        uint32_t i = s->late_free - 1;
-        s->late_free = s->late[i].next;
-        s->late[i] = (pl__late_timer){from, until, ti->late_head};
+    pl__task_info *ti = &s->tasks.info[task];
+    if (s->probe.late_free != 0) {
+        uint32_t i = s->probe.late_free - 1;
+        s->probe.late_free = s->probe.late[i].next;
+        s->probe.late[i] = (pl__late_timer){from, until, ti->late_head};
         ti->late_head = i + 1;
         return;
     }
-    if (pl__grow_append((void **)&s->late, &s->late_cap, (size_t)s->late_len + 1,
-                        sizeof *s->late, 16, 0) != 0) {
+    if (pl__grow_append((void **)&s->probe.late, &s->probe.late_cap, (size_t)s->probe.late_len + 1,
+                        sizeof *s->probe.late, 16, 0) != 0) {
         /* Without the record a probe in the window could report the
          * simulated lateness as a lost wake: stop rather than guess. */
-        pl__run_out_of_memory(s, NULL, NULL);
+        pl__sim_oom(s, NULL, NULL);
         return;
     }
-    s->late[s->late_len] = (pl__late_timer){from, until, ti->late_head};
-    ti->late_head = ++s->late_len;
+    s->probe.late[s->probe.late_len] = (pl__late_timer){from, until, ti->late_head};
+    ti->late_head = ++s->probe.late_len;
 }
 
 static void on_timer_arm(void *ud, uint64_t seq, pl_time deadline_ns, pl_time fire_ns,
@@ -355,7 +359,7 @@ static void on_drop(void *ud, pl_task *t, bool cancelled)
 {
     pl__sim *s = ud;
     /* A drop outside polls closes on its task's node (none without a record). */
-    s->dropping = has_record(s, tid(t)) ? tid(t) : 0;
+    s->nodes.dropping = has_record(s, tid(t)) ? tid(t) : 0;
     event(s, PL__EV_DROP, tid(t), cancelled, 0);
 }
 
@@ -370,11 +374,11 @@ static void on_free(void *ud, pl_task *t)
     }
     pl__task_info *ti = info(s, t);
     ti->task = NULL;
-    if (s->stale_tasks > 0) {
+    if (s->tasks.stale > 0) {
         /* Only then can it have stale wakes: the common free writes one
          * word of its record and reads none (a miss per task at a
          * million). */
-        s->stale_tasks -= ti->stale_wakes > 0;
+        s->tasks.stale -= ti->stale_wakes > 0;
         ti->stale_wakes = 0;
     }
 }
@@ -395,21 +399,21 @@ static void on_enter(void *ud, pl_future *f)
 {
     pl__sim *s = ud;
     (void)f;
-    pl__bt_enter(s);
-    if (++s->sub_polls > s->sub_polls_max) {
+    pl__bt_enter(&s->bt);
+    if (++s->bounds.sub_polls > s->bounds.sub_polls_max) {
         pl__budget_sub_polls(s);
     }
 }
 
 static void on_leave(void *ud, pl_future *f, pl_poll_result r)
 {
-    pl__bt_leave(ud, r, f->vtable->name);
+    pl__bt_leave(&((pl__sim *)ud)->bt, r, f->vtable->name);
 }
 
 /* A poll by PL_AWAIT ended (child NULL: a PL_YIELD, no poll). */
 static void on_await(void *ud, pl_future *child, pl_poll_result r, const pl_await_site *site)
 {
-    pl__bt_await(ud, child, r, site);
+    pl__bt_await(&((pl__sim *)ud)->bt, child, r, site);
 }
 
 /* on_wait when table i does not reach the polling task yet: grows it,
@@ -418,14 +422,14 @@ static void on_await(void *ud, pl_future *child, pl_poll_result r, const pl_awai
 static __attribute__((noinline)) void wait_grow(pl__sim *s, pl__task_info *ti, uint32_t i,
                                                 const pl_wait *w)
 {
-    if (pl__grow((void **)&s->waits[i], &s->waits_cap[i], (size_t)s->polling + 1,
-                 sizeof *s->waits[i], 64, 0) != 0) {
+    if (pl__grow((void **)&s->probe.waits[i], &s->probe.waits_cap[i], (size_t)s->polling + 1,
+                 sizeof *s->probe.waits[i], 64, 0) != 0) {
         /* Without the record the task's condition goes unchecked:
          * stop rather than judge it without. */
-        pl__run_out_of_memory(s, NULL, NULL);
+        pl__sim_oom(s, NULL, NULL);
         return;
     }
-    s->waits[i][s->polling] = *w;
+    s->probe.waits[i][s->polling] = *w;
     ti->waits_len++;
 }
 
@@ -437,14 +441,14 @@ static void on_wait(void *ud, const pl_wait *w)
     if (s->polling == 0 || s->polling_probe) {
         return; /* a probe's declarations would double those of the real poll */
     }
-    pl__task_info *ti = &s->tasks[s->polling];
+    pl__task_info *ti = &s->tasks.info[s->polling];
     uint32_t i = ti->waits_len;
     if (i < PL__WAITS_MAX) {
-        if (s->polling >= s->waits_cap[i]) {
+        if (s->polling >= s->probe.waits_cap[i]) {
             wait_grow(s, ti, i, w);
             return;
         }
-        s->waits[i][s->polling] = *w;
+        s->probe.waits[i][s->polling] = *w;
     }
     ti->waits_len++;
 }
@@ -453,7 +457,7 @@ static void on_purpose(void *ud)
 {
     pl__sim *s = ud;
     if (s->polling != 0 && !s->polling_probe) {
-        s->tasks[s->polling].on_purpose = true;
+        s->tasks.info[s->polling].on_purpose = true;
     }
 }
 

@@ -11,9 +11,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_contract.h"
+#include "check_history.h"
+#include "check_leaks.h"
 #include "disk/disk.h"
+#include "isolate/mirror.h"
+#include "isolate/progress.h"
+#include "knobs_of.h"
+#include "net/net.h"
 #include "node.h"
+#include "oracle.h"
+#include "pollen/testing.h"
 #include "run.h"
+#include "run_record.h"
 #include "sim_internal.h"
 #include "strategy.h"
 
@@ -84,13 +94,159 @@ void pl_sim_options_default(pl_sim_options *o)
     o->keep_decisions = true;
 }
 
+/* ---- The judges the world calls -------------------------------------- */
+
+/* At a timer-quiescent point: the probes, then the one timer left, if one
+ * is (check_rescue.c). */
+static bool judge_point(pl__sim *s)
+{
+    if (pl__probe_point(s)) {
+        return true;
+    }
+    pl__rescue_point(s);
+    return false;
+}
+
+static const pl__sim_judges judges = {
+    .point = judge_point,
+    .before_injection = pl__probe_before_injection,
+    .time_limit = pl__probe_time_limit,
+};
+
+/* ---- The world's life cycle ------------------------------------------ */
+
+static int init_decisions(pl__sim *s, const pl_sim_options *o, pl__capture *capture, char *err,
+                          size_t err_len)
+{
+    pl__strategy_spec spec;
+    if (pl__strategy_parse(o->strategy, &spec, err, err_len) != 0) {
+        return PL_EINVAL;
+    }
+    pl__dec_knobs knobs;
+    if (pl__sim_knobs_of(o, &knobs, err, err_len) != 0) {
+        return PL_EINVAL;
+    }
+    pl__dec_init(&s->dec, &knobs);
+    switch (o->source) {
+    case PL_SIM_SOURCE_SEED:
+        pl__dec_use_prng(&s->dec, o->seed);
+        break;
+    case PL_SIM_SOURCE_BYTES:
+        pl__dec_use_bytes(&s->dec, o->bytes, o->bytes_len);
+        break;
+    case PL_SIM_SOURCE_LIST:
+        pl__dec_use_list(&s->dec, o->decisions, o->decisions_len);
+        break;
+    case PL_SIM_SOURCE_LIST_BY_KIND:
+        pl__dec_use_list_by_kind(&s->dec, o->decisions, o->decisions_len);
+        break;
+    case PL_SIM_SOURCE_PREFIX:
+        pl__dec_use_prefix(&s->dec, o->decisions, o->decisions_len, o->prefix_seed);
+        break;
+    }
+    if (!o->keep_decisions) {
+        pl__dec_set_record_max(&s->dec, 0);
+    }
+    return pl__strategy_install(s, &spec, o, capture);
+}
+
+int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o, pl__capture *capture,
+                 char *err, size_t err_len)
+{
+    memset(s, 0, sizeof *s);
+    s->scenario = sc;
+    s->opts = *o;
+    s->system.vtable = &pl__sim_vtable;
+    s->judges = &judges;
+    s->system.self = s;
+    s->time_limit_ns = o->time_limit_ns > 0    ? o->time_limit_ns
+                       : sc->time_limit_ns > 0 ? sc->time_limit_ns
+                                               : 3600 * PL_S;
+    pl__contract_init(s, o);
+    if (o->poll_cost_ns < 0 || o->poll_cost_ns > PL_SIM_POLL_COST_MAX) {
+        snprintf(err, err_len, "poll cost %lld ns is outside 0..%lld ns",
+                 (long long)o->poll_cost_ns, (long long)PL_SIM_POLL_COST_MAX);
+        return PL_EINVAL;
+    }
+    if (o->faults != NULL && pl_sim_fault_options_validate(o->faults, err, err_len) != 0) {
+        return PL_EINVAL;
+    }
+    pl__budget_init(&s->bounds, o);
+    int rc = init_decisions(s, o, capture, err, err_len);
+    if (rc != 0) {
+        return rc;
+    }
+    pl__trace_options topts = {.keep_log = o->keep_events, .checkpoints = true};
+    if (pl__trace_create(&s->trace, &topts) != 0 || pl__reactor_create(&s->reactor, s) != 0) {
+        pl__sim_finish(s);
+        return PL_ENOMEM;
+    }
+    pl_executor_options eo;
+    pl_executor_options_default(&eo);
+    eo.system = &s->system;
+    eo.observer = &pl__sim_observer;
+    eo.observer_ud = s;
+    pl__oracle_watch_init(s);
+    pl_sim_fault_options faults;
+    pl__net_faults_of(o, &faults);
+    pl_executor_testing_options to;
+    pl_executor_testing_options_default(&to);
+    to.rotate_wakers = o->rotate_wakers;
+    to.poll_watch = &s->watch;
+    to.timer_late_max = faults.timer_late_max;
+    to.timer_late_quantum_ns = faults.timer_late_quantum_ns;
+    eo.testing = &to;
+    rc = pl_executor_create(&s->ex, &eo);
+    if (rc != 0) {
+        pl__sim_finish(s);
+        return rc;
+    }
+    pl__threads_install(s);
+    pl__sim_mirror_restart();
+    pl__sim_ring_restart(s);
+    pl__progress_run();
+    pl__sim_set_current(s);
+    pl__env_install(s);
+    return 0;
+}
+
+void pl__sim_finish(pl__sim *s)
+{
+    if (pl__sim_current() == s) {
+        pl__sim_set_current(NULL);
+        pl__env_install(NULL);
+    }
+    pl__threads_executors_orphan(s);
+    pl__threads_free(s);
+    pl_executor_destroy(s->ex);
+    s->ex = NULL;
+    pl__threads_release_executors(s);
+    pl__reactor_destroy(s->reactor);
+    s->reactor = NULL;
+    pl__disk_destroy(s->disk);
+    s->disk = NULL;
+    pl__nodes_free(s);
+    pl__trace_destroy(s->trace);
+    s->trace = NULL;
+    pl__dec_finish(&s->dec);
+    pl__strategy_free(s->strategy);
+    s->strategy = NULL;
+    pl__tasks_free(s);
+    pl__probe_free(&s->probe);
+    pl__rescue_free(s);
+    pl__site_table_free(&s->buggify);
+    pl__props_free(&s->props);
+    pl__history_free(&s->history);
+    pl__bt_free(&s->bt);
+}
+
 /* ---- One run ---------------------------------------------------------- */
 
 static void set_name_blob(pl__run_record *rec, const pl__sim *s)
 {
     size_t len = 0;
-    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
-        const char *n = s->tasks[id].kind->name != NULL ? s->tasks[id].kind->name : "?";
+    for (uint32_t id = 1; id <= s->tasks.spawned; id++) {
+        const char *n = s->tasks.info[id].kind->name != NULL ? s->tasks.info[id].kind->name : "?";
         len += strlen(n) + 1;
     }
     rec->names_blob = malloc(len ? len : 1);
@@ -98,8 +254,8 @@ static void set_name_blob(pl__run_record *rec, const pl__sim *s)
         return;
     }
     char *p = rec->names_blob;
-    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
-        const char *n = s->tasks[id].kind->name != NULL ? s->tasks[id].kind->name : "?";
+    for (uint32_t id = 1; id <= s->tasks.spawned; id++) {
+        const char *n = s->tasks.info[id].kind->name != NULL ? s->tasks.info[id].kind->name : "?";
         size_t l = strlen(n) + 1;
         memcpy(p, n, l);
         p += l;
@@ -107,13 +263,13 @@ static void set_name_blob(pl__run_record *rec, const pl__sim *s)
     /* Both loops read the same names: the sizes agree. */
     PL__SIM_ASSERT((size_t)(p - rec->names_blob) == len);
     rec->names_len = len;
-    rec->names_count = s->tasks_spawned;
+    rec->names_count = s->tasks.spawned;
     /* Without it the timeline only lacks the sites: not worth failing
      * the record. */
-    rec->spawn_sites = calloc(s->tasks_spawned ? s->tasks_spawned : 1, sizeof *rec->spawn_sites);
-    for (uint32_t id = 1; rec->spawn_sites != NULL && id <= s->tasks_spawned; id++) {
-        rec->spawn_sites[id - 1].where = s->tasks[id].kind->where;
-        rec->spawn_sites[id - 1].func = s->tasks[id].kind->func;
+    rec->spawn_sites = calloc(s->tasks.spawned ? s->tasks.spawned : 1, sizeof *rec->spawn_sites);
+    for (uint32_t id = 1; rec->spawn_sites != NULL && id <= s->tasks.spawned; id++) {
+        rec->spawn_sites[id - 1].where = s->tasks.info[id].kind->where;
+        rec->spawn_sites[id - 1].func = s->tasks.info[id].kind->func;
     }
 }
 
@@ -225,10 +381,10 @@ static pl__run_record *make_record(pl__sim *s, const pl_scenario *sc)
     memcpy(rec->scenario, sc->name, strnlen(sc->name, sizeof rec->scenario - 1));
     set_name_blob(rec, s);
     rec->files_blob = pl__disk_run_names(s, &rec->files_len, &rec->files_count);
-    PL__SIM_ASSERT(rec->names_blob == NULL || rec->names_count == s->tasks_spawned);
-    PL__SIM_ASSERT(s->nodes_len <= sizeof rec->node_names / sizeof rec->node_names[0]);
-    for (uint32_t n = 1; n < s->nodes_len; n++) {
-        snprintf(rec->node_names[n], sizeof rec->node_names[n], "%s", pl__node_name(s, n));
+    PL__SIM_ASSERT(rec->names_blob == NULL || rec->names_count == s->tasks.spawned);
+    PL__SIM_ASSERT(s->nodes.len <= sizeof rec->node_names / sizeof rec->node_names[0]);
+    for (uint32_t n = 1; n < s->nodes.len; n++) {
+        snprintf(rec->node_names[n], sizeof rec->node_names[n], "%s", pl__node_name(&s->nodes, n));
     }
     return rec;
 }
@@ -252,9 +408,69 @@ void pl_sim_result_free(pl_sim_result *r)
     r->internal = NULL;
 }
 
+/* ---- The verdicts, once pl_run returned ---------------------------- */
+
+/* A setup error says which call refused and why when a call of the
+ * simulator's API recorded it; the code alone ("invalid argument") left
+ * the user guessing which of the setup's calls failed. */
+static void setup_failed(pl__sim *s, int rc)
+{
+    if (s->call_error[0] != '\0') {
+        pl__sim_finding(s, PL_FINDING_ASSERTION, NULL, PL_SIM_SETUP_FAILED ": %s: %s",
+                        pl_strerror(rc), s->call_error);
+    } else {
+        pl__sim_finding(s, PL_FINDING_ASSERTION, NULL,
+                        PL_SIM_SETUP_FAILED ": %s (returned by the scenario's setup)",
+                        pl_strerror(rc));
+    }
+}
+
+/* A deadlock says who is stuck; the scenario's check usually says what
+ * it costs (an item stranded, a reply never sent), so it is appended. */
+static void annotate_deadlock(pl__sim *s, const pl_scenario *sc, void *state)
+{
+    char msg[512] = "";
+    if (sc->check == NULL || sc->check(s->ex, state, msg, sizeof msg) == 0 || msg[0] == '\0') {
+        return;
+    }
+    size_t used = strlen(s->finding.message);
+    snprintf(s->finding.message + used, sizeof s->finding.message - used,
+             "\n  and the scenario check fails: %s", msg);
+}
+
+static void scenario_check(pl__sim *s, const pl_scenario *sc, void *state)
+{
+    char msg[512] = "";
+    if (sc->check != NULL && sc->check(s->ex, state, msg, sizeof msg) != 0) {
+        pl__sim_finding(s, PL_FINDING_ASSERTION, NULL, "scenario check failed: %s",
+                        msg[0] ? msg : "(no message)");
+    }
+}
+
+static void judge(pl__sim *s, const pl_scenario *sc, void *state, int rc)
+{
+    PL__SIM_ASSERT(s->run_over); /* pl_run returned */
+    if (rc == PL_EDEADLK) {
+        pl__probe_quiescence(s);
+    } else if (rc < 0 && rc != PL_ECANCELED) {
+        pl__sim_finding(s, PL_FINDING_ASSERTION, NULL, "the executor failed: %s", pl_strerror(rc));
+    }
+    if (s->finding.kind == PL_FINDING_DEADLOCK || s->probe.stuck_finding) {
+        annotate_deadlock(s, sc, state);
+    }
+    if (s->finding.kind != PL_FINDING_NONE) {
+        return;
+    }
+    pl__props_verdict(s);
+    pl__history_verdict(s);
+    if (s->finding.kind == PL_FINDING_NONE) {
+        scenario_check(s, sc, state);
+    }
+}
+
 /* pl_run under the escape of check_budget.c: a poll that spins is left
  * with a longjmp back here and its task abandoned. The escape is not
- * armed for pl__run_judge(): a probe that spins is reported but not escaped,
+ * armed for judge(): a probe that spins is reported but not escaped,
  * since the probe holds memory of its own. Nothing this function
  * changes between setjmp and longjmp lives in a local. */
 static void run_escapable(pl__sim *s, const pl_scenario *sc, void *state)
@@ -286,11 +502,11 @@ static void run_escapable(pl__sim *s, const pl_scenario *sc, void *state)
     }
     s->escape = NULL;
     s->run_over = true;
-    s->dropping = 0; /* the check runs on the scenario's own disk */
+    s->nodes.dropping = 0; /* the check runs on the scenario's own disk */
     if (s->assume.discarded) {
         return; /* its premise failed: nothing to judge */
     }
-    pl__run_judge(s, sc, state, rc);
+    judge(s, sc, state, rc);
     if (s->finding.kind == PL_FINDING_DEADLOCK && s->threads.len > 1) {
         pl__threads_annotate(s);
     }
@@ -303,7 +519,7 @@ static void fill_result(pl__sim *s, pl_sim_result *out)
 {
     pl__dec_check(&s->dec);
     pl__trace_check(s->trace);
-    pl__oracle_check(s);
+    pl__tasks_check(s);
     out->finding = s->finding;
     out->discarded = s->assume.discarded;
     memcpy(out->discarded_by, s->assume.by, sizeof out->discarded_by);
@@ -311,7 +527,7 @@ static void fill_result(pl__sim *s, pl_sim_result *out)
     out->steps = s->step;
     out->events = pl__trace_count(s->trace);
     out->time_ns = s->now;
-    out->tasks = s->tasks_spawned;
+    out->tasks = s->tasks.spawned;
     out->decisions = s->dec.consulted;
     for (int k = 0; k < PL_DECIDE__COUNT; k++) {
         out->nonzero_decisions += s->dec.nonzero[k];
@@ -336,7 +552,7 @@ static void fill_result(pl__sim *s, pl_sim_result *out)
 static void wind_down(pl__sim *s, const pl_scenario *sc, void *state)
 {
     pl_executor_cancel_all(s->ex);
-    s->dropping = 0;
+    s->nodes.dropping = 0;
     if (sc->teardown != NULL) {
         sc->teardown(state);
     }
@@ -372,21 +588,21 @@ static void follow_up(const pl_scenario *sc, const pl__sim *first, pl_sim_result
         free(state);
         return;
     }
-    s->follow = (pl__follow){.active = true, .task = first->follow_task,
-                             .point = first->follow_point};
+    s->probe.follow = (pl__follow){
+        .active = true, .task = first->probe.follow_task, .point = first->probe.follow_point};
     if (sc->setup(s->ex, state) == 0) {
         (void)pl_run(s->ex);
     }
-    pl__follow f = s->follow;
+    pl__follow f = s->probe.follow;
     uint32_t by = f.how == PL__WOKEN_BY_TIMER ? f.timer_armer : f.by_task;
     char by_name[96] = "";
     if (by != 0) {
-        snprintf(by_name, sizeof by_name, "'%s' (#%u)", pl__run_name_of(s, by), by);
+        snprintf(by_name, sizeof by_name, "'%s' (#%u)", pl__tasks_name_of(s, by), by);
     }
     wind_down(s, sc, state);
     pl__sim_finish(s);
     free(state);
-    pl__follow_explain(&f, by != 0 ? by_name : NULL, out->finding.time_ns, &out->finding);
+    pl__probe_follow_explain(&f, by != 0 ? by_name : NULL, out->finding.time_ns, &out->finding);
 }
 
 int pl__sim_run_captured(const pl_scenario *sc, const pl_sim_options *opts,
@@ -412,7 +628,7 @@ int pl__sim_run_captured(const pl_scenario *sc, const pl_sim_options *opts,
     }
     rc = sc->setup(s->ex, state);
     if (rc != 0) {
-        pl__run_setup_failed(s, rc);
+        setup_failed(s, rc);
     } else {
         run_escapable(s, sc, state);
     }
@@ -424,7 +640,7 @@ int pl__sim_run_captured(const pl_scenario *sc, const pl_sim_options *opts,
     fill_result(s, out);
     out->internal = make_record(s, sc);
     pl__sim_finish(s);
-    if (s->follow_wanted) {
+    if (s->probe.follow_wanted) {
         follow_up(sc, s, out);
     }
     free(state);

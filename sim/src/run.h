@@ -1,6 +1,7 @@
 /* sim/src/run.h: what run.c offers the rest of libpollen-sim and the
  * CLI, so that each of these exists once (the options -> knobs function
  * is knobs_of.h's):
+ *  - the world's life cycle, and a run with a capture;
  *  - the build line of replay files (normal and crash replays alike);
  *  - replay file -> run options (pl_sim_replay_file, `pollen replay`,
  *    the shrinker), and the comparison of a rerun with its file. */
@@ -13,6 +14,24 @@
 #include "pollen/sim.h"
 #include "decide.h"
 #include "replay.h"
+
+typedef struct pl__sim pl__sim;
+struct pl__capture;
+
+/* The world's life cycle: pl__sim_init makes the world of one run (its
+ * decisions, strategy, trace, network, executor and observer, the
+ * checkers' state and the judges the world calls); `capture` (NULL: none)
+ * notes the decisions of a list source's run (strategy.h). Starts no
+ * run: PCT's horizon is already in the spec or in o->pct_horizon. 0, or
+ * PL_EINVAL (why in err) or PL_ENOMEM. pl__sim_finish frees it all. */
+int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o,
+                 struct pl__capture *capture, char *err, size_t err_len);
+void pl__sim_finish(pl__sim *s);
+
+/* pl_sim_run with a capture, for the shrinker's explanation. The
+ * options must not need PCT's horizon measured. */
+int pl__sim_run_captured(const pl_scenario *sc, const pl_sim_options *o,
+                         struct pl__capture *capture, pl_sim_result *out);
 
 /* Sets o->pct_horizon when a run of `o` needs it (pct:D without K and no
  * horizon given): measures it with pl_sim_pct_estimate. A campaign calls

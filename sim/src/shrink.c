@@ -39,14 +39,16 @@
 #include <string.h>
 #include <time.h>
 
+#include "env/env.h"
+#include "grow.h"
+#include "isolate/ring_read.h"
 #include "pollen/error.h"
 #include "replay.h"
 #include "run.h"
+#include "run_record.h"
 #include "sim_assert.h"
 #include "sim_internal.h"
 #include "strategy.h"
-#include "env/env.h"
-#include "isolate/ring_read.h"
 
 #define SHRINK_RUNS_DEFAULT 100000u
 

@@ -10,7 +10,9 @@
 #include <string.h>
 
 #include "disk/disk.h"
+#include "grow.h"
 #include "net/net.h"
+#include "run_record.h"
 #include "shrink.h"
 #include "sim_internal.h"
 #include "strategy.h"

@@ -13,8 +13,8 @@
 #include "pollen/error.h"
 #include "replay.h"
 #include "run.h"
+#include "run_record.h"
 #include "sim_internal.h"
-
 
 static const char *budget_note(const pl_sim_shrink_result *r)
 {

@@ -1,6 +1,6 @@
-/* sim/src/sim.c: the simulated system: virtual clock, wait, decisions,
- * and the run's life cycle (pl__sim_init wires decisions, strategy,
- * trace, reactor, executor, observer and checkers).
+/* sim/src/sim.c: the simulated system: virtual clock, wait, decisions
+ * (the pl_system vtable of the world). The run (run.c) makes the world
+ * and installs the judges this file calls at its moments.
  *
  * Everything nondeterministic the executor asks for comes from here, and
  * here only from the decision stream: the clock moves only when wait()
@@ -13,15 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check_contract.h"
 #include "disk/disk.h"
-#include "env/env.h"
-#include "isolate/mirror.h"
-#include "knobs_of.h"
 #include "net/net.h"
-#include "pollen/testing.h"
 #include "sim_internal.h"
-#include "strategy.h"
 
 /* ---- The system vtable ------------------------------------------------ */
 
@@ -44,7 +38,7 @@ static uint32_t decide_buggify(pl__sim *s, uint64_t key)
             snprintf(what, sizeof what, "no room for buggify site %016llx",
                      (unsigned long long)key);
         }
-        pl__run_out_of_memory(s, pl__sim_polled(s), what);
+        pl__sim_oom(s, pl__sim_polled(s), what);
         return 0;
     }
     if (created) {
@@ -77,11 +71,11 @@ static void sim_remote_wake(void *self) { ((pl__sim *)self)->remote_pending = tr
 /* Task `id` if it is parked, else NULL. */
 static pl_task *parked_task(pl__sim *s, uint32_t id)
 {
-    if (id == 0 || id > s->tasks_spawned) {
+    if (id == 0 || id > s->tasks.spawned) {
         return NULL;
     }
-    pl__task_info *ti = &s->tasks[id];
-    return pl__oracle_is_parked(ti) ? ti->task : NULL;
+    pl__task_info *ti = &s->tasks.info[id];
+    return pl__tasks_is_parked(ti) ? ti->task : NULL;
 }
 
 /* Faults of the scheduler itself: a wake nobody asked for, or a poll
@@ -92,7 +86,7 @@ static pl_task *parked_task(pl__sim *s, uint32_t id)
  * the probes look for. */
 static void inject_spurious(pl__sim *s, bool at_point)
 {
-    uint32_t n = s->tasks_spawned + 1;
+    uint32_t n = s->tasks.spawned + 1;
     if (pl_executor_live_tasks(s->ex) == pl__executor_runnable_count(s->ex) || n < 2) {
         return;
     }
@@ -102,7 +96,7 @@ static void inject_spurious(pl__sim *s, bool at_point)
     bool probed = false;
     pl_task *t = parked_task(s, pl__sim_choose_fast(s, PL_DECIDE_SPURIOUS_WAKE, n, 0));
     if (t != NULL) {
-        if (at_point && pl__probe_before_injection(s, t, false, &probed)) {
+        if (at_point && s->judges->before_injection(s, t, false, &probed)) {
             return;
         }
         s->injecting = true;
@@ -111,7 +105,7 @@ static void inject_spurious(pl__sim *s, bool at_point)
         return;
     }
     t = parked_task(s, pl__sim_choose_fast(s, PL_DECIDE_SPURIOUS_POLL, n, 0));
-    if (t == NULL || (at_point && pl__probe_before_injection(s, t, true, &probed)) || probed) {
+    if (t == NULL || (at_point && s->judges->before_injection(s, t, true, &probed)) || probed) {
         return; /* a probe that changed nothing was the spurious poll */
     }
     s->polling_probe = true;
@@ -158,10 +152,10 @@ static void charge_polls(pl__sim *s)
     }
 }
 
-/* The time limit names the stuck tasks (check_probe.c). */
+/* The time limit names the stuck tasks (the run's judges). */
 static int time_limit_reached(pl__sim *s)
 {
-    pl__probe_time_limit(s);
+    s->judges->time_limit(s);
     return 0;
 }
 
@@ -200,15 +194,12 @@ static int sim_wait(void *self, pl_executor *ex, pl_time deadline_ns)
     }
     deliver_remote(s, !runnable && next == PL_TIME_NEVER);
     /* Quiescent up to timers: only a timer can fire next. The parked
-     * tasks are judged here, before the clock jumps (check_probe.c). */
+     * tasks are judged here, before the clock jumps (the run's judges). */
     bool at_point = !runnable && io_next == PL_TIME_NEVER && !s->remote_pending &&
                     deadline_ns != PL_TIME_NEVER && deadline_ns > s->now &&
                     deadline_ns <= s->time_limit_ns;
-    if (at_point && pl__probe_point(s)) {
+    if (at_point && s->judges->point(s)) {
         return 0;
-    }
-    if (at_point) {
-        pl__rescue_point(s); /* the one timer left, if one is (check_rescue.c) */
     }
     /* Spurious wakes come before the clock moves: a task woken after the
      * jump would already see its deadline and never show that it kept a
@@ -254,7 +245,7 @@ static int sim_close(void *self, int handle)
     return pl__disk_owns(handle) ? pl__disk_close(self, handle) : pl__net_close(self, handle);
 }
 
-static const pl_system_vtable sim_vtable = {
+const pl_system_vtable pl__sim_vtable = {
     .version = PL_SYSTEM_VERSION,
     .name = "sim",
     .now = sim_now,
@@ -287,140 +278,3 @@ static const pl_system_vtable sim_vtable = {
     .dir_unlink = pl__disk_dir_unlink,
     .dir_list = pl__disk_dir_list,
 };
-
-/* ---- Lifecycle -------------------------------------------------------- */
-
-static int init_decisions(pl__sim *s, const pl_sim_options *o, pl__capture *capture, char *err,
-                          size_t err_len)
-{
-    pl__strategy_spec spec;
-    if (pl__strategy_parse(o->strategy, &spec, err, err_len) != 0) {
-        return PL_EINVAL;
-    }
-    pl__dec_knobs knobs;
-    if (pl__sim_knobs_of(o, &knobs, err, err_len) != 0) {
-        return PL_EINVAL;
-    }
-    pl__dec_init(&s->dec, &knobs);
-    switch (o->source) {
-    case PL_SIM_SOURCE_SEED:
-        pl__dec_use_prng(&s->dec, o->seed);
-        break;
-    case PL_SIM_SOURCE_BYTES:
-        pl__dec_use_bytes(&s->dec, o->bytes, o->bytes_len);
-        break;
-    case PL_SIM_SOURCE_LIST:
-        pl__dec_use_list(&s->dec, o->decisions, o->decisions_len);
-        break;
-    case PL_SIM_SOURCE_LIST_BY_KIND:
-        pl__dec_use_list_by_kind(&s->dec, o->decisions, o->decisions_len);
-        break;
-    case PL_SIM_SOURCE_PREFIX:
-        pl__dec_use_prefix(&s->dec, o->decisions, o->decisions_len, o->prefix_seed);
-        break;
-    }
-    if (!o->keep_decisions) {
-        pl__dec_set_record_max(&s->dec, 0);
-    }
-    return pl__strategy_install(s, &spec, o, capture);
-}
-
-int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o,
-                 pl__capture *capture, char *err, size_t err_len)
-{
-    memset(s, 0, sizeof *s);
-    s->scenario = sc;
-    s->opts = *o;
-    s->system.vtable = &sim_vtable;
-    s->system.self = s;
-    s->time_limit_ns = o->time_limit_ns > 0   ? o->time_limit_ns
-                       : sc->time_limit_ns > 0 ? sc->time_limit_ns
-                                               : 3600 * PL_S;
-    pl__contract_init(s, o);
-    if (o->poll_cost_ns < 0 || o->poll_cost_ns > PL_SIM_POLL_COST_MAX) {
-        snprintf(err, err_len, "poll cost %lld ns is outside 0..%lld ns",
-                 (long long)o->poll_cost_ns, (long long)PL_SIM_POLL_COST_MAX);
-        return PL_EINVAL;
-    }
-    if (o->faults != NULL && pl_sim_fault_options_validate(o->faults, err, err_len) != 0) {
-        return PL_EINVAL;
-    }
-    pl__budget_init(s, o);
-    int rc = init_decisions(s, o, capture, err, err_len);
-    if (rc != 0) {
-        return rc;
-    }
-    pl__trace_options topts = {.keep_log = o->keep_events, .checkpoints = true};
-    if (pl__trace_create(&s->trace, &topts) != 0 || pl__reactor_create(&s->reactor, s) != 0) {
-        pl__sim_finish(s);
-        return PL_ENOMEM;
-    }
-    pl_executor_options eo;
-    pl_executor_options_default(&eo);
-    eo.system = &s->system;
-    eo.observer = &pl__sim_observer;
-    eo.observer_ud = s;
-    pl__oracle_watch_init(s);
-    pl_sim_fault_options faults;
-    pl__net_faults_of(o, &faults);
-    pl_executor_testing_options to;
-    pl_executor_testing_options_default(&to);
-    to.rotate_wakers = o->rotate_wakers;
-    to.poll_watch = &s->watch;
-    to.timer_late_max = faults.timer_late_max;
-    to.timer_late_quantum_ns = faults.timer_late_quantum_ns;
-    eo.testing = &to;
-    rc = pl_executor_create(&s->ex, &eo);
-    if (rc != 0) {
-        pl__sim_finish(s);
-        return rc;
-    }
-    pl__threads_install(s);
-    pl__sim_mirror_restart();
-    pl__sim_ring_restart(s);
-    pl__progress_run();
-    pl__sim_set_current(s);
-    pl__env_install(s);
-    return 0;
-}
-
-void pl__sim_finish(pl__sim *s)
-{
-    if (pl__sim_current() == s) {
-        pl__sim_set_current(NULL);
-        pl__env_install(NULL);
-    }
-    pl__threads_executors_orphan(s);
-    pl__threads_free(s);
-    pl_executor_destroy(s->ex);
-    s->ex = NULL;
-    pl__threads_release_executors(s);
-    pl__reactor_destroy(s->reactor);
-    s->reactor = NULL;
-    pl__disk_destroy(s->disk);
-    s->disk = NULL;
-    pl__nodes_free(s);
-    pl__trace_destroy(s->trace);
-    s->trace = NULL;
-    pl__dec_finish(&s->dec);
-    pl__strategy_free(s->strategy);
-    s->strategy = NULL;
-    pl__tasks_free(s);
-    free(s->armers);
-    s->armers = NULL;
-    s->armers_cap = 0;
-    free(s->arm_deadlines);
-    s->arm_deadlines = NULL;
-    s->arm_deadlines_cap = 0;
-    free(s->late);
-    for (int i = 0; i < PL__WAITS_MAX; i++) {
-        free(s->waits[i]);
-        s->waits[i] = NULL;
-    }
-    pl__rescue_free(s);
-    pl__history_free(&s->history);
-    s->late = NULL;
-    pl__site_table_free(&s->buggify);
-    pl__site_table_free(&s->eventually);
-    pl__bt_free(s);
-}

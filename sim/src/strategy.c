@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "digits.h"
+#include "grow.h"
 #include "pollen/observer.h"
 #include "sim_internal.h"
 
@@ -171,7 +172,7 @@ static uint64_t pct_priority(pl__strategy *st, uint32_t id)
 
 static uint64_t pct_rank(pl__strategy *st, uint32_t id)
 {
-    bool spinning = pl__oracle_self_wakes(st->sim, id) >= PCT_SPIN_MIN;
+    bool spinning = pl__tasks_self_wakes(st->sim, id) >= PCT_SPIN_MIN;
     return pct_priority(st, id) | (spinning ? 0 : PCT_NOT_SPINNING);
 }
 

@@ -8,6 +8,7 @@
 
 #include <xxhash.h>
 
+#include "grow.h"
 #include "sim_internal.h"
 
 /* ---- The table ---------------------------------------------------------- */
@@ -19,13 +20,13 @@
  * unmapped until a spawn writes them). */
 int pl__tasks_reserve(pl__sim *s, uint32_t id)
 {
-    return pl__grow_append((void **)&s->tasks, &s->tasks_cap, (size_t)id + 1, sizeof *s->tasks,
-                           64, 0);
+    return pl__grow_append((void **)&s->tasks.info, &s->tasks.cap, (size_t)id + 1,
+                           sizeof *s->tasks.info, 64, 0);
 }
 
 /* ---- Spawn kinds -------------------------------------------------------- */
 
-const pl__spawn_kind pl__spawn_kind_none = {NULL, NULL, NULL, NULL};
+const pl__spawn_kind pl__tasks_kind_none = {NULL, NULL, NULL, NULL};
 
 /* Kinds a run finds by a scan, before it indexes them by hash. */
 #define KINDS_SCANNED 16
@@ -37,38 +38,38 @@ static uint64_t kind_hash(const pl__spawn_kind *k) { return XXH3_64bits(k, sizeo
 /* A hash another kind holds leaves the newer one unindexed: it is made
  * again when met again, which costs memory, not truth. So does a full
  * index (out of memory). */
-static void kind_index(pl__sim *s, size_t at)
+static void kind_index(pl__task_table *t, size_t at)
 {
     uint32_t other;
-    uint64_t h = kind_hash(s->kinds[at]);
-    if (!pl__hashmap_get(&s->kind_index, h, &other)) {
-        (void)pl__hashmap_put(&s->kind_index, h, (uint32_t)at);
+    uint64_t h = kind_hash(t->kinds[at]);
+    if (!pl__hashmap_get(&t->kind_index, h, &other)) {
+        (void)pl__hashmap_put(&t->kind_index, h, (uint32_t)at);
     }
 }
 
-static const pl__spawn_kind *kind_find(const pl__sim *s, const pl__spawn_kind *key)
+static const pl__spawn_kind *kind_find(const pl__task_table *t, const pl__spawn_kind *key)
 {
-    if (s->kinds_len <= KINDS_SCANNED) {
-        for (size_t i = 0; i < s->kinds_len; i++) {
-            if (pl__spawn_kind_is(s->kinds[i], key)) {
-                return s->kinds[i];
+    if (t->kinds_len <= KINDS_SCANNED) {
+        for (size_t i = 0; i < t->kinds_len; i++) {
+            if (pl__tasks_kind_is(t->kinds[i], key)) {
+                return t->kinds[i];
             }
         }
         return NULL;
     }
     uint32_t at;
-    if (pl__hashmap_get(&s->kind_index, kind_hash(key), &at) &&
-        pl__spawn_kind_is(s->kinds[at], key)) {
-        return s->kinds[at];
+    if (pl__hashmap_get(&t->kind_index, kind_hash(key), &at) &&
+        pl__tasks_kind_is(t->kinds[at], key)) {
+        return t->kinds[at];
     }
     return NULL;
 }
 
-static const pl__spawn_kind *kind_add(pl__sim *s, const pl__spawn_kind *key)
+static const pl__spawn_kind *kind_add(pl__task_table *t, const pl__spawn_kind *key)
 {
-    if (s->kinds_len >= UINT32_MAX ||
-        pl__grow_append((void **)&s->kinds, &s->kinds_cap, s->kinds_len + 1, sizeof *s->kinds,
-                        16, 0) != 0) {
+    if (t->kinds_len >= UINT32_MAX ||
+        pl__grow_append((void **)&t->kinds, &t->kinds_cap, t->kinds_len + 1, sizeof *t->kinds, 16,
+                        0) != 0) {
         return NULL;
     }
     pl__spawn_kind *k = malloc(sizeof *k);
@@ -76,55 +77,55 @@ static const pl__spawn_kind *kind_add(pl__sim *s, const pl__spawn_kind *key)
         return NULL;
     }
     *k = *key;
-    s->kinds[s->kinds_len++] = k;
-    if (s->kinds_len == KINDS_SCANNED + 1) {
-        for (size_t i = 0; i < s->kinds_len; i++) {
-            kind_index(s, i); /* from here on, kinds are looked up by hash */
+    t->kinds[t->kinds_len++] = k;
+    if (t->kinds_len == KINDS_SCANNED + 1) {
+        for (size_t i = 0; i < t->kinds_len; i++) {
+            kind_index(t, i); /* from here on, kinds are looked up by hash */
         }
-    } else if (s->kinds_len > KINDS_SCANNED) {
-        kind_index(s, s->kinds_len - 1);
+    } else if (t->kinds_len > KINDS_SCANNED) {
+        kind_index(t, t->kinds_len - 1);
     }
     return k;
 }
 
-const pl__spawn_kind *pl__spawn_kind_of(pl__sim *s, const pl__spawn_kind *key)
+const pl__spawn_kind *pl__tasks_kind_of(pl__task_table *t, const pl__spawn_kind *key)
 {
-    const pl__spawn_kind *k = kind_find(s, key);
+    const pl__spawn_kind *k = kind_find(t, key);
     if (k == NULL) {
-        k = kind_add(s, key);
+        k = kind_add(t, key);
     }
     if (k != NULL) {
-        s->kind_last = k;
+        t->kind_last = k;
     }
     return k;
 }
 
 void pl__tasks_free(pl__sim *s)
 {
-    free(s->tasks);
-    s->tasks = NULL;
-    s->tasks_cap = 0;
-    for (size_t i = 0; i < s->kinds_len; i++) {
-        free(s->kinds[i]);
+    free(s->tasks.info);
+    s->tasks.info = NULL;
+    s->tasks.cap = 0;
+    for (size_t i = 0; i < s->tasks.kinds_len; i++) {
+        free(s->tasks.kinds[i]);
     }
-    free(s->kinds);
-    s->kinds = NULL;
-    s->kinds_len = 0;
-    s->kinds_cap = 0;
-    s->kind_last = NULL;
-    pl__hashmap_free(&s->kind_index);
+    free(s->tasks.kinds);
+    s->tasks.kinds = NULL;
+    s->tasks.kinds_len = 0;
+    s->tasks.kinds_cap = 0;
+    s->tasks.kind_last = NULL;
+    pl__hashmap_free(&s->tasks.kind_index);
 }
 
 /* ---- Reading it --------------------------------------------------------- */
 
 /* The executor counts waker clones in the task; a freed task has none. */
-uint32_t pl__oracle_live_clones(const pl__task_info *ti)
+uint32_t pl__tasks_live_clones(const pl__task_info *ti)
 {
     return ti->task != NULL ? pl_task_head_of(ti->task)->waker_clones : 0;
 }
 
 /* The task polling when the latest clone was made (0: outside polls). */
-uint32_t pl__oracle_clone_holder(const pl__task_info *ti, uint32_t id)
+uint32_t pl__tasks_clone_holder(const pl__task_info *ti, uint32_t id)
 {
     if (ti->task != NULL && !pl__task_cloned_elsewhere(ti->task)) {
         return id;
@@ -132,46 +133,46 @@ uint32_t pl__oracle_clone_holder(const pl__task_info *ti, uint32_t id)
     return ti->clone_holder;
 }
 
-bool pl__oracle_is_parked(const pl__task_info *ti)
+bool pl__tasks_is_parked(const pl__task_info *ti)
 {
     return ti->task != NULL && !pl_task_is_finished(ti->task) &&
            !pl__task_is_scheduled(ti->task);
 }
 
-const char *pl__oracle_holder_name(pl__sim *s, uint32_t id)
+const char *pl__tasks_holder_name(pl__sim *s, uint32_t id)
 {
     if (id == 0) {
         return "outside any poll";
     }
-    pl_task *h = s->tasks[id].task;
+    pl_task *h = s->tasks.info[id].task;
     return h != NULL ? pl_task_name(h) : "a finished task";
 }
 
-uint32_t pl__oracle_self_wakes(const pl__sim *s, uint32_t id)
+uint32_t pl__tasks_self_wakes(const pl__sim *s, uint32_t id)
 {
-    return id <= s->tasks_spawned ? s->tasks[id].self_wakes : 0;
+    return id <= s->tasks.spawned ? s->tasks.info[id].self_wakes : 0;
 }
 
-void pl__oracle_check(const pl__sim *s)
+void pl__tasks_check(const pl__sim *s)
 {
-    PL__SIM_ASSERT(s->tasks_spawned == 0 || s->tasks_spawned < s->tasks_cap);
-    PL__SIM_ASSERT(s->late_len <= s->late_cap);
+    PL__SIM_ASSERT(s->tasks.spawned == 0 || s->tasks.spawned < s->tasks.cap);
+    PL__SIM_ASSERT(s->probe.late_len <= s->probe.late_cap);
     PL__SIM_ASSERT(s->polling == 0); /* every poll left (or escaped) */
     uint32_t stale = 0;
-    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
-        const pl__task_info *ti = &s->tasks[id];
+    for (uint32_t id = 1; id <= s->tasks.spawned; id++) {
+        const pl__task_info *ti = &s->tasks.info[id];
         stale += ti->stale_wakes > 0;
         PL__SIM_ASSERT(ti->kind != NULL);
         PL__SIM_ASSERT(ti->task == NULL || pl_task_head_of(ti->task)->id == id);
         PL__SIM_ASSERT(ti->busy_wakes <= ti->self_wakes);
     }
-    PL__SIM_ASSERT(stale == s->stale_tasks);
+    PL__SIM_ASSERT(stale == s->tasks.stale);
 }
 
-const char *pl__run_name_of(const pl__sim *s, uint32_t id)
+const char *pl__tasks_name_of(const pl__sim *s, uint32_t id)
 {
-    if (id == 0 || id > s->tasks_spawned || s->tasks[id].kind->name == NULL) {
+    if (id == 0 || id > s->tasks.spawned || s->tasks.info[id].kind->name == NULL) {
         return "?";
     }
-    return s->tasks[id].kind->name;
+    return s->tasks.info[id].kind->name;
 }

@@ -14,6 +14,8 @@
 #include "replay.h"
 #include "sim_internal.h"
 #include "strategy.h"
+#include "run_record.h"
+#include "run.h"
 
 typedef struct why_ctx {
     const pl_scenario *sc;

@@ -13,9 +13,11 @@
 #include <string.h>
 
 #include "isolate/cpu_budget.h"
+#include "isolate/progress.h"
 #include "leakcheck.h"
 #include "pollen/pollen.h"
 #include "pollen/sim.h"
+#include "run_record.h"
 #include "sim_internal.h"
 
 /* ---- A child that never completes --------------------------------------- */

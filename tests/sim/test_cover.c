@@ -21,6 +21,7 @@
 
 #include "child.h"
 #include "leakcheck.h"
+#include "run_record.h"
 #include "sim_internal.h"
 
 /* __LINE__ of the macro's use is the line of the site it expands to. */

@@ -12,6 +12,7 @@
 #include <pollen/sim.h>
 
 #include "leakcheck.h"
+#include "run_record.h"
 #include "sim_internal.h"
 
 TestSuite(decisions, .fini = pl_test_leak_check);

@@ -53,7 +53,7 @@ uint32_t pl__sim_choose(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t 
 
 pl__sim *pl__sim_current(void) { return &sim; }
 
-void pl__run_out_of_memory(pl__sim *s, const pl_task *t, const char *what)
+void pl__sim_oom(pl__sim *s, const pl_task *t, const char *what)
 {
     (void)s;
     (void)t;

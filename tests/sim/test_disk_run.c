@@ -12,6 +12,7 @@
 #include <pollen/sim.h>
 
 #include "leakcheck.h"
+#include "run_record.h"
 #include "sim_internal.h"
 
 /* ---- A writer next to a ticker ------------------------------------------ */

@@ -18,6 +18,7 @@
 
 #include "leakcheck.h"
 #include "sim_internal.h"
+#include "run_record.h"
 
 TestSuite(isolate, .fini = pl_test_leak_check);
 

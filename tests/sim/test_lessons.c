@@ -20,6 +20,7 @@
 #include <pollen/sim.h>
 
 #include "leakcheck.h"
+#include "run_record.h"
 #include "sim_internal.h"
 
 static const char *const clean_lessons[] = {

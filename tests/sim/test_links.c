@@ -15,6 +15,7 @@
 
 #include "leakcheck.h"
 #include "net/net.h"
+#include "run_record.h"
 #include "sim_internal.h"
 
 TestSuite(links, .fini = pl_test_leak_check);

@@ -24,6 +24,7 @@
 #include "disk/disk_impl.h"
 #include "fuzz.h"
 #include "leakcheck.h"
+#include "run_record.h"
 #include "sim_internal.h"
 
 TestSuite(node_end, .fini = pl_test_leak_check);

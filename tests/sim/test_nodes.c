@@ -22,6 +22,7 @@
 
 #include "leakcheck.h"
 #include "net/net.h"
+#include "run_record.h"
 #include "sim_internal.h"
 #include "trace.h"
 
@@ -199,7 +200,7 @@ static int server_boot(pl_executor *ex, void *ud)
     }
     /* This run's boot (1, then 2 for every restart): runs of the shrinker
      * leave `seen` as it is. */
-    uint32_t crashes = pl__sim_current()->nodes[1].crashes;
+    uint32_t crashes = pl__sim_current()->nodes.list[1].crashes;
     seen.boots++;
     store st = {.base = PL_FUTURE_INIT(&store_vt), .m = m, .boot = crashes > 0 ? 2 : 1};
     return PL_SPAWN(ex, st, "store", NULL);
@@ -347,16 +348,16 @@ static int cluster_check(pl_executor *ex, void *state, char *msg, size_t len)
 {
     (void)ex, (void)state;
     pl__sim *s = pl__sim_current();
-    seen.server_blocks = s->nodes[1].blocks_len;
-    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
-        seen.forgotten += s->tasks[id].forgotten;
+    seen.server_blocks = s->nodes.list[1].blocks_len;
+    for (uint32_t id = 1; id <= s->tasks.spawned; id++) {
+        seen.forgotten += s->tasks.info[id].forgotten;
     }
     pl_sim_link_get("10.0.0.1", "10.0.0.2", &seen.cs);
     if (fail_on_silence && seen.quiet_read == PL_ETIMEDOUT) {
         return pl_check_fail(msg, len, "the client heard nothing of the crash");
     }
-    if (fail_on_restart && s->nodes[1].crashes > 0) {
-        return pl_check_fail(msg, len, "the server crashed %u times", s->nodes[1].crashes);
+    if (fail_on_restart && s->nodes.list[1].crashes > 0) {
+        return pl_check_fail(msg, len, "the server crashed %u times", s->nodes.list[1].crashes);
     }
     return 0;
 }
@@ -634,7 +635,8 @@ static int empty_boot(pl_executor *ex, void *ud)
     /* Node memory made and freed by the node itself. */
     void *p = pl_node_alloc(32);
     node_free_ok =
-        p != NULL && pl__sim_current()->nodes[pl__node_current(pl__sim_current())].blocks_len == 1;
+        p != NULL &&
+        pl__sim_current()->nodes.list[pl__node_current(pl__sim_current())].blocks_len == 1;
     pl_node_free(p);
     return 0;
 }

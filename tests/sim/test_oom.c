@@ -24,6 +24,7 @@
 #include "failalloc.h"
 #include "leakcheck.h"
 #include "replay.h"
+#include "run_record.h"
 #include "sim_internal.h"
 
 TestSuite(sim_oom, .fini = pl_test_leak_check, .timeout = 300);

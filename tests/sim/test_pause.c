@@ -19,6 +19,7 @@
 #include "leakcheck.h"
 #include "sim_internal.h"
 #include "trace.h"
+#include "run_record.h"
 
 TestSuite(pause, .fini = pl_test_leak_check);
 

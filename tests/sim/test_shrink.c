@@ -16,6 +16,7 @@
 #include "pollen/sim.h"
 #include "replay.h"
 #include "run.h"
+#include "run_record.h"
 #include "shrink.h"
 #include "sim_internal.h"
 #include "why.h"

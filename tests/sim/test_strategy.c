@@ -16,6 +16,7 @@
 #include "pollen/sim.h"
 #include "sim_internal.h"
 #include "strategy.h"
+#include "run_record.h"
 
 /* ---- Scenarios -------------------------------------------------------- */
 

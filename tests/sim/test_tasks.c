@@ -12,6 +12,7 @@
 #include <pollen/sim.h>
 
 #include "leakcheck.h"
+#include "run_record.h"
 #include "sim_internal.h"
 
 enum { WORKERS = 200, NAMED = 40 };
@@ -65,17 +66,17 @@ enum { FIRST_NAMED = WORKERS + 1, ANONYMOUS = WORKERS + 2 * NAMED + 1 };
 /* The kind a task of id `id` must have, in words, or NULL when right. */
 static const char *kind_wrong(const pl__sim *s, uint32_t id)
 {
-    const pl__spawn_kind *k = s->tasks[id].kind;
+    const pl__spawn_kind *k = s->tasks.info[id].kind;
     if (id <= WORKERS) {
-        return k == s->tasks[1].kind && strcmp(k->name, "worker") == 0 &&
+        return k == s->tasks.info[1].kind && strcmp(k->name, "worker") == 0 &&
                        strcmp(k->root, "noop") == 0 && k->where != NULL
                    ? NULL
                    : "a worker's kind is not the first worker's";
     }
     if (id < ANONYMOUS) {
         uint32_t first = FIRST_NAMED + (id - FIRST_NAMED) % NAMED;
-        return k == s->tasks[first].kind && k->name == names[(id - FIRST_NAMED) % NAMED] &&
-                       strcmp(k->root, "other") == 0 && k != s->tasks[1].kind
+        return k == s->tasks.info[first].kind && k->name == names[(id - FIRST_NAMED) % NAMED] &&
+                       strcmp(k->root, "other") == 0 && k != s->tasks.info[1].kind
                    ? NULL
                    : "a named task's kind is not its name's";
     }
@@ -90,11 +91,11 @@ static int kinds_check(pl_executor *ex, void *state, char *msg, size_t len)
     (void)ex;
     (void)state;
     const pl__sim *s = pl__sim_current();
-    if (s->tasks_spawned != ANONYMOUS || s->kinds_len != 2 + NAMED) {
-        snprintf(msg, len, "%u tasks, %zu kinds", s->tasks_spawned, s->kinds_len);
+    if (s->tasks.spawned != ANONYMOUS || s->tasks.kinds_len != 2 + NAMED) {
+        snprintf(msg, len, "%u tasks, %zu kinds", s->tasks.spawned, s->tasks.kinds_len);
         return 1;
     }
-    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
+    for (uint32_t id = 1; id <= s->tasks.spawned; id++) {
         const char *wrong = kind_wrong(s, id);
         if (wrong != NULL) {
             snprintf(msg, len, "task %u: %s", id, wrong);

@@ -21,6 +21,7 @@
 #include "isolate/mirror.h"
 #include "isolate/ring_read.h"
 #include "leakcheck.h"
+#include "run_record.h"
 #include "sim_internal.h"
 #include "trace.h"
 #include "trace_ring.h"

@@ -1,4 +1,4 @@
-/* tests/sim/test_waits.c: the wait-condition oracle (sim/src/check_wait.c).
+/* tests/sim/test_waits.c: the wait-condition oracle (sim/src/check_probe_wait.c).
  *
  * Each scenario here is small and defined in this file. The oracle must:
  *  - report a parked task whose declared condition holds, here through

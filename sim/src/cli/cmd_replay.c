@@ -2,6 +2,7 @@
  * fuzzer inputs rerun (in a child unless --no-fork) and compared with
  * what they recorded, timelines and Chrome traces. */
 #include "cli_internal.h"
+#include "run_record.h"
 
 typedef struct replay_opts {
     char **files;

@@ -1,6 +1,7 @@
 /* sim/src/cli/cmd_shrink.c: shrinking in a child (candidate runs execute
  * user code), used by `run`'s auto-shrink and by the `shrink` command. */
 #include "cli_internal.h"
+#include "run_record.h"
 
 typedef struct shrink_job {
     const char *in;

@@ -6,6 +6,7 @@
  * seeds to a fresh process after --recycle-seeds seeds or past
  * --worker-rss, and says when its memory grows seed after seed. */
 #include "cli_internal.h"
+#include "run_record.h"
 
 static size_t shared_rec_size(void)
 {

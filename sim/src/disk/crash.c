@@ -65,7 +65,7 @@ size_t pl__disk_crash(pl__disk *d)
         uint64_t keep = survivors(d, ino);
         dropped += keep < pl__disk_data_pending_bytes(ino) || keep == 0 ? 1 : 0;
         if (pl__disk_data_sync(d, ino, keep) != 0) {
-            pl__run_out_of_memory(d->sim, pl__sim_polled(d->sim), "the disk's data at a crash");
+            pl__sim_oom(d->sim, pl__sim_polled(d->sim), "the disk's data at a crash");
             (void)pl__disk_data_sync(d, ino, 0); /* needs no memory */
         }
     }

@@ -154,7 +154,7 @@ char *pl__disk_names_blob(const pl__disk *d, size_t *len, uint32_t *count)
 /* The run's disks by node: the scenario's, then each node's. */
 static const pl__disk *disk_of_node(const pl__sim *s, uint32_t n)
 {
-    return n == 0 ? s->disk : s->nodes[n].disk;
+    return n == 0 ? s->disk : s->nodes.list[n].disk;
 }
 
 /* One disk's section of pl__disk_run_names: its header, its directories'
@@ -181,12 +181,13 @@ static size_t section(const pl__disk *d, uint32_t n, const char *node, char *p, 
 
 char *pl__disk_run_names(const pl__sim *s, size_t *len, uint32_t *count)
 {
-    uint32_t nodes = s->nodes != NULL ? s->nodes_len : 1;
+    uint32_t nodes = s->nodes.list != NULL ? s->nodes.len : 1;
     size_t total = 0;
     *count = 0;
     for (uint32_t n = 0; n < nodes; n++) {
         const pl__disk *d = disk_of_node(s, n);
-        total += d != NULL ? section(d, n, n != 0 ? s->nodes[n].def.name : "", NULL, count) : 0;
+        total +=
+            d != NULL ? section(d, n, n != 0 ? s->nodes.list[n].def.name : "", NULL, count) : 0;
     }
     *len = 0;
     if (total == 0) {
@@ -202,7 +203,7 @@ char *pl__disk_run_names(const pl__sim *s, size_t *len, uint32_t *count)
     uint32_t written = 0;
     for (uint32_t n = 0; n < nodes; n++) {
         const pl__disk *d = disk_of_node(s, n);
-        p += d != NULL ? section(d, n, n != 0 ? s->nodes[n].def.name : "", p, &written) : 0;
+        p += d != NULL ? section(d, n, n != 0 ? s->nodes.list[n].def.name : "", p, &written) : 0;
     }
     PL__SIM_ASSERT(written == *count && (size_t)(p - blob) == total);
     *len = total;
@@ -354,7 +355,7 @@ void pl__disk_names_revert(pl__disk *d, pl__disk_dir *dir)
     /* The crash must happen whatever room is left: the visible names it
      * replaces are given back right after. Only memory can fail. */
     if (copy_set(d, &dir->dur, &fresh, true) != 0) {
-        pl__run_out_of_memory(d->sim, pl__sim_polled(d->sim), "the disk's names at a crash");
+        pl__sim_oom(d->sim, pl__sim_polled(d->sim), "the disk's names at a crash");
         fresh = (pl__disk_entries){NULL, 0, 0};
     }
     replace_set(d, &dir->vis, fresh, false);

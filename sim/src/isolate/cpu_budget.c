@@ -19,9 +19,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "isolate/progress.h"
 #include "knobs_of.h"
 #include "mirror.h"
 #include "ring_read.h"
+#include "run_record.h"
 #include "sim_assert.h"
 #include "sim_internal.h"
 #include "trace_ring.h"

@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 
 #include "pollen/error.h"
+#include "run_record.h"
 #include "sim_assert.h"
 #include "sim_internal.h"
 #include "strategy.h"

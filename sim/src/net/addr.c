@@ -168,7 +168,7 @@ int pl__net_autobind(pl__reactor *r, ep *e)
         return 0;
     }
     addr a = addr_loopback(e->family);
-    uint32_t host = pl__node_host(r->sim, e->node);
+    uint32_t host = pl__node_host(&r->sim->nodes, e->node);
     if (host != 0 && e->family == AF_INET) {
         for (int i = 0; i < 4; i++) {
             a.ip[i] = (uint8_t)(host >> (24 - 8 * i));

@@ -219,7 +219,7 @@ static int op_mutex_lock(void *self, pl_thread_mutex *m, pl_time deadline,
     pl__thread_rec *me = me_of(s);
     uint32_t obj = me != NULL ? mutex_obj(s, m) : 0;
     if (obj == 0) {
-        pl__run_out_of_memory(s, NULL, "a simulated mutex");
+        pl__sim_oom(s, NULL, "a simulated mutex");
         return PL_ENOMEM;
     }
     note_site(me, site);
@@ -291,7 +291,7 @@ static int op_cond_wait(void *self, pl_thread_cond *c, pl_thread_mutex *m, pl_ti
     uint32_t mo = me != NULL ? mutex_obj(s, m) : 0;
     uint32_t co = mo != 0 ? cond_obj(s, c) : 0;
     if (co == 0) {
-        pl__run_out_of_memory(s, NULL, "a simulated condition variable");
+        pl__sim_oom(s, NULL, "a simulated condition variable");
         return PL_ENOMEM;
     }
     note_site(me, site);
@@ -349,7 +349,7 @@ static int op_sem_wait(void *self, pl_thread_sem *sem, pl_time deadline,
     pl__thread_rec *me = me_of(s);
     uint32_t obj = me != NULL ? sem_obj(s, sem) : 0;
     if (obj == 0) {
-        pl__run_out_of_memory(s, NULL, "a simulated semaphore");
+        pl__sim_oom(s, NULL, "a simulated semaphore");
         return PL_ENOMEM;
     }
     note_site(me, site);

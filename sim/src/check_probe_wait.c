@@ -1,4 +1,4 @@
-/* sim/src/check_wait.c: the wait-condition oracle.
+/* sim/src/check_probe_wait.c: the wait-condition oracle.
  *
  * Some bugs destroy the signal itself rather than the wake (a stored
  * permit nobody is told about, a "wakeup scheduled" flag stuck): a probe
@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check_probe_wait.h"
 #include "sim_internal.h"
 
 /* The file's name without its directories: __FILE__ depends on where the
@@ -28,7 +29,7 @@ static const char *base_name(const char *path)
 static void report(pl__sim *s, const pl__task_info *ti, uint32_t id, const pl_wait *w,
                    const char *why)
 {
-    PL__SIM_ASSERT(pl__oracle_is_parked(ti) && ti->waits_len > 0);
+    PL__SIM_ASSERT(pl__tasks_is_parked(ti) && ti->waits_len > 0);
     const char *object = w->object != NULL ? w->object : "a future";
     const char *condition = w->condition != NULL ? w->condition : "its wait condition";
     /* "while 1 permit is free" when holds() said how, else the condition. */
@@ -51,11 +52,11 @@ static void report(pl__sim *s, const pl__task_info *ti, uint32_t id, const pl_wa
  * holds() says how in why. */
 static const pl_wait *holding_wait(const pl__sim *s, uint32_t id, char *why, size_t why_len)
 {
-    const pl__task_info *ti = &s->tasks[id];
+    const pl__task_info *ti = &s->tasks.info[id];
     uint32_t n = ti->waits_len < PL__WAITS_MAX ? ti->waits_len : PL__WAITS_MAX;
     for (uint32_t i = 0; i < n; i++) {
-        PL__SIM_ASSERT(id < s->waits_cap[i]);
-        const pl_wait *w = &s->waits[i][id];
+        PL__SIM_ASSERT(id < s->probe.waits_cap[i]);
+        const pl_wait *w = &s->probe.waits[i][id];
         why[0] = '\0';
         if (w->holds != NULL && w->holds(w->subject, why, why_len)) {
             return w;
@@ -64,10 +65,10 @@ static const pl_wait *holding_wait(const pl__sim *s, uint32_t id, char *why, siz
     return NULL;
 }
 
-bool pl__check_wait_of(pl__sim *s, uint32_t id)
+bool pl__probe_wait_of(pl__sim *s, uint32_t id)
 {
-    const pl__task_info *ti = &s->tasks[id];
-    if (s->finding.kind != PL_FINDING_NONE || !pl__oracle_is_parked(ti) || ti->waits_len == 0) {
+    const pl__task_info *ti = &s->tasks.info[id];
+    if (s->finding.kind != PL_FINDING_NONE || !pl__tasks_is_parked(ti) || ti->waits_len == 0) {
         return false;
     }
     char why[160];
@@ -80,10 +81,10 @@ bool pl__check_wait_of(pl__sim *s, uint32_t id)
     return true;
 }
 
-bool pl__check_waits(pl__sim *s)
+bool pl__probe_waits(pl__sim *s)
 {
-    for (uint32_t id = 1; id <= s->tasks_spawned; id++) {
-        if (pl__check_wait_of(s, id)) {
+    for (uint32_t id = 1; id <= s->tasks.spawned; id++) {
+        if (pl__probe_wait_of(s, id)) {
             return true;
         }
     }

@@ -1,0 +1,22 @@
+/* sim/src/check_props.h: the property checker (check_props.c). Its event
+ * hooks are sim.h's macros (pl_always, pl_eventually, pl_sometimes),
+ * which reach the run through pl__sim_current(); its state is pl__props
+ * (pl__sim.props), zeroed by pl__sim_init and freed by pl__props_free.
+ */
+#ifndef POLLEN_SIM_CHECK_PROPS_H
+#define POLLEN_SIM_CHECK_PROPS_H
+
+#include "sites.h"
+
+typedef struct pl__sim pl__sim;
+
+typedef struct pl__props {
+    pl__site_table eventually; /* each pl_eventually site's latest evaluation */
+} pl__props;
+
+/* The verdict at the end of a clean run: fails the pl_eventually sites
+ * whose latest evaluation was false. */
+void pl__props_verdict(pl__sim *s);
+void pl__props_free(pl__props *p);
+
+#endif
