@@ -15,6 +15,7 @@
 #include "check_history.h"
 #include "check_leaks.h"
 #include "disk/disk.h"
+#include "env/env.h"
 #include "isolate/mirror.h"
 #include "isolate/progress.h"
 #include "knobs_of.h"

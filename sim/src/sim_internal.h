@@ -109,7 +109,6 @@ struct pl__sim {
     pl__nemesis nemesis;    /* paused nodes (nemesis.h) */
     pl__history history;    /* the clients' operations (history.h) */
     pl__premise assume;     /* a failed pl_assume discarded the run (assume.h) */
-    pl__premise assume;     /* a failed pl_assume discarded the run (assume.h) */
 
     bool stopped;
     pl_finding finding;

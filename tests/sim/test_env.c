@@ -24,6 +24,7 @@
 #include "knobs.h"
 #include "leakcheck.h"
 #include "run.h"
+#include "run_record.h"
 #include "sim_internal.h"
 
 /* ---- What a run saw ------------------------------------------------------- */
