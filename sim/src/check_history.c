@@ -53,6 +53,14 @@ static void describe_time(const pl__history_rec *r, char *buf, size_t len)
     }
 }
 
+/* What snprintf returned, as the bytes msg (cap bytes) now holds: a
+ * truncated write leaves used at cap - 1, so the next write's size is 1,
+ * never a wrapped one. */
+static int clamp_used(int used, size_t cap)
+{
+    return used < 0 ? 0 : (size_t)used >= cap ? (int)cap - 1 : used;
+}
+
 /* The finding for the failing key: its kept operations, in invocation order. */
 static void report(pl__sim *s, const uint32_t *idx, const bool *keep, size_t n, bool minimal)
 {
@@ -71,14 +79,16 @@ static void report(pl__sim *s, const uint32_t *idx, const bool *keep, size_t n, 
     } else {
         used = snprintf(msg, sizeof msg, "history not linearizable (model %s): ", m->name);
     }
+    used = clamp_used(used, sizeof msg);
     used += snprintf(msg + used, sizeof msg - (size_t)used,
                      "no order of the %zu operation(s)%s explains the %zu below, whatever the "
                      "others did (each may have taken effect at any point after its invocation, "
                      "or not at all)%s:",
                      n, m->per_key ? " on the key" : "", kept,
                      minimal ? "" : " (search budget spent: maybe not the fewest)");
+    used = clamp_used(used, sizeof msg);
     size_t listed = 0;
-    for (size_t i = 0; i < n && (size_t)used < sizeof msg; i++) {
+    for (size_t i = 0; i < n && (size_t)used < sizeof msg - 1; i++) {
         if (!keep[i]) {
             continue;
         }
@@ -93,6 +103,7 @@ static void report(pl__sim *s, const uint32_t *idx, const bool *keep, size_t n, 
         describe_time(r, when, sizeof when);
         used += snprintf(msg + used, sizeof msg - (size_t)used, "\n  %-14s %-24s %s",
                          r->client, what, when);
+        used = clamp_used(used, sizeof msg);
     }
     pl__sim_finding(s, PL_FINDING_LINEARIZABILITY, NULL, "%s", msg);
 }

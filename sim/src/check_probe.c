@@ -80,7 +80,7 @@ static bool in_late_window(pl__sim *s, uint32_t id)
 static bool suspect(pl__sim *s, uint32_t id)
 {
     const pl__task_info *ti = &s->tasks.info[id];
-    return pl__tasks_is_parked(ti) && !pl_task_is_background(ti->task) && !ti->on_purpose &&
+    return pl__sim_pollable_parked(s, ti) && !pl_task_is_background(ti->task) && !ti->on_purpose &&
            (ti->probed_step < ti->parked_step || s->step > ti->probed_step) &&
            !in_late_window(s, id);
 }
@@ -360,7 +360,7 @@ static bool probe_task_as(pl__sim *s, uint32_t id, const char *where, const char
                           bool strict, probe_out *out)
 {
     pl__task_info *ti = &s->tasks.info[id];
-    PL__SIM_ASSERT(pl__tasks_is_parked(ti));
+    PL__SIM_ASSERT(pl__sim_pollable_parked(s, ti)); /* never a paused node's task */
     /* Our own reference keeps the task alive through the report: a probe
      * that completes a task nobody holds a handle to frees it. */
     pl_task *t = pl_task_ref(ti->task);
@@ -484,7 +484,7 @@ static bool decision_probe(pl__sim *s)
             return false; /* the follow-up run goes on without this probe */
         }
         probe_out p;
-        if (pl__tasks_is_parked(&s->tasks.info[ids[i]]) &&
+        if (pl__sim_pollable_parked(s, &s->tasks.info[ids[i]]) &&
             probe_task(s, ids[i], "at a timer-quiescent point", "", &p)) {
             s->probe.follow_wanted = s->finding.kind == PL_FINDING_LOST_WAKEUP ||
                                      s->finding.kind == PL_FINDING_STALE_WAKER;
@@ -560,7 +560,7 @@ static bool probe_all(pl__sim *s, const uint32_t *ids, uint32_t n, const char *w
 {
     for (uint32_t i = 0; i < n; i++) {
         pl__task_info *ti = &s->tasks.info[ids[i]];
-        if (!pl__tasks_is_parked(ti) || ti->on_purpose || in_late_window(s, ids[i])) {
+        if (!pl__sim_pollable_parked(s, ti) || ti->on_purpose || in_late_window(s, ids[i])) {
             continue;
         }
         probe_out p;
@@ -1083,7 +1083,7 @@ void pl__probe_quiescence(pl__sim *s)
     }
     for (uint32_t id = 1; id <= s->tasks.spawned; id++) {
         probe_out p;
-        if (pl__tasks_is_parked(&s->tasks.info[id]) &&
+        if (pl__sim_pollable_parked(s, &s->tasks.info[id]) &&
             probe_task_as(s, id, "at quiescence", "", true, &p)) {
             return;
         }

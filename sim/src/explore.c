@@ -3,8 +3,8 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "env/env.h"
 #include "run_record.h"
 #include "sim_internal.h"
 #include "strategy.h"
@@ -79,15 +79,6 @@ static void expand(explorer *e, const pl__run_record *rec, size_t start, uint32_
     free(child);
 }
 
-/* The wall clock is read between runs only: it decides where the
- * exploration stops, never what a run does. */
-static pl_time wall_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (pl_time)ts.tv_sec * PL_S + ts.tv_nsec;
-}
-
 static bool run_list(explorer *e, const pl__dec_record *list, size_t len, pl_sim_result *r)
 {
     if (e->max_runs != 0 && e->out->runs >= e->max_runs) {
@@ -95,7 +86,9 @@ static bool run_list(explorer *e, const pl__dec_record *list, size_t len, pl_sim
         e->stop = true;
         return false;
     }
-    if (e->deadline_ns != 0 && wall_ns() >= e->deadline_ns) {
+    /* The real clock (env.h), read between runs only: it decides where the
+     * exploration stops, never what a run does. */
+    if (e->deadline_ns != 0 && pl__env_real_now() >= e->deadline_ns) {
         e->out->clock_hit = true;
         e->stop = true;
         return false;
@@ -122,6 +115,7 @@ static void visit(explorer *e, const pl__dec_record *list, size_t len, uint32_t 
     }
     if (depth == e->level) {
         e->out->schedules++;
+        e->out->discarded += r.discarded;
         if (r.finding.kind != PL_FINDING_NONE) {
             e->out->finding = r.finding;
             e->out->deviations = depth;
@@ -154,7 +148,10 @@ int pl_sim_explore_bounded(const pl_scenario *sc, uint32_t k, const pl_sim_bound
     explorer e = {.sc = sc, .out = out};
     if (limits != NULL) {
         e.max_runs = limits->runs_max;
-        e.deadline_ns = limits->time_ns > 0 ? wall_ns() + limits->time_ns : 0;
+        pl_time now = pl__env_real_now();
+        e.deadline_ns = limits->time_ns <= 0                    ? 0
+                        : limits->time_ns > PL_TIME_NEVER - now ? PL_TIME_NEVER
+                                                                : now + limits->time_ns;
     }
     if (opts != NULL) {
         e.o = *opts;

@@ -16,13 +16,14 @@ int pl_history_use(const pl_model *model)
     if (s == NULL) {
         return PL_ENOSYS;
     }
-    if (model == NULL || model->init == NULL || model->step == NULL ||
+    if (model == NULL || model->name == NULL || model->init == NULL || model->step == NULL ||
         model->describe == NULL || model->state_size == 0 ||
         model->state_size > PL_MODEL_STATE_MAX || (model->hash == NULL) != (model->equal == NULL)) {
-        return pl__sim_call_error(s, PL_EINVAL,
-                                  "pl_history_use: a model needs init, step and describe, a "
-                                  "state of 1 to %u bytes, and both hash and equal or neither",
-                                  PL_MODEL_STATE_MAX);
+        return pl__sim_call_error(
+            s, PL_EINVAL,
+            "pl_history_use: a model needs a name, init, step and describe, a "
+            "state of 1 to %u bytes, and both hash and equal or neither",
+            PL_MODEL_STATE_MAX);
     }
     if (s->history.model != NULL) {
         return pl__sim_call_error(s, PL_EINVAL, "pl_history_use: the run's model is already '%s'",

@@ -30,51 +30,59 @@ typedef struct knob_row {
 
 /* Names and letters are part of the knobs text and the replay format:
  * append only. The field of pl_sim_knobs is the kind's name. */
-#define ROW(kind, field, letter, on, prob, swarm) \
-    [kind] = {#field, letter, {on, prob}, swarm, offsetof(pl_sim_knobs, field)}
+#define ROW(kind, field, letter, on, prob, swarm)                                                  \
+    [kind] = {#field, letter, {on, prob}, swarm, offsetof(pl_sim_knobs, field)},
 
-static const knob_row rows[PL_DECIDE__COUNT] = {
-    ROW(PL_DECIDE_SCHEDULE, schedule, 's', true, 32768, SWARM_ORDER),
-    ROW(PL_DECIDE_IO_ORDER, io_order, 'i', true, 32768, SWARM_ORDER),
-    ROW(PL_DECIDE_TIMER_ORDER, timer_order, 't', true, 32768, SWARM_ORDER),
-    ROW(PL_DECIDE_TIMER_LATE, timer_late, 'l', true, 4096, SWARM_FAULT),
-    ROW(PL_DECIDE_SPURIOUS_WAKE, spurious_wake, 'w', true, 1024, SWARM_FAULT),
-    /* Off: extra polls hide lost wakeups. */
-    ROW(PL_DECIDE_SPURIOUS_POLL, spurious_poll, 'p', false, 1024, SWARM_RARE),
-    ROW(PL_DECIDE_WAKE_DELAY, wake_delay, 'd', true, 8192, SWARM_FAULT),
-    /* On: consulted only for tasks marked abortable, whose owners declared
-     * cancellation at any await part of their contract. */
-    ROW(PL_DECIDE_CANCEL, cancel, 'c', true, 1024, SWARM_RARE),
-    ROW(PL_DECIDE_IO_FAULT, io_fault, 'f', true, 2048, SWARM_FAULT),
-    ROW(PL_DECIDE_IO_LATENCY, io_latency, 'j', true, 4096, SWARM_FAULT),
-    ROW(PL_DECIDE_BUGGIFY_SITE, buggify_site, 'b', true, 16384, SWARM_FAULT),
-    ROW(PL_DECIDE_BUGGIFY_FIRE, buggify_fire, 'B', true, 8192, SWARM_FAULT),
-    /* The probe finds lost wakeups: off, swarm's seed can find none. */
-    ROW(PL_DECIDE_PROBE, probe, 'q', true, 4096, SWARM_OFTEN),
-    /* The disk kinds are consulted only by scenarios that use files. */
-    ROW(PL_DECIDE_DISK_LATENCY, disk_latency, 'k', true, 8192, SWARM_FAULT),
-    ROW(PL_DECIDE_DISK_FAULT, disk_fault, 'e', true, 1024, SWARM_FAULT),
-    ROW(PL_DECIDE_DISK_CORRUPT, disk_corrupt, 'x', true, 1024, SWARM_FAULT),
-    ROW(PL_DECIDE_DISK_LOSE, disk_lose, 'u', true, 32768, SWARM_FAULT),
-    /* The link kinds only for traffic between two distinct hosts. */
-    ROW(PL_DECIDE_LINK_LATENCY, link_latency, 'g', true, 16384, SWARM_FAULT),
-    ROW(PL_DECIDE_LINK_LOSS, link_loss, 'L', true, 1024, SWARM_FAULT),
-    ROW(PL_DECIDE_LINK_DUP, link_dup, 'D', true, 512, SWARM_FAULT),
-    ROW(PL_DECIDE_LINK_REORDER, link_reorder, 'r', true, 1024, SWARM_FAULT),
-    ROW(PL_DECIDE_LINK_RESET, link_reset, 'R', true, 128, SWARM_FAULT),
-    ROW(PL_DECIDE_PARTITION, partition, 'P', true, 256, SWARM_FAULT),
-    ROW(PL_DECIDE_CLOG, clog, 'C', true, 256, SWARM_FAULT),
-    ROW(PL_DECIDE_NODE_CRASH, node_crash, 'K', true, 256, SWARM_FAULT),
-    ROW(PL_DECIDE_CRASH_SILENCE, crash_silence, 'Z', true, 16384, SWARM_FAULT),
-    ROW(PL_DECIDE_THREAD_SWITCH, thread_switch, 'T', true, 8192, SWARM_FAULT),
-    ROW(PL_DECIDE_COND_SPURIOUS, cond_spurious, 'V', true, 1024, SWARM_FAULT),
-    /* Consulted only for nodes declared pausable. */
-    ROW(PL_DECIDE_NODE_PAUSE, node_pause, 'N', true, 256, SWARM_FAULT),
-    /* Consulted only for nodes declared isolatable. */
-    ROW(PL_DECIDE_NODE_ISOLATE, node_isolate, 'I', true, 256, SWARM_FAULT),
-    /* Always drawn uniform: a user's workload, not a fault. */
-    ROW(PL_DECIDE_RANDOM, random, 'a', true, 65536, SWARM_KEEP),
-};
+/* The table, once: rows[] below and the size check after it expand it. */
+#define KNOB_ROWS(X)                                                                               \
+    X(PL_DECIDE_SCHEDULE, schedule, 's', true, 32768, SWARM_ORDER)                                 \
+    X(PL_DECIDE_IO_ORDER, io_order, 'i', true, 32768, SWARM_ORDER)                                 \
+    X(PL_DECIDE_TIMER_ORDER, timer_order, 't', true, 32768, SWARM_ORDER)                           \
+    X(PL_DECIDE_TIMER_LATE, timer_late, 'l', true, 4096, SWARM_FAULT)                              \
+    X(PL_DECIDE_SPURIOUS_WAKE, spurious_wake, 'w', true, 1024, SWARM_FAULT)                        \
+    /* Off: extra polls hide lost wakeups. */                                                      \
+    X(PL_DECIDE_SPURIOUS_POLL, spurious_poll, 'p', false, 1024, SWARM_RARE)                        \
+    X(PL_DECIDE_WAKE_DELAY, wake_delay, 'd', true, 8192, SWARM_FAULT)                              \
+    /* On: consulted only for tasks marked abortable, whose owners declared                        \
+     * cancellation at any await part of their contract. */                                        \
+    X(PL_DECIDE_CANCEL, cancel, 'c', true, 1024, SWARM_RARE)                                       \
+    X(PL_DECIDE_IO_FAULT, io_fault, 'f', true, 2048, SWARM_FAULT)                                  \
+    X(PL_DECIDE_IO_LATENCY, io_latency, 'j', true, 4096, SWARM_FAULT)                              \
+    X(PL_DECIDE_BUGGIFY_SITE, buggify_site, 'b', true, 16384, SWARM_FAULT)                         \
+    X(PL_DECIDE_BUGGIFY_FIRE, buggify_fire, 'B', true, 8192, SWARM_FAULT)                          \
+    /* The probe finds lost wakeups: off, swarm's seed can find none. */                           \
+    X(PL_DECIDE_PROBE, probe, 'q', true, 4096, SWARM_OFTEN)                                        \
+    /* The disk kinds are consulted only by scenarios that use files. */                           \
+    X(PL_DECIDE_DISK_LATENCY, disk_latency, 'k', true, 8192, SWARM_FAULT)                          \
+    X(PL_DECIDE_DISK_FAULT, disk_fault, 'e', true, 1024, SWARM_FAULT)                              \
+    X(PL_DECIDE_DISK_CORRUPT, disk_corrupt, 'x', true, 1024, SWARM_FAULT)                          \
+    X(PL_DECIDE_DISK_LOSE, disk_lose, 'u', true, 32768, SWARM_FAULT)                               \
+    /* The link kinds only for traffic between two distinct hosts. */                              \
+    X(PL_DECIDE_LINK_LATENCY, link_latency, 'g', true, 16384, SWARM_FAULT)                         \
+    X(PL_DECIDE_LINK_LOSS, link_loss, 'L', true, 1024, SWARM_FAULT)                                \
+    X(PL_DECIDE_LINK_DUP, link_dup, 'D', true, 512, SWARM_FAULT)                                   \
+    X(PL_DECIDE_LINK_REORDER, link_reorder, 'r', true, 1024, SWARM_FAULT)                          \
+    X(PL_DECIDE_LINK_RESET, link_reset, 'R', true, 128, SWARM_FAULT)                               \
+    X(PL_DECIDE_PARTITION, partition, 'P', true, 256, SWARM_FAULT)                                 \
+    X(PL_DECIDE_CLOG, clog, 'C', true, 256, SWARM_FAULT)                                           \
+    X(PL_DECIDE_NODE_CRASH, node_crash, 'K', true, 256, SWARM_FAULT)                               \
+    X(PL_DECIDE_CRASH_SILENCE, crash_silence, 'Z', true, 16384, SWARM_FAULT)                       \
+    X(PL_DECIDE_THREAD_SWITCH, thread_switch, 'T', true, 8192, SWARM_FAULT)                        \
+    X(PL_DECIDE_COND_SPURIOUS, cond_spurious, 'V', true, 1024, SWARM_FAULT)                        \
+    /* Consulted only for nodes declared pausable. */                                              \
+    X(PL_DECIDE_NODE_PAUSE, node_pause, 'N', true, 256, SWARM_FAULT)                               \
+    /* Consulted only for nodes declared isolatable. */                                            \
+    X(PL_DECIDE_NODE_ISOLATE, node_isolate, 'I', true, 256, SWARM_FAULT)                           \
+    /* Always drawn uniform: a user's workload, not a fault. */                                    \
+    X(PL_DECIDE_RANDOM, random, 'a', true, 65536, SWARM_KEEP)
+
+static const knob_row rows[PL_DECIDE__COUNT] = {KNOB_ROWS(ROW)};
+
+/* Every kind at its longest, "name=65536," each, fits the text buffer (a
+ * new kind that does not fit fails here, not in a run). */
+#define KNOB_TEXT_LEN(kind, field, letter, on, prob, swarm) +(sizeof(#field "=65536,") - 1)
+_Static_assert(0 KNOB_ROWS(KNOB_TEXT_LEN) < PL__DEC_KNOBS_TEXT_MAX,
+               "every kind's name=65536 fits PL__DEC_KNOBS_TEXT_MAX");
 
 /* pl_sim_knobs has one knob per assigned kind and nothing else (that each
  * field is its own row's is test_decide's knobs.typed_fields_are_their_kinds). */

@@ -147,8 +147,9 @@ void pl__dec_knobs_swarm(pl__dec_knobs *k, uint64_t seed);
 
 /* Writes knobs as "schedule=32768,io_order=32768,...,cancel=off" (every
  * kind, in enum order; a disabled kind prints "off"). Returns the length
- * of the full text like snprintf; it always fits in
- * PL__DEC_KNOBS_TEXT_MAX. */
+ * of the full text like snprintf. Every setting fits in
+ * PL__DEC_KNOBS_TEXT_MAX: a compile-time assertion in knobs.c sums every
+ * kind's "name=65536,". */
 int pl__dec_knobs_format(const pl__dec_knobs *k, char *buf, size_t len);
 
 /* Parses text[0, len) of the form "name=value,name=value" into *k.

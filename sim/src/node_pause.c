@@ -28,7 +28,8 @@ static void pause_node(pl__sim *s, uint32_t n, pl_time length_ns)
     pl__nemesis *z = &s->nemesis;
     PL__SIM_ASSERT(n != 0 && n < s->nodes.len && z->paused_until[n] == 0 && length_ns > 0);
     z->pauses[n]++;
-    z->paused_until[n] = s->now + length_ns;
+    /* PL_TIME_NEVER (or any length past it) pauses for the rest of the run. */
+    z->paused_until[n] = length_ns > PL_TIME_NEVER - s->now ? PL_TIME_NEVER : s->now + length_ns;
     pl__sim_event(s, PL__EV_NODE, 0, n, PL__NODE_EV_PAUSE);
     hold_tasks(s, n, true);
 }

@@ -94,12 +94,6 @@ static int run_once(const shrinker *sh, const pl_sim_options *o, pl_sim_result *
     return pl_sim_run(sh->sc, o, r);
 }
 
-/* The real clock, also while a run is current (env.h). */
-static pl_time wall_ns(void)
-{
-    return pl__env_real_now();
-}
-
 /* memcpy of records: with n == 0 either pointer may be NULL (an empty
  * list, a scratch buffer never grown), which memcpy does not allow. */
 static void copy_records(pl__dec_record *dst, const pl__dec_record *src, size_t n)
@@ -152,7 +146,7 @@ static bool smaller(const pl__dec_record *a, size_t na, const pl__dec_record *b,
 static bool budget_left(shrinker *sh)
 {
     if (sh->rc == 0 && sh->runs < sh->runs_max && sh->time_ns > 0 &&
-        wall_ns() - sh->start_ns >= sh->time_ns) {
+        pl__env_real_now() - sh->start_ns >= sh->time_ns) {
         sh->clock_hit = true;
     }
     if (sh->rc != 0 || sh->runs >= sh->runs_max || sh->clock_hit) {
@@ -1362,7 +1356,7 @@ int pl__shrink_with(const pl_scenario *sc, const pl_sim_options *base, const voi
                  "a crash is shrunk with every candidate in a child process (pollen shrink)");
         return PL_EINVAL;
     }
-    shrinker sh = {.sc = sc, .kind = kind, .runner = runner, .start_ns = wall_ns()};
+    shrinker sh = {.sc = sc, .kind = kind, .runner = runner, .start_ns = pl__env_real_now()};
     if (base != NULL) {
         sh.o = *base;
     } else {
@@ -1397,7 +1391,7 @@ int pl__shrink_with(const pl_scenario *sc, const pl_sim_options *base, const voi
     out->clock_hit = sh.clock_hit;
     out->limit_before = sh.at_limit ? sh.limit_before : 0;
     out->limit_after = sh.at_limit ? effective_limit(&sh) : 0;
-    out->elapsed_ns = wall_ns() - sh.start_ns;
+    out->elapsed_ns = pl__env_real_now() - sh.start_ns;
     free(sh.cur);
     free(sh.cand);
     return rc;

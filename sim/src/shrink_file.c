@@ -143,8 +143,12 @@ int pl__shrink_load(const char *in, pl__replay *rp, const pl_scenario **sc, int 
                  "%s: the replay records no finding: nothing to shrink or explain", in);
         return PL_EINVAL;
     }
-    options_of(rp, o, knobs, knobs_len);
-    return 0;
+    rc = options_of(rp, o, knobs, knobs_len);
+    if (rc != 0) {
+        snprintf(err, err_len, "%s: its knobs do not fit the %zu bytes given for them", in,
+                 knobs_len);
+    }
+    return rc;
 }
 
 int pl__shrink_file_ex(const char *in, const char *out, const pl_sim_shrink_limits *limits,

@@ -105,6 +105,9 @@ static void inject_spurious(pl__sim *s, bool at_point)
         return;
     }
     t = parked_task(s, pl__sim_choose_fast(s, PL_DECIDE_SPURIOUS_POLL, n, 0));
+    if (t != NULL && !pl__sim_pollable_parked(s, &s->tasks.info[pl_task_id(t)])) {
+        return; /* a paused node's task: held, never polled (a wake only queues it aside) */
+    }
     if (t == NULL || (at_point && s->judges->before_injection(s, t, true, &probed)) || probed) {
         return; /* a probe that changed nothing was the spurious poll */
     }

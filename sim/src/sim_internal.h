@@ -106,7 +106,7 @@ struct pl__sim {
     pl__rescue rescue;
     pl__nodes nodes;
     pl__threads threads;
-    pl__nemesis nemesis;    /* paused nodes (nemesis.h) */
+    pl__nemesis nemesis;    /* paused and isolated nodes (nemesis.h) */
     pl__history history;    /* the clients' operations (history.h) */
     pl__premise assume;     /* a failed pl_assume discarded the run (assume.h) */
 
@@ -171,6 +171,14 @@ static inline uint32_t pl__sim_choose_fast(pl__sim *s, pl_decision_kind kind, ui
 static inline pl_task *pl__sim_polled(const pl__sim *s)
 {
     return s->polling != 0 ? s->tasks.info[s->polling].task : NULL;
+}
+
+/* A parked task that may be polled out of turn (a spurious poll, a probe):
+ * not one of a paused node, none of whose tasks is polled until it
+ * resumes (pollen/sim_node.h; the executor's probe ignores its hold). */
+static inline bool pl__sim_pollable_parked(const pl__sim *s, const pl__task_info *ti)
+{
+    return pl__tasks_is_parked(ti) && s->nemesis.paused_until[ti->node] == 0;
 }
 
 /* The node the current code runs on: the booting one, else the polled

@@ -185,7 +185,11 @@ LEAK_TEST(history, minimize_keeps_what_matters)
 
 /* ---- A run's verdict ------------------------------------------------------- */
 
-enum { V_KV_BAD, V_KV_GOOD, V_TOO_MANY, V_NO_MODEL, V_TWICE };
+enum { V_KV_BAD, V_KV_GOOD, V_TOO_MANY, V_NO_MODEL, V_TWICE, V_LONG_NAME };
+
+/* kv under a name longer than a finding's message. */
+static char long_name[1500];
+static pl_model long_named;
 
 /* The case the next run's setup records (the tests run one at a time). */
 static int current_case;
@@ -194,7 +198,15 @@ static int verdict_setup(pl_executor *ex, void *state)
 {
     (void)ex;
     (void)state;
-    if (current_case != V_NO_MODEL) {
+    pl_model nameless = pl_model_kv;
+    nameless.name = NULL;
+    cr_assert_eq(pl_history_use(&nameless), PL_EINVAL, "a model needs a name");
+    if (current_case == V_LONG_NAME) {
+        memset(long_name, 'm', sizeof long_name - 1);
+        long_named = pl_model_kv;
+        long_named.name = long_name;
+        cr_assert_eq(pl_history_use(&long_named), 0);
+    } else if (current_case != V_NO_MODEL) {
         cr_assert_eq(pl_history_use(&pl_model_kv), 0);
         cr_assert_eq(pl_history_use(&pl_model_kv), PL_EINVAL, "one model per run");
     }
@@ -245,6 +257,15 @@ LEAK_TEST(history, verdict_per_key)
                    f.message);
     cr_assert_null(strstr(f.message, "key 1"), "%s", f.message);
     cr_assert_str_eq(pl_finding_name(PL_FINDING_LINEARIZABILITY), "linearizability");
+}
+
+/* A message longer than the finding's is cut, never written past it. */
+LEAK_TEST(history, a_long_model_name_is_cut)
+{
+    pl_finding f = run_case(V_LONG_NAME);
+    cr_assert_eq(f.kind, PL_FINDING_LINEARIZABILITY, "%s", f.message);
+    cr_assert(strncmp(f.message, "history not linearizable (model mmm", 35) == 0, "%s", f.message);
+    cr_assert_eq(strlen(f.message), sizeof f.message - 1);
 }
 
 LEAK_TEST(history, verdict_never_passes_what_it_did_not_check)

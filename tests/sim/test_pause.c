@@ -7,19 +7,23 @@
  * task sends it a datagram at 4 ms and, as each test plans, pauses,
  * resumes or crashes the node. The check fails, when planned, if two
  * ticks are more than 5 ms apart (what a long enough pause does). */
-#include <criterion/criterion.h>
 #include <arpa/inet.h>
+#include <criterion/criterion.h>
 #include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <pollen/io.h>
 #include <pollen/sim.h>
 #include <pollen/sim_node.h>
 
+#include "knobs.h"
 #include "leakcheck.h"
+#include "run_record.h"
 #include "sim_internal.h"
 #include "trace.h"
-#include "run_record.h"
 
 TestSuite(pause, .fini = pl_test_leak_check);
 
@@ -46,7 +50,17 @@ static struct seen {
     int boots;
     int pause_rc, pause_again_rc, pause_unknown_rc, pause_zero_rc, resume_rc, resume_again_rc;
     bool paused_seen; /* pl_sim_node_is_paused said so while paused */
+    int polls;        /* polls of the node's tasks, whatever made them */
+    pl_time polled_at[16 * TICKS];
 } seen;
+
+/* Every poll of a node task, a spurious one or a probe's too. */
+static void note_poll(pl_context *cx)
+{
+    if (seen.polls < (int)(sizeof seen.polled_at / sizeof seen.polled_at[0])) {
+        seen.polled_at[seen.polls++] = pl_now(cx->ex);
+    }
+}
 
 /* ---- The node ------------------------------------------------------------------ */
 
@@ -58,6 +72,7 @@ typedef struct ticker {
 static pl_poll_result ticker_poll(pl_future *f, pl_context *cx)
 {
     ticker *self = (ticker *)f;
+    note_poll(cx);
     PL_ASYNC_BEGIN(self);
     while (seen.ticks < TICKS) {
         self->nap = pl_sleep_for(PL_MS);
@@ -81,6 +96,7 @@ typedef struct listener {
 static pl_poll_result listener_poll(pl_future *f, pl_context *cx)
 {
     listener *self = (listener *)f;
+    note_poll(cx);
     PL_ASYNC_BEGIN(self);
     self->recv = pl_udp_recv_from(self->u, self->buf, sizeof self->buf);
     PL_AWAIT(cx, &self->recv);
@@ -200,12 +216,9 @@ static int check(pl_executor *ex, void *state, char *msg, size_t len)
     return 0;
 }
 
-static const pl_scenario sleeper = {
-    .name = "test_pause_sleeper",
-    .summary = "a ticking node paused, resumed, crashed",
-    .setup = setup,
-    .check = check,
-};
+/* Registered: a replay file names it. */
+PL_SCENARIO(sleeper, .name = "test_pause_sleeper",
+            .summary = "a ticking node paused, resumed, crashed", .setup = setup, .check = check);
 
 static pl_sim_result run(const char *knobs, uint64_t seed, bool keep_events)
 {
@@ -289,6 +302,25 @@ LEAK_TEST(pause, a_crash_ends_the_pause_and_the_restart_runs)
     pl_sim_result_free(&r);
 }
 
+/* None of a paused node's tasks is polled until it resumes: not by a
+ * spurious poll, not by a lost-wakeup probe, both at their most eager. */
+LEAK_TEST(pause, spurious_polls_and_probes_leave_a_paused_node_alone)
+{
+    plan = (struct plan){.pause_at = 2 * PL_MS, .pause_ns = 10 * PL_MS};
+    for (uint64_t seed = 0; seed < 8; seed++) {
+        pl_sim_result r = run(QUIET ",spurious_poll=65536,probe=65536", seed, false);
+        expect_clean(&r);
+        cr_assert_eq(seen.pause_rc, 0);
+        for (int i = 0; i < seen.polls; i++) {
+            cr_assert(seen.polled_at[i] <= 2 * PL_MS || seen.polled_at[i] >= 12 * PL_MS,
+                      "seed %llu: a task of the paused node polled at %lld ns",
+                      (unsigned long long)seed, (long long)seen.polled_at[i]);
+        }
+        cr_assert_gt(pl__sim_result_record(&r)->consulted[PL_DECIDE_SPURIOUS_POLL], 0);
+        pl_sim_result_free(&r);
+    }
+}
+
 /* The decision kind: a pausable node pauses at a wait; a node that is
  * not pausable draws nothing, so its run is the one with the kind off. */
 LEAK_TEST(pause, the_decision_pauses_only_pausable_nodes)
@@ -343,5 +375,45 @@ LEAK_TEST(pause, a_pause_shrinks_to_one_line)
     /* The gap needs more than 5 ms: the shrinker keeps the shortest, 8 ms. */
     cr_assert_not_null(strstr(s.explanation, " for 8.000 ms (resumed at "), "%s", s.explanation);
     pl_sim_shrink_result_free(&s);
+    pl_sim_result_free(&r);
+}
+
+/* Every kind at 65535: the longest knobs text there is (over 511 bytes
+ * since the node kinds came) runs, and its replay file reads back and
+ * reruns the same run. */
+LEAK_TEST(pause, every_knob_at_its_longest_runs_and_replays)
+{
+    char knobs[PL_SIM_KNOBS_TEXT_MAX];
+    size_t used = 0;
+    for (uint32_t k = 0; k < PL_DECIDE__COUNT; k++) {
+        if (pl__dec_kind_name(k) != NULL) {
+            used += (size_t)snprintf(knobs + used, sizeof knobs - used, "%s%s=65535",
+                                     used > 0 ? "," : "", pl__dec_kind_name(k));
+            cr_assert_lt(used, sizeof knobs);
+        }
+    }
+    cr_assert_gt(used, 511);
+    plan = (struct plan){.pausable = true, .pause_at = 2 * PL_MS, .pause_ns = 3 * PL_MS};
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.knobs = knobs;
+    o.seed = 1;
+    pl_sim_result r;
+    cr_assert_eq(pl_sim_run(&sleeper, &o, &r), 0, "%s", r.finding.message);
+    char text[PL_SIM_KNOBS_TEXT_MAX];
+    cr_assert_eq(pl_sim_knobs_text(&o, text, sizeof text), 0);
+    cr_assert_str_eq(text, knobs);
+    char path[] = "/tmp/pollen-pause-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    close(fd);
+    cr_assert_eq(pl_sim_write_replay(&sleeper, &o, &r, path), 0);
+    pl_sim_result again;
+    char err[512] = "";
+    int rc = pl_sim_replay_file(path, &again, err, sizeof err);
+    unlink(path);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert_eq(again.hash, r.hash);
+    pl_sim_result_free(&again);
     pl_sim_result_free(&r);
 }

@@ -518,20 +518,26 @@ int pl_sim_pct_estimate(const pl_scenario *sc, const pl_sim_options *opts, uint3
 
 /* Writes the decision knobs a run with `opts` uses (for "swarm", those
  * drawn from opts->seed; then opts->knobs on top) as
- * "schedule=32768,io_order=off,..." into buf. PL_SIM_KNOBS_TEXT_MAX bytes
- * always suffice. Returns 0, or PL_EINVAL for a bad strategy or knobs
- * text. opts may be NULL (defaults). */
-#define PL_SIM_KNOBS_TEXT_MAX 512
+ * "schedule=32768,io_order=off,..." into buf, truncated to len - 1
+ * bytes like snprintf. PL_SIM_KNOBS_TEXT_MAX bytes hold every kind at
+ * its longest ("name=65536" each; knobs.c asserts it at compile time,
+ * so a new kind that would not fit fails the build). Returns 0, or
+ * PL_EINVAL for a bad strategy or knobs text. opts may be NULL
+ * (defaults). */
+#define PL_SIM_KNOBS_TEXT_MAX 1024
 int pl_sim_knobs_text(const pl_sim_options *opts, char *buf, size_t len);
 
 typedef struct pl_sim_bounded_result {
     uint64_t runs;          /* executions, re-runs of shallower schedules included */
     uint64_t schedules;     /* distinct schedules run (counted once each) */
+    uint64_t discarded;     /* of those, the ones a pl_assume discarded: no
+                               finding, yet not checked either */
     uint32_t levels_done;   /* every schedule with fewer than this many
                                non-zero decisions ran clean */
     uint64_t level_schedules; /* schedules of level levels_done that ran clean
                                before a stop (the level reached) */
-    bool exhausted;         /* every schedule with at most k non-zero decisions ran clean */
+    bool exhausted;         /* every schedule with at most k non-zero decisions ran
+                               without a finding (discarded ones included) */
     bool budget_hit;        /* stopped at limits->runs_max */
     bool clock_hit;         /* stopped by limits->time_ns */
     bool truncated;         /* a run outgrew the decision recorder: not exhaustive */

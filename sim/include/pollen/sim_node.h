@@ -112,7 +112,9 @@ bool pl_sim_node_is_up(const char *name);
  * its timers fire and its sockets receive meanwhile, and what they make
  * runnable runs once it resumes, in the order it became runnable. Its
  * peers see a node that answers nothing (connections stay open). A crash
- * ends a pause. From scenario code outside the node. Returns 0; PL_EINVAL
+ * ends a pause. length_ns PL_TIME_NEVER (or any length reaching past it)
+ * pauses it until the end of the run or pl_sim_node_resume. From scenario
+ * code outside the node. Returns 0; PL_EINVAL
  * (no such node, called from the node itself, length_ns <= 0), PL_ENOENT
  * (it is down), PL_EEXIST (it is paused already). */
 int pl_sim_node_pause(const char *name, pl_time length_ns);

@@ -286,9 +286,9 @@ typedef struct report {
     pl_finding f;
     char replay[PATH_MAX];    /* "" when none was written */
     char note[320];           /* why there is no replay, or what it lacks */
-    char reproduce[PATH_MAX + 512];
+    char reproduce[PATH_MAX + PL_SIM_KNOBS_TEXT_MAX + 512];
     char shrunk[PATH_MAX];    /* the shrunk replay, "" when none */
-    char shrunk_reproduce[PATH_MAX + 512];
+    char shrunk_reproduce[PATH_MAX + PL_SIM_KNOBS_TEXT_MAX + 512];
     char shrink_text[8192];   /* the shrinker's account, lines indented */
     char timeline[8192];      /* a crashed run's last events, lines indented; "" none */
     char timeline_json[8192]; /* the same events as a JSON array; "" none */

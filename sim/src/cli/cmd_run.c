@@ -335,7 +335,7 @@ typedef struct bounded_job {
 
 typedef struct bounded_msg {
     int rc;                  /* pl_sim_explore_bounded's */
-    uint64_t runs, schedules, level_schedules;
+    uint64_t runs, schedules, discarded, level_schedules;
     uint32_t levels_done, deviations;
     bool exhausted, budget_hit, clock_hit, truncated;
     pl_finding finding;
@@ -354,11 +354,13 @@ static void bounded_explore(const void *ctx, void *result)
     pl_sim_bounded_limits lim = {0, 0};
     if (bj->o->deadline_ms != INT64_MAX) {
         int64_t left_ms = bj->o->deadline_ms - pl__cli_now_ms();
-        lim.time_ns = left_ms > 0 ? left_ms * PL_MS : 1;
+        /* Saturated: --time far in the future must not wrap. */
+        lim.time_ns = left_ms <= 0 ? 1 : left_ms > INT64_MAX / PL_MS ? INT64_MAX : left_ms * PL_MS;
     }
     m->rc = pl_sim_explore_bounded(bj->sc, bj->o->bound_k, &lim, &so, &res);
     m->runs = res.runs;
     m->schedules = res.schedules;
+    m->discarded = res.discarded;
     m->level_schedules = res.level_schedules;
     m->levels_done = res.levels_done;
     m->deviations = res.deviations;
@@ -434,10 +436,16 @@ static void bounded_summary(const run_opts *o, const outcome *out, const bounded
                 m->levels_done, m->levels_done == 1 ? "" : "s", m->level_schedules,
                 m->level_schedules == 1 ? "" : "s",
                 m->truncated ? " (a run outgrew the decision recorder)" : "", kinds);
-    } else if (m->exhausted) {
+    } else if (m->exhausted && m->discarded == 0) {
         fprintf(f, "; verified: all %" PRIu64 " schedules with at most %" PRIu32 " deviation%s "
                    "explored, no finding,%s",
                 m->schedules, o->bound_k, o->bound_k == 1 ? "" : "s", kinds);
+    } else if (m->exhausted) {
+        /* A discarded schedule was not checked: no claim covers it. */
+        fprintf(f,
+                "; all %" PRIu64 " schedules with at most %" PRIu32 " deviation%s explored, "
+                "no finding, but %" PRIu64 " of them discarded by pl_assume (not checked),%s",
+                m->schedules, o->bound_k, o->bound_k == 1 ? "" : "s", m->discarded, kinds);
     } else if (m->finding.kind == PL_FINDING_NONE) {
         fprintf(f, "; schedules with fewer than %" PRIu32 " deviations done%s,%s",
                 m->levels_done, m->truncated ? " (a run outgrew the decision recorder)" : "",

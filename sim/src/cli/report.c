@@ -108,7 +108,7 @@ int pl__cli_write_all(int fd, const void *buf, size_t len)
  * differ from the defaults. */
 static void schedule_args(const run_opts *o, char *buf, size_t len)
 {
-    char knobs[512] = "";
+    char knobs[PL_SIM_KNOBS_TEXT_MAX + 64] = "";
     char cost[80] = "";
     buf[0] = '\0';
     if (o->knobs != NULL) {
@@ -128,7 +128,7 @@ static void schedule_args(const run_opts *o, char *buf, size_t len)
 
 void pl__cli_make_reproduce(const cli *c, const run_opts *o, report *rp)
 {
-    char prog[PATH_MAX], arg[PATH_MAX + 8], sched[600];
+    char prog[PATH_MAX], arg[PATH_MAX + 8], sched[PL_SIM_KNOBS_TEXT_MAX + 192];
     pl__cli_shell_quote(c->argv0, prog, sizeof prog);
     schedule_args(o, sched, sizeof sched);
     if (rp->replay[0] != '\0') {
