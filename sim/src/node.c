@@ -228,7 +228,7 @@ int pl_sim_node_restart(const char *name)
         return PL_EEXIST;
     }
     node->restart_at = 0; /* a decided restart would come on top */
-    pl__sim_event(s, PL__EV_NODE, 0, (uint64_t)(node - s->nodes.list), 1);
+    pl__sim_event(s, PL__EV_NODE, 0, (uint64_t)(node - s->nodes.list), PL__NODE_EV_RESTART);
     return pl__node_boot(s, node);
 }
 

@@ -43,7 +43,9 @@ void pl__cli_crash_stack_text(const pl__crash_stack *st, const char *head, char 
     if (n == 0) {
         return;
     }
-    /* One byte short: the text stays NUL-terminated when it is cut. */
+    /* One byte short, and that byte a NUL of our own: fmemopen terminates
+     * a cut text only when it has room, which its size leaves to glibc. */
+    buf[len - 1] = '\0';
     FILE *f = fmemopen(buf, len - 1, "w");
     if (f == NULL) {
         return;
