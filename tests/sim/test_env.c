@@ -188,9 +188,17 @@ LEAK_TEST(env, seeds_draw_different_values)
     pl_sim_result b = run_probe(2, NULL, NULL, 0);
     cr_assert_neq(memcmp(first.rand_v, last.rand_v, sizeof first.rand_v), 0);
     cr_assert_neq(first.u64, last.u64);
+    cr_assert_neq(memcmp(first.bytes, last.bytes, sizeof first.bytes), 0);
+    cr_assert_neq(memcmp(first.entropy, last.entropy, sizeof first.entropy), 0);
     cr_assert_neq(a.hash, b.hash, "the draws are in the trace");
+    /* The same seed, the same bytes. */
+    pl_sim_result c = run_probe(1, NULL, NULL, 0);
+    cr_assert_eq(memcmp(first.bytes, last.bytes, sizeof first.bytes), 0);
+    cr_assert_eq(memcmp(first.entropy, last.entropy, sizeof first.entropy), 0);
+    cr_assert_eq(c.hash, a.hash);
     pl_sim_result_free(&a);
     pl_sim_result_free(&b);
+    pl_sim_result_free(&c);
 }
 
 LEAK_TEST(env, the_kind_off_draws_zeros)
@@ -312,9 +320,17 @@ LEAK_TEST(env, outside_a_run_random_functions_are_the_c_librarys)
     srandom(9);
     cr_assert_eq(libc_random(), c);
 
-    unsigned char buf[16] = {0};
+    /* The kernel's bytes: two reads of 16 agree with odds 2^-128, while a
+     * routed stream outside a run (zeros, or a fixed seed's) would repeat. */
+    unsigned char buf[16] = {0}, again[16] = {0}, entropy[16] = {0}, arc[16] = {0};
     cr_assert_eq(getrandom(buf, sizeof buf, 0), (ssize_t)sizeof buf);
-    cr_assert_eq(getentropy(buf, sizeof buf), 0);
+    cr_assert_eq(getrandom(again, sizeof again, 0), (ssize_t)sizeof again);
+    cr_assert_eq(getentropy(entropy, sizeof entropy), 0);
+    arc4random_buf(arc, sizeof arc);
+    cr_assert_neq(memcmp(buf, again, sizeof buf), 0);
+    cr_assert_neq(memcmp(buf, entropy, sizeof buf), 0);
+    cr_assert_neq(memcmp(again, entropy, sizeof buf), 0);
+    cr_assert_neq(memcmp(arc, entropy, sizeof arc), 0);
     cr_assert_lt(arc4random_uniform(10), 10);
 }
 
