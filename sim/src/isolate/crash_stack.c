@@ -150,15 +150,19 @@ void pl__crash_stack_unmap(pl__crash_stack *st)
     }
 }
 
-/* The object file and offset of pc, through the dynamic loader. */
-static void name_object(pl__crash_frame *fr)
+/* The object file and offset of pc, through the dynamic loader. A
+ * caller's frame (every frame after the first) holds a return address,
+ * which may be the first byte of the next function or line: pc - 1 is
+ * inside the call, as name_lines looks it up. */
+static void name_object(pl__crash_frame *fr, bool caller)
 {
+    uintptr_t pc = fr->pc - caller;
     Dl_info info;
-    if (dladdr((void *)fr->pc, &info) == 0 || info.dli_fname == NULL) {
+    if (dladdr((void *)pc, &info) == 0 || info.dli_fname == NULL) {
         return;
     }
     snprintf(fr->object, sizeof fr->object, "%s", info.dli_fname);
-    fr->offset = fr->pc - (uintptr_t)info.dli_fbase;
+    fr->offset = pc - (uintptr_t)info.dli_fbase;
     if (info.dli_sname != NULL) {
         snprintf(fr->function, sizeof fr->function, "%s", info.dli_sname);
     }
@@ -206,7 +210,7 @@ size_t pl__crash_stack_name(const pl__crash_stack *st, pl__crash_frame *out, siz
     for (size_t i = 0; i < n; i++) {
         memset(&out[i], 0, sizeof out[i]);
         out[i].pc = st->pc[i];
-        name_object(&out[i]);
+        name_object(&out[i], i > 0);
     }
 #ifdef POLLEN_HAVE_LIBDW
     name_lines(out, n);

@@ -30,7 +30,7 @@ typedef struct pl__crash_stack {
 /* One frame, named. function, file and object are "" when not known. */
 typedef struct pl__crash_frame {
     uintptr_t pc;
-    uintptr_t offset; /* pc's offset in its object file */
+    uintptr_t offset; /* pc's (a caller's frame: pc - 1's) offset in its object file */
     uint32_t line;    /* 0: not known */
     char function[160];
     char file[256];
