@@ -289,6 +289,20 @@ LEAK_TEST(pause, resume_ends_the_pause_early)
     pl_sim_result_free(&r);
 }
 
+/* PL_TIME_NEVER pauses until the resume (now + length would overflow). */
+LEAK_TEST(pause, a_pause_of_never_lasts_until_the_resume)
+{
+    plan = (struct plan){.pause_at = 2 * PL_MS, .pause_ns = PL_TIME_NEVER, .resume_at = 9 * PL_MS};
+    pl_sim_result r = run(QUIET, 0, false);
+    expect_clean(&r);
+    cr_assert_eq(seen.pause_rc, 0);
+    cr_assert_eq(seen.resume_rc, 0);
+    int k = tick_from(2 * PL_MS + 1);
+    cr_assert_eq(seen.tick_at[k], 9 * PL_MS, "first tick after the resume at %lld",
+                 (long long)seen.tick_at[k]);
+    pl_sim_result_free(&r);
+}
+
 LEAK_TEST(pause, a_crash_ends_the_pause_and_the_restart_runs)
 {
     plan = (struct plan){.pause_at = 2 * PL_MS, .pause_ns = 100 * PL_MS, .crash_at = 5 * PL_MS};
