@@ -643,6 +643,17 @@ LEAK_TEST(shrink, file_round_trip)
     cr_assert_eq(pl__shrink_file(in, out, err, sizeof err), 0, "%s", err);
     cr_assert_eq(pl_sim_replay_file(out, &re, err, sizeof err), 0, "%s", err);
     pl_sim_result_free(&re);
+    /* Knobs that do not fit the caller's buffer are an error, said. */
+    pl__replay rp;
+    const pl_scenario *sc = NULL;
+    int kind = 0;
+    pl_sim_options lo;
+    char tiny[8];
+    err[0] = '\0';
+    cr_assert_eq(pl__shrink_load(in, &rp, &sc, &kind, &lo, tiny, sizeof tiny, err, sizeof err),
+                 PL_EINVAL);
+    cr_assert(strstr(err, "knobs") != NULL, "%s", err);
+    pl__replay_free(&rp);
     pl_sim_shrink_result_free(&s);
     pl_sim_result_free(&r);
     remove(in);
