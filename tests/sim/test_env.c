@@ -134,6 +134,77 @@ static pl_time ts_ns(const struct timespec *ts)
 
 /* ---- Inside a run ------------------------------------------------------------ */
 
+/* A large read: 64 KiB of getrandom in one call. */
+enum { BIG_READ = 64 * 1024 };
+static unsigned char big_bytes[BIG_READ];
+
+static pl_poll_result big_poll(pl_future *f, pl_context *cx)
+{
+    (void)f, (void)cx;
+    cr_assert_eq(getrandom(big_bytes, sizeof big_bytes, 0), (ssize_t)sizeof big_bytes);
+    return PL_READY;
+}
+
+static const pl_future_vtable big_vt = {"big_read", big_poll, NULL};
+
+static int big_setup(pl_executor *ex, void *state)
+{
+    (void)state;
+    pl_future f = PL_FUTURE_INIT(&big_vt);
+    return PL_SPAWN(ex, f, "big_read", NULL);
+}
+
+PL_SCENARIO(env_big_read, .name = "env_big_read", .setup = big_setup);
+
+static size_t random_decisions(const pl_sim_result *r)
+{
+    const pl__run_record *rec = pl__sim_result_record(r);
+    cr_assert_not_null(rec);
+    size_t n = 0;
+    for (size_t i = 0; i < rec->decisions_len; i++) {
+        n += rec->decisions[i].kind == (uint32_t)PL_DECIDE_RANDOM;
+    }
+    return n;
+}
+
+static pl_sim_result run_big(uint64_t seed)
+{
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.seed = seed;
+    pl_sim_result r;
+    memset(big_bytes, 0, sizeof big_bytes);
+    cr_assert_eq(pl_sim_run(&env_big_read, &o, &r), 0);
+    cr_assert_eq(r.finding.kind, PL_FINDING_NONE, "%s", r.finding.message);
+    cr_assert_not(pl__sim_result_record(&r)->decisions_truncated);
+    return r;
+}
+
+/* A long read is one 64-bit draw (three decisions) expanded, not a
+ * decision per three bytes, which overflowed the run's record; the same
+ * seed still gives the same bytes, another seed others. */
+LEAK_TEST(env, a_long_read_costs_three_decisions)
+{
+    static unsigned char first[BIG_READ];
+    pl_sim_result a = run_big(3);
+    memcpy(first, big_bytes, sizeof first);
+    cr_assert_eq(random_decisions(&a), 3);
+    size_t zeros = 0;
+    for (size_t i = 0; i < sizeof first; i++) {
+        zeros += first[i] == 0;
+    }
+    cr_assert_lt(zeros, BIG_READ / 64, "the expansion fills every byte");
+    pl_sim_result b = run_big(3);
+    cr_assert_eq(memcmp(first, big_bytes, sizeof first), 0);
+    cr_assert_eq(b.hash, a.hash);
+    pl_sim_result c = run_big(4);
+    cr_assert_neq(memcmp(first, big_bytes, sizeof first), 0);
+    pl_sim_result_free(&c);
+    pl_sim_result_free(&b);
+    pl_sim_result_free(&a);
+}
+
+
 LEAK_TEST(env, clocks_read_the_virtual_clock)
 {
     pl_sim_result r = run_probe(0, NULL, NULL, 0);

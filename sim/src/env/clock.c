@@ -11,16 +11,30 @@
 #include "../sim_internal.h"
 #include "env.h"
 
-/* Looked up once per name; two threads racing store the same address. */
+/* Looked up once per name; two threads racing store the same address.
+ * A name the C library lacks is looked up again at each call: only the
+ * optional ones (arc4random before glibc 2.36) can be missing, and their
+ * callers fall back. */
 void *pl__env_real(_Atomic(void *) *slot, const char *name)
 {
     void *fn = atomic_load_explicit(slot, memory_order_acquire);
     if (fn == NULL) {
         fn = dlsym(RTLD_NEXT, name);
-        PL__SIM_ASSERT(fn != NULL);
         atomic_store_explicit(slot, fn, memory_order_release);
     }
     return fn;
+}
+
+/* dlsym is not async-signal-safe, and a signal handler may read the real
+ * clocks (pl_sim_route_clocks): the clocks' lookups are made as the
+ * library loads, outside any run, so no handler makes the first one. */
+__attribute__((constructor)) static void resolve_clocks(void)
+{
+    struct timespec ts;
+    struct timeval tv;
+    (void)pl__env_real_clock_gettime(CLOCK_MONOTONIC, &ts);
+    (void)gettimeofday(&tv, NULL);
+    (void)time(NULL);
 }
 
 int pl__env_real_clock_gettime(clockid_t clk, struct timespec *ts)

@@ -39,6 +39,7 @@
 #include <time.h>
 
 #include "pollen/time.h"
+#include "../sim_assert.h"
 
 struct pl__sim;
 
@@ -47,16 +48,24 @@ struct pl__sim;
 #define PL__ENV_EPOCH_NS ((pl_time)1700000000 * PL_S)
 
 /* The definition of `name` that follows libpollen-sim's in the lookup
- * order (the C library's), looked up once and kept in *slot. Any thread. */
+ * order (the C library's), looked up once and kept in *slot; NULL when
+ * the C library has none. Any thread. */
 void *pl__env_real(_Atomic(void *) *slot, const char *name);
 
 /* Sets the function pointer `fn` (a local of the right type) to the real
- * `name`. */
-#define PL__ENV_REAL(fn, name)                                                                     \
+ * `name`, or NULL when the C library lacks it: PL__ENV_REAL for a name
+ * every supported C library has (it asserts), PL__ENV_REAL_OPTIONAL for
+ * one a caller falls back from (arc4random: glibc 2.36 and later). */
+#define PL__ENV_REAL_OPTIONAL(fn, name)                                                            \
     do {                                                                                           \
         static _Atomic(void *) pl__env_slot_;                                                      \
         void *pl__env_p_ = pl__env_real(&pl__env_slot_, (name));                                   \
         memcpy(&(fn), &pl__env_p_, sizeof(fn));                                                    \
+    } while (0)
+#define PL__ENV_REAL(fn, name)                                                                     \
+    do {                                                                                           \
+        PL__ENV_REAL_OPTIONAL(fn, name);                                                           \
+        PL__SIM_ASSERT((fn) != NULL);                                                              \
     } while (0)
 
 /* The real CLOCK_MONOTONIC, in and outside runs. Any thread. */

@@ -10,6 +10,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "../prng.h"
 #include "../sim_internal.h"
 #include "env.h"
 #include "pollen/random.h"
@@ -109,10 +110,28 @@ void srandom(unsigned int seed)
     fn(seed);
 }
 
-/* Fills buf from the stream, three bytes a decision. */
+/* Up to this many bytes a fill draws three bytes a decision, so a short
+ * read (a seed, a nonce) shrinks byte by byte; a longer one draws one
+ * 64-bit value (three decisions) and expands it with splitmix64, so a
+ * megabyte costs three decisions, not 350,000 that would overflow the
+ * run's record. */
+#define FILL_DIRECT_MAX 24
+
+/* Fills buf from the stream. */
 static void fill(pl__sim *s, void *buf, size_t len, const char *what)
 {
     unsigned char *p = buf;
+    if (len > FILL_DIRECT_MAX) {
+        uint64_t state = pl__env_draw(s, 0, what);
+        for (size_t i = 0; i < len; i += 8) {
+            uint64_t v = pl__splitmix64(&state);
+            size_t n = len - i < 8 ? len - i : 8;
+            for (size_t b = 0; b < n; b++) {
+                p[i + b] = (unsigned char)(v >> (8 * b));
+            }
+        }
+        return;
+    }
     for (size_t i = 0; i < len; i += 3) {
         uint32_t v = (uint32_t)pl__env_draw(s, 1u << 24, what);
         for (size_t b = 0; b < 3 && i + b < len; b++) {
@@ -152,6 +171,22 @@ int getentropy(void *buf, size_t len)
     return fn(buf, len);
 }
 
+/* arc4random_buf outside a run where the C library has no arc4random
+ * (before glibc 2.36): the kernel's generator, as glibc's own uses. */
+static void fill_from_kernel(void *buf, size_t len)
+{
+    unsigned char *p = buf;
+    while (len > 0) {
+        ssize_t n = getrandom(p, len, 0);
+        if (n < 0) {
+            PL__SIM_ASSERT(errno == EINTR); /* getrandom(2) without flags fails only so */
+            continue;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
 uint32_t arc4random(void)
 {
     pl__sim *s = pl__sim_current();
@@ -159,7 +194,12 @@ uint32_t arc4random(void)
         return (uint32_t)(pl__env_draw(s, 0, "arc4random()") >> 32);
     }
     uint32_t (*fn)(void);
-    PL__ENV_REAL(fn, "arc4random");
+    PL__ENV_REAL_OPTIONAL(fn, "arc4random");
+    if (fn == NULL) {
+        uint32_t v;
+        arc4random_buf(&v, sizeof v);
+        return v;
+    }
     return fn();
 }
 
@@ -174,7 +214,10 @@ uint32_t arc4random_uniform(uint32_t bound)
         return (uint32_t)(x * bound >> 32);
     }
     uint32_t (*fn)(uint32_t);
-    PL__ENV_REAL(fn, "arc4random_uniform");
+    PL__ENV_REAL_OPTIONAL(fn, "arc4random_uniform");
+    if (fn == NULL) {
+        return (uint32_t)((uint64_t)arc4random() * bound >> 32); /* bias < bound / 2^32 */
+    }
     return fn(bound);
 }
 
@@ -186,6 +229,10 @@ void arc4random_buf(void *buf, size_t len)
         return;
     }
     void (*fn)(void *, size_t);
-    PL__ENV_REAL(fn, "arc4random_buf");
+    PL__ENV_REAL_OPTIONAL(fn, "arc4random_buf");
+    if (fn == NULL) {
+        fill_from_kernel(buf, len);
+        return;
+    }
     fn(buf, len);
 }
