@@ -39,8 +39,8 @@ int pl__sim_knobs_of(const pl_sim_options *o, pl__dec_knobs *k, char *err, size_
 
 int pl_sim_knobs_text(const pl_sim_options *opts, char *buf, size_t len)
 {
-    /* What pl_sim_options_default gives for the fields read here (run.c's
-     * function would make a cycle: run.c -> sim.c -> knobs_of.c). */
+    /* What pl_sim_options_default (registry.c) gives for the fields read
+     * here, without a copy of the whole options per call. */
     static const pl_sim_options defaults = {.strategy = "random"};
     if (opts == NULL) {
         opts = &defaults;

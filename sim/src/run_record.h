@@ -1,7 +1,7 @@
 /* sim/src/run_record.h: what a finished run keeps for the CLI, the
  * shrinker and the campaigns (pl_sim_result's internals): its decisions,
  * events, names, spawn sites, coverage and files, copied out of the
- * world before pl__sim_finish frees it (run.c).
+ * world before pl__sim_finish frees it (run.c, by run_record.c).
  */
 #ifndef POLLEN_SIM_RUN_RECORD_H
 #define POLLEN_SIM_RUN_RECORD_H
@@ -53,6 +53,16 @@ typedef struct pl__run_record {
     size_t files_len;
     uint32_t files_count;
 } pl__run_record;
+
+typedef struct pl__sim pl__sim;
+
+/* The record of the run `s` just finished for scenario `sc`, on the
+ * heap: its decisions move out of s->dec, the rest is copied. NULL when
+ * memory ran out (no partial record). Called once per run, before
+ * pl__sim_finish. */
+pl__run_record *pl__run_record_make(pl__sim *s, const pl_scenario *sc);
+/* Frees a record of pl__run_record_make; NULL is a no-op. */
+void pl__run_record_free(pl__run_record *rec);
 
 const pl__run_record *pl__sim_result_record(const pl_sim_result *r);
 /* The buggify site of `key` in a finished run, or NULL. */

@@ -4,7 +4,7 @@
  * records the value a hook returns, so every run, whatever chose its
  * values, is reproduced by its recorded list alone: nothing here is
  * installed on a list source except the pass-through capture hook. No
- * run starts here: PCT's horizon is measured by the caller (run.c), and
+ * run starts here: PCT's horizon is measured by the caller (pct.c), and
  * bounded exploration is a driver of its own (explore.c).
  */
 #include "strategy.h"
