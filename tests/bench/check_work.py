@@ -11,7 +11,8 @@ backend prints none of these lines (it has no trace). The fuzz workload
 runs a stand-in target (a script printing libFuzzer's final statistics,
 or failing): its line carries the target's figures, a failing target
 fails it, and no target at all skips it (exit 77). No timing is
-asserted. Exits 0, or 1 saying why.
+asserted; the time lines are checked to read the real clock, not the
+run's virtual one. Exits 0, or 1 saying why.
 """
 
 import os
@@ -94,6 +95,15 @@ def main():
             fail("spawn: %.2f polls per task, at least two" % work["polls"])
         if workload == "outbox" and work["decisions"] <= 0:
             fail("outbox: no decisions consulted: %r" % work)
+        # The region is timed inside a run, where clock_gettime reads
+        # virtual time unless the harness turns routing off: ping-pong's
+        # virtual clock never moves (0 ns exactly) and the outbox's moves
+        # 1 ms per item (1,000,000 ns exactly). A real clock gives neither.
+        ns = found.get("ns_per_%s" % unit)
+        virtual = {"pingpong": 0.0, "outbox": 1e6}.get(workload)
+        if ns is None or (virtual is not None and ns == virtual):
+            fail("%s --sim: ns_per_%s is %r, the run's virtual clock, not the real one"
+                 % (workload, unit, ns))
     found, text = lines_of(bench, ["pingpong", "2000"])
     if any(k.endswith("_per_roundtrip") and k != "ns_per_roundtrip" for k in found):
         fail("the real backend printed work lines:\n" + text)
