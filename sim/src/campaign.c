@@ -206,26 +206,11 @@ int pl__campaign_seed(const pl_scenario *sc, const pl_sim_options *so, bool chec
 
 /* ---- pl_sometimes counters and the tally -------------------------------- */
 
-void pl__campaign_sites_reset(void)
+uint32_t *pl__campaign_tally_counts(const pl__campaign_tally *t)
 {
-    size_t n = 0;
-    pl__sometimes_site *s = pl__sometimes_sites(&n);
-    for (size_t i = 0; i < n; i++) {
-        s[i].hits = 0;
-        s[i].reached = 0;
-        if (s[i].last != NULL) {
-            s[i].last[0] = '\0';
-        }
-    }
-}
-
-uint32_t *pl__campaign_sites_snapshot(size_t *n)
-{
-    const pl__sometimes_site *s = pl__sometimes_sites(n);
-    uint32_t *counts = calloc(2 * *n + 1, sizeof *counts);
-    for (size_t i = 0; counts != NULL && i < *n; i++) {
-        counts[2 * i] = s[i].hits;
-        counts[2 * i + 1] = s[i].reached;
+    uint32_t *counts = calloc(2 * t->nsites + 1, sizeof *counts);
+    for (size_t i = 0; counts != NULL && t->sites != NULL && i < 2 * t->nsites; i++) {
+        counts[i] = t->sites[i] < UINT32_MAX ? (uint32_t)t->sites[i] : UINT32_MAX;
     }
     return counts;
 }
@@ -288,6 +273,24 @@ static int add_buggify(pl__campaign_tally *t, const pl__cover_buggify *from)
     return 0;
 }
 
+/* A run's pl_sometimes counts, and the last false message of each site
+ * the run never saw true. */
+static void tally_sometimes(pl__campaign_tally *t, const pl__run_record *rec)
+{
+    /* Both read the one section: their counts agree. */
+    PL__SIM_ASSERT(rec->sometimes == NULL || rec->sometimes_len == t->nsites);
+    for (size_t i = 0; rec->sometimes != NULL && t->sites != NULL && i < t->nsites; i++) {
+        uint32_t hits, reached;
+        const char *last;
+        pl__run_sometimes(rec, i, &hits, &reached, &last);
+        t->sites[2 * i] += hits;
+        t->sites[2 * i + 1] += reached;
+        if (hits == 0 && last[0] != '\0') {
+            pl__campaign_tally_last(t, i, last, strlen(last));
+        }
+    }
+}
+
 int pl__campaign_tally_run(pl__campaign_tally *t, const pl_sim_result *r)
 {
     t->discarded += r->discarded;
@@ -299,6 +302,7 @@ int pl__campaign_tally_run(pl__campaign_tally *t, const pl_sim_result *r)
         t->consulted[k] += rec->consulted[k];
         t->deviated[k] += rec->deviated[k];
     }
+    tally_sometimes(t, rec);
     for (size_t i = 0; i < rec->buggify_len; i++) {
         const pl__site *site = &rec->buggify[i];
         pl__cover_buggify *b = buggify_entry(t, site->key);
@@ -393,10 +397,9 @@ bool pl__campaign_site_failed(const pl__campaign_tally *t, const pl_scenario *sc
     PL__SIM_ASSERT(i < n && n == t->nsites);
     const pl__sometimes_site *s = &sites[i];
     bool own = sc->source_file != NULL && strcmp(s->file, sc->source_file) == 0;
-    /* The workers' messages; a campaign in this process has its own. */
     const char *last = t->last != NULL ? t->last + i * PL__SOMETIMES_LAST : "";
     return pl__campaign_sometimes_failed(s->msg, s->file, s->line, s->func, own, t->sites[2 * i],
-                                         t->sites[2 * i + 1], last[0] != '\0' ? last : s->last, f);
+                                         t->sites[2 * i + 1], last, f);
 }
 
 /* ---- Campaigns in this process ------------------------------------------ */
@@ -425,12 +428,10 @@ static void sometimes_verdict(const pl_scenario *sc, pl__campaign_tally *t,
                               pl_campaign_result *out)
 {
     size_t n = 0;
-    uint32_t *counts = pl__campaign_sites_snapshot(&n);
-    bool added = counts != NULL && pl__campaign_tally_sites(t, counts, n);
-    free(counts);
-    out->sometimes_judged = added;
     const pl__sometimes_site *sites = pl__sometimes_sites(&n);
-    for (size_t i = 0; added && i < n; i++) {
+    /* Every run's counts were added as it ended (pl__campaign_tally_run). */
+    out->sometimes_judged = t->sites != NULL;
+    for (size_t i = 0; out->sometimes_judged && i < n; i++) {
         pl_finding f;
         bool own = sc->source_file != NULL && strcmp(sites[i].file, sc->source_file) == 0;
         out->sometimes_sites += own || t->sites[2 * i + 1] > 0;
@@ -460,7 +461,6 @@ int pl_sim_campaign(const pl_scenario *sc, const pl_campaign_options *opts, pl_c
         pl__campaign_tally_free(&t);
         return PL_ENOMEM;
     }
-    pl__campaign_sites_reset();
     int rc = 0;
     out->isolated = false; /* in this process: a crash is told by the guard */
     pl__campaign_guard_begin(sc);

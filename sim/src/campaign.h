@@ -71,14 +71,6 @@ int pl__campaign_seed(const pl_scenario *sc, const pl_sim_options *so, bool chec
 const pl__trace_rec *pl__result_events(const pl_sim_result *r, size_t *len);
 const char *pl__result_task_name(void *ud, uint32_t task);
 
-/* Zeroes the pl_sometimes counters of this process: a campaign (or a
- * worker's slice) counts from here. */
-void pl__campaign_sites_reset(void);
-
-/* The counters of this process's pl_sometimes sites as (hits, reached)
- * pairs, 2 * *n entries; NULL on PL_ENOMEM. The caller frees it. */
-uint32_t *pl__campaign_sites_snapshot(size_t *n);
-
 /* A PL_BUGGIFY site over a campaign. Plain bytes (no pointer), so a
  * worker sends its array to the parent as it is. */
 typedef struct pl__cover_buggify {
@@ -97,7 +89,7 @@ typedef struct pl__campaign_tally {
     pl__hashset hashes; /* distinct trace hashes (a lower bound when full) */
     uint64_t *sites;    /* hits, reached per pl_sometimes site, summed */
     char *last;         /* per site, PL__SOMETIMES_LAST bytes: the latest message
-                           a process that never saw it true sent; "" none */
+                           of a run (or a worker) that never saw it true; "" none */
     size_t nsites;      /* sites linked into the program */
     uint64_t consulted[PL_DECIDE__COUNT]; /* decisions consulted, per kind */
     uint64_t deviated[PL_DECIDE__COUNT];  /* of those, values other than 0 */
@@ -111,12 +103,17 @@ typedef struct pl__campaign_tally {
 int pl__campaign_tally_init(pl__campaign_tally *t);
 void pl__campaign_tally_free(pl__campaign_tally *t);
 
+/* The tally's pl_sometimes counts as (hits, reached) pairs, as a worker
+ * sends them: 2 * t->nsites entries, each capped at UINT32_MAX; NULL on
+ * PL_ENOMEM. The caller frees it. */
+uint32_t *pl__campaign_tally_counts(const pl__campaign_tally *t);
+
 /* Adds (hits, reached) pairs for n sites. Returns false, adding nothing,
  * when n is not the program's site count. */
 bool pl__campaign_tally_sites(pl__campaign_tally *t, const uint32_t *counts, size_t n);
 
-/* Adds a finished run's decisions per kind and buggify sites (its
- * record; a run without one adds nothing). Returns 0 or PL_ENOMEM. */
+/* Adds a finished run's decisions per kind, buggify sites and
+ * pl_sometimes counts (its record; a run without one adds nothing). Returns 0 or PL_ENOMEM. */
 int pl__campaign_tally_run(pl__campaign_tally *t, const pl_sim_result *r);
 
 /* Adds another tally's decisions per kind and n buggify sites (a

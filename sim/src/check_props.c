@@ -5,12 +5,12 @@
  * run through pl__sim_current(). pl_always fails at once; pl_eventually
  * keeps each site's latest evaluation in a site table, and the verdict
  * at the end of a clean run fails the sites whose latest evaluation was
- * false. pl_sometimes only counts, in the sites' own static storage: a
- * site never true over a whole campaign is the campaign's verdict, not
- * a run's, and the campaign reads the counters through
- * pl__sometimes_sites.
+ * false. pl_sometimes only counts, in the run's own counters: a site
+ * never true over a whole campaign is the campaign's verdict, not a
+ * run's, and the campaign sums its runs' counts from their records.
  */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -102,27 +102,55 @@ void pl__props_verdict(pl__sim *s)
     }
 }
 
-void pl__sometimes(pl__sometimes_site *site, bool ok)
+/* The site's index in the section, its counters allocated at the first
+ * site a run meets (every site at once: a run meets few, and the record
+ * is then one array). SIZE_MAX outside a run or out of memory, when the
+ * evaluation is not counted. */
+static size_t sometimes_index(pl__sim *s, const pl__sometimes_site *site)
 {
-    site->reached++;
-    site->hits += ok;
+    size_t n = 0;
+    const pl__sometimes_site *all = pl__sometimes_sites(&n);
+    PL__SIM_ASSERT(all != NULL && site >= all && site < all + n);
+    if (s->props.sometimes == NULL) {
+        s->props.sometimes = calloc(2 * n, sizeof *s->props.sometimes);
+        if (s->props.sometimes == NULL) {
+            return SIZE_MAX;
+        }
+    }
+    return (size_t)(site - all);
 }
 
-/* Formats only while the site was never true here: a site true once
- * cannot fail the campaign for want of this process's runs, so its text
- * would never be read. The buffer lives as long as the site (static). */
-void pl__sometimes_missed(pl__sometimes_site *site, const char *fmt, ...)
+bool pl__sometimes(const pl__sometimes_site *site, bool ok)
 {
-    site->reached++;
-    if (site->last == NULL) {
-        site->last = malloc(PL__SOMETIMES_LAST);
-        if (site->last == NULL) {
+    pl__sim *s = pl__sim_current();
+    size_t i = s != NULL ? sometimes_index(s, site) : SIZE_MAX;
+    if (i == SIZE_MAX) {
+        return false;
+    }
+    s->props.sometimes[2 * i] += ok;
+    s->props.sometimes[2 * i + 1]++;
+    return s->props.sometimes[2 * i] == 0;
+}
+
+/* Formats only while the site was not yet true in the run: the text of a
+ * site true in a run cannot end a finding (a campaign's verdict names
+ * sites never true), so it would never be read. */
+void pl__sometimes_missed(const pl__sometimes_site *site, const char *fmt, ...)
+{
+    pl__sim *s = pl__sim_current();
+    size_t n = 0;
+    const pl__sometimes_site *all = pl__sometimes_sites(&n);
+    PL__SIM_ASSERT(s != NULL && s->props.sometimes != NULL && site >= all && site < all + n);
+    if (s->props.sometimes_last == NULL) {
+        s->props.sometimes_last = calloc(n, PL__SOMETIMES_LAST);
+        if (s->props.sometimes_last == NULL) {
             return; /* the finding then names the site without its values */
         }
     }
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(site->last, PL__SOMETIMES_LAST, fmt, ap);
+    vsnprintf(s->props.sometimes_last + (size_t)(site - all) * PL__SOMETIMES_LAST,
+              PL__SOMETIMES_LAST, fmt, ap);
     va_end(ap);
 }
 
@@ -139,4 +167,11 @@ pl__sometimes_site *pl__sometimes_sites(size_t *count)
     return __start_pl_sometimes;
 }
 
-void pl__props_free(pl__props *p) { pl__site_table_free(&p->eventually); }
+void pl__props_free(pl__props *p)
+{
+    pl__site_table_free(&p->eventually);
+    free(p->sometimes);
+    p->sometimes = NULL;
+    free(p->sometimes_last);
+    p->sometimes_last = NULL;
+}

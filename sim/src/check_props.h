@@ -12,6 +12,13 @@ typedef struct pl__sim pl__sim;
 
 typedef struct pl__props {
     pl__site_table eventually; /* each pl_eventually site's latest evaluation */
+    /* pl_sometimes, this run's: (hits, reached) per site, by its index in
+     * pl__sometimes_sites, and per site PL__SOMETIMES_LAST bytes of its
+     * last false message while not yet true ("": none). Allocated at the
+     * first site met (NULL before, or when memory ran out); the run
+     * record takes them over (run_record.h). */
+    uint32_t *sometimes;
+    char *sometimes_last;
 } pl__props;
 
 /* The verdict at the end of a clean run: fails the pl_eventually sites

@@ -4,12 +4,12 @@
  * Measured here, before a run, by whoever starts runs: pl_sim_run for a
  * caller that passed none, pl_sim_campaign once per campaign. The
  * measuring runs are runs like any other (pl__sim_run_captured), with a
- * horizon given, so none of them measures again. pl_sim_run lives here,
- * not in run.c, because it calls the measure, which calls a run: in
- * run.c the two files would call each other.
+ * horizon given, so none of them measures again; each counts its
+ * pl_sometimes sites in its own record, which no campaign sums.
+ * pl_sim_run lives here, not in run.c, because it calls the measure,
+ * which calls a run: in run.c the two files would call each other.
  */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "pct.h"
@@ -17,29 +17,6 @@
 #include "run_record.h"
 #include "sim_internal.h"
 #include "strategy.h"
-
-/* The measuring runs must not count as coverage of pl_sometimes sites. */
-static uint32_t *save_sometimes(size_t *count)
-{
-    pl__sometimes_site *sites = pl__sometimes_sites(count);
-    uint32_t *saved = *count ? malloc(*count * 2 * sizeof *saved) : NULL;
-    for (size_t i = 0; saved != NULL && i < *count; i++) {
-        saved[2 * i] = sites[i].hits;
-        saved[2 * i + 1] = sites[i].reached;
-    }
-    return saved;
-}
-
-static void restore_sometimes(uint32_t *saved, size_t count)
-{
-    size_t n;
-    pl__sometimes_site *sites = pl__sometimes_sites(&n);
-    for (size_t i = 0; saved != NULL && i < count && i < n; i++) {
-        sites[i].hits = saved[2 * i];
-        sites[i].reached = saved[2 * i + 1];
-    }
-    free(saved);
-}
 
 /* The production run: an empty list (every value 0) with only schedule
  * decisions consulted, so result.decisions counts exactly those. Values
@@ -136,13 +113,10 @@ int pl_sim_pct_estimate(const pl_scenario *sc, const pl_sim_options *opts, uint3
     } else {
         pl_sim_options_default(&o);
     }
-    size_t nsites;
-    uint32_t *saved = save_sometimes(&nsites);
     int rc = measure_production(sc, &o, tasks, steps);
     if (rc == 0) {
         rc = measure_pct_runs(sc, &o, pct_depth_of(&o), tasks, steps);
     }
-    restore_sometimes(saved, nsites);
     return rc;
 }
 

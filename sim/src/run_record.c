@@ -92,6 +92,8 @@ void pl__run_record_free(pl__run_record *rec)
         free(rec->notes);
         free(rec->buggify);
         free(rec->files_blob);
+        free(rec->sometimes);
+        free(rec->sometimes_last);
         free(rec);
     }
 }
@@ -145,6 +147,14 @@ pl__run_record *pl__run_record_make(pl__sim *s, const pl_scenario *sc)
     PL__SIM_ASSERT(rec->decisions == NULL || rec->decisions_truncated ||
                    rec->decisions_len == consulted);
     rec->knobs = s->dec.knobs;
+    /* Moved, as the decisions: the run is finished. */
+    rec->sometimes = s->props.sometimes;
+    rec->sometimes_last = s->props.sometimes_last;
+    s->props.sometimes = NULL;
+    s->props.sometimes_last = NULL;
+    if (rec->sometimes != NULL) {
+        pl__sometimes_sites(&rec->sometimes_len);
+    }
     /* A copy, not snprintf: every run of a campaign makes a record. The
      * record is zeroed, so the name stays terminated when cut. */
     memcpy(rec->scenario, sc->name, strnlen(sc->name, sizeof rec->scenario - 1));
@@ -169,6 +179,16 @@ const pl__site *pl__run_buggify_site(const pl__run_record *rec, uint64_t key)
         }
     }
     return NULL;
+}
+
+void pl__run_sometimes(const pl__run_record *rec, size_t i, uint32_t *hits, uint32_t *reached,
+                       const char **last)
+{
+    bool met = rec != NULL && rec->sometimes != NULL && i < rec->sometimes_len;
+    *hits = met ? rec->sometimes[2 * i] : 0;
+    *reached = met ? rec->sometimes[2 * i + 1] : 0;
+    *last = met && rec->sometimes_last != NULL ? rec->sometimes_last + i * PL__SOMETIMES_LAST
+                                               : "";
 }
 
 void pl_sim_result_free(pl_sim_result *r)

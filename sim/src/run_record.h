@@ -48,6 +48,13 @@ typedef struct pl__run_record {
     uint64_t deviated[PL_DECIDE__COUNT];
     pl__site *buggify;
     size_t buggify_len;
+    /* The run's pl_sometimes counts (check_props.h's, taken over):
+     * (hits, reached) per site of pl__sometimes_sites, and per site
+     * PL__SOMETIMES_LAST bytes of its last false message while not yet
+     * true; NULL when the run met no site (or either array: memory). */
+    uint32_t *sometimes;
+    char *sometimes_last;
+    size_t sometimes_len; /* sites: pl__sometimes_sites' count, or 0 */
     char *files_blob; /* every disk's paths, by node (pl__disk_run_names) */
     char node_names[PL_SIM_NODES_MAX + 1][33]; /* by node index; "" when none */
     size_t files_len;
@@ -67,6 +74,11 @@ void pl__run_record_free(pl__run_record *rec);
 const pl__run_record *pl__sim_result_record(const pl_sim_result *r);
 /* The buggify site of `key` in a finished run, or NULL. */
 const pl__site *pl__run_buggify_site(const pl__run_record *rec, uint64_t key);
+/* Site i's pl_sometimes counts in a finished run: true evaluations in
+ * *hits, all in *reached (0 and 0 when the run never met it), and its
+ * last false message while not yet true in *last ("" when none). */
+void pl__run_sometimes(const pl__run_record *rec, size_t i, uint32_t *hits, uint32_t *reached,
+                       const char **last);
 /* The name of task `id` in a finished run, or NULL. */
 const char *pl__run_task_name(const pl__run_record *rec, uint32_t id);
 /* Where task `id` of the run record `ud` was spawned: its base

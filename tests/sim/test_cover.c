@@ -9,10 +9,13 @@
  *  - `merge` of shards gives the single campaign's verdict and counts,
  *    and refuses what is not the shards of one campaign;
  *  - a single seed is never judged on pl_sometimes; pl_sim_campaign
- *    judges and reports its sites.
+ *    judges and reports its sites;
+ *  - each run counts its own pl_sometimes evaluations (its record), also
+ *    after other runs and beside runs on another thread.
  * The CLI runs as pl_main in a child process, in a temporary directory. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <pollen/sim.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -505,26 +508,113 @@ LEAK_TEST(cover, pl_sim_campaign_judges_and_reports_its_sites)
     cr_assert_eq(cr.sometimes_failed, 0);
 }
 
+/* ---- pl_sometimes counted per run ------------------------------------------- */
+
+/* The index of the pl_sometimes site whose format is `msg`. */
+static size_t site_index(const char *msg)
+{
+    size_t n = 0;
+    const pl__sometimes_site *sites = pl__sometimes_sites(&n);
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(sites[i].msg, msg) == 0) {
+            return i;
+        }
+    }
+    cr_assert_fail("no pl_sometimes site \"%s\"", msg);
+    return 0;
+}
+
+/* Runs sc's seed and gives the run's counts of the site `msg`; false when
+ * the run did not end clean. */
+static bool run_counts(const pl_scenario *sc, uint64_t seed, const char *msg, uint32_t *hits,
+                       uint32_t *reached, char *last, size_t last_len)
+{
+    pl_sim_options o;
+    pl_sim_result r;
+    pl_sim_options_default(&o);
+    o.seed = seed;
+    if (pl_sim_run(sc, &o, &r) != 0 || r.finding.kind != PL_FINDING_NONE) {
+        pl_sim_result_free(&r);
+        return false;
+    }
+    const char *l;
+    pl__run_sometimes(pl__sim_result_record(&r), site_index(msg), hits, reached, &l);
+    snprintf(last, last_len, "%s", l);
+    pl_sim_result_free(&r);
+    return true;
+}
+
+LEAK_TEST(cover, a_run_reports_its_own_pl_sometimes_counts)
+{
+    uint32_t hits, reached;
+    char last[PL__SOMETIMES_LAST];
+    for (uint64_t seed = 0; seed < 3; seed++) {
+        cr_assert(run_counts(&cov_count, seed, "the first of two", &hits, &reached, last,
+                             sizeof last));
+        cr_assert_eq(hits, 1, "seed %llu: %u hits", (unsigned long long)seed, hits);
+        cr_assert_eq(reached, 2);
+        cr_assert_str_empty(last);
+    }
+    /* Never true in its run: the record keeps its values. A run of
+     * another scenario met none of its sites. */
+    cr_assert(run_counts(&cov_never, 0, "the rare thing happens (%d of %d)", &hits, &reached,
+                         last, sizeof last));
+    cr_assert_eq(hits, 0);
+    cr_assert_eq(reached, 1);
+    cr_assert_str_eq(last, "the rare thing happens (0 of 3)");
+    cr_assert(run_counts(&cov_count, 0, "the rare thing happens (%d of %d)", &hits, &reached,
+                         last, sizeof last));
+    cr_assert_eq(reached, 0);
+    cr_assert_str_empty(last);
+}
+
+#define THREAD_RUNS 200
+
+/* Runs cov_count THREAD_RUNS times; counts the runs whose record does not
+ * say exactly their own evaluations of "the first of two". */
+static void *count_runs(void *arg)
+{
+    uint64_t *wrong = arg;
+    for (uint64_t seed = 0; seed < THREAD_RUNS; seed++) {
+        uint32_t hits = 0, reached = 0;
+        char last[8];
+        bool ok = run_counts(&cov_count, seed, "the first of two", &hits, &reached, last,
+                             sizeof last);
+        *wrong += !ok || hits != 1 || reached != 2;
+    }
+    return NULL;
+}
+
+Test(cover, runs_on_two_threads_count_pl_sometimes_apart)
+{
+    site_index("the first of two"); /* asserts here, not in a thread */
+    pthread_t other;
+    uint64_t wrong[2] = {0, 0};
+    cr_assert_eq(pthread_create(&other, NULL, count_runs, &wrong[1]), 0);
+    count_runs(&wrong[0]);
+    cr_assert_eq(pthread_join(other, NULL), 0);
+    cr_assert_eq(wrong[0], 0, "%llu runs of this thread miscounted",
+                 (unsigned long long)wrong[0]);
+    cr_assert_eq(wrong[1], 0, "%llu runs of the other thread miscounted",
+                 (unsigned long long)wrong[1]);
+}
+
 /* ---- Merging shards ------------------------------------------------------------ */
 
 /* Whether cov_split's "a buggify fired" is true in the run of `seed`. */
 static bool split_fires(uint64_t seed)
 {
-    size_t n = 0;
-    pl__sometimes_site *sites = pl__sometimes_sites(&n);
-    pl__sometimes_site *site = NULL;
-    for (size_t i = 0; i < n; i++) {
-        sites[i].hits = sites[i].reached = 0;
-        site = strcmp(sites[i].msg, "a buggify fired") == 0 ? &sites[i] : site;
-    }
-    cr_assert_not_null(site);
     pl_sim_options o;
     pl_sim_result r;
     pl_sim_options_default(&o);
     o.seed = seed;
     cr_assert_eq(pl_sim_run(&cov_split, &o, &r), 0);
+    uint32_t hits, reached;
+    const char *last;
+    pl__run_sometimes(pl__sim_result_record(&r), site_index("a buggify fired"), &hits, &reached,
+                      &last);
     pl_sim_result_free(&r);
-    return site->hits > 0;
+    return hits > 0;
 }
 
 /* The lowest seed lo where cov_split fires at lo and lo + 2 and not at

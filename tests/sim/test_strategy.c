@@ -545,28 +545,6 @@ LEAK_TEST(pct, horizon_passed_in_is_the_one_used)
     cr_assert(differs, "a horizon of 3 changed no run: the option is not read");
 }
 
-/* Measuring the horizon leaves the pl_sometimes counters alone. */
-LEAK_TEST(pct, estimate_counts_no_coverage)
-{
-    size_t n;
-    pl__sometimes_site *sites = pl__sometimes_sites(&n);
-    uint32_t *before = calloc(n + 1, 2 * sizeof *before);
-    cr_assert_not_null(before);
-    for (size_t i = 0; i < n; i++) {
-        before[2 * i] = sites[i].hits;
-        before[2 * i + 1] = sites[i].reached;
-    }
-    uint32_t tasks = 0;
-    uint64_t steps = 0;
-    pl_sim_options o = options("pct:2", 0);
-    cr_assert_eq(pl_sim_pct_estimate(&late_scenario, &o, &tasks, &steps), 0);
-    for (size_t i = 0; i < n; i++) {
-        cr_assert_eq(sites[i].hits, before[2 * i]);
-        cr_assert_eq(sites[i].reached, before[2 * i + 1]);
-    }
-    free(before);
-}
-
 /* ---- Swarm ------------------------------------------------------------ */
 
 LEAK_TEST(swarm, knobs_vary_across_seeds)

@@ -487,10 +487,10 @@ typedef struct pl_campaign_options {
 
 void pl_campaign_options_default(pl_campaign_options *o);
 
-/* Runs the campaign o describes. Resets the program's pl_sometimes
- * counters first. Returns 0 (findings in out) or a negative code from
- * pl_sim_run (bad options: PL_EINVAL) or PL_ENOMEM. Not thread-safe:
- * pl_sometimes counters are process-wide. */
+/* Runs the campaign o describes. Its pl_sometimes verdict sums its own
+ * runs' counts, whatever other threads run. Returns 0 (findings in out)
+ * or a negative code from pl_sim_run (bad options: PL_EINVAL) or
+ * PL_ENOMEM. */
 int pl_sim_campaign(const pl_scenario *sc, const pl_campaign_options *o, pl_campaign_result *out);
 
 /* ---- Exploration strategies ------------------------------------------- */
@@ -511,8 +511,7 @@ double pl_sim_pct_guarantee(uint32_t depth, uint32_t tasks, uint64_t steps);
  * else 3, change points over the production run's steps, opts' knobs).
  * k is also PCT's default change-point horizon (pl_sim_options.pct_horizon).
  * Runs the scenario 9 times, every call: a caller running many seeds
- * measures once and passes k on. pl_sometimes counters are left as they
- * were. opts may be NULL. Returns 0 or a negative code. */
+ * measures once and passes k on. opts may be NULL. Returns 0 or a negative code. */
 int pl_sim_pct_estimate(const pl_scenario *sc, const pl_sim_options *opts, uint32_t *tasks,
                         uint64_t *steps);
 
@@ -661,7 +660,10 @@ int pl_sim_write_shrunk_replay(const pl_scenario *sc, const pl_sim_options *base
  * shards), and a site that fails says what its arguments were the last
  * time it was false ("... and never true (last: acked 0 of 8)"). They
  * are evaluated and formatted only on a false evaluation while the site
- * has never been true in the process: once true, it costs a branch. */
+ * has not been true in the run: once true, it costs a call. Each run
+ * counts its own evaluations (in its result's record), and a campaign
+ * sums its runs', so runs on two threads count apart; outside a run it
+ * counts nothing. */
 /* The section is read as an array of these, so the stride must be the
  * size: a compiler may align a static object of 40 bytes to 32, never
  * one whose type asks for 64. */
@@ -674,12 +676,7 @@ typedef struct pl__sometimes_site {
     PL__SITE_ALIGN const char *msg;
     const char *file;
     int line;
-    uint32_t hits;   /* evaluations that were true, this process */
-    uint32_t reached; /* evaluations, this process */
     const char *func; /* the function the site is written in */
-    char *last;       /* the formatted message of its latest false evaluation
-                         while never true, this process (PL__SOMETIMES_LAST
-                         bytes, allocated then); NULL: none */
 } pl__sometimes_site;
 #define PL__SOMETIMES_LAST 160
 
@@ -691,12 +688,8 @@ typedef struct pl__sometimes_site {
 #define pl_sometimes(cond, ...)                                                         \
     do {                                                                                \
         __attribute__((used, section("pl_sometimes"))) static pl__sometimes_site       \
-            pl__sometimes_here = {PL__FIRST(__VA_ARGS__), __FILE__, __LINE__, 0, 0,     \
-                                  __func__, NULL};                                      \
-        bool pl__sometimes_ok = (cond) != 0;                                            \
-        if (pl__sometimes_ok || pl__sometimes_here.hits != 0) {                         \
-            pl__sometimes(&pl__sometimes_here, pl__sometimes_ok);                       \
-        } else {                                                                        \
+            pl__sometimes_here = {PL__FIRST(__VA_ARGS__), __FILE__, __LINE__, __func__}; \
+        if (pl__sometimes(&pl__sometimes_here, (cond) != 0)) {                          \
             pl__sometimes_missed(&pl__sometimes_here, __VA_ARGS__);                     \
         }                                                                               \
     } while (0)
@@ -714,10 +707,12 @@ void pl__always_failed(const char *file, int line, const char *func, const char 
     PL__PRINTF(4, 5);
 void pl__assume(bool ok, const char *expr, const char *file, int line, const char *func);
 void pl__eventually(bool ok, const char *msg, const char *file, int line, const char *func);
-void pl__sometimes(pl__sometimes_site *site, bool ok);
-/* A false evaluation of a site never true yet: counts it and keeps its
- * formatted message in site->last. */
-void pl__sometimes_missed(pl__sometimes_site *site, const char *fmt, ...) PL__PRINTF(2, 3);
+/* Counts an evaluation of `site` in the current run. True when its
+ * message is wanted: false, and the site not yet true in the run. */
+bool pl__sometimes(const pl__sometimes_site *site, bool ok);
+/* Keeps the formatted message of such an evaluation as the run's last
+ * one for the site. */
+void pl__sometimes_missed(const pl__sometimes_site *site, const char *fmt, ...) PL__PRINTF(2, 3);
 
 /* Every pl_sometimes site linked into the program; *count receives how
  * many. Campaigns report those never true. */

@@ -154,8 +154,8 @@ static int worker_seed(const job *jb, int fd, uint64_t seed, pl__campaign_tally 
 /* The slice's counts: its coverage, then its pl_sometimes counters. */
 static void send_sites(int fd, const pl__campaign_tally *tally)
 {
-    size_t n = 0, len = 0;
-    uint32_t *counts = pl__campaign_sites_snapshot(&n);
+    size_t n = tally->nsites, len = 0;
+    uint32_t *counts = pl__campaign_tally_counts(tally);
     void *packed = pl__cli_cover_pack(tally, &len);
     if (counts == NULL || packed == NULL) {
         send_error(fd, 0, "out of memory");
@@ -165,10 +165,10 @@ static void send_sites(int fd, const pl__campaign_tally *tally)
     send_msg(fd, MSG_COVER, 0, packed, len);
     /* Before the counts: the supervisor counts a worker's sites as in
      * once their counts arrive, and judges only then. */
-    const pl__sometimes_site *sites = pl__sometimes_sites(&n);
-    for (size_t i = 0; i < n; i++) {
-        if (sites[i].hits == 0 && sites[i].last != NULL && sites[i].last[0] != '\0') {
-            send_msg(fd, MSG_SITE_LAST, i, sites[i].last, strlen(sites[i].last));
+    for (size_t i = 0; tally->last != NULL && i < n; i++) {
+        const char *last = tally->last + i * PL__SOMETIMES_LAST;
+        if (counts[2 * i] == 0 && last[0] != '\0') {
+            send_msg(fd, MSG_SITE_LAST, i, last, strlen(last));
         }
     }
     send_msg(fd, MSG_SITES, n, counts, 2 * n * sizeof *counts);
@@ -185,7 +185,6 @@ static void worker_setup(const job *jb)
     prctl(PR_SET_PDEATHSIG, SIGKILL);
 #endif
     pl__cli_capture_stdout(jb->out_fd, jb->rerun);
-    pl__campaign_sites_reset();
     if (jb->rec != NULL) {
         pl__sim_record_to(jb->rec->recs, (size_t)jb->rec->cap, &jb->rec->len);
         /* Only a rerun of a crashed seed pays for copying every event. */
