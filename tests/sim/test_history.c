@@ -356,13 +356,6 @@ static size_t gen(hist *h, uint64_t seed, size_t ops, int clients, int keys)
     return h->n;
 }
 
-static double ms_since(const struct timespec *t0)
-{
-    struct timespec t1;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
-}
-
 /* Checks each key of h alone, as the verdict does; the total steps. */
 static pl__lin_verdict per_key(const hist *h, int keys, uint64_t *steps)
 {
@@ -384,26 +377,24 @@ static pl__lin_verdict per_key(const hist *h, int keys, uint64_t *steps)
     return worst;
 }
 
-LEAK_TEST(history, speed_1000_ops_5_clients)
+/* A 1,000-operation history of 5 clients is decided within the search's
+ * step bound, linearizable as generated and not once one read is
+ * changed. How fast is pollen-bench's question, not a test's: this one
+ * prints the steps the search took. */
+LEAK_TEST(history, a_1000_op_history_of_5_clients_is_decided)
 {
     static hist h;
     const int key_counts[] = {1, 10};
     for (size_t kc = 0; kc < 2; kc++) {
         int keys = key_counts[kc];
-        double total = 0, worst = 0;
         uint64_t steps_max = 0;
         enum { ROUNDS = 20 };
         for (uint64_t seed = 1; seed <= ROUNDS; seed++) {
             gen(&h, seed, 1000, 5, keys);
-            struct timespec t0;
-            clock_gettime(CLOCK_MONOTONIC, &t0);
             uint64_t steps = 0;
             cr_assert_eq(per_key(&h, keys, &steps), PL__LIN_OK, "seed %" PRIu64, seed);
-            double ms = ms_since(&t0);
-            total += ms;
-            worst = ms > worst ? ms : worst;
             steps_max = steps > steps_max ? steps : steps_max;
-            /* One read changed: no longer linearizable, found as fast. */
+            /* One read changed: no longer linearizable. */
             for (size_t i = h.n / 2; i < h.n; i++) {
                 if (h.ops[i].op.kind == PL_REG_READ) {
                     h.ops[i].op.out += 10;
@@ -413,8 +404,8 @@ LEAK_TEST(history, speed_1000_ops_5_clients)
             cr_assert_eq(per_key(&h, keys, &steps), PL__LIN_BAD, "seed %" PRIu64, seed);
         }
         fprintf(stderr,
-                "history check: 1000 operations, 5 clients, %d key(s): %.3f ms mean, %.3f ms "
-                "worst over %d histories (at most %" PRIu64 " search steps)\n",
-                keys, total / ROUNDS, worst, ROUNDS, steps_max);
+                "history check: 1000 operations, 5 clients, %d key(s): at most %" PRIu64
+                " search steps over %d histories\n",
+                keys, steps_max, ROUNDS);
     }
 }
