@@ -495,6 +495,66 @@ LEAK_TEST(campaign, discarded_runs_are_counted_in_both)
     child_ran_free(&r);
 }
 
+/* The "discarded" count of a `run --json` summary (its first). */
+static unsigned long long json_discarded(const char *out)
+{
+    const char *p = strstr(out, "\"discarded\":");
+    cr_assert_not_null(p, "no \"discarded\" in:\n%s", out);
+    return strtoull(p + strlen("\"discarded\":"), NULL, 10);
+}
+
+/* Writes text to dir/name. */
+static void write_in(const char *dir, const char *name, const char *text)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    cr_assert_geq(fputs(text, f), 0);
+    cr_assert_eq(fclose(f), 0);
+}
+
+/* --json says how many runs were discarded, each shard its own, and
+ * `merge` adds them up and warns as the whole range's `run` does. */
+LEAK_TEST(campaign, discarded_runs_are_in_json_and_merge)
+{
+    char dir[] = "/tmp/pollen-discarded-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    const char *whole[] = {"run", "selftest_premise", "--seeds", "0..99", "--json", "--quiet", NULL};
+    const char *one[] = {"run", "selftest_premise", "--seeds", "0..99", "--shard", "1/2",
+                         "--json", "--quiet", NULL};
+    const char *two[] = {"run", "selftest_premise", "--seeds", "0..99", "--shard", "2/2",
+                         "--json", "--quiet", NULL};
+    child_ran u = child_pl_main(whole, extra, -1);
+    child_ran a = child_pl_main(one, extra, -1);
+    child_ran b = child_pl_main(two, extra, -1);
+    cr_assert_eq(u.status + a.status + b.status, 0, "%s%s%s", u.err, a.err, b.err);
+    unsigned long long all = json_discarded(u.out);
+    cr_assert(all > 50 && all < 100, "%llu", all);
+    cr_assert_eq(json_discarded(a.out) + json_discarded(b.out), all);
+    cr_assert_gt(json_discarded(a.out), 0);
+    cr_assert_gt(json_discarded(b.out), 0);
+    write_in(dir, "a.json", a.out);
+    write_in(dir, "b.json", b.out);
+    char pa[128], pb[128], want[96];
+    snprintf(pa, sizeof pa, "%s/a.json", dir);
+    snprintf(pb, sizeof pb, "%s/b.json", dir);
+    const char *merge[] = {"merge", pa, pb, NULL};
+    child_ran m = child_pl_main(merge, extra, -1);
+    cr_assert_eq(m.status, 0, "%s%s", m.out, m.err);
+    snprintf(want, sizeof want, "  discarded: %llu of 100 runs (a pl_assume premise failed)\n",
+             all);
+    cr_assert_not_null(strstr(m.out, want), "%s", m.out);
+    cr_assert_not_null(strstr(m.out, "warning: most runs were discarded"), "%s", m.out);
+    child_ran_free(&m);
+    child_ran_free(&u);
+    child_ran_free(&a);
+    child_ran_free(&b);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
 /* One seed asked for alone: what it printed is shown, clean as it is. */
 LEAK_TEST(campaign, a_clean_seed_run_alone_shows_its_stdout)
 {

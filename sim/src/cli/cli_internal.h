@@ -572,6 +572,10 @@ void pl__cli_cover_free(cover *cv);
  * object of --json ("coverage":{...}). */
 void pl__cli_cover_text(FILE *f, const cover *cv, uint64_t runs);
 void pl__cli_cover_json(FILE *f, const cover *cv);
+/* "  discarded: D of R runs (...)" under a campaign's summary line, and a
+ * warning when they are most of its runs; nothing when D is 0. `run` and
+ * `merge` print it alike. */
+void pl__cli_discarded_text(FILE *f, uint64_t discarded, uint64_t runs);
 /* The verdict on the sometimes sites of a complete range: each failed
  * site as a finding (calls fn), the count returned. */
 size_t pl__cli_cover_verdict(const cover *cv, void (*fn)(void *ud, const pl_finding *f),

@@ -27,6 +27,7 @@ typedef struct merged {
     const char *name;
     const char *expect; /* NULL: must stay clean */
     uint64_t seeds, runs, findings, distinct_max, distinct_sum;
+    uint64_t discarded; /* runs a pl_assume discarded */
     bool complete; /* every shard ran all its seeds */
     bool first_found, first_setup, first_has_seed;
     uint64_t first_seed;
@@ -397,22 +398,28 @@ static void ignore_finding(void *ud, const pl_finding *f)
 static int merge_scenario(const cli *c, merged *m, const shard_in *in, size_t i)
 {
     const jval *sc = &pl__cli_json_get(in->sum, "scenarios")->items[i];
-    uint64_t seeds, runs, findings, distinct;
+    uint64_t seeds, runs, findings, distinct, discarded;
     bool complete = false;
     if (!pl__cli_json_u64(pl__cli_json_get(sc, "seeds"), &seeds) ||
         !pl__cli_json_u64(pl__cli_json_get(sc, "runs"), &runs) ||
         !pl__cli_json_u64(pl__cli_json_get(sc, "findings"), &findings) ||
         !pl__cli_json_u64(pl__cli_json_get(sc, "distinct_schedules"), &distinct) ||
+        !pl__cli_json_u64(pl__cli_json_get(sc, "discarded"), &discarded) ||
         !pl__cli_json_bool(pl__cli_json_get(sc, "complete"), &complete)) {
         return bad_file(c, in->path,
                         "scenario %zu of the summary lacks seeds, runs, findings, "
-                        "distinct_schedules or complete",
+                        "distinct_schedules, discarded or complete",
                         i + 1);
+    }
+    if (discarded > runs) {
+        return bad_file(c, in->path, "scenario %zu: %" PRIu64 " discarded of %" PRIu64 " runs",
+                        i + 1, discarded, runs);
     }
     m->name = pl__cli_json_str(pl__cli_json_get(sc, "scenario"));
     m->expect = pl__cli_json_str(pl__cli_json_get(sc, "expect"));
     m->seeds += seeds;
     m->runs += runs;
+    m->discarded += discarded;
     m->findings += findings;
     m->distinct_sum += distinct;
     m->distinct_max = distinct > m->distinct_max ? distinct : m->distinct_max;
@@ -531,6 +538,7 @@ static int report_merged(merged *m, const shard_in *in, bool keep_going, bool qu
                 pl__cli_safe_text(m->name).s, in->n, in->n == 1 ? "" : "s", m->runs,
                 m->findings + failed, m->findings + failed == 1 ? "" : "s", m->distinct_max,
                 m->distinct_sum, status == ST_EXPECT_MISSED ? "; expected finding not found" : "");
+        pl__cli_discarded_text(stdout, m->discarded, m->runs);
         if (m->cover_ok) {
             pl__cli_cover_text(stdout, &m->cov, m->runs);
         }

@@ -127,21 +127,6 @@ static void outcome_of(const campaign *cp, const char *not_judged, outcome *out)
     out->first_seed = cp->first != NULL ? cp->first->seed : 0;
 }
 
-/* Runs a pl_assume discarded are neither clean nor findings: when they
- * are most of a campaign, the scenario tests far less than its seeds say. */
-static void print_discarded(FILE *f, const outcome *out)
-{
-    if (out->discarded == 0) {
-        return;
-    }
-    fprintf(f, "  discarded: %" PRIu64 " of %" PRIu64 " runs (a pl_assume premise failed)\n",
-            out->discarded, out->runs);
-    if (out->discarded * 2 > out->runs) {
-        fprintf(f, "  warning: most runs were discarded: the premise rarely holds, so few "
-                   "seeds tested anything\n");
-    }
-}
-
 static void print_summary_line(const run_opts *o, const outcome *out)
 {
     FILE *f = o->text;
@@ -173,7 +158,7 @@ static void print_summary_line(const run_opts *o, const outcome *out)
         fprintf(f, "; expected %s, not found", out->sc->expect);
     }
     fputc('\n', f);
-    print_discarded(f, out);
+    pl__cli_discarded_text(f, out->discarded, out->runs);
     if (out->first != PL_FINDING_NONE && !o->keep_going && o->seed_lo < o->seed_hi) {
         /* The workers' tallies of the slices cut short never arrive: a
          * partial block would read as the range's coverage. */
@@ -543,7 +528,8 @@ static void summary_json_scenario(const outcome *out)
                ",\"distinct_schedules\":%" PRIu64 ",\"distinct_exact\":%s,\"seconds\":%.3f",
             out->ran ? "true" : "false", total_of(out), out->runs, out->findings, out->distinct,
             out->distinct_partial ? "false" : "true", out->seconds);
-    fprintf(f, ",\"setup_errors\":%" PRIu64, out->setup_errors);
+    fprintf(f, ",\"setup_errors\":%" PRIu64 ",\"discarded\":%" PRIu64, out->setup_errors,
+            out->discarded);
     fprintf(f, ",\"complete\":%s", out->ran && !out->stopped ? "true" : "false");
     if (out->stopped && out->resume_seed != UINT64_MAX) {
         fprintf(f, ",\"resume_seed\":%" PRIu64, out->resume_seed);

@@ -343,3 +343,19 @@ size_t pl__cli_cover_verdict(const cover *cv, void (*fn)(void *ud, const pl_find
     }
     return failed;
 }
+
+/* Runs a pl_assume discarded are neither clean nor findings: when they
+ * are most of a campaign, the scenario tests far less than its seeds say. */
+void pl__cli_discarded_text(FILE *f, uint64_t discarded, uint64_t runs)
+{
+    PL__CLI_ASSERT(discarded <= runs);
+    if (discarded == 0) {
+        return;
+    }
+    fprintf(f, "  discarded: %" PRIu64 " of %" PRIu64 " runs (a pl_assume premise failed)\n",
+            discarded, runs);
+    if (discarded * 2 > runs) {
+        fprintf(f, "  warning: most runs were discarded: the premise rarely holds, so few "
+                   "seeds tested anything\n");
+    }
+}
