@@ -725,6 +725,21 @@ void pl_trace_event(pl_context *cx, const char *fmt, ...)
     va_end(ap);
 }
 
+/* The watch of a poll is the executor's own (poll_task hands ex->watch to
+ * every poll but a dump's, whose watch records no events), so the running
+ * executor and its task are all a note needs. */
+void pl_trace_note(const char *fmt, ...)
+{
+    const pl_executor *ex = current_executor;
+    if (ex == NULL || ex->running == NULL || ex->watch == NULL || ex->watch->event == NULL) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    ex->watch->event(ex->watch->ud, fmt, ap);
+    va_end(ap);
+}
+
 /* The site of the buggify decision in progress, for the system's decide()
  * to name it (the decision itself carries only the key). Production never
  * gets past the decide == NULL test, so it never stores one. */

@@ -238,6 +238,17 @@ bool pl_sim_node_is_up(const char *name)
     return node != NULL && node->up;
 }
 
+const pl_node_def *pl_sim_node_self(void)
+{
+    pl__sim *s = pl__sim_current();
+    uint32_t n = s != NULL ? pl__node_current(s) : 0;
+    if (n == 0) {
+        return NULL;
+    }
+    PL__SIM_ASSERT(n < s->nodes.len && s->nodes.list[n].def.name != NULL);
+    return &s->nodes.list[n].def;
+}
+
 /* ---- Node memory ------------------------------------------------------ */
 
 void *pl_node_alloc(size_t size)

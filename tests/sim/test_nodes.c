@@ -52,7 +52,24 @@ static struct seen {
     ssize_t write_err;    /* silent_peer: the write that failed */
     pl_time write_from;   /* silent_peer: when the writes began */
     pl_time write_err_at; /* and when one failed */
+    /* pl_sim_node_self's name and host seen by: the server's boot, its
+     * task, the client's task, the scenario's chaos task (NULL: none) */
+    const char *self_boot, *self_store, *self_caller, *self_chaos;
+    const char *host_store, *host_caller;
 } seen;
+
+/* pl_sim_node_self's name, or NULL. */
+static const char *self_name(void)
+{
+    const pl_node_def *d = pl_sim_node_self();
+    return d != NULL ? d->name : NULL;
+}
+
+static const char *self_host(void)
+{
+    const pl_node_def *d = pl_sim_node_self();
+    return d != NULL ? d->host : NULL;
+}
 
 static bool fail_after_restart; /* the second boot's store task fails an assertion */
 static bool wake_stale;         /* chaos wakes and drops a waker into the crashed task */
@@ -96,6 +113,8 @@ static pl_poll_result store_poll(pl_future *f, pl_context *cx)
         pl_waker_slot_set(&stale, &cx->waker);
     }
     seen.self_crash = pl_sim_node_crash("server");
+    seen.self_store = self_name();
+    seen.host_store = self_host();
     self->open = pl_file_open_make(&self->m->dir, "log",
                                    PL_FILE_READ | PL_FILE_WRITE | PL_FILE_CREATE, 0644);
     PL_AWAIT(cx, &self->open);
@@ -202,6 +221,7 @@ static int server_boot(pl_executor *ex, void *ud)
      * leave `seen` as it is. */
     uint32_t crashes = pl__sim_current()->nodes.list[1].crashes;
     seen.boots++;
+    seen.self_boot = self_name();
     store st = {.base = PL_FUTURE_INIT(&store_vt), .m = m, .boot = crashes > 0 ? 2 : 1};
     return PL_SPAWN(ex, st, "store", NULL);
 }
@@ -227,6 +247,8 @@ static pl_poll_result caller_poll(pl_future *f, pl_context *cx)
 {
     caller *self = (caller *)f;
     PL_ASYNC_BEGIN(self);
+    seen.self_caller = self_name();
+    seen.host_caller = self_host();
     self->conn = pl_tcp_connect_str("10.0.0.2:80");
     PL_AWAIT(cx, &self->conn);
     if (self->conn.result != 0) {
@@ -309,6 +331,7 @@ static pl_poll_result chaos_poll(pl_future *f, pl_context *cx)
 {
     chaos *self = (chaos *)f;
     PL_ASYNC_BEGIN(self);
+    seen.self_chaos = self_name();
     if (crashable || hang) {
         return PL_READY; /* node_crash decisions do it, or nothing does */
     }
@@ -433,6 +456,23 @@ LEAK_TEST(nodes, peers_see_a_reset_and_sockets_are_on_the_node_host)
     cr_assert_eq(seen.client_read, PL_ECONNRESET, "the client read %zd", seen.client_read);
     cr_assert(seen.client_on_host, "the client's socket is not on 10.0.0.1");
     cr_assert_eq(seen.cs.resets, 0, "the reset came from the crash, not the link");
+    pl_sim_result_free(&r);
+}
+
+/* Each node's code, its boot too, is told its own name and host; the
+ * scenario's own task, and code outside any run, none. */
+LEAK_TEST(nodes, node_self_names_the_running_node)
+{
+    plan(false, false, false);
+    cr_assert_null(pl_sim_node_self(), "outside a run");
+    pl_sim_result r = run(QUIET, 0, false);
+    expect_clean(&r);
+    cr_assert_str_eq(seen.self_boot, "server");
+    cr_assert_str_eq(seen.self_store, "server");
+    cr_assert_str_eq(seen.host_store, "10.0.0.2");
+    cr_assert_str_eq(seen.self_caller, "client");
+    cr_assert_str_eq(seen.host_caller, "10.0.0.1");
+    cr_assert_null(seen.self_chaos, "the scenario's own task is on no node");
     pl_sim_result_free(&r);
 }
 

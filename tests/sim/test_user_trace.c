@@ -195,6 +195,59 @@ LEAK_TEST(user, long_text_is_cut_and_newlines_become_spaces)
     pl_sim_result_free(&r);
 }
 
+/* ---- Notes from plain functions -------------------------------------------- */
+
+/* A codec's helper that has no context: its note goes on the polled task. */
+static int decode_frame(int n)
+{
+    pl_trace_note("decoded frame %d", n);
+    return n + 1;
+}
+
+typedef struct decoder {
+    pl_future base;
+    int frames;
+} decoder;
+
+static pl_poll_result decoder_poll(pl_future *f, pl_context *cx)
+{
+    decoder *self = (decoder *)f;
+    PL_ASYNC_BEGIN(self);
+    while (self->frames < 2) {
+        self->frames = decode_frame(self->frames);
+        PL_YIELD(cx);
+    }
+    PL_ASYNC_END;
+}
+
+static const pl_future_vtable decoder_vtable = {"decoder", decoder_poll, NULL};
+
+static int decoder_setup(pl_executor *ex, void *state)
+{
+    (void)state;
+    pl_trace_note("in setup: no task is polled"); /* nothing */
+    decoder d = {PL_FUTURE_INIT(&decoder_vtable), 0};
+    return PL_SPAWN(ex, d, "decoder", NULL);
+}
+
+PL_SCENARIO(test_decoder_scenario, .name = "test_user_trace_decoder",
+            .summary = "test: trace notes from a function without the context",
+            .setup = decoder_setup);
+
+LEAK_TEST(user, notes_from_plain_functions_go_on_the_polled_task)
+{
+    pl_trace_note("outside any run"); /* nothing, and no crash */
+    pl_sim_result r;
+    run("test_user_trace_decoder", 0, true, &r);
+    cr_assert_eq(r.finding.kind, PL_FINDING_NONE, "%s", r.finding.message);
+    char *text = render(pl__trace_write_text_ex, &r);
+    cr_assert(strstr(text, " event        decoder#1    decoded frame 0\n") != NULL, "%s", text);
+    cr_assert(strstr(text, " event        decoder#1    decoded frame 1\n") != NULL, "%s", text);
+    cr_assert_eq(count_of(text, " event "), 2, "%s", text);
+    free(text);
+    pl_sim_result_free(&r);
+}
+
 /* ---- The Chrome trace's time ----------------------------------------------- */
 
 typedef struct slice {

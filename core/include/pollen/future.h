@@ -287,6 +287,14 @@ void pl_trace_event(pl_context *cx, const char *fmt, ...) PL__PRINTF(2, 3);
         }                                                                   \
     } while (0)
 
+/* The same line from a plain function called inside a poll, with no
+ * context at hand (a codec, a state machine's step, a log helper): it
+ * goes on the task being polled by the executor running on this thread.
+ * Outside a poll, and on an executor without a watch (production), it
+ * does nothing and formats nothing; its arguments are evaluated (it is a
+ * function). Any thread. */
+void pl_trace_note(const char *fmt, ...) PL__PRINTF(1, 2);
+
 /* ---- Coroutine macros ----------------------------------------------
  * Linear async code in the style of protothreads: the preprocessor turns
  * it into the same state machine one would write by hand.

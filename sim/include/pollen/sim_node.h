@@ -154,6 +154,14 @@ int pl_sim_nodes_heal(void);
  * a crashable node). */
 int pl_sim_power_cut(void);
 
+/* The node the calling code runs on (the polled task's, the boot
+ * function's, or the dropped future's task's): its definition as
+ * pl_sim_node_add copied it, so ->name and ->host name it, for a trace
+ * event, a log line or a node's own address. Owned by the run: valid
+ * until the run ends. NULL outside any node (the scenario's own tasks and
+ * setup), and outside a simulation (the real backend). */
+const pl_node_def *pl_sim_node_self(void);
+
 /* Memory of the current node (the one of the polled task, or of the boot
  * function running): freed by pl_node_free, by the node's crash, or at the
  * end of the run. Outside any node it belongs to the scenario, freed at
