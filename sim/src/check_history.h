@@ -33,8 +33,9 @@ typedef struct pl__lin_op {
     uint64_t ret;
 } pl__lin_op;
 
-/* Bytes the memo of one search may hold: past them the search stops
- * undecided, as at its step budget. */
+/* Bytes the memo of one search may allocate (its records and its hash
+ * table, as their doubling capacities take them): past them the search
+ * stops undecided, as at its step budget. */
 #define PL__LIN_MEMO_BYTES ((size_t)64 << 20)
 
 typedef enum pl__lin_verdict {

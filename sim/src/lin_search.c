@@ -118,11 +118,34 @@ static bool memo_grow(search *s)
     return true;
 }
 
+/* The bytes the memo allocates with these capacities: its records, and
+ * its table's indexes and hashes. */
+static size_t memo_bytes(const search *s, size_t arena_cap, size_t table_cap)
+{
+    return arena_cap * s->rec_size + table_cap * (sizeof *s->table + sizeof *s->hashes);
+}
+
+/* Whether one more record fits PL__LIN_MEMO_BYTES, counting what the
+ * growths it needs would allocate (capacities double), so that the bound
+ * is on the memory taken, not on the records kept. */
+static bool memo_fits_one_more(const search *s)
+{
+    size_t arena_cap = s->arena_cap, table_cap = s->table_cap;
+    if (s->arena_len == arena_cap) {
+        arena_cap = arena_cap == 0 ? 1024 : arena_cap * 2;
+    }
+    if ((s->arena_len + 1) * 2 > table_cap) {
+        table_cap = table_cap == 0 ? 1024 : table_cap * 2;
+    }
+    PL__SIM_ASSERT(arena_cap > s->arena_len && table_cap >= (s->arena_len + 1) * 2);
+    return memo_bytes(s, arena_cap, table_cap) <= PL__LIN_MEMO_BYTES;
+}
+
 /* Adds (s->bits, state) to the memo: 1 when new, 0 when seen, -1 when
  * out of memory, -2 when the memo is full (PL__LIN_MEMO_BYTES). */
 static int memo_add(search *s, const void *state)
 {
-    if ((s->arena_len + 1) * s->rec_size > PL__LIN_MEMO_BYTES) {
+    if (!memo_fits_one_more(s)) {
         return -2;
     }
     if ((s->arena_len + 1) * 2 > s->table_cap && !memo_grow(s)) {

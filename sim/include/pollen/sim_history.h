@@ -54,7 +54,8 @@ extern "C" {
 /* Operations one run records. */
 #define PL_HISTORY_OPS_MAX 100000u
 /* Search steps (an operation tried at a point of the search) one key's
- * check may take (and its memo holds at most 64 MiB). */
+ * check may take; its memo of states seen allocates at most 64 MiB, and a
+ * search that would need more stops undecided, as at its step limit. */
 #define PL_HISTORY_STEPS_MAX 1000000u
 /* Bytes of a model's state. */
 #define PL_MODEL_STATE_MAX 64u
