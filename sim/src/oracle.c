@@ -181,7 +181,7 @@ static void on_poll_end(void *ud, pl_task *t, pl_poll_result r, bool probe)
 {
     pl__sim *s = ud;
     pl__task_info *ti = info(s, t);
-    pl__bt_leave(&s->bt, r, ti->kind->root);
+    pl__bt_leave_root(&s->bt, r, ti->kind->root);
     if (r == PL_PENDING && !probe) {
         if (!pl__bt_is_path(&s->bt, ti->chain) || !pl__contract_pending_plain(s, t)) {
             poll_end_rest(s, t, r, probe);

@@ -6,7 +6,7 @@
  * __LINE__ (AWAIT_AT, SPAWN_AT below), so the expected chains follow the
  * source: a deadlock two coroutines deep, a lost wakeup in a hand-written
  * future, a task stuck at the virtual time limit beside a ticker, a select
- * parked in both of its branches.
+ * and a join parked in both of their branches (drawn as a tree).
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -219,9 +219,9 @@ PL_SCENARIO(bt_tick_sc, .name = "bt_tick", .state_size = sizeof(tick_state),
 static int picker_line;
 
 /* Selects between `inner` (two futures deep) and a bare pl_notified: both
- * stay PENDING, and the chain is the first branch's, the one the select
- * polled first, however deep it is and though the second one is polled
- * over it. */
+ * stay PENDING; the chain (frames) is the first branch's, the one the
+ * select polled first, however deep it is and though the second one is
+ * polled over it, and the tree has both. */
 typedef struct picker {
     pl_future base;
     deep_state *st;
@@ -264,6 +264,59 @@ static int picker_setup(pl_executor *ex, void *state)
 
 PL_SCENARIO(bt_select_sc, .name = "bt_select", .state_size = sizeof(deep_state),
             .setup = picker_setup);
+
+/* ---- A join parked in both branches, one losing its wakeup ------------- */
+
+static int joiner_line;
+
+typedef struct joiner_state {
+    flag_state flag;
+    deep_state deep;
+} joiner_state;
+
+/* Joins a flag_waiter (the setter sets its flag and wakes nobody) and an
+ * `inner` parked for good: both branches stay PENDING. */
+typedef struct joiner {
+    pl_future base;
+    joiner_state *st;
+    flag_waiter left;
+    inner right;
+    pl_join2 join;
+} joiner;
+
+static pl_poll_result joiner_poll(pl_future *f, pl_context *cx)
+{
+    joiner *self = (joiner *)f;
+    PL_ASYNC_BEGIN(self);
+    self->left = (flag_waiter){.base = PL_FUTURE_INIT(&flag_waiter_vt), .st = &self->st->flag};
+    self->right = (inner){.base = PL_FUTURE_INIT(&inner_vt), .st = &self->st->deep};
+    self->join = pl_join2_make(&self->left.base, &self->right.base);
+    AWAIT_AT(joiner_line, cx, &self->join);
+    PL_ASYNC_END;
+}
+
+static void joiner_drop(pl_future *f)
+{
+    joiner *self = (joiner *)f;
+    if (self->base.resume != 0) {
+        pl_drop_child(&self->join.base);
+    }
+}
+
+static const pl_future_vtable joiner_vt = {"joiner", joiner_poll, joiner_drop};
+
+static int joiner_setup(pl_executor *ex, void *state)
+{
+    joiner_state *st = state;
+    pl_notify_init(&st->deep.never);
+    joiner j = {.base = PL_FUTURE_INIT(&joiner_vt), .st = st};
+    flag_setter s = {.base = PL_FUTURE_INIT(&flag_setter_vt), .st = &st->flag};
+    int rc = PL_SPAWN(ex, j, "joiner", NULL);
+    return rc != 0 ? rc : PL_SPAWN(ex, s, "setter", NULL);
+}
+
+PL_SCENARIO(bt_join_sc, .name = "bt_join", .state_size = sizeof(joiner_state),
+            .setup = joiner_setup);
 
 /* ---- Checks ------------------------------------------------------------- */
 
@@ -374,7 +427,74 @@ LEAK_TEST(backtrace, a_deadlock_behind_a_ticker_names_the_chain_and_the_ticker)
     pl_sim_result_free(&r);
 }
 
-LEAK_TEST(backtrace, a_select_names_its_first_parked_branch)
+/* The tree's node i: its frame and depth. */
+static void expect_node(const pl_finding_task *t, uint32_t i, uint32_t depth, const char *future,
+                        int line, const char *func)
+{
+    cr_assert_lt(i, t->tree_len);
+    cr_assert_eq(t->tree[i].depth, depth, "node %u (%s) at depth %u, want %u", i, future,
+                 t->tree[i].depth, depth);
+    expect_frame(&t->tree[i].frame, future, line, func);
+}
+
+/* A one-branch task's tree is its chain, and its message the chain's
+ * line (the tests above): no tree drawn. */
+LEAK_TEST(backtrace, a_one_branch_tree_is_the_chain)
+{
+    pl_sim_result r;
+    run_zero(&bt_deep_sc, &r);
+    const pl_finding_task *t = &r.finding.tasks[0];
+    cr_assert_eq(t->tree_len, 3);
+    cr_assert_eq(t->tree_branches, 1);
+    cr_assert(!t->tree_cut);
+    expect_node(t, 0, 0, "outer", outer_line, "outer_poll");
+    expect_node(t, 1, 1, "inner", inner_line, "inner_poll");
+    expect_node(t, 2, 2, "pl_notified", 0, NULL);
+    cr_assert_null(strstr(r.finding.message, "`- "), "%s", r.finding.message);
+    pl_sim_result_free(&r);
+}
+
+/* A join whose two children are both PENDING: the finding about its
+ * task draws both branches, each with its await, and keeps the tree
+ * in pre-order; frames stay the first branch. */
+LEAK_TEST(backtrace, a_join_shows_both_pending_branches)
+{
+    pl_sim_result r;
+    run_zero(&bt_join_sc, &r);
+    const pl_finding *fd = &r.finding;
+    cr_assert_eq(fd->kind, PL_FINDING_LOST_WAKEUP, "%s: %s", pl_finding_name(fd->kind),
+                 fd->message);
+    cr_assert_eq(fd->tasks_len, 1);
+    const pl_finding_task *t = &fd->tasks[0];
+    cr_assert_eq(t->frames_len, 4);
+    expect_frame(&t->frames[0], "joiner", joiner_line, "joiner_poll");
+    expect_frame(&t->frames[1], "pl_join2", 0, NULL);
+    expect_frame(&t->frames[2], "flag_waiter", flag_waiter_line, "flag_waiter_poll");
+    expect_frame(&t->frames[3], "flag_wait", 0, NULL);
+    cr_assert_eq(t->tree_len, 6);
+    cr_assert_eq(t->tree_branches, 2);
+    cr_assert(!t->tree_cut);
+    expect_node(t, 0, 0, "joiner", joiner_line, "joiner_poll");
+    expect_node(t, 1, 1, "pl_join2", 0, NULL);
+    expect_node(t, 2, 2, "flag_waiter", flag_waiter_line, "flag_waiter_poll");
+    expect_node(t, 3, 3, "flag_wait", 0, NULL);
+    expect_node(t, 4, 2, "inner", inner_line, "inner_poll");
+    expect_node(t, 5, 3, "pl_notified", 0, NULL);
+    char want[512];
+    snprintf(want, sizeof want,
+             "\n  parked in:\n"
+             "    joiner (test_backtrace.c:%d in joiner_poll)\n"
+             "    `- pl_join2\n"
+             "       +- flag_waiter (test_backtrace.c:%d in flag_waiter_poll)\n"
+             "       |  `- flag_wait\n"
+             "       `- inner (test_backtrace.c:%d in inner_poll)\n"
+             "          `- pl_notified\n",
+             joiner_line, flag_waiter_line, inner_line);
+    expect_text(fd, want);
+    pl_sim_result_free(&r);
+}
+
+LEAK_TEST(backtrace, a_select_shows_both_parked_branches)
 {
     pl_sim_result r;
     run_zero(&bt_select_sc, &r);
@@ -387,10 +507,17 @@ LEAK_TEST(backtrace, a_select_names_its_first_parked_branch)
     expect_frame(&t->frames[1], "pl_select", 0, NULL);
     expect_frame(&t->frames[2], "inner", inner_line, "inner_poll");
     expect_frame(&t->frames[3], "pl_notified", 0, NULL);
-    char want[256];
+    cr_assert_eq(t->tree_len, 5);
+    cr_assert_eq(t->tree_branches, 2);
+    expect_node(t, 4, 2, "pl_notified", 0, NULL);
+    char want[512];
     snprintf(want, sizeof want,
-             "parked in: picker (test_backtrace.c:%d in picker_poll) > pl_select > inner "
-             "(test_backtrace.c:%d in inner_poll) > pl_notified",
+             "\n      parked in:\n"
+             "        picker (test_backtrace.c:%d in picker_poll)\n"
+             "        `- pl_select\n"
+             "           +- inner (test_backtrace.c:%d in inner_poll)\n"
+             "           |  `- pl_notified\n"
+             "           `- pl_notified",
              picker_line, inner_line);
     expect_text(fd, want);
     pl_sim_result_free(&r);

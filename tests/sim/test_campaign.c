@@ -150,8 +150,54 @@ static const pl_scenario camp_stuck = {
     .setup = stuck_setup,
 };
 
+/* Parked forever in a join of two `stuck` futures: both branches are
+ * in the JSON's tree. */
+static int join_line;
+
+typedef struct joined {
+    pl_future base;
+    stuck a;
+    stuck b;
+    pl_join2 join;
+} joined;
+
+static pl_poll_result joined_poll(pl_future *f, pl_context *cx)
+{
+    joined *self = (joined *)f;
+    PL_ASYNC_BEGIN(self);
+    self->a = (stuck){.base = PL_FUTURE_INIT(&stuck_vtable)};
+    self->b = (stuck){.base = PL_FUTURE_INIT(&stuck_vtable)};
+    self->join = pl_join2_make(&self->a.base, &self->b.base);
+    join_line = __LINE__ + 1;
+    PL_AWAIT(cx, &self->join);
+    PL_ASYNC_END;
+}
+
+static void joined_drop(pl_future *f)
+{
+    joined *self = (joined *)f;
+    if (self->base.resume != 0) {
+        pl_drop_child(&self->join.base);
+    }
+}
+
+static const pl_future_vtable joined_vtable = {"joined", joined_poll, joined_drop};
+
+static int joined_setup(pl_executor *ex, void *state)
+{
+    (void)state;
+    joined j = {.base = PL_FUTURE_INIT(&joined_vtable)};
+    return PL_SPAWN(ex, j, "joiner", NULL);
+}
+
+static const pl_scenario camp_join = {
+    .name = "camp_join",
+    .setup = joined_setup,
+};
+
 static const pl_scenario *const extra[] = {&selftest_sometimes, &selftest_nondet, &camp_clean,
-                                           &camp_keep, &camp_stuck, &selftest_premise, NULL};
+                                           &camp_keep,          &camp_stuck,      &camp_join,
+                                           &selftest_premise,   NULL};
 
 /* ---- The CLI's findings ---------------------------------------------------- */
 
@@ -418,7 +464,7 @@ LEAK_TEST(campaign, a_replay_file_records_waker_rotation_off)
 }
 
 /* --json gives each parked task's backtrace as frames, outermost first,
- * the same the library's finding has. */
+ * and as a tree (one branch here), the same the library's finding has. */
 LEAK_TEST(campaign, the_json_finding_has_the_parked_tasks_frames)
 {
     pl_campaign_result cr;
@@ -435,9 +481,41 @@ LEAK_TEST(campaign, the_json_finding_has_the_parked_tasks_frames)
              "\"test_campaign.c\",\"line\":%d,\"function\":\"stuck_setup\"},\"frames\":["
              "{\"function\":\"stuck_poll\",\"future\":\"stuck\",\"file\":\"test_campaign.c\","
              "\"line\":%d},{\"function\":\"pl_notified\",\"future\":\"pl_notified\","
-             "\"file\":null,\"line\":null}],\"frames_cut\":false}]",
-             atoi(strchr(cr.first.tasks[0].spawn_site, ':') + 1), stuck_line);
+             "\"file\":null,\"line\":null}],\"frames_cut\":false,\"tree\":"
+             "{\"function\":\"stuck_poll\",\"future\":\"stuck\",\"file\":\"test_campaign.c\","
+             "\"line\":%d,\"children\":[{\"function\":\"pl_notified\",\"future\":"
+             "\"pl_notified\",\"file\":null,\"line\":null,\"children\":[]}]},"
+             "\"tree_cut\":false}]",
+             atoi(strchr(cr.first.tasks[0].spawn_site, ':') + 1), stuck_line, stuck_line);
     cr_assert_not_null(strstr(cf.first_json, want), "want %s in\n%s", want, cf.first_json);
+}
+
+/* A task parked in a join of two PENDING children: its JSON tree has
+ * both branches, each with its await; frames stay the first branch. */
+LEAK_TEST(campaign, the_json_tree_has_every_pending_branch)
+{
+    pl_campaign_result cr; /* in this process: notes the lines */
+    lib_run(&camp_join, 0, false, &cr);
+    cr_assert_eq(cr.first.kind, PL_FINDING_DEADLOCK, "%s", cr.first.message);
+    cr_assert_eq(cr.first.tasks[0].tree_branches, 2);
+    cli_findings cf;
+    cli_run("camp_join", "0..0", NULL, &cf);
+    assert_same(&camp_join, &cr, &cf, true);
+    char stuck_node[512];
+    snprintf(stuck_node, sizeof stuck_node,
+             "{\"function\":\"stuck_poll\",\"future\":\"stuck\",\"file\":\"test_campaign.c\","
+             "\"line\":%d,\"children\":[{\"function\":\"pl_notified\",\"future\":"
+             "\"pl_notified\",\"file\":null,\"line\":null,\"children\":[]}]}",
+             stuck_line);
+    char want[2048];
+    snprintf(want, sizeof want,
+             "\"frames_cut\":false,\"tree\":{\"function\":\"joined_poll\",\"future\":"
+             "\"joined\",\"file\":\"test_campaign.c\",\"line\":%d,\"children\":["
+             "{\"function\":\"pl_join2\",\"future\":\"pl_join2\",\"file\":null,\"line\":null,"
+             "\"children\":[%s,%s]}]},\"tree_cut\":false}]",
+             join_line, stuck_node, stuck_node);
+    cr_assert_not_null(strstr(cf.first_json, want), "want %s in\n%s", want, cf.first_json);
+    cr_assert_not_null(strstr(cf.message[0], "`- pl_join2"), "%s", cf.message[0]);
 }
 
 /* ---- Premises (pl_assume) ---------------------------------------------------- */

@@ -151,11 +151,32 @@ typedef struct pl_finding_frame {
 #define PL_FINDING_FRAMES_MAX 8
 #define PL_FINDING_TASKS_MAX 4
 
+/* A node of a parked task's backtrace tree (pl_finding_task.tree): a
+ * frame and its depth, 0 for the task's own future; a node's children
+ * are the nodes after it one deeper, up to the next node as shallow as
+ * it. */
+typedef struct pl_finding_node {
+    pl_finding_frame frame;
+    uint32_t depth;
+} pl_finding_node;
+
+/* The tree's nodes kept: the chain's PL_FINDING_FRAMES_MAX and 16 of
+ * the other branches, as deep as the chain at most. */
+#define PL_FINDING_TREE_MAX 24
+
 #define PL_FINDING_NAME_MAX 64
 
 /* A task a finding names as parked (deadlock, lost wakeup, stale waker,
  * orphan, time limit), with the chain of futures it was parked in at its
- * latest PENDING poll, outermost (the task's own future) first. The
+ * latest PENDING poll, outermost (the task's own future) first, and the
+ * tree of them: a future that polls several children (a join, a select,
+ * a timeout) is parked in every one that returned PENDING. `frames` is
+ * the tree's first branch, the children polled first (the chain);
+ * `tree` is every branch, in pre-order (a future, then each child's
+ * subtree, the chain's child first), so a one-branch task's tree is its
+ * frames with depths 0, 1, 2... A frame's await site is the await that
+ * returned PENDING in it (a coroutine awaits one child at a time); a
+ * PL_YIELD names its site on the first branch only. The
  * finding owns the task's name (a node's task is named "node/task" by a
  * table the run frees); the other strings are the program's own static
  * strings, valid in a fork of it too, so a finding may be copied,
@@ -168,6 +189,10 @@ typedef struct pl_finding_task {
     const char *spawn_site;   /* "outbox.c:120": where pl_spawn was called; NULL: unknown */
     const char *spawn_function;
     pl_finding_frame frames[PL_FINDING_FRAMES_MAX];
+    uint32_t tree_len;        /* nodes kept (at most PL_FINDING_TREE_MAX) */
+    bool tree_cut;            /* deeper or wider nodes were left out */
+    uint32_t tree_branches;   /* its leaves kept: more than 1, the task waits on several */
+    pl_finding_node tree[PL_FINDING_TREE_MAX];
 } pl_finding_task;
 
 typedef struct pl_finding {

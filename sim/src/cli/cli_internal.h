@@ -447,8 +447,10 @@ void pl__cli_textf(char *buf, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 safe_buf pl__cli_safe_text(const char *text);
 void pl__cli_json_string(FILE *f, const char *s);
-/* A parked task as JSON: {task_id, task, spawned_at, frames, frames_cut}
- * (frames outermost first), as a finding's "parked" array holds them. */
+/* A parked task as JSON: {task_id, task, spawned_at, frames, frames_cut,
+ * tree, tree_cut} (frames outermost first, the tree's first branch; tree
+ * nested, each node's "children" a list; null without a backtrace), as a
+ * finding's "parked" array holds them. */
 void pl__cli_task_json(FILE *f, const pl_finding_task *t);
 void pl__cli_describe_status(int status, char *buf, size_t len);
 int pl__cli_make_dirs(const char *dir);

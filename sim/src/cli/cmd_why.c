@@ -1,6 +1,7 @@
 /* sim/src/cli/cmd_why.c: the `why` command: the point of no return of a
  * replay's finding and the passing twin of each departure (why.h), in a
  * child process (the runs execute user code), as text or JSON. */
+#include "../backtrace.h"
 #include "../why.h"
 #include "cli_internal.h"
 
@@ -48,8 +49,33 @@ static void why_child(const void *ctx, void *result)
 
 /* ---- Text ------------------------------------------------------------- */
 
+/* A task parked in several branches: its tree, as findings draw it. */
+static void print_tree(const pl_finding_task *t)
+{
+    char buf[4096];
+    size_t used = 0;
+    buf[0] = '\0';
+    pl__bt_tree_text(t->tree, t->tree_len < PL_FINDING_TREE_MAX ? t->tree_len : PL_FINDING_TREE_MAX,
+                     t->tree_cut, "        ", buf, sizeof buf, &used);
+    for (char *line = buf + 1; used > 0;) { /* escaped a line at a time */
+        char *end = strchr(line, '\n');
+        if (end != NULL) {
+            *end = '\0';
+        }
+        printf("%s\n", pl__cli_safe_text(line).s);
+        if (end == NULL) {
+            break;
+        }
+        line = end + 1;
+    }
+}
+
 static void print_frames(const pl_finding_task *t)
 {
+    if (t->tree_branches > 1) {
+        print_tree(t);
+        return;
+    }
     for (uint32_t j = 0; j < t->frames_len && j < PL_FINDING_FRAMES_MAX; j++) {
         const pl_finding_frame *fr = &t->frames[j];
         if (fr->file != NULL) {

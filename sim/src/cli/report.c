@@ -335,6 +335,40 @@ static void print_site_json(FILE *f, const char *site, const char *function)
     fputc('}', f);
 }
 
+/* A frame's fields, without the braces: "function" is its await's
+ * function, or the future's name where it has none. */
+static void print_frame_fields(FILE *f, const pl_finding_frame *fr)
+{
+    fputs("\"function\":", f);
+    json_string_or_null(f, fr->file != NULL ? fr->function : fr->future);
+    fputs(",\"future\":", f);
+    json_string_or_null(f, fr->future);
+    fputs(",\"file\":", f);
+    json_string_or_null(f, fr->file);
+    if (fr->file != NULL) {
+        fprintf(f, ",\"line\":%d", fr->line);
+    } else {
+        fputs(",\"line\":null", f);
+    }
+}
+
+/* Tree node i and its subtree, nested; returns the index past it. */
+static uint32_t print_tree_json(FILE *f, const pl_finding_task *t, uint32_t i)
+{
+    const pl_finding_node *n = &t->tree[i];
+    fputc('{', f);
+    print_frame_fields(f, &n->frame);
+    fputs(",\"children\":[", f);
+    uint32_t j = i + 1;
+    uint32_t len = t->tree_len < PL_FINDING_TREE_MAX ? t->tree_len : PL_FINDING_TREE_MAX;
+    while (j < len && t->tree[j].depth > n->depth) {
+        fputs(j != i + 1 ? "," : "", f);
+        j = print_tree_json(f, t, j);
+    }
+    fputs("]}", f);
+    return j;
+}
+
 void pl__cli_task_json(FILE *f, const pl_finding_task *t)
 {
     fprintf(f, "{\"task_id\":%" PRIu32 ",\"task\":", t->id);
@@ -343,20 +377,17 @@ void pl__cli_task_json(FILE *f, const pl_finding_task *t)
     print_site_json(f, t->spawn_site, t->spawn_function);
     fputs(",\"frames\":[", f);
     for (uint32_t j = 0; j < t->frames_len && j < PL_FINDING_FRAMES_MAX; j++) {
-        const pl_finding_frame *fr = &t->frames[j];
-        fputs(j > 0 ? ",{\"function\":" : "{\"function\":", f);
-        json_string_or_null(f, fr->file != NULL ? fr->function : fr->future);
-        fputs(",\"future\":", f);
-        json_string_or_null(f, fr->future);
-        fputs(",\"file\":", f);
-        json_string_or_null(f, fr->file);
-        if (fr->file != NULL) {
-            fprintf(f, ",\"line\":%d}", fr->line);
-        } else {
-            fputs(",\"line\":null}", f);
-        }
+        fputs(j > 0 ? ",{" : "{", f);
+        print_frame_fields(f, &t->frames[j]);
+        fputc('}', f);
     }
-    fprintf(f, "],\"frames_cut\":%s}", t->frames_cut ? "true" : "false");
+    fprintf(f, "],\"frames_cut\":%s,\"tree\":", t->frames_cut ? "true" : "false");
+    if (t->tree_len > 0) {
+        (void)print_tree_json(f, t, 0);
+    } else {
+        fputs("null", f);
+    }
+    fprintf(f, ",\"tree_cut\":%s}", t->tree_cut ? "true" : "false");
 }
 
 /* "parked": each parked task the finding names, with its spawn site and
