@@ -455,32 +455,54 @@ static bool last_child(const pl_finding_node *n, uint32_t len, uint32_t i)
     return true;
 }
 
-/* As task dumps draw a tree: the path of "|  " and "   " to a node,
- * then "+- " or "`- " for its own branch. */
+/* What a drawn tree leaves of a message for the lines after it (a
+ * spawn site, the next task). */
+#define TREE_LEAVES_ROOM 128
+
+/* Node i's line: the path of "|  " and "   " to it, then "+- " or "`- "
+ * for its own branch, then the frame. */
+static void node_line(const pl_finding_node *n, uint32_t count, uint32_t i, bool *more,
+                      const char *indent, char *line, size_t len)
+{
+    size_t used = 0;
+    line[0] = '\0';
+    put(line, len, &used, "\n%s", indent);
+    for (uint32_t k = 1; k < n[i].depth; k++) {
+        put(line, len, &used, "%s", more[k] ? "|  " : "   ");
+    }
+    if (n[i].depth > 0) {
+        bool last = last_child(n, count, i);
+        more[n[i].depth] = !last;
+        put(line, len, &used, "%s", last ? "`- " : "+- ");
+    }
+    const pl_finding_frame *f = &n[i].frame;
+    if (f->file != NULL) {
+        put(line, len, &used, "%s (%s:%d in %s)", f->future, f->file, f->line, f->function);
+    } else {
+        put(line, len, &used, "%s", f->future);
+    }
+}
+
+/* As task dumps draw a tree. A line that would leave the message less
+ * than TREE_LEAVES_ROOM is not drawn, nor the rest: the tree says so. */
 void pl__bt_tree_text(const pl_finding_node *n, uint32_t count, bool cut, const char *indent,
                       char *buf, size_t len, size_t *used)
 {
     bool more[PL_FINDING_TREE_MAX] = {false}; /* more siblings follow at depth k */
+    char note[96];
+    snprintf(note, sizeof note, "\n%s(deeper or wider than kept: the rest is left out)", indent);
     for (uint32_t i = 0; i < count; i++) {
         PL__SIM_ASSERT(n[i].depth < PL_FINDING_TREE_MAX);
-        put(buf, len, used, "\n%s", indent);
-        for (uint32_t k = 1; k < n[i].depth; k++) {
-            put(buf, len, used, "%s", more[k] ? "|  " : "   ");
+        char line[256];
+        node_line(n, count, i, more, indent, line, sizeof line);
+        if (*used + strlen(line) + strlen(note) + TREE_LEAVES_ROOM >= len) {
+            cut = true;
+            break;
         }
-        if (n[i].depth > 0) {
-            bool last = last_child(n, count, i);
-            more[n[i].depth] = !last;
-            put(buf, len, used, "%s", last ? "`- " : "+- ");
-        }
-        const pl_finding_frame *f = &n[i].frame;
-        if (f->file != NULL) {
-            put(buf, len, used, "%s (%s:%d in %s)", f->future, f->file, f->line, f->function);
-        } else {
-            put(buf, len, used, "%s", f->future);
-        }
+        put(buf, len, used, "%s", line);
     }
     if (cut) {
-        put(buf, len, used, "\n%s(deeper or wider than kept: the rest is left out)", indent);
+        put(buf, len, used, "%s", note);
     }
 }
 

@@ -318,6 +318,93 @@ static int joiner_setup(pl_executor *ex, void *state)
 PL_SCENARIO(bt_join_sc, .name = "bt_join", .state_size = sizeof(joiner_state),
             .setup = joiner_setup);
 
+/* ---- A join whose second child gives up, and one too wide to keep ----- */
+
+/* Polls a pl_notified (PENDING), then returns READY anyway, dropping it:
+ * what it polled leaves the tree with it. */
+typedef struct gives_up {
+    pl_future base;
+    deep_state *st;
+    pl_notified wait;
+} gives_up;
+
+static pl_poll_result gives_up_poll(pl_future *f, pl_context *cx)
+{
+    gives_up *self = (gives_up *)f;
+    self->wait = pl_notified_make(&self->st->never);
+    cr_assert_eq(pl_poll(&self->wait.base, cx), PL_PENDING);
+    pl_drop_child(&self->wait.base);
+    return PL_READY;
+}
+
+static const pl_future_vtable gives_up_vt = {"gives_up", gives_up_poll, NULL};
+
+enum { WIDE = 20 }; /* children of the wide join: more than a tree keeps */
+
+static int fan_two_line, fan_all_line;
+
+/* kind 0: pl_join2(inner, gives_up); kind 1: pl_join_all of WIDE inners. */
+typedef struct join_state {
+    deep_state deep;
+    int kind;
+} join_state;
+
+typedef struct fan {
+    pl_future base;
+    join_state *st;
+    inner in[WIDE];
+    gives_up quit;
+    pl_future *children[WIDE];
+    pl_join2 two;
+    pl_join_all all;
+} fan;
+
+static pl_poll_result fan_poll(pl_future *f, pl_context *cx)
+{
+    fan *self = (fan *)f;
+    PL_ASYNC_BEGIN(self);
+    for (int i = 0; i < WIDE; i++) {
+        self->in[i] = (inner){.base = PL_FUTURE_INIT(&inner_vt), .st = &self->st->deep};
+        self->children[i] = &self->in[i].base;
+    }
+    if (self->st->kind == 0) {
+        self->quit = (gives_up){.base = PL_FUTURE_INIT(&gives_up_vt), .st = &self->st->deep};
+        self->two = pl_join2_make(&self->in[0].base, &self->quit.base);
+        AWAIT_AT(fan_two_line, cx, &self->two);
+    } else {
+        self->all = pl_join_all_make(self->children, WIDE);
+        AWAIT_AT(fan_all_line, cx, &self->all);
+    }
+    PL_ASYNC_END;
+}
+
+static void fan_drop(pl_future *f)
+{
+    fan *self = (fan *)f;
+    if (self->base.resume != 0) {
+        pl_drop_child(self->st->kind == 0 ? &self->two.base : &self->all.base);
+    }
+}
+
+static const pl_future_vtable fan_vt = {"fan", fan_poll, fan_drop};
+
+static int fan_setup(pl_executor *ex, void *state, int kind)
+{
+    join_state *st = state;
+    pl_notify_init(&st->deep.never);
+    st->kind = kind;
+    fan f = {.base = PL_FUTURE_INIT(&fan_vt), .st = st};
+    return PL_SPAWN(ex, f, "fan", NULL);
+}
+
+static int quit_setup(pl_executor *ex, void *state) { return fan_setup(ex, state, 0); }
+static int wide_setup(pl_executor *ex, void *state) { return fan_setup(ex, state, 1); }
+
+PL_SCENARIO(bt_quit_sc, .name = "bt_quit", .state_size = sizeof(join_state),
+            .setup = quit_setup);
+PL_SCENARIO(bt_wide_sc, .name = "bt_wide", .state_size = sizeof(join_state),
+            .setup = wide_setup);
+
 /* ---- Checks ------------------------------------------------------------- */
 
 static void run_zero(const pl_scenario *sc, pl_sim_result *r)
@@ -520,5 +607,51 @@ LEAK_TEST(backtrace, a_select_shows_both_parked_branches)
              "           `- pl_notified",
              picker_line, inner_line);
     expect_text(fd, want);
+    pl_sim_result_free(&r);
+}
+
+/* A branch whose future returned READY is not parked: the join's task
+ * is left with one branch, and the one-line chain. */
+LEAK_TEST(backtrace, a_branch_that_completed_leaves_the_tree)
+{
+    pl_sim_result r;
+    run_zero(&bt_quit_sc, &r);
+    const pl_finding *fd = &r.finding;
+    cr_assert_eq(fd->kind, PL_FINDING_DEADLOCK, "%s", fd->message);
+    const pl_finding_task *t = &fd->tasks[0];
+    cr_assert_eq(t->tree_branches, 1);
+    cr_assert_eq(t->tree_len, 4);
+    expect_node(t, 3, 3, "pl_notified", 0, NULL);
+    char want[256];
+    snprintf(want, sizeof want,
+             "parked in: fan (test_backtrace.c:%d in fan_poll) > pl_join2 > inner "
+             "(test_backtrace.c:%d in inner_poll) > pl_notified",
+             fan_two_line, inner_line);
+    expect_text(fd, want);
+    cr_assert_null(strstr(fd->message, "gives_up"), "%s", fd->message);
+    pl_sim_result_free(&r);
+}
+
+/* A join of WIDE parked children: the chain and the first 8 other
+ * branches (16 futures) are kept, each child whole, and the tree says
+ * the rest is left out. */
+LEAK_TEST(backtrace, a_tree_too_wide_keeps_whole_branches_and_says_so)
+{
+    pl_sim_result r;
+    run_zero(&bt_wide_sc, &r);
+    const pl_finding *fd = &r.finding;
+    cr_assert_eq(fd->kind, PL_FINDING_DEADLOCK, "%s", fd->message);
+    const pl_finding_task *t = &fd->tasks[0];
+    cr_assert(t->tree_cut);
+    cr_assert(!t->frames_cut);
+    cr_assert_eq(t->tree_len, 4 + 16);
+    cr_assert_eq(t->tree_branches, 9);
+    expect_node(t, 0, 0, "fan", fan_all_line, "fan_poll");
+    expect_node(t, 1, 1, "pl_join_all", 0, NULL);
+    for (uint32_t i = 2; i < t->tree_len; i += 2) {
+        expect_node(t, i, 2, "inner", inner_line, "inner_poll");
+        expect_node(t, i + 1, 3, "pl_notified", 0, NULL);
+    }
+    expect_text(fd, "(deeper or wider than kept: the rest is left out)");
     pl_sim_result_free(&r);
 }
