@@ -296,7 +296,7 @@ static void text_task(FILE *out, pl_executor *ex, pl_task *t, task_seen seen, co
     fprintf(out, "\n  state: %s", state_name(seen));
     if (ex->rec != NULL && shows_park_time(seen)) {
         char since[32];
-        fmt_ms(since, sizeof since, pl_now(ex) - task_track_of(t)->parked_ns);
+        fmt_ms(since, sizeof since, pl__executor_now(ex) - task_track_of(t)->parked_ns);
         fprintf(out, " for %s", since);
     }
     fprintf(out, "%s\n  polls %" PRIu32 ", references %" PRIu32, seen_note(seen), t->polls,
@@ -406,9 +406,10 @@ static void json_task(FILE *out, pl_executor *ex, pl_task *t, task_seen seen, co
 static void write_head(FILE *out, pl_executor *ex, pl_dump_format format, size_t n)
 {
     char now[32];
-    fmt_ms(now, sizeof now, pl_now(ex));
+    fmt_ms(now, sizeof now, pl__executor_now(ex));
     if (format == PL_DUMP_JSON) {
-        fprintf(out, "{\"time_ns\":%" PRId64 ",\"unfinished\":%zu,\"tasks\":[", pl_now(ex), n);
+        fprintf(out, "{\"time_ns\":%" PRId64 ",\"unfinished\":%zu,\"tasks\":[",
+                pl__executor_now(ex), n);
         return;
     }
     fprintf(out, "pollen task dump at %s: %zu unfinished task%s\n", now, n, n == 1 ? "" : "s");
@@ -452,9 +453,10 @@ static pl_task **list_tasks(pl_executor *ex, size_t cap, size_t *n)
 int pl_executor_dump(pl_executor *ex, FILE *out, pl_dump_format format)
 {
     /* The cached clock may be a long wait old (tick reads it lazily):
-     * the dump's time and each "parked for" are measured from now. */
+     * the dump's time and each "parked for" are measured from now, on
+     * the executor's timeline (a task's pl_now may be its node's). */
     ex->now_stale = true;
-    (void)pl_now(ex);
+    (void)pl__executor_now(ex);
     size_t n = 0;
     size_t cap = ex->live + 1; /* a dump poll may change ex->live */
     pl_task **list = list_tasks(ex, cap, &n);

@@ -233,7 +233,7 @@ void pl_executor_cancel_all(pl_executor *ex)
 /* A tick with nothing to fire and no decisions leaves the clock unread
  * (tick): the first to ask reads it. The executor is never a const
  * object, only seen through a const pointer here. */
-pl_time pl_now(const pl_executor *ex)
+pl_time pl__executor_now(const pl_executor *ex)
 {
     if (ex->now_stale) {
         pl_executor *self = (pl_executor *)(uintptr_t)ex;
@@ -241,6 +241,25 @@ pl_time pl_now(const pl_executor *ex)
         self->now_stale = false;
     }
     return ex->now;
+}
+
+/* The executor keeps one timeline; a clock map (a simulator's skewed
+ * nodes) only changes what the code that asks reads of it. */
+pl_time pl_now(const pl_executor *ex)
+{
+    pl_time now = pl__executor_now(ex);
+    return ex->clock == NULL ? now : ex->clock->local(ex->clock->ud, now);
+}
+
+void pl__executor_set_clock_map(pl_executor *ex, const pl_clock_map *map)
+{
+    PL_ASSERT(map == NULL || (map->local != NULL && map->deadline != NULL));
+    ex->clock = map;
+}
+
+pl_time pl__executor_deadline_of(const pl_executor *ex, pl_time local_ns)
+{
+    return ex->clock == NULL ? local_ns : ex->clock->deadline(ex->clock->ud, local_ns);
 }
 size_t pl_executor_live_tasks(const pl_executor *ex) { return ex->live; }
 const pl_system *pl_executor_system(const pl_executor *ex) { return &ex->system; }

@@ -155,6 +155,7 @@ struct pl_executor {
     uint32_t next_id;
 
     pl_time now;
+    const pl_clock_map *clock; /* per-task clocks (observer.h); NULL: the one clock */
     pl__timer_heap timers;
     uint32_t io_ids;
     size_t io_count;

@@ -154,6 +154,13 @@ static inline pl_time pl__time_add(pl_time a, pl_time b)
 }
 
 pl__timer_heap *pl__executor_timers(pl_executor *ex);
+/* The executor's now on its one timeline, whatever clock map is set
+ * (pl_now gives the polled code's clock). */
+pl_time pl__executor_now(const pl_executor *ex);
+/* The executor time at which the current code's clock first reads
+ * local_ns (itself without a clock map): what a timer armed for local_ns
+ * waits for. */
+pl_time pl__executor_deadline_of(const pl_executor *ex, pl_time local_ns);
 
 /* The task a waker wakes, or NULL for a waker that is not one of this
  * executor's task wakers (a user's own waker, an empty slot). */

@@ -500,6 +500,10 @@ int pl_timer_arm(pl_executor *ex, pl_timer *t, pl_time deadline_ns, const pl_wak
     }
     PL_ASSERT(t->ex == NULL || t->ex == ex);
     t->seq = ++h->seq;
+    /* The arming code's clock may not be the executor's (a clock map):
+     * the heap holds executor times, so the deadline is mapped first and
+     * everything below, the observer included, sees executor time. */
+    deadline_ns = pl__executor_deadline_of(ex, deadline_ns);
     pl_time late = 0;
     if (h->late_max > 0) {
         uint32_t steps = pl__executor_decide(ex, PL_DECIDE_TIMER_LATE, h->late_max + 1, t->seq);
@@ -508,7 +512,7 @@ int pl_timer_arm(pl_executor *ex, pl_timer *t, pl_time deadline_ns, const pl_wak
     /* A deadline already past fires at the next tick, never "in the past":
      * a fire time below now would reorder it before timers armed earlier
      * for now, and the next-timer deadline would read as overdue. */
-    pl_time now_ns = pl_now(ex);
+    pl_time now_ns = pl__executor_now(ex);
     pl_time fire_ns = pl__time_add(deadline_ns < now_ns ? now_ns : deadline_ns, late);
     t->ex = ex;
     if (w != &t->waker) {

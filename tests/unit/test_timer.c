@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include <pollen/executor.h>
+#include <pollen/observer.h>
 #include <pollen/testing.h>
 #include <pollen/timer.h>
 
@@ -504,5 +505,45 @@ Test(timer, lateness_counts_from_the_clamped_deadline)
     cr_assert_eq(pl__executor_next_timer(ex), 102 * PL_MS,
                  "2 quanta after now, not after the past deadline");
     pl_timer_disarm(&t);
+    pl_executor_destroy(ex);
+}
+
+/* observer.h's clock map: the code running reads a clock twice as fast
+ * as the executor's, 1 s ahead. pl_now gives that clock, a timer armed
+ * on it waits in executor time until that clock reaches its deadline,
+ * and the clamp to now is the executor's now. */
+static pl_time double_local(void *ud, pl_time now_ns)
+{
+    (void)ud;
+    return PL_S + 2 * now_ns;
+}
+
+static pl_time double_deadline(void *ud, pl_time local_ns)
+{
+    (void)ud;
+    return local_ns == PL_TIME_NEVER ? local_ns : (local_ns - PL_S + 1) / 2;
+}
+
+Test(timer, a_clock_map_moves_pl_now_and_deadlines)
+{
+    done_len = 0;
+    manual_system m = {.now_ns = 10 * PL_MS};
+    pl_executor *ex = manual_executor(&m, false, NULL);
+    static const pl_clock_map map = {double_local, double_deadline, NULL};
+    pl__executor_set_clock_map(ex, &map);
+    cr_assert_eq(pl_now(ex), PL_S + 20 * PL_MS);
+    pl_waker w = pl_waker_noop();
+    pl_timer t = PL_TIMER_INIT;
+    cr_assert_eq(pl_timer_arm(ex, &t, PL_S + 60 * PL_MS, &w), 0);
+    cr_assert_eq(pl__executor_next_timer(ex), 30 * PL_MS, "its clock reads the deadline then");
+    cr_assert_eq(pl_timer_arm(ex, &t, PL_S, &w), 0);
+    cr_assert_eq(pl__executor_next_timer(ex), 10 * PL_MS, "a past deadline: the executor's now");
+    pl_timer_disarm(&t);
+    spawn_sleeper(ex, 0, 40 * PL_MS);
+    cr_assert_eq(pl_run(ex), 0);
+    cr_assert_eq(m.now_ns, 30 * PL_MS, "40 ms on a clock twice as fast take 20 ms");
+    cr_assert_eq(done_at[0], PL_S + 60 * PL_MS);
+    pl__executor_set_clock_map(ex, NULL);
+    cr_assert_eq(pl_now(ex), 30 * PL_MS);
     pl_executor_destroy(ex);
 }

@@ -203,7 +203,9 @@ void pl_executor_stop(pl_executor *ex);
 
 /* The executor's now: read from the system at most once per tick, at
  * its start when a timer is armed or the system decides, else when first
- * asked during the tick. */
+ * asked during the tick. Under the simulator, a task of a node declared
+ * skewed reads its node's clock (pollen/sim_node.h), and its timers'
+ * deadlines are on that clock too. */
 pl_time pl_now(const pl_executor *ex);
 
 size_t pl_executor_live_tasks(const pl_executor *ex);

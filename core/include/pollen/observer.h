@@ -198,6 +198,27 @@ void pl__executor_hold_task(pl_executor *ex, pl_task *t, bool hold);
  * dangles (that future never runs again). NULL: no-op. */
 void pl__io_source_forget(pl_io_source *src);
 
+/* Per-task clocks, for a simulator whose processes each read their own
+ * clock (pollen/sim_node.h's skewed nodes) while the executor keeps one
+ * timeline. local(ud, now_ns): what the code running now (the polled
+ * task, or the caller outside polls) reads at executor time now_ns;
+ * pl_now returns it. deadline(ud, local_ns): the earliest executor time
+ * at which that code's clock reads local_ns or later (PL_TIME_NEVER for
+ * PL_TIME_NEVER); pl_timer_arm maps its deadline through it, so a timer
+ * fires when its armer's clock reaches the deadline, never earlier. Both
+ * must be non-decreasing in their argument and deterministic. */
+typedef struct pl_clock_map {
+    pl_time (*local)(void *ud, pl_time now_ns);
+    pl_time (*deadline)(void *ud, pl_time local_ns);
+    void *ud;
+} pl_clock_map;
+
+/* Sets the executor's clock map (NULL: none, every caller reads the
+ * executor's clock). The map is borrowed: it must outlive its use.
+ * Timers armed before keep their executor times. Executor thread only,
+ * outside a poll or from the simulator's hooks. */
+void pl__executor_set_clock_map(pl_executor *ex, const pl_clock_map *map);
+
 /* Renames the task: pl_task_name returns `name` from now on (storage that
  * outlives the task). The simulator names a node's tasks "node2/worker". */
 void pl__task_rename(pl_task *t, const char *name);
