@@ -11,8 +11,8 @@
 /* The stream ------------------------------------------------------------ */
 
 /* Each kind is a bit of strategy_kinds. */
-_Static_assert(PL_DECIDE__COUNT <= 32, "strategy_kinds holds one bit per kind");
-#define ALL_KINDS ((uint32_t)((UINT64_C(1) << PL_DECIDE__COUNT) - 1))
+_Static_assert(PL_DECIDE__COUNT < 64, "strategy_kinds holds one bit per kind");
+#define ALL_KINDS ((UINT64_C(1) << PL_DECIDE__COUNT) - 1)
 
 /* The inline append's bound: below it the array has room and the cap
  * allows another record, so one compare does for both. */
@@ -23,7 +23,7 @@ static void update_room(pl__dec *d)
 
 /* The inline path serves the PRNG source only, and the kinds no strategy
  * wants: one bit per kind says which way a decision goes. */
-static uint32_t slow_kinds_of(const pl__dec *d)
+static uint64_t slow_kinds_of(const pl__dec *d)
 {
     return d->source != PL__DEC_SOURCE_PRNG ? ALL_KINDS : d->strategy_kinds;
 }
@@ -100,7 +100,7 @@ void pl__dec_set_strategy(pl__dec *d, pl__dec_strategy_fn fn, void *ud)
     pl__dec_set_strategy_kinds(d, fn, ud, ALL_KINDS);
 }
 
-void pl__dec_set_strategy_kinds(pl__dec *d, pl__dec_strategy_fn fn, void *ud, uint32_t kinds)
+void pl__dec_set_strategy_kinds(pl__dec *d, pl__dec_strategy_fn fn, void *ud, uint64_t kinds)
 {
     d->strategy = fn;
     d->strategy_ud = ud;

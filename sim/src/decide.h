@@ -120,8 +120,8 @@ typedef struct pl__dec {
     pl__dec_source source;
     pl__dec_strategy_fn strategy; /* NULL: none */
     void *strategy_ud;
-    uint32_t strategy_kinds; /* bit k set: the strategy sees kind k (0 with no strategy) */
-    uint32_t slow_kinds; /* bit k set: kind k leaves pl__dec_draw's inline path */
+    uint64_t strategy_kinds; /* bit k set: the strategy sees kind k (0 with no strategy) */
+    uint64_t slow_kinds; /* bit k set: kind k leaves pl__dec_draw's inline path */
 
     /* Source state. */
     pl__prng prng;
@@ -191,9 +191,9 @@ void pl__dec_use_prefix(pl__dec *d, const pl__dec_record *records, size_t len, u
 void pl__dec_set_strategy(pl__dec *d, pl__dec_strategy_fn fn, void *ud);
 
 /* Like pl__dec_set_strategy, for a hook that returns `fallback` unchanged
- * (and changes nothing) for every kind whose bit (1u << kind) is clear in
+ * (and changes nothing) for every kind whose bit (UINT64_C(1) << kind) is clear in
  * `kinds`: those decisions skip the call. */
-void pl__dec_set_strategy_kinds(pl__dec *d, pl__dec_strategy_fn fn, void *ud, uint32_t kinds);
+void pl__dec_set_strategy_kinds(pl__dec *d, pl__dec_strategy_fn fn, void *ud, uint64_t kinds);
 
 /* Caps the record at `max` entries (0: record nothing). Lowering it
  * below the current length does not discard what is recorded. */

@@ -74,7 +74,11 @@ typedef struct knob_row {
     /* Consulted only for nodes declared isolatable. */                                            \
     X(PL_DECIDE_NODE_ISOLATE, node_isolate, 'I', true, 256, SWARM_FAULT)                           \
     /* Always drawn uniform: a user's workload, not a fault. */                                    \
-    X(PL_DECIDE_RANDOM, random, 'a', true, 65536, SWARM_KEEP)
+    X(PL_DECIDE_RANDOM, random, 'a', true, 65536, SWARM_KEEP)                                     \
+    /* Consulted only for nodes declared skewed (node_clock.c). */                                 \
+    X(PL_DECIDE_CLOCK_OFFSET, clock_offset, 'O', true, 16384, SWARM_FAULT)                         \
+    X(PL_DECIDE_CLOCK_DRIFT, clock_drift, 'F', true, 16384, SWARM_FAULT)                           \
+    X(PL_DECIDE_CLOCK_JUMP, clock_jump, 'J', true, 256, SWARM_FAULT)
 
 static const knob_row rows[PL_DECIDE__COUNT] = {KNOB_ROWS(ROW)};
 

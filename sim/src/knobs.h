@@ -86,9 +86,19 @@
  * gives v - 1, so the kind off (or a value shrunk to 0) gives 0 and the
  * PRNG at prob 65536 gives a uniform value. */
 #define PL_DECIDE_RANDOM ((pl_decision_kind)30)
+/* Nodes declared skewed (node_clock.c); the key is the node's index << 32
+ * (| its jumps so far, for a jump): */
+#define PL_DECIDE_CLOCK_OFFSET ((pl_decision_kind)31) /* at its first boot: v > 0 sets the
+                                                         node's clock 2^(v-1) ms ahead (n = 9) */
+#define PL_DECIDE_CLOCK_DRIFT ((pl_decision_kind)32)  /* at its first boot: v > 0 makes it run
+                                                         100 << (v-1)/2 ppm fast (v odd) or
+                                                         slow (v even) (n = 17) */
+#define PL_DECIDE_CLOCK_JUMP ((pl_decision_kind)33)   /* at a wait: v > 0 steps its wall clock
+                                                         2^((v-1)/2) ms forward (v odd) or
+                                                         back (v even) (n = 17) */
 /* Every kind, core's and these; a number without a name is not assigned
  * in this build. */
-#define PL_DECIDE__COUNT 31
+#define PL_DECIDE__COUNT 34
 
 #define PL__DEC_KINDS ((int)PL_DECIDE__COUNT)
 
@@ -115,7 +125,7 @@ int pl__dec_kind_from_name(const char *text, size_t len);
 
 /* The one-letter code of a kind in replay files (s i t l w p d c f j b B q
  * k e x u, in enum order, then g L D r R P C K Z for 17..25, T V for 26
- * and 27, N I a for 28 to 30), or 0 for a kind out of range or not assigned. */
+ * and 27, N I a for 28 to 30, O F J for 31 to 33), or 0 for a kind out of range or not assigned. */
 char pl__dec_kind_letter(uint32_t kind);
 
 /* The kind with letter c, or -1. */

@@ -1,7 +1,8 @@
 /* sim/src/nemesis.h: faults that strike whole nodes of a cluster scenario
  * rather than one link or one send: a process pause (node_pause.c), a
  * node cut from every peer and a split in two sides (node_isolate.c), a
- * power cut of every crashable node (node_crash.c).
+ * power cut of every crashable node (node_crash.c), and a clock of its
+ * own, ahead, drifting and jumping (node_clock.c).
  *
  * A paused node's tasks are held (pl__executor_hold_task): none is polled,
  * its timers fire and its sockets receive as before, and what they make
@@ -20,6 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "pollen/observer.h"
 #include "pollen/sim_node.h"
 #include "pollen/time.h"
 
@@ -29,6 +31,14 @@ typedef struct pl__nemesis {
     uint32_t pauses[PL_SIM_NODES_MAX + 1];      /* pauses so far (decision keys) */
     pl_time isolated_until[PL_SIM_NODES_MAX + 1]; /* a decided isolation's end */
     uint32_t isolations[PL_SIM_NODES_MAX + 1];  /* decided isolations so far */
+    /* Skewed nodes' clocks (node_clock.c): reading = t + offset + t * drift
+     * / 10^6 at true time t, plus the wall clock's jumps so far. */
+    pl_time clock_offset_ns[PL_SIM_NODES_MAX + 1];
+    int32_t clock_drift_ppm[PL_SIM_NODES_MAX + 1];
+    uint32_t clock_jumps[PL_SIM_NODES_MAX + 1];  /* decided jumps so far (decision keys) */
+    pl_time wall_jump_ns[PL_SIM_NODES_MAX + 1];  /* the wall clock's jumps, summed */
+    bool clock_drawn[PL_SIM_NODES_MAX + 1];      /* offset and drift decided (first boot) */
+    pl_clock_map clock_map; /* the executor's, once a skewed node booted; zero: none */
 } pl__nemesis;
 
 struct pl__sim;
@@ -46,5 +56,20 @@ void pl__node_pause_end(struct pl__sim *s, uint32_t n, bool traced);
 /* At a wait, after the pauses: each isolatable node that is up and not
  * isolated draws a node_isolate decision. */
 void pl__node_isolate_deliver(struct pl__sim *s);
+
+/* At node n's first boot, when it is declared skewed: draws its clock's
+ * clock_offset and clock_drift decisions and sets the executor's clock
+ * map (pl__executor_set_clock_map) if it is not set yet. Later boots
+ * keep the clock (a restarted process, the same machine). */
+void pl__node_clock_boot(struct pl__sim *s, uint32_t n);
+
+/* At a wait, after the isolations: each skewed node that is up draws a
+ * clock_jump decision. */
+void pl__node_clock_deliver(struct pl__sim *s);
+
+/* What node n's clock reads at true time t: its monotonic clock, or its
+ * wall clock's offset from the epoch when `wall` (jumps included). Node
+ * 0 and nodes not skewed read t. */
+pl_time pl__node_clock_read(const struct pl__sim *s, uint32_t n, pl_time t, bool wall);
 
 #endif

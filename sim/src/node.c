@@ -209,6 +209,7 @@ int pl_sim_node_add(pl_executor *ex, const pl_node_def *def)
     pl__node *node = &s->nodes.list[s->nodes.len++];
     node->def = *def;
     node->host = host;
+    pl__node_clock_boot(s, (uint32_t)(node - s->nodes.list));
     rc = pl__node_boot(s, node);
     if (rc != 0 && s->call_error[0] == '\0') {
         pl__sim_call_error(s, rc, "pl_sim_node_add: the boot function of node '%s' returned %s",

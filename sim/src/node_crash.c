@@ -200,4 +200,5 @@ void pl__nodes_deliver(pl__sim *s, pl_time now)
         pl__node_pause_deliver(s, now);
     }
     pl__node_isolate_deliver(s);
+    pl__node_clock_deliver(s);
 }

@@ -216,6 +216,17 @@ static void explain_other(explainer *x, size_t i, uint32_t kind, uint64_t key, c
                       v - 1, n - 1);
         }
         break;
+    /* A skewed node's clock (node_clock.c) says what it became. */
+    case PL_DECIDE_CLOCK_OFFSET:
+    case PL_DECIDE_CLOCK_DRIFT:
+    case PL_DECIDE_CLOCK_JUMP:
+        if (what != NULL && what[0] != '\0') {
+            sb_printf(&x->out, "%s", what);
+        } else {
+            sb_printf(&x->out, "%s: choice %u of %u (node #%llu)", pl__dec_kind_name(kind), v, n,
+                      k >> 32);
+        }
+        break;
     case PL_DECIDE_CRASH_SILENCE:
         if (what != NULL && what[0] != '\0') {
             sb_printf(&x->out,

@@ -35,7 +35,7 @@ static const char *const zoo[] = {
     "chan_register_late", "checksum",           "deadline_reset",
     "edge_notify",
     "event_clear",    "idle_timeout",       "join_repoll",        "kv_ack",
-    "lease_clock",    "lease_pause",        "lock_order",
+    "lease_clock",    "lease_pause",        "lease_skew",         "lock_order",
     "log_ack",        "node_register_late", "node_wake_no_flag",
     "notify_waiters_thread",
     "poll_hang",
@@ -196,6 +196,7 @@ ZOO_PAIR(join_repoll)
 ZOO_PAIR(kv_ack)
 ZOO_PAIR(lease_clock)
 ZOO_PAIR(lease_pause)
+ZOO_PAIR(lease_skew)
 ZOO_PAIR(lock_order)
 ZOO_PAIR(log_ack)
 ZOO_PAIR(node_register_late)

@@ -752,7 +752,10 @@ Test(cli, each_command_has_help)
                        "%s", p.out);
     cr_assert_not_null(strstr(p.out, " spurious_poll=off "), "%s", p.out);
     cr_assert_not_null(strstr(p.out, " node_isolate=256"), "%s", p.out);
-    cr_assert_not_null(strstr(p.out, " random=65536\n"), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, " clock_jump=256\n"), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, " in that order:\n  s i t l w p d c f j b B q k e x u g L D r "
+                                     "R P C K Z T V N I a O F J\n"),
+                       "%s", p.out);
     /* Which C library calls a run routes, and where that is documented. */
     cr_assert_not_null(strstr(p.out, "clock_gettime, gettimeofday and time read"), "%s", p.out);
     child_ran_free(&p);
@@ -1940,7 +1943,8 @@ Test(cli, bounded_strategy_enumerates_schedules)
                                      "link_dup, link_reorder, link_reset, partition, clog, "
                                      "node_crash, crash_silence, thread_switch, "
                                      "cond_spurious, node_pause, node_isolate, "
-                                     "random (3 values a draw); "
+                                     "random (3 values a draw), clock_offset, clock_drift, "
+                                     "clock_jump; "
                                      "not explored: spurious_poll (off)\n"),
                        "%s", p.out);
     child_ran_free(&p);

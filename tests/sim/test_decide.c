@@ -120,7 +120,8 @@ LEAK_TEST(knobs, defaults_are_the_documented_table)
                           "disk_lose=32768,link_latency=16384,link_loss=1024,link_dup=512,"
                           "link_reorder=1024,link_reset=128,partition=256,clog=256,node_crash=256,"
                           "crash_silence=16384,thread_switch=8192,cond_spurious=1024,"
-                          "node_pause=256,node_isolate=256,random=65536");
+                          "node_pause=256,node_isolate=256,random=65536,clock_offset=16384,"
+                          "clock_drift=16384,clock_jump=256");
     cr_assert_eq((size_t)n, strlen(buf));
 }
 
@@ -365,6 +366,9 @@ static void number_every_field(pl_sim_knobs *k)
     k->node_pause.prob = 29;
     k->node_isolate.prob = 30;
     k->random.prob = 31;
+    k->clock_offset.prob = 32;
+    k->clock_drift.prob = 33;
+    k->clock_jump.prob = 34;
 }
 
 LEAK_TEST(knobs, typed_fields_are_their_kinds)
@@ -382,7 +386,8 @@ LEAK_TEST(knobs, typed_fields_are_their_kinds)
                           "disk_fault=15,disk_corrupt=16,disk_lose=17,link_latency=18,"
                           "link_loss=19,link_dup=20,link_reorder=21,link_reset=22,partition=23,"
                           "clog=24,node_crash=25,crash_silence=26,thread_switch=27,"
-                          "cond_spurious=off,node_pause=29,node_isolate=30,random=31");
+                          "cond_spurious=off,node_pause=29,node_isolate=30,random=31,"
+                          "clock_offset=32,clock_drift=33,clock_jump=34");
 }
 
 LEAK_TEST(knobs, typed_defaults_are_the_text_defaults)
@@ -964,8 +969,8 @@ LEAK_TEST(strategy_kinds, hook_sees_its_kinds_only_and_changes_nothing_else)
     pl__dec_set_strategy(&all, schedule_last, &all_log);
     /* Bits past the last kind are dropped, not kept as garbage. */
     pl__dec_set_strategy_kinds(&sched, schedule_last, &sched_log,
-                               1u << PL_DECIDE_SCHEDULE | 1u << 31);
-    cr_assert_eq(sched.strategy_kinds, 1u << PL_DECIDE_SCHEDULE);
+                               UINT64_C(1) << PL_DECIDE_SCHEDULE | UINT64_C(1) << 63);
+    cr_assert_eq(sched.strategy_kinds, UINT64_C(1) << PL_DECIDE_SCHEDULE);
     mixed_run(&all, 4000);
     mixed_run(&sched, 4000);
     cr_assert_gt(all_log.other_kinds, 0);

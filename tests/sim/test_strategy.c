@@ -586,7 +586,7 @@ LEAK_TEST(swarm, runs_reproduce_and_record_their_knobs)
     close(fd);
     cr_assert_eq(pl_sim_write_replay(&window_scenario, &o, &a, path), 0);
     FILE *f = fopen(path, "r");
-    char line[512];
+    char line[PL_SIM_KNOBS_TEXT_MAX + 8];
     bool found = false;
     while (f != NULL && fgets(line, sizeof line, f) != NULL) {
         found |= strncmp(line, "knobs ", 6) == 0 && strncmp(line + 6, want, strlen(want)) == 0;

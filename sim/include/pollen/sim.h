@@ -331,6 +331,10 @@ typedef struct pl_sim_knobs {
     pl_sim_knob random;        /* user code's randomness (pollen/random.h, and rand(),
                                   random(), getrandom() in a simulation binary): 65536,
                                   every value uniform; off: every value 0 */
+    pl_sim_knob clock_offset;  /* a skewed node's clock starts ahead, at its first boot:
+                                  16384 */
+    pl_sim_knob clock_drift;   /* a skewed node's clock runs fast or slow: 16384 */
+    pl_sim_knob clock_jump;    /* a skewed node's wall clock steps at a wait: 256 */
 } pl_sim_knobs;
 
 /* Fills k with the defaults above. Any thread. */

@@ -78,6 +78,18 @@ typedef struct pl_node_def {
      * links of its host, both ways) at any wait for 1 to 128 ms, as
      * pl_sim_node_isolate does. */
     bool isolatable;
+    /* The node reads its own clock, not the run's: the clock_offset and
+     * clock_drift decision kinds set it ahead by 1 to 128 ms and make it
+     * run up to PL_SIM_CLOCK_DRIFT_MAX_PPM fast or slow, once, at the
+     * node's first boot; the clock_jump kind may step its wall clock 1 to
+     * 128 ms forward or back at any wait. Its tasks' pl_now, their timers
+     * and the C library's clocks they read (a simulation binary's
+     * clock_gettime, gettimeofday, time) follow it; the run's order stays
+     * the one true timeline. Only the wall clocks jump (CLOCK_REALTIME,
+     * gettimeofday, time, as NTP or an operator steps them): pl_now and
+     * CLOCK_MONOTONIC never do, so armed timers stay where they are.
+     * docs/simulator.md, "Per-node clocks". */
+    bool skewed;
 } pl_node_def;
 
 /* One step of a decided restart delay. */
@@ -86,6 +98,21 @@ typedef struct pl_node_def {
 /* The shortest decided pause, and how many doublings of it there are. */
 #define PL_SIM_NODE_PAUSE_QUANTUM_NS   PL_MS
 #define PL_SIM_NODE_PAUSE_STEPS        8
+/* A skewed node's clock (pl_node_def.skewed): its offset is
+ * PL_SIM_CLOCK_OFFSET_QUANTUM_NS << k, its drift PL_SIM_CLOCK_DRIFT_QUANTUM_PPM
+ * << k parts per million fast or slow, a jump of its wall clock
+ * PL_SIM_CLOCK_JUMP_QUANTUM_NS << k forward or back, k decided below
+ * PL_SIM_CLOCK_STEPS; 0 (production) is no skew. A protocol that trusts
+ * clocks only within bounds takes these as its bounds (a lease's margin:
+ * two clocks part by at most 2 * PL_SIM_CLOCK_DRIFT_MAX_PPM of the time
+ * they measure). */
+#define PL_SIM_CLOCK_STEPS              8
+#define PL_SIM_CLOCK_OFFSET_QUANTUM_NS  PL_MS
+#define PL_SIM_CLOCK_DRIFT_QUANTUM_PPM  100
+#define PL_SIM_CLOCK_JUMP_QUANTUM_NS    PL_MS
+#define PL_SIM_CLOCK_OFFSET_MAX_NS      (PL_SIM_CLOCK_OFFSET_QUANTUM_NS << (PL_SIM_CLOCK_STEPS - 1))
+#define PL_SIM_CLOCK_DRIFT_MAX_PPM      (PL_SIM_CLOCK_DRIFT_QUANTUM_PPM << (PL_SIM_CLOCK_STEPS - 1))
+#define PL_SIM_CLOCK_JUMP_MAX_NS        (PL_SIM_CLOCK_JUMP_QUANTUM_NS << (PL_SIM_CLOCK_STEPS - 1))
 
 /* Declares a node and boots it. From a scenario's setup (or its tasks).
  * The definition is copied. Returns 0; PL_EINVAL (no simulation running,

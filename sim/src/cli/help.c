@@ -315,7 +315,17 @@ static void put_knob_defaults(FILE *f)
         fprintf(f, " %s", k);
         col += len + 1;
     }
-    fputc('\n', f);
+    /* A replay file's decisions name their kinds by letter. */
+    fputs("\ntheir letters in replay files, in that order:\n ", f);
+    for (uint32_t kind = 0; kind < PL_DECIDE__COUNT; kind++) {
+        char c = pl__dec_kind_letter(kind);
+        if (c != 0) {
+            fprintf(f, " %c", c);
+        }
+    }
+    fputs("\nclock_offset, clock_drift and clock_jump act on nodes declared .skewed only\n"
+          "(docs/simulator.md, \"Cluster scenarios\").\n",
+          f);
 }
 
 int pl__cli_show_help(const cli *c, const char *cmd)

@@ -75,10 +75,13 @@ bool pl_sim_route_clocks(bool on)
  * outside a run, or when routing is off. */
 static const pl__sim *routed_run(void) { return clocks_routed != 0 ? pl__sim_current() : NULL; }
 
-/* The virtual reading of clk, in nanoseconds. */
+/* The virtual reading of clk, in nanoseconds: the clock of the node
+ * whose code reads it (a skewed node's own, node_clock.c). */
 static pl_time virtual_now(const pl__sim *s, clockid_t clk)
 {
-    return pl__sim_now(s) + (wall_clock(clk) ? PL__ENV_EPOCH_NS : 0);
+    bool wall = wall_clock(clk);
+    return pl__node_clock_read(s, pl__node_current(s), pl__sim_now(s), wall) +
+           (wall ? PL__ENV_EPOCH_NS : 0);
 }
 
 int clock_gettime(clockid_t clk, struct timespec *ts)

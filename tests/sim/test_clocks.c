@@ -1,0 +1,318 @@
+/* tests/sim/test_clocks.c: per-node clocks (pollen/sim_node.h's
+ * `skewed`, the clock_offset, clock_drift and clock_jump decision kinds).
+ *
+ * Two skewed nodes, "a" (10.0.0.1) and "b" (10.0.0.2), and "c"
+ * (10.0.0.3), skewed only when a test says so. Each node's task reads
+ * its clocks at boot (pl_now, CLOCK_MONOTONIC, CLOCK_REALTIME), sleeps
+ * 100 ms on its own clock, and reads them again with the run's true
+ * time. The decisions come from a list read by kind, so each test
+ * states the clocks it wants. */
+#include <criterion/criterion.h>
+#include <string.h>
+#include <time.h>
+
+#include <pollen/sim.h>
+#include <pollen/sim_node.h>
+
+#include "leakcheck.h"
+#include "run_record.h"
+#include "sim_internal.h"
+
+TestSuite(clocks, .fini = pl_test_leak_check);
+
+#define NAP (100 * PL_MS)
+
+enum { NODES = 3 };
+
+static struct seen {
+    pl_time boot_now[NODES + 1];   /* pl_now at boot */
+    pl_time start_mono[NODES + 1]; /* the task's first reads */
+    pl_time start_wall[NODES + 1];
+    pl_time start_now[NODES + 1];
+    pl_time woke_true[NODES + 1]; /* the run's true time at the wake */
+    pl_time woke_now[NODES + 1];
+    pl_time woke_mono[NODES + 1];
+    pl_time woke_wall[NODES + 1];
+    pl_time scenario_mono; /* the scenario's own task, at its end */
+    pl_time scenario_true;
+} seen;
+
+static bool c_skewed;
+
+static pl_time read_clock(clockid_t clk)
+{
+    struct timespec ts;
+    clock_gettime(clk, &ts);
+    return (pl_time)ts.tv_sec * PL_S + (pl_time)ts.tv_nsec;
+}
+
+typedef struct napper {
+    pl_future base;
+    int self;
+    pl_sleep nap;
+} napper;
+
+static pl_poll_result napper_poll(pl_future *f, pl_context *cx)
+{
+    napper *self = (napper *)f;
+    int n = self->self;
+    PL_ASYNC_BEGIN(self);
+    seen.start_now[n] = pl_now(cx->ex);
+    seen.start_mono[n] = read_clock(CLOCK_MONOTONIC);
+    seen.start_wall[n] = read_clock(CLOCK_REALTIME);
+    self->nap = pl_sleep_for(NAP);
+    PL_AWAIT(cx, &self->nap);
+    seen.woke_true[n] = pl__sim_now(pl__sim_current());
+    seen.woke_now[n] = pl_now(cx->ex);
+    seen.woke_mono[n] = read_clock(CLOCK_MONOTONIC);
+    seen.woke_wall[n] = read_clock(CLOCK_REALTIME);
+    PL_ASYNC_END;
+}
+
+static void napper_drop(pl_future *f) { pl_drop_child(&((napper *)f)->nap.base); }
+
+static const pl_future_vtable napper_vt = {"napper", napper_poll, napper_drop};
+
+static int node_boot(pl_executor *ex, void *ud)
+{
+    int n = (int)(intptr_t)ud;
+    seen.boot_now[n] = pl_now(ex);
+    napper t = {.base = PL_FUTURE_INIT(&napper_vt), .self = n};
+    return PL_SPAWN(ex, t, "napper", NULL);
+}
+
+/* The scenario's own task outlives the nodes' and reads the true clock. */
+typedef struct watcher {
+    pl_future base;
+    pl_sleep nap;
+} watcher;
+
+static pl_poll_result watcher_poll(pl_future *f, pl_context *cx)
+{
+    watcher *self = (watcher *)f;
+    PL_ASYNC_BEGIN(self);
+    self->nap = pl_sleep_for(2 * NAP);
+    PL_AWAIT(cx, &self->nap);
+    seen.scenario_mono = read_clock(CLOCK_MONOTONIC);
+    seen.scenario_true = pl__sim_now(pl__sim_current());
+    PL_ASYNC_END;
+}
+
+static void watcher_drop(pl_future *f) { pl_drop_child(&((watcher *)f)->nap.base); }
+
+static const pl_future_vtable watcher_vt = {"watcher", watcher_poll, watcher_drop};
+
+static int clocks_setup(pl_executor *ex, void *state)
+{
+    (void)state;
+    memset(&seen, 0, sizeof seen);
+    const pl_node_def defs[NODES] = {
+        {.name = "a", .host = "10.0.0.1", .boot = node_boot, .ud = (void *)1, .skewed = true},
+        {.name = "b", .host = "10.0.0.2", .boot = node_boot, .ud = (void *)2, .skewed = true},
+        {.name = "c", .host = "10.0.0.3", .boot = node_boot, .ud = (void *)3, .skewed = c_skewed},
+    };
+    for (int i = 0; i < NODES; i++) {
+        int rc = pl_sim_node_add(ex, &defs[i]);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    watcher w = {.base = PL_FUTURE_INIT(&watcher_vt)};
+    return PL_SPAWN(ex, w, "watcher", NULL);
+}
+
+static const pl_scenario clocks_sc = {.name = "clocks", .setup = clocks_setup};
+
+/* The first t >= 0 whose reading t + offset + t * ppm / 10^6 (toward
+ * zero) reaches `local`, by bisection: independent of node_clock.c's
+ * inverse. */
+static pl_time reading(pl_time t, pl_time offset, int32_t ppm)
+{
+    cr_assert_lt(t, PL_S * 1000, "t * ppm fits 64 bits"); /* the tests' times are short */
+    return t + offset + t * ppm / 1000000;
+}
+
+static pl_time first_reaching(pl_time local, pl_time offset, int32_t ppm)
+{
+    pl_time lo = 0, hi = 2 * local;
+    while (lo < hi) {
+        pl_time mid = lo + (hi - lo) / 2;
+        if (reading(mid, offset, ppm) >= local) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    return lo;
+}
+
+/* Every kind off but the clock kinds (so the list below is all there is)
+ * and a run with no poll cost (the wake is the timer's exact time). */
+static void options_of(pl_sim_options *o, const pl__dec_record *list, size_t n)
+{
+    pl_sim_options_default(o);
+    o->source = PL_SIM_SOURCE_LIST_BY_KIND;
+    o->decisions = list;
+    o->decisions_len = n;
+    o->poll_cost_ns = 0;
+}
+
+static pl_sim_result run_list(const pl__dec_record *list, size_t n)
+{
+    pl_sim_options o;
+    options_of(&o, list, n);
+    pl_sim_result r;
+    cr_assert_eq(pl_sim_run(&clocks_sc, &o, &r), 0);
+    cr_assert_eq(r.finding.kind, PL_FINDING_NONE, "%s", r.finding.message);
+    return r;
+}
+
+#define O(v)                                                                                       \
+    {                                                                                              \
+        (uint32_t) PL_DECIDE_CLOCK_OFFSET, 1 + PL_SIM_CLOCK_STEPS, (v)                             \
+    }
+#define F(v)                                                                                       \
+    {                                                                                              \
+        (uint32_t) PL_DECIDE_CLOCK_DRIFT, 1 + 2 * PL_SIM_CLOCK_STEPS, (v)                          \
+    }
+#define J(v)                                                                                       \
+    {                                                                                              \
+        (uint32_t) PL_DECIDE_CLOCK_JUMP, 1 + 2 * PL_SIM_CLOCK_STEPS, (v)                           \
+    }
+
+/* a: 4 ms ahead, 6400 ppm fast (v 13: 100 << 6); b: no offset, 6400 ppm
+ * slow (v 14). */
+static const pl__dec_record skews[] = {O(3), F(13), O(0), F(14)};
+
+LEAK_TEST(clocks, a_node_reads_its_own_clock)
+{
+    c_skewed = false;
+    pl_sim_result r = run_list(skews, 4);
+    /* At boot (true time 0): a is 4 ms ahead, b and c read the run's 0. */
+    cr_assert_eq(seen.boot_now[1], 4 * PL_MS);
+    cr_assert_eq(seen.boot_now[2], 0);
+    cr_assert_eq(seen.boot_now[3], 0);
+    /* The C library's monotonic clock is the same clock as pl_now. */
+    for (int n = 1; n <= NODES; n++) {
+        cr_assert_eq(seen.start_mono[n], seen.start_now[n], "node %d", n);
+        cr_assert_eq(seen.woke_mono[n], seen.woke_now[n], "node %d", n);
+    }
+    /* The scenario's own task reads the true clock. */
+    cr_assert_eq(seen.scenario_mono, seen.scenario_true);
+    cr_assert_eq(seen.scenario_true, 2 * NAP);
+    pl_sim_result_free(&r);
+}
+
+LEAK_TEST(clocks, timers_fire_when_the_nodes_clock_reaches_them)
+{
+    c_skewed = false;
+    pl_sim_result r = run_list(skews, 4);
+    /* a's sleep of 100 ms on a clock 0.64 % fast ends before 100 ms of
+     * true time, b's on a clock as slow after, c's at 100 ms: each at the
+     * first nanosecond its own clock reads the deadline. */
+    pl_time a_due = first_reaching(seen.start_now[1] + NAP, 4 * PL_MS, 6400);
+    pl_time b_due = first_reaching(seen.start_now[2] + NAP, 0, -6400);
+    cr_assert_eq(seen.woke_true[1], a_due, "%lld", (long long)seen.woke_true[1]);
+    cr_assert_eq(seen.woke_true[2], b_due, "%lld", (long long)seen.woke_true[2]);
+    cr_assert_eq(seen.woke_true[3], NAP);
+    cr_assert_lt(a_due, NAP - 600 * PL_US);
+    cr_assert_gt(b_due, NAP + 600 * PL_US);
+    /* Never early: the clock read at the wake has reached the deadline. */
+    cr_assert_geq(seen.woke_now[1], seen.start_now[1] + NAP);
+    cr_assert_geq(seen.woke_now[2], seen.start_now[2] + NAP);
+    cr_assert_eq(seen.woke_now[1], reading(a_due, 4 * PL_MS, 6400));
+    pl_sim_result_free(&r);
+}
+
+LEAK_TEST(clocks, only_the_wall_clock_jumps)
+{
+    c_skewed = false;
+    /* The first jump decision is a's at the first wait: +1 ms (v 1); the
+     * second b's: -2 ms (v 4). */
+    static const pl__dec_record list[] = {O(0), F(0), O(0), F(0), J(1), J(4)};
+    pl_sim_result r = run_list(list, 6);
+    pl_time epoch_a = seen.start_wall[1] - seen.start_mono[1];
+    cr_assert_eq(seen.woke_wall[1] - seen.woke_mono[1], epoch_a + PL_MS);
+    cr_assert_eq(seen.woke_wall[2] - seen.woke_mono[2], epoch_a - 2 * PL_MS);
+    cr_assert_eq(seen.woke_wall[3] - seen.woke_mono[3], epoch_a);
+    /* The monotonic clocks and the timers did not move. */
+    cr_assert_eq(seen.woke_true[1], NAP);
+    cr_assert_eq(seen.woke_true[2], NAP);
+    cr_assert_eq(seen.woke_mono[1], NAP);
+    pl_sim_result_free(&r);
+}
+
+/* Only skewed nodes consult the clock kinds: "c" draws nothing until it
+ * is declared skewed, then two at boot. */
+LEAK_TEST(clocks, nodes_not_skewed_draw_nothing)
+{
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.knobs = "clock_offset=65536,clock_drift=65536,clock_jump=65536";
+    o.seed = 7;
+    for (int skewed = 0; skewed <= 1; skewed++) {
+        c_skewed = skewed != 0;
+        pl_sim_result r;
+        cr_assert_eq(pl_sim_run(&clocks_sc, &o, &r), 0);
+        const pl__run_record *rec = pl__sim_result_record(&r);
+        cr_assert_eq(rec->consulted[PL_DECIDE_CLOCK_OFFSET], 2u + (uint64_t)skewed);
+        cr_assert_eq(rec->consulted[PL_DECIDE_CLOCK_DRIFT], 2u + (uint64_t)skewed);
+        cr_assert_gt(rec->consulted[PL_DECIDE_CLOCK_JUMP], 0);
+        pl_sim_result_free(&r);
+    }
+}
+
+/* A seeded run with every clock decision taken replays from its record
+ * to the same trace hash and the same readings. */
+LEAK_TEST(clocks, a_skewed_run_replays)
+{
+    c_skewed = true;
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.knobs = "clock_offset=65536,clock_drift=65536,clock_jump=8192";
+    o.seed = 3;
+    pl_sim_result first;
+    cr_assert_eq(pl_sim_run(&clocks_sc, &o, &first), 0);
+    struct seen before = seen;
+    const pl__run_record *rec = pl__sim_result_record(&first);
+    cr_assert_gt(rec->deviated[PL_DECIDE_CLOCK_DRIFT], 0);
+    o.source = PL_SIM_SOURCE_LIST;
+    o.decisions = rec->decisions;
+    o.decisions_len = rec->decisions_len;
+    pl_sim_result again;
+    cr_assert_eq(pl_sim_run(&clocks_sc, &o, &again), 0);
+    cr_assert_eq(again.hash, first.hash);
+    cr_assert_eq(memcmp(&before, &seen, sizeof seen), 0);
+    pl_sim_result_free(&again);
+    pl_sim_result_free(&first);
+}
+
+/* The zoo's lease between skewed clocks: a seed that finds the stale
+ * read shrinks to the decisive drift, said in one line. */
+LEAK_TEST(clocks, a_stale_lease_shrinks_to_one_drift)
+{
+    const pl_scenario *sc = pl_scenario_find("bug_lease_skew");
+    cr_assert_not_null(sc);
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    pl_sim_result r = {0};
+    bool found = false;
+    for (uint64_t seed = 0; seed < 500 && !found; seed++) {
+        o.seed = seed;
+        cr_assert_eq(pl_sim_run(sc, &o, &r), 0);
+        found = r.finding.kind == PL_FINDING_ASSERTION;
+        if (!found) {
+            pl_sim_result_free(&r);
+        }
+    }
+    cr_assert(found, "no stale read in 500 seeds");
+    const pl__run_record *rec = pl__sim_result_record(&r);
+    pl_sim_shrink_result sh;
+    cr_assert_eq(
+        pl_sim_shrink(sc, &o, rec->decisions, rec->decisions_len, r.finding.kind, NULL, &sh), 0,
+        "%s", sh.message);
+    cr_assert_eq(sh.nonzero_after, 1, "%s", sh.explanation);
+    cr_assert_not_null(strstr(sh.explanation, "clock runs "), "%s", sh.explanation);
+    pl_sim_shrink_result_free(&sh);
+    pl_sim_result_free(&r);
+}
