@@ -88,16 +88,15 @@ void pl__eventually(bool ok, const char *msg, const char *file, int line, const 
     site->func = func;
 }
 
-void pl__props_verdict(pl__sim *s)
+void pl__props_verdict(pl__sim *s, pl_finding_kind kind, const char *when)
 {
-    PL__SIM_ASSERT(s->run_over);
+    PL__SIM_ASSERT(s->run_over || kind == PL_FINDING_LIVENESS);
     PL__SIM_ASSERT(s->props.eventually.len == s->props.eventually.index.count);
     for (size_t i = 0; i < s->props.eventually.len && s->finding.kind == PL_FINDING_NONE; i++) {
         const pl__site *site = &s->props.eventually.sites[i];
         if (!site->last_ok) {
-            pl__sim_finding(s, PL_FINDING_ASSERTION, NULL,
-                            "pl_eventually never became true: %s (%s:%d, in %s)", site->msg,
-                            site->file, site->line, site->func);
+            pl__sim_finding(s, kind, NULL, "pl_eventually never became true%s: %s (%s:%d, in %s)",
+                            when, site->msg, site->file, site->line, site->func);
         }
     }
 }

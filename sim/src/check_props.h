@@ -6,6 +6,7 @@
 #ifndef POLLEN_SIM_CHECK_PROPS_H
 #define POLLEN_SIM_CHECK_PROPS_H
 
+#include "pollen/sim.h"
 #include "sites.h"
 
 typedef struct pl__sim pl__sim;
@@ -21,9 +22,11 @@ typedef struct pl__props {
     char *sometimes_last;
 } pl__props;
 
-/* The verdict at the end of a clean run: fails the pl_eventually sites
- * whose latest evaluation was false. */
-void pl__props_verdict(pl__sim *s);
+/* The verdict at the end of a clean run, or at the quiet phase's
+ * deadline (quiet.h): fails the pl_eventually sites whose latest
+ * evaluation was false, as a finding of `kind` (assertion; liveness with
+ * a quiet phase), `when` ("" or " by 300.000 ms ...") after "true". */
+void pl__props_verdict(pl__sim *s, pl_finding_kind kind, const char *when);
 void pl__props_free(pl__props *p);
 
 #endif

@@ -47,7 +47,7 @@ int pl_check_fail(char *msg, size_t msg_len, const char *fmt, ...)
 static const char *const finding_names[PL_FINDING__COUNT] = {
     "none",      "orphan",     "lost_wakeup", "deadlock", "stale_waker",
     "poll_after_ready", "double_drop", "waker_leak", "task_leak", "livelock",
-    "assertion", "nondeterminism", "crash", "linearizability",
+    "assertion", "nondeterminism", "crash", "linearizability", "liveness",
 };
 
 const char *pl_finding_name(pl_finding_kind kind)

@@ -40,10 +40,31 @@ static bool judge_point(pl__sim *s)
     return false;
 }
 
+/* With a quiet phase, at its deadline or at the run's end if that comes
+ * first: what never happened once faults stopped, the pl_eventually
+ * sites first, then the scenario's liveness check. */
+static void judge_liveness(pl__sim *s)
+{
+    pl__quiet *q = &s->quiet;
+    PL__SIM_ASSERT(q->start_ns != 0 && !q->judged);
+    q->judged = true;
+    char when[128];
+    pl__quiet_when(s, when, sizeof when);
+    pl__props_verdict(s, PL_FINDING_LIVENESS, when);
+    const pl_scenario *sc = s->scenario;
+    char msg[512] = "";
+    if (s->finding.kind == PL_FINDING_NONE && sc->liveness != NULL &&
+        sc->liveness(s->ex, q->state, msg, sizeof msg) != 0) {
+        pl__sim_finding(s, PL_FINDING_LIVENESS, NULL, "liveness check failed%s: %s", when,
+                        msg[0] ? msg : "(no message)");
+    }
+}
+
 static const pl__sim_judges judges = {
     .point = judge_point,
     .before_injection = pl__probe_before_injection,
     .time_limit = pl__probe_time_limit,
+    .quiet_end = judge_liveness,
 };
 
 /* ---- The world's life cycle ------------------------------------------ */
@@ -102,6 +123,9 @@ int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o, pl_
         return PL_EINVAL;
     }
     if (o->faults != NULL && pl_sim_fault_options_validate(o->faults, err, err_len) != 0) {
+        return PL_EINVAL;
+    }
+    if (pl__quiet_init(s, sc, err, err_len) != 0) {
         return PL_EINVAL;
     }
     pl__budget_init(&s->bounds, o);
@@ -226,8 +250,14 @@ static void judge(pl__sim *s, const pl_scenario *sc, void *state, int rc)
     if (s->finding.kind != PL_FINDING_NONE) {
         return;
     }
-    pl__props_verdict(s);
+    bool quiet = s->quiet.start_ns != 0;
+    if (!quiet) {
+        pl__props_verdict(s, PL_FINDING_ASSERTION, "");
+    }
     pl__history_verdict(s);
+    if (quiet && !s->quiet.judged && s->finding.kind == PL_FINDING_NONE) {
+        judge_liveness(s); /* the run ended before the deadline */
+    }
     if (s->finding.kind == PL_FINDING_NONE) {
         scenario_check(s, sc, state);
     }
@@ -353,6 +383,7 @@ static void follow_up(const pl_scenario *sc, const pl__sim *first, pl_sim_result
         free(state);
         return;
     }
+    s->quiet.state = state;
     s->probe.follow = (pl__follow){
         .active = true, .task = first->probe.follow_task, .point = first->probe.follow_point};
     if (sc->setup(s->ex, state) == 0) {
@@ -391,6 +422,7 @@ int pl__sim_run_captured(const pl_scenario *sc, const pl_sim_options *opts,
         free(state);
         return rc;
     }
+    s->quiet.state = state;
     rc = sc->setup(s->ex, state);
     if (rc != 0) {
         setup_failed(s, rc);
@@ -402,6 +434,7 @@ int pl__sim_run_captured(const pl_scenario *sc, const pl_sim_options *opts,
     if (s->finding.kind == PL_FINDING_NONE && !s->assume.discarded) {
         pl__leaks_verdict(s);
     }
+    pl__quiet_unmute(s); /* the record keeps the knobs the run began with */
     fill_result(s, out);
     out->internal = pl__run_record_make(s, sc);
     pl__sim_finish(s);

@@ -176,6 +176,9 @@ static int sim_wait(void *self, pl_executor *ex, pl_time deadline_ns)
     if (s->now > s->time_limit_ns) {
         return time_limit_reached(s);
     }
+    if (s->now >= s->quiet.at && pl__quiet_reached(s)) {
+        return 0; /* the liveness was judged at the quiet phase's deadline */
+    }
     /* The executor's thread waits: the other threads run meanwhile
      * (threads/sched.c); a thread's deadline is an event like I/O. */
     pl_time thread_next = PL_TIME_NEVER;
@@ -192,6 +195,11 @@ static int sim_wait(void *self, pl_executor *ex, pl_time deadline_ns)
     io_next = disk_next < io_next ? disk_next : io_next;
     io_next = thread_next < io_next ? thread_next : io_next;
     pl_time next = io_next < deadline_ns ? io_next : deadline_ns;
+    /* The quiet phase's start comes in any case (it ends what keeps the
+     * run stuck); its deadline only while something else may happen. */
+    if (s->quiet.at < next && (!s->quiet.begun || next != PL_TIME_NEVER)) {
+        next = s->quiet.at;
+    }
     if (!runnable && next == PL_TIME_NEVER && !s->remote_pending) {
         return PL_EDEADLK; /* quiescence: the runner takes over */
     }
@@ -200,7 +208,7 @@ static int sim_wait(void *self, pl_executor *ex, pl_time deadline_ns)
      * tasks are judged here, before the clock jumps (the run's judges). */
     bool at_point = !runnable && io_next == PL_TIME_NEVER && !s->remote_pending &&
                     deadline_ns != PL_TIME_NEVER && deadline_ns > s->now &&
-                    deadline_ns <= s->time_limit_ns;
+                    deadline_ns <= s->time_limit_ns && deadline_ns <= s->quiet.at;
     if (at_point && s->judges->point(s)) {
         return 0;
     }
@@ -219,6 +227,9 @@ static int sim_wait(void *self, pl_executor *ex, pl_time deadline_ns)
             return time_limit_reached(s);
         }
         advance_clock(s, next);
+    }
+    if (s->now >= s->quiet.at && pl__quiet_reached(s)) {
+        return 0;
     }
     if (s->reactor != NULL) {
         pl__reactor_deliver(s->reactor, s->now);

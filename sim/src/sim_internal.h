@@ -33,6 +33,7 @@
 #include "pollen/observer.h"
 #include "pollen/sim.h"
 #include "pollen/sim_node.h"
+#include "quiet.h"
 #include "sim_assert.h"
 #include "sites.h"
 #include "tasks.h"
@@ -49,11 +50,14 @@ struct pl__disk;
  * true when a finding stops the run; before_injection: a spurious wake
  * (is_poll: poll) of t is due at such a point, true when a finding stops
  * the run, *probed when the judge's poll was the spurious poll;
- * time_limit: the virtual time limit is reached. */
+ * time_limit: the virtual time limit is reached; quiet_end: the quiet
+ * phase's deadline is reached (quiet.h), the liveness is judged and
+ * s->quiet.judged set. */
 typedef struct pl__sim_judges {
     bool (*point)(pl__sim *s);
     bool (*before_injection)(pl__sim *s, pl_task *t, bool is_poll, bool *probed);
     void (*time_limit)(pl__sim *s);
+    void (*quiet_end)(pl__sim *s);
 } pl__sim_judges;
 
 /* The world's pl_system vtable (sim.c). */
@@ -109,6 +113,7 @@ struct pl__sim {
     pl__nemesis nemesis;    /* paused and isolated nodes (nemesis.h) */
     pl__history history;    /* the clients' operations (history.h) */
     pl__premise assume;     /* a failed pl_assume discarded the run (assume.h) */
+    pl__quiet quiet;        /* the quiet phase and its deadline (quiet.h) */
 
     bool stopped;
     pl_finding finding;

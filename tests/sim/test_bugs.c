@@ -34,7 +34,7 @@ static const char *const zoo[] = {
     "abort_permit",   "ack_resend",         "atomic_waker",
     "chan_register_late", "checksum",           "deadline_reset",
     "edge_notify",
-    "event_clear",    "idle_timeout",       "join_repoll",        "kv_ack",
+    "event_clear",    "failover_stick",     "idle_timeout",       "join_repoll",        "kv_ack",
     "lease_clock",    "lease_pause",        "lease_skew",         "lock_order",
     "log_ack",        "node_register_late", "node_wake_no_flag",
     "notify_waiters_thread",
@@ -191,6 +191,7 @@ ZOO_PAIR(checksum)
 ZOO_PAIR(deadline_reset)
 ZOO_PAIR(edge_notify)
 ZOO_PAIR(event_clear)
+ZOO_PAIR(failover_stick)
 ZOO_PAIR(idle_timeout)
 ZOO_PAIR(join_repoll)
 ZOO_PAIR(kv_ack)

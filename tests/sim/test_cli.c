@@ -716,6 +716,7 @@ Test(cli, help_lists_every_command)
         cr_assert_not_null(strstr(p.out, "lost_wakeup (12)"));
         cr_assert_not_null(strstr(p.out, "crash (22)"));
         cr_assert_not_null(strstr(p.out, "linearizability (23)"));
+        cr_assert_not_null(strstr(p.out, "liveness (24)"));
         child_ran_free(&p);
     }
 }

@@ -67,6 +67,26 @@ typedef struct pl_scenario {
     pl_time time_limit_ns; /* virtual time budget; 0: 1 hour */
     const char *source_file; /* set by PL_SCENARIO: pl_sometimes sites of this file
                                 that a campaign never reaches are reported */
+    /* The quiet phase (docs/simulator.md, "A quiet phase and liveness"):
+     * 0 (default) none, and the run draws and does exactly what it did
+     * without these fields. Otherwise, once the virtual clock reaches
+     * quiet_after_ns, no fault is injected any more (the fault kinds of
+     * the decision stream are no longer consulted; scheduling, latencies
+     * and timer lateness go on), every link between hosts heals, paused
+     * nodes resume and crashed nodes restart. quiet_deadline_ns later (0:
+     * 1 s), or when the run ends before that, the liveness is judged:
+     * every pl_eventually site must hold and `liveness` must pass, or the
+     * run is a liveness finding; a run judged at the deadline ends there
+     * (its check then runs with tasks still live). Both times must leave
+     * the run inside its time limit (pl_sim_run: PL_EINVAL). */
+    pl_time quiet_after_ns;
+    pl_time quiet_deadline_ns;
+    /* What must have happened once faults stopped ("the client finished
+     * its 20 requests"): returns 0, or nonzero after writing what never
+     * happened into msg (a liveness finding). Judged only with a quiet
+     * phase; runs on the run's thread with the tasks still live and must
+     * not spawn or poll. May be NULL (pl_eventually alone is judged). */
+    int (*liveness)(pl_executor *ex, void *state, char *msg, size_t msg_len);
 } pl_scenario;
 
 /* Registers a scenario in the pl_scenarios linker section, so a binary
@@ -129,6 +149,8 @@ typedef enum pl_finding_kind {
     PL_FINDING_CRASH = 12,           /* user code killed by a signal */
     PL_FINDING_LINEARIZABILITY = 13, /* a client history no order explains, or one too large
                                         to check (pollen/sim_history.h) */
+    PL_FINDING_LIVENESS = 14,        /* after the quiet phase's deadline, a pl_eventually
+                                        site or the scenario's liveness check still fails */
     PL_FINDING__COUNT
 } pl_finding_kind;
 
@@ -678,7 +700,9 @@ int pl_sim_write_shrunk_replay(const pl_scenario *sc, const pl_sim_options *base
  * a literal goes through "%s". An expression of type void. */
 #define pl_always(cond, ...)                                                 \
     ((cond) ? (void)0 : pl__always_failed(__FILE__, __LINE__, __func__, __VA_ARGS__))
-/* Must have been true the last time it was evaluated, by quiescence. */
+/* Must have been true the last time it was evaluated, by quiescence (an
+ * assertion finding); in a scenario with a quiet phase, by its deadline
+ * (a liveness finding: pl_scenario.quiet_after_ns). */
 #define pl_eventually(cond, msg)                                            \
     pl__eventually((cond) != 0, (msg), __FILE__, __LINE__, __func__)
 /* Must be true at least once across a campaign of at least two seeds (a

@@ -312,6 +312,23 @@ int pl__net_link_release(pl__reactor *r, uint32_t a, uint32_t b)
     return 0;
 }
 
+int pl__net_links_heal(pl__reactor *r)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < r->links_len; i++) {
+        kept += r->links[i].count.dgrams_held;
+    }
+    bool room = pl__net_heap_reserve(r, kept);
+    for (size_t i = 0; i < r->links_len; i++) {
+        link *l = &r->links[i];
+        l->cut_until = 0;
+        if (room) {
+            release_one(r, l);
+        }
+    }
+    return room ? 0 : PL_ENOMEM;
+}
+
 int pl__net_link_set(pl__reactor *r, uint32_t from, uint32_t to, const pl_sim_link_options *o)
 {
     if (pl_sim_link_options_validate(o, NULL, 0) != 0) {

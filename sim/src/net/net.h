@@ -91,6 +91,11 @@ pl_time pl__reactor_next_event(const pl__reactor *r);
 size_t pl__reactor_deliver(pl__reactor *r, pl_time now);
 /* Handles still open. */
 size_t pl__reactor_open_handles(const pl__reactor *r);
+/* Ends every cut and hold of every link between hosts, as the quiet
+ * phase does (quiet.c): the datagrams an open-ended hold kept arrive now,
+ * in their order. 0, or PL_ENOMEM with the holds left in force and the
+ * cuts healed. */
+int pl__net_links_heal(pl__reactor *r);
 /* Replaces the fault options (tests change them inside a run); o must be
  * valid. */
 void pl__reactor_set_faults(pl__reactor *r, const pl_sim_fault_options *o);
