@@ -205,8 +205,10 @@ static void add_task(pl__why_result *out, const pl__run_record *rec, uint32_t id
 }
 
 /* The tasks of the decisive decision: for a schedule decision the task
- * it polled and the FIFO head it passed over; and the task its event
- * names (the one running, or the owner of a timer it delays). */
+ * it polled and the FIFO head it passed over; the task its event names
+ * (the one running, or the owner of a timer it delays); and the finding's
+ * own task, which a probe or a fault decision does not name but which is
+ * what the reader came for. */
 static void involved(const pl_sim_result *ref, const pl__capture *cap, pl__why_result *out)
 {
     const pl__run_record *rec = pl__sim_result_record(ref);
@@ -217,6 +219,7 @@ static void involved(const pl_sim_result *ref, const pl__capture *cap, pl__why_r
         add_task(out, rec, (uint32_t)note->key, "passed over");
     }
     add_task(out, rec, out->decisive.task, "its subject");
+    add_task(out, rec, out->finding.task_id, "the finding's task");
 }
 
 /* ---- Passing twins ------------------------------------------------------ */

@@ -41,7 +41,7 @@
 #define PL__WHY_RUNS_MAX     1000u
 #define PL__WHY_PROBES_MAX   68 /* 0, N and a bisect of up to 2^64 decisions */
 #define PL__WHY_TWINS_MAX    32 /* departures given a twin (the first ones) */
-#define PL__WHY_TASKS_MAX    3  /* tasks a decision involves */
+#define PL__WHY_TASKS_MAX    4  /* tasks a decision involves, and the finding's */
 #define PL__WHY_TEXT_MAX     512
 
 /* A prefix is past the point of no return when at least this share of

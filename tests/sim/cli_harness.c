@@ -286,6 +286,87 @@ static const pl_scenario selftest_runs = {
     .check = runs_check,
 };
 
+/* ---- selftest_join_tree (registered): a join parked in two branches ---
+ * `why` names the task its decisive decision polled and draws where that
+ * task is parked: here both branches of a join. The setter runs first in
+ * production's order; a schedule decision that polls the joiner first
+ * parks its flag branch with no waker, and the setter then wakes nobody
+ * (the sleep branch only rescues it 10 ms later: a lost wakeup). */
+
+typedef struct tree_state {
+    bool flag;
+} tree_state;
+
+typedef struct flag_wait {
+    pl_future base;
+    const tree_state *st;
+} flag_wait;
+
+static pl_poll_result flag_wait_poll(pl_future *f, pl_context *cx)
+{
+    (void)cx;
+    return ((flag_wait *)f)->st->flag ? PL_READY : PL_PENDING; /* registers nothing */
+}
+
+static const pl_future_vtable flag_wait_vtable = {"flag_wait", flag_wait_poll, NULL};
+
+typedef struct tree_joiner {
+    pl_future base;
+    tree_state *st;
+    flag_wait left;
+    pl_sleep right;
+    pl_join2 join;
+} tree_joiner;
+
+static pl_poll_result tree_joiner_poll(pl_future *f, pl_context *cx)
+{
+    tree_joiner *self = (tree_joiner *)f;
+    PL_ASYNC_BEGIN(self);
+    self->left = (flag_wait){.base = PL_FUTURE_INIT(&flag_wait_vtable), .st = self->st};
+    self->right = pl_sleep_for(10 * PL_MS);
+    self->join = pl_join2_make(&self->left.base, &self->right.base);
+    PL_AWAIT(cx, &self->join);
+    PL_ASYNC_END;
+}
+
+static void tree_joiner_drop(pl_future *f)
+{
+    tree_joiner *self = (tree_joiner *)f;
+    if (self->base.resume != 0) {
+        pl_drop_child(&self->join.base);
+    }
+}
+
+static const pl_future_vtable tree_joiner_vtable = {"tree_joiner", tree_joiner_poll,
+                                                    tree_joiner_drop};
+
+typedef struct tree_setter {
+    pl_future base;
+    bool *flag;
+} tree_setter;
+
+static pl_poll_result tree_setter_poll(pl_future *f, pl_context *cx)
+{
+    (void)cx;
+    *((tree_setter *)f)->flag = true; /* and wakes nobody */
+    return PL_READY;
+}
+
+static const pl_future_vtable tree_setter_vtable = {"tree_setter", tree_setter_poll, NULL};
+
+static int tree_setup(pl_executor *ex, void *state)
+{
+    tree_state *st = state;
+    tree_setter s = {.base = PL_FUTURE_INIT(&tree_setter_vtable), .flag = &st->flag};
+    tree_joiner j = {.base = PL_FUTURE_INIT(&tree_joiner_vtable), .st = st};
+    int rc = PL_SPAWN(ex, s, "setter", NULL);
+    return rc != 0 ? rc : PL_SPAWN(ex, j, "joiner", NULL);
+}
+
+PL_SCENARIO(selftest_join_tree_sc, .name = "selftest_join_tree",
+            .summary = "CLI self-test: a join parked in two branches loses one's wakeup",
+            .state_size = sizeof(tree_state), .setup = tree_setup, .expect = "lost_wakeup");
+
 /* ---- Only under POLLEN_HARNESS_CASE: scenarios a normal run must not
  * meet, since two of them stop pl_main before any command runs. -------- */
 

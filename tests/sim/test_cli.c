@@ -1720,6 +1720,43 @@ Test(cli, a_scenario_expecting_no_such_kind_or_badly_named_is_refused)
     child_ran_free(&p);
 }
 
+/* `why` on a finding whose task is parked in both branches of a join:
+ * the finding's task is among those involved, drawn as a tree with both
+ * branches in the text and nested in the JSON. */
+Test(cli, why_draws_the_finding_task_parked_in_a_join)
+{
+    child_ran p = HARNESS("run", "selftest_join_tree", "--seeds", "0..99");
+    cr_assert_eq(p.status, 12, "%s%s", p.out, p.err);
+    char shrunk[4096];
+    const char *replay = replay_of(p.out);
+    size_t stem = strlen(replay) - strlen(".replay");
+    snprintf(shrunk, sizeof shrunk, "%.*s.shrunk.replay", (int)stem, replay);
+    child_ran_free(&p);
+    p = HARNESS("why", shrunk, "--quiet");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "    'joiner' (#2), the finding's task, spawned at "
+                                     "cli_harness.c:"),
+                       "%s", p.out);
+    const char *tree = strstr(p.out, "        tree_joiner (cli_harness.c:");
+    cr_assert_not_null(tree, "%s", p.out);
+    cr_assert_not_null(strstr(tree, " in tree_joiner_poll)\n"
+                                    "        `- pl_join2\n"
+                                    "           +- flag_wait\n"
+                                    "           `- sleep\n"),
+                       "%s", p.out);
+    child_ran_free(&p);
+    p = HARNESS("why", shrunk, "--quiet", "--json");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    cr_assert_eq(check_json_lines(p.out), 1, "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "\"role\":\"the finding's task\""), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "\"future\":\"pl_join2\",\"file\":null,\"line\":null,"
+                                     "\"children\":[{\"function\":\"flag_wait\",\"future\":"
+                                     "\"flag_wait\",\"file\":null,\"line\":null,\"children\":[]},"
+                                     "{\"function\":\"sleep\""),
+                       "%s", p.out);
+    child_ran_free(&p);
+}
+
 Test(cli, a_known_bug_not_found_exits_4)
 {
     cr_assert_eq(setenv("POLLEN_HARNESS_CASE", "missed", 1), 0);
