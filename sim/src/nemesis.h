@@ -72,4 +72,10 @@ void pl__node_clock_deliver(struct pl__sim *s);
  * 0 and nodes not skewed read t. */
 pl_time pl__node_clock_read(const struct pl__sim *s, uint32_t n, pl_time t, bool wall);
 
+/* The earliest true time at which node n's monotonic clock reads at
+ * least local_ns: when a deadline on that clock comes (never early).
+ * Node 0, nodes not skewed and deadlines beyond any run's limit
+ * (PL_TIME_NEVER among them) are their own true time. */
+pl_time pl__node_clock_due(const struct pl__sim *s, uint32_t n, pl_time local_ns);
+
 #endif

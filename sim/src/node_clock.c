@@ -48,13 +48,10 @@ static pl_time map_local(void *ud, pl_time now_ns)
     return pl__node_clock_read(s, pl__node_current(s), now_ns, false);
 }
 
-/* The earliest true time whose reading is at least `local_ns`: the
- * inverse of the linear part, then a step or two to the exact one (the
- * rounding of both directions differs by a nanosecond or so). */
-static pl_time map_deadline(void *ud, pl_time local_ns)
+/* The inverse of the linear part, then a step or two to the exact one
+ * (the rounding of both directions differs by a nanosecond or so). */
+pl_time pl__node_clock_due(const pl__sim *s, uint32_t n, pl_time local_ns)
 {
-    const pl__sim *s = ud;
-    uint32_t n = pl__node_current(s);
     /* A deadline a quarter of time's range away (PL_TIME_NEVER among
      * them) comes after any run's limit: where exactly does not matter,
      * and the steps below stay clear of mono_read's saturation. */
@@ -77,6 +74,12 @@ static pl_time map_deadline(void *ud, pl_time local_ns)
         t++;
     }
     return t;
+}
+
+static pl_time map_deadline(void *ud, pl_time local_ns)
+{
+    const pl__sim *s = ud;
+    return pl__node_clock_due(s, pl__node_current(s), local_ns);
 }
 
 /* Value v of a signed decision: 0 none, then +1, -1, +2, -2, ... steps

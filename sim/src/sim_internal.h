@@ -186,9 +186,11 @@ static inline bool pl__sim_pollable_parked(const pl__sim *s, const pl__task_info
     return pl__tasks_is_parked(ti) && s->nemesis.paused_until[ti->node] == 0;
 }
 
-/* The node the current code runs on: the booting one, else the polled
- * task's, else the dropped task's; 0: the scenario's own. Inline: the
- * network asks at each socket it opens and links without node.c. */
+/* The node the current code runs on: the booting one, else a simulated
+ * thread's (the node its spawner ran on: a thread may run in the middle
+ * of another node's poll), else the polled task's, else the dropped
+ * task's; 0: the scenario's own. Inline: the network asks at each socket
+ * it opens and links without node.c. */
 static inline uint32_t pl__node_current(const pl__sim *s)
 {
     if (s->nodes.list == NULL) {
@@ -196,6 +198,9 @@ static inline uint32_t pl__node_current(const pl__sim *s)
     }
     if (s->nodes.booting != 0) {
         return s->nodes.booting;
+    }
+    if (s->threads.current != 0) {
+        return s->threads.t[s->threads.current]->node;
     }
     uint32_t id = s->polling != 0 ? s->polling : s->nodes.dropping;
     return id != 0 ? s->tasks.info[id].node : 0;

@@ -316,3 +316,86 @@ LEAK_TEST(clocks, a_stale_lease_shrinks_to_one_drift)
     pl_sim_shrink_result_free(&sh);
     pl_sim_result_free(&r);
 }
+
+/* ---- A skewed node's simulated threads read its clock ------------------ */
+
+static struct thread_seen {
+    pl_time start_now;  /* pl_thread_now at the thread's start */
+    pl_time start_mono; /* clock_gettime(CLOCK_MONOTONIC) then */
+    pl_time start_true;
+    pl_time slept_true; /* the run's true time when pl_thread_sleep(NAP) returned */
+    pl_time slept_now;
+    pl_time timed_out_true; /* when a NAP-long timed wait on a semaphore gave up */
+    int timed_rc;
+} th_seen[2]; /* [0]: the scenario's thread, [1]: node a's */
+
+static void *clock_thread_main(void *arg)
+{
+    struct thread_seen *t = arg;
+    t->start_now = pl_thread_now();
+    t->start_mono = read_clock(CLOCK_MONOTONIC);
+    t->start_true = pl__sim_now(pl__sim_current());
+    pl_thread_sleep(NAP);
+    t->slept_true = pl__sim_now(pl__sim_current());
+    t->slept_now = pl_thread_now();
+    pl_thread_sem sem;
+    cr_assert_eq(pl_thread_sem_init(&sem, 0), 0);
+    t->timed_rc = pl_thread_sem_wait_until(&sem, t->slept_now + NAP);
+    t->timed_out_true = pl__sim_now(pl__sim_current());
+    pl_thread_sem_finish(&sem);
+    return NULL;
+}
+
+static int spawn_clock_thread(struct thread_seen *t)
+{
+    pl_thread *th;
+    int rc = pl_thread_spawn(&th, "clock", clock_thread_main, t);
+    return rc != 0 ? rc : pl_thread_detach(th);
+}
+
+static int thread_node_boot(pl_executor *ex, void *ud)
+{
+    (void)ex;
+    (void)ud;
+    return spawn_clock_thread(&th_seen[1]);
+}
+
+static int thread_clocks_setup(pl_executor *ex, void *state)
+{
+    (void)state;
+    memset(th_seen, 0, sizeof th_seen);
+    const pl_node_def a = {
+        .name = "a", .host = "10.0.0.1", .boot = thread_node_boot, .skewed = true};
+    int rc = pl_sim_node_add(ex, &a);
+    return rc != 0 ? rc : spawn_clock_thread(&th_seen[0]);
+}
+
+static const pl_scenario thread_clocks_sc = {.name = "thread_clocks",
+                                             .setup = thread_clocks_setup};
+
+/* A thread a node's code spawned reads the node's clock (pl_thread_now
+ * and the C library's, one clock), and its sleeps and timed waits end
+ * when that clock reaches their deadlines; the scenario's thread reads
+ * the true clock. */
+LEAK_TEST(clocks, a_nodes_threads_read_its_clock)
+{
+    pl_sim_options o;
+    options_of(&o, skews, 2); /* a: 4 ms ahead, 6400 ppm fast */
+    pl_sim_result r;
+    cr_assert_eq(pl_sim_run(&thread_clocks_sc, &o, &r), 0);
+    cr_assert_eq(r.finding.kind, PL_FINDING_NONE, "%s", r.finding.message);
+    const struct thread_seen *a = &th_seen[1], *plain = &th_seen[0];
+    cr_assert_eq(a->start_now, reading(a->start_true, 4 * PL_MS, 6400));
+    cr_assert_eq(a->start_mono, a->start_now);
+    pl_time due = first_reaching(a->start_now + NAP, 4 * PL_MS, 6400);
+    cr_assert_eq(a->slept_true, due, "%lld", (long long)a->slept_true);
+    cr_assert_lt(a->slept_true - a->start_true, NAP - 600 * PL_US);
+    cr_assert_eq(a->slept_now, reading(a->slept_true, 4 * PL_MS, 6400));
+    cr_assert_eq(a->timed_rc, PL_ETIMEDOUT);
+    cr_assert_eq(a->timed_out_true, first_reaching(a->slept_now + NAP, 4 * PL_MS, 6400));
+    /* The scenario's own thread: the run's clock. */
+    cr_assert_eq(plain->start_now, plain->start_true);
+    cr_assert_eq(plain->slept_true, plain->start_true + NAP);
+    cr_assert_eq(plain->timed_out_true, plain->slept_true + NAP);
+    pl_sim_result_free(&r);
+}

@@ -16,6 +16,10 @@
  *   disk     one simulated disk per node (pollen/file.h): the files its
  *            tasks open. The scenario's own tasks keep the run's disk.
  *   memory   pl_node_alloc's blocks, made by its tasks.
+ *   threads  the simulated threads its code spawns (pollen/thread.h):
+ *            what they open and the clock they read are the node's.
+ *            Not yet modelled: a crash or a pause does not stop them,
+ *            so a crashable or pausable node should not spawn any.
  *
  * Crash (pl_sim_node_crash): the node stops as a killed process does.
  * Its tasks are forgotten (no drop of their futures runs; a join of one

@@ -540,6 +540,7 @@ int pl__threads_spawn(pl__sim *s, const char *name, pl_thread_fn fn, void *arg,
     r->wake_at = PL_TIME_NEVER;
     r->state = PL__TH_RUNNABLE;
     r->ready_seq = ++th->seq;
+    r->node = pl__node_current(s);
     snprintf(r->name, sizeof r->name, "%s", name != NULL ? name : "thread");
     th->t[th->len++] = r;
     th->live++;

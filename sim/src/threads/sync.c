@@ -137,6 +137,20 @@ static void op_exit(void *self, void *ret)
 
 static void op_yield(void *self, const pl_thread_site *site) { pl__threads_yield(self, site); }
 
+/* A thread reads its node's clock, as the node's tasks do (a skewed
+ * node's own, node_clock.c); its deadlines are on that clock, and the
+ * thread table waits in true time. */
+static pl_time op_now(void *self)
+{
+    const pl__sim *s = self;
+    return pl__node_clock_read(s, pl__node_current(s), s->now, false);
+}
+
+static pl_time true_time_of(const pl__sim *s, pl_time deadline)
+{
+    return pl__node_clock_due(s, pl__node_current(s), deadline);
+}
+
 static void op_sleep(void *self, pl_time ns, const pl_thread_site *site)
 {
     pl__sim *s = self;
@@ -152,11 +166,10 @@ static void op_sleep(void *self, pl_time ns, const pl_thread_site *site)
     me->state = PL__TH_BLOCKED;
     me->waits = PL__WAIT_SLEEP;
     me->obj = 0;
-    me->wake_at = s->now > PL_TIME_NEVER - ns ? PL_TIME_NEVER - 1 : s->now + ns;
+    pl_time now = op_now(s);
+    me->wake_at = now > PL_TIME_NEVER - ns ? PL_TIME_NEVER - 1 : true_time_of(s, now + ns);
     (void)pl__threads_block(s);
 }
-
-static pl_time op_now(void *self) { return ((pl__sim *)self)->now; }
 
 static void op_point(void *self, const pl_thread_site *site, unsigned what)
 {
@@ -169,6 +182,7 @@ static void op_point(void *self, const pl_thread_site *site, unsigned what)
  * deadline passes. 0, PL_ETIMEDOUT, or PL_EDEADLK when the run stopped. */
 static int wait_on(pl__sim *s, pl__thread_rec *me, uint32_t obj, uint8_t waits, pl_time deadline)
 {
+    deadline = true_time_of(s, deadline);
     if (deadline != PL_TIME_NEVER && deadline <= s->now) {
         return PL_ETIMEDOUT;
     }

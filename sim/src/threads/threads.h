@@ -108,6 +108,7 @@ typedef struct pl__thread_rec {
     bool detached;
     void *handle;            /* its pl_thread handle until joined (sync.c); NULL after */
     pl_executor *cur_ex;     /* the OS thread's current executor while switched out */
+    uint32_t node;           /* the cluster node it runs for: its spawner's; 0: the scenario */
     int saved_errno;
     char name[32];
 } pl__thread_rec;
