@@ -7,7 +7,7 @@
  * parks thread 0 (the executor's) in a task until the program ends: main
  * returns, a thread calls exit, or the last thread ends. exit, abort and
  * assert are the process's, so they are here too, with the clocks (the
- * virtual clock, at a fixed epoch) and the sleeps. */
+ * C library's, routed) and the sleeps. */
 #include "spt.h"
 
 #include <assert.h>
@@ -18,26 +18,25 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "../env/env.h"
 #include "../sim_internal.h"
 
-/* The real ones, for calls outside any run (a constructor, a program
- * that runs the shim's library without pl_main). */
+/* The C library's names: the real functions outside any run (a
+ * constructor, a program that runs the shim's library without pl_main),
+ * and the clocks routed to virtual time in one (env/clock.c). */
 #undef abort
 #undef exit
 #undef _exit
 #undef atexit
 #undef time
 #undef clock_gettime
+#undef gettimeofday
 extern void abort(void) __attribute__((noreturn));
 extern void exit(int status) __attribute__((noreturn));
 extern void _exit(int status) __attribute__((noreturn));
 extern int atexit(void (*fn)(void));
 extern time_t time(time_t *out);
 extern int clock_gettime(clockid_t clk, struct timespec *ts);
-
-/* REALTIME's value at virtual time 0: the routed clocks' (env/env.h). */
-#define PL__SPT_EPOCH PL__ENV_EPOCH_NS
+extern int gettimeofday(struct timeval *restrict tv, void *restrict tz);
 
 static _Thread_local pl__spt_run *current;
 PL__SPT_KEEP static uint64_t runs_started;
@@ -273,59 +272,36 @@ void pl_sim_pthread_assert_perror_fail(int errnum, const char *file, unsigned in
                  user_func(func));
 }
 
-/* ---- Clocks and sleeps: the virtual clock --------------------------------- */
+/* ---- Clocks and sleeps: the virtual clock ---------------------------------
+ * The shim keeps no clock of its own: in a run the C library's clocks
+ * are routed to the run's virtual time (env/clock.c), the node's clock
+ * where the code runs for a skewed node, wall jumps included. Only
+ * sleeps and timed waits need the shim: they block a simulated thread. */
 
 bool pl__spt_timespec_valid(const struct timespec *ts)
 {
     return ts->tv_nsec >= 0 && ts->tv_nsec < PL_S;
 }
 
-static pl_time clock_offset(clockid_t clk)
-{
-    return clk == CLOCK_REALTIME || clk == CLOCK_REALTIME_COARSE || clk == CLOCK_TAI
-               ? PL__SPT_EPOCH
-               : 0;
-}
+static pl_time ns_of(const struct timespec *ts) { return (pl_time)ts->tv_sec * PL_S + ts->tv_nsec; }
 
+/* clk reads pl_thread_now() plus an offset (the epoch for a wall clock,
+ * and a skewed node's jumps so far): the deadline is abstime less it. */
 pl_time pl__spt_deadline(clockid_t clk, const struct timespec *abstime)
 {
-    pl_time abs = (pl_time)abstime->tv_sec * PL_S + abstime->tv_nsec - clock_offset(clk);
+    struct timespec now;
+    pl_time offset = clock_gettime(clk, &now) == 0 ? ns_of(&now) - pl_thread_now() : 0;
+    pl_time abs = ns_of(abstime) - offset;
     return abs < 0 ? 0 : abs;
 }
 
-int pl_sim_pthread_clock_gettime(clockid_t clk, struct timespec *ts)
-{
-    if (current == NULL) {
-        return clock_gettime(clk, ts);
-    }
-    pl_time t = pl_thread_now() + clock_offset(clk);
-    ts->tv_sec = (time_t)(t / PL_S);
-    ts->tv_nsec = (long)(t % PL_S);
-    return 0;
-}
+int pl_sim_pthread_clock_gettime(clockid_t clk, struct timespec *ts) { return clock_gettime(clk, ts); }
 
-time_t pl_sim_pthread_time(time_t *out)
-{
-    if (current == NULL) {
-        return time(out);
-    }
-    time_t t = (time_t)((pl_thread_now() + PL__SPT_EPOCH) / PL_S);
-    if (out != NULL) {
-        *out = t;
-    }
-    return t;
-}
+time_t pl_sim_pthread_time(time_t *out) { return time(out); }
 
 int pl_sim_pthread_gettimeofday(struct timeval *restrict tv, void *restrict tz)
 {
-    (void)tz;
-    struct timespec ts;
-    int rc = pl_sim_pthread_clock_gettime(CLOCK_REALTIME, &ts);
-    if (rc == 0) {
-        tv->tv_sec = ts.tv_sec;
-        tv->tv_usec = ts.tv_nsec / 1000;
-    }
-    return rc;
+    return gettimeofday(tv, tz);
 }
 
 static void sleep_ns(pl_time ns)
