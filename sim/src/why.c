@@ -106,6 +106,24 @@ static bool inevitable(const pl__why_probe *p)
     return (uint64_t)p->failed * 100 >= (uint64_t)p->runs * PL__WHY_INEVITABLE;
 }
 
+/* Reports progress; false once the caller asked to stop (and from then
+ * on). */
+static bool go_on(why_ctx *w, const pl__why_probe *p, uint64_t lo, uint64_t hi)
+{
+    if (!w->out->stopped && w->progress != NULL && !w->progress(w->ud, p, lo, hi)) {
+        w->out->stopped = true;
+    }
+    return !w->out->stopped;
+}
+
+/* Stopped between lo, below the threshold, and hi, at or above it. */
+static void bracket(why_ctx *w, pl__why_probe lo, pl__why_probe hi)
+{
+    w->out->bracketed = true;
+    w->out->before = lo;
+    w->out->after = hi;
+}
+
 /* Bisects [lo, hi], lo below the threshold and hi at or above it, down
  * to adjacent prefixes. */
 static int bisect(why_ctx *w, pl__why_probe lo, pl__why_probe hi)
@@ -121,8 +139,9 @@ static int bisect(why_ctx *w, pl__why_probe lo, pl__why_probe hi)
         } else {
             lo = mid;
         }
-        if (w->progress != NULL) {
-            w->progress(w->ud, &mid, lo.k, hi.k);
+        if (!go_on(w, &mid, lo.k, hi.k) && hi.k - lo.k > 1) {
+            bracket(w, lo, hi);
+            return 0;
         }
     }
     w->out->found = true;
@@ -136,22 +155,28 @@ static int point_of_no_return(why_ctx *w)
 {
     pl__why_probe first, last;
     int rc = probe(w, 0, &first);
-    if (rc == 0 && w->progress != NULL) {
-        w->progress(w->ud, &first, 0, w->len);
-    }
+    bool more = rc == 0 && go_on(w, &first, 0, w->len);
     if (rc != 0 || inevitable(&first)) {
         w->out->inevitable_at_start = rc == 0;
         w->out->found = rc == 0;
         w->out->after = first;
         return rc;
     }
-    rc = probe(w, w->len, &last);
-    if (rc == 0 && w->progress != NULL) {
-        w->progress(w->ud, &last, 0, w->len);
+    if (!more) {
+        return 0;
     }
+    rc = probe(w, w->len, &last);
+    more = rc == 0 && go_on(w, &last, 0, w->len);
     /* The whole list is the replay itself: below the threshold only if
      * the run is not deterministic. found stays false then. */
-    return rc != 0 || !inevitable(&last) ? rc : bisect(w, first, last);
+    if (rc != 0 || !inevitable(&last)) {
+        return rc;
+    }
+    if (!more) {
+        bracket(w, first, last);
+        return 0;
+    }
+    return bisect(w, first, last);
 }
 
 /* ---- Naming decisions and tasks ----------------------------------------- */
@@ -244,7 +269,7 @@ static int twins(why_ctx *w, const pl__replay *rp, const pl_sim_result *ref, con
         out->departures++;
         out->has_last_departure = true;
         out->last_departure = i;
-        if (out->twins_len >= PL__WHY_TWINS_MAX || i >= w->len) {
+        if (out->twins_len >= PL__WHY_TWINS_MAX || i >= w->len || out->stopped) {
             continue;
         }
         pl__why_twin *t = &out->twins[out->twins_len++];
@@ -257,6 +282,7 @@ static int twins(why_ctx *w, const pl__replay *rp, const pl_sim_result *ref, con
         if (rc == 0) {
             t->outcome = t->hung ? PL_FINDING_LIVELOCK : r.finding.kind;
             pl_sim_result_free(&r);
+            (void)go_on(w, NULL, 0, 0);
         }
     }
     free(copy);

@@ -82,7 +82,7 @@ typedef struct pl__why_task {
     uint32_t id;
     char name[PL_FINDING_NAME_MAX];
     const char *role; /* "polled", "passed over", "its subject" (the task the
-                         decision event names): static */
+                         decision event names), "the finding's task": static */
     bool parked;      /* the finding names it parked: `parked_as` holds its
                          backtrace there */
     pl_finding_task parked_as;
@@ -112,12 +112,19 @@ typedef struct pl__why_result {
     bool has_last_departure;
     uint64_t last_departure; /* the index of the list's last non-zero decision */
     pl__why_twin twins[PL__WHY_TWINS_MAX];
-    size_t twins_len; /* min(departures, PL__WHY_TWINS_MAX) */
+    size_t twins_len; /* twins tried: min(departures, PL__WHY_TWINS_MAX), fewer
+                         when stopped */
+    /* The progress callback asked to stop (a time limit): the bisect ended
+     * where it was, found is false and before/after bracket the point
+     * (bracketed: both were measured); twins not tried yet were not. */
+    bool stopped;
+    bool bracketed;
 } pl__why_result;
 
-/* Called after each probed prefix, with the bisect's bounds: for a
- * progress line. May be NULL. */
-typedef void (*pl__why_progress_fn)(void *ud, const pl__why_probe *p, uint64_t lo, uint64_t hi);
+/* Called after each probed prefix, with the bisect's bounds (a progress
+ * line), and after each twin with p NULL. Returns false to stop the
+ * analysis there (out->stopped). May be NULL. */
+typedef bool (*pl__why_progress_fn)(void *ud, const pl__why_probe *p, uint64_t lo, uint64_t hi);
 
 /* Analyses replay file `path` (which must record a finding) with `runs`
  * continuations per prefix (1..PL__WHY_RUNS_MAX; 0: PL__WHY_RUNS_DEFAULT)

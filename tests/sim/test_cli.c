@@ -1722,7 +1722,7 @@ Test(cli, a_scenario_expecting_no_such_kind_or_badly_named_is_refused)
 
 /* `why` on a finding whose task is parked in both branches of a join:
  * the finding's task is among those involved, drawn as a tree with both
- * branches in the text and nested in the JSON. */
+ * branches in the text and nested in the JSON; and `why --time`. */
 Test(cli, why_draws_the_finding_task_parked_in_a_join)
 {
     child_ran p = HARNESS("run", "selftest_join_tree", "--seeds", "0..99");
@@ -1749,11 +1749,23 @@ Test(cli, why_draws_the_finding_task_parked_in_a_join)
     cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
     cr_assert_eq(check_json_lines(p.out), 1, "%s", p.out);
     cr_assert_not_null(strstr(p.out, "\"role\":\"the finding's task\""), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "\"stopped\":false,"), "%s", p.out);
     cr_assert_not_null(strstr(p.out, "\"future\":\"pl_join2\",\"file\":null,\"line\":null,"
                                      "\"children\":[{\"function\":\"flag_wait\",\"future\":"
                                      "\"flag_wait\",\"file\":null,\"line\":null,\"children\":[]},"
                                      "{\"function\":\"sleep\""),
                        "%s", p.out);
+    child_ran_free(&p);
+    /* --time shorter than a millisecond stops after the first prefix: the
+     * analysis says so and still exits 0 with what it measured. */
+    p = HARNESS("why", shrunk, "--quiet", "--time", "1us");
+    cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+    cr_assert_not_null(strstr(p.out, "    k=0   "), "%s", p.out);
+    cr_assert_null(strstr(p.out, "    k=3   "), "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "  point of no return: not measured (--time ran out)\n"),
+                       "%s", p.out);
+    cr_assert_not_null(strstr(p.out, "(the first 0 of 2 departures: --time ran out)"), "%s",
+                       p.out);
     child_ran_free(&p);
 }
 

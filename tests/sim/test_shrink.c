@@ -615,17 +615,23 @@ LEAK_TEST(shrink, run_budget_is_respected)
     pl_sim_result_free(&r);
 }
 
-LEAK_TEST(shrink, file_round_trip)
+/* A failing run of seed 1 written to a fresh replay file at `in`. */
+static void failing_replay(pl_sim_result *r, const char *tag, char *in, size_t len)
 {
-    pl_sim_result r;
-    failing_run(&r, 200);
-    char in[256], out[256];
-    temp_path(in, sizeof in, "in");
-    pl__shrink_default_out(in, out, sizeof out);
+    failing_run(r, 200);
+    temp_path(in, len, tag);
     pl_sim_options o;
     pl_sim_options_default(&o);
     o.seed = 1;
-    cr_assert_eq(pl_sim_write_replay(&noisy_scenario, &o, &r, in), 0);
+    cr_assert_eq(pl_sim_write_replay(&noisy_scenario, &o, r, in), 0);
+}
+
+LEAK_TEST(shrink, file_round_trip)
+{
+    pl_sim_result r;
+    char in[256], out[256];
+    failing_replay(&r, "in", in, sizeof in);
+    pl__shrink_default_out(in, out, sizeof out);
     char err[512] = "";
     pl_sim_shrink_result s;
     cr_assert_eq(pl__shrink_file_ex(in, NULL, NULL, &s, err, sizeof err), 0, "%s", err);
@@ -693,14 +699,9 @@ LEAK_TEST(shrink, file_errors_are_explained)
 LEAK_TEST(shrink, why_names_the_point_of_no_return_and_the_twins)
 {
     pl_sim_result r;
-    failing_run(&r, 200);
     char in[256], out[256];
-    temp_path(in, sizeof in, "why");
+    failing_replay(&r, "why", in, sizeof in);
     pl__shrink_default_out(in, out, sizeof out);
-    pl_sim_options o;
-    pl_sim_options_default(&o);
-    o.seed = 1;
-    cr_assert_eq(pl_sim_write_replay(&noisy_scenario, &o, &r, in), 0);
     char err[512] = "";
     cr_assert_eq(pl__shrink_file(in, out, err, sizeof err), 0, "%s", err);
     pl__why_result *a = calloc(2, sizeof *a);
@@ -736,6 +737,55 @@ LEAK_TEST(shrink, why_names_the_point_of_no_return_and_the_twins)
     pl_sim_result_free(&r);
     remove(in);
     remove(out);
+}
+
+/* Stops the analysis at its `stop_at`-th progress call. */
+static bool stop_at_call(void *ud, const pl__why_probe *p, uint64_t lo, uint64_t hi)
+{
+    (void)p;
+    (void)lo;
+    (void)hi;
+    int *left = ud;
+    return --*left > 0;
+}
+
+/* A stopped analysis (`why --time`) keeps what it measured: stopped in
+ * the bisect, the point is bracketed by two measured prefixes and no
+ * twin is tried; stopped after the bisect, the point is found and the
+ * twins stop where they were. */
+LEAK_TEST(shrink, why_stopped_keeps_what_it_measured)
+{
+    pl_sim_result r;
+    char in[256], out[256];
+    failing_replay(&r, "why_stop", in, sizeof in);
+    pl__shrink_default_out(in, out, sizeof out);
+    char err[512] = "";
+    pl__why_result *a = calloc(2, sizeof *a);
+    cr_assert(a != NULL);
+    cr_assert_eq(pl__why_file(in, 0, NULL, NULL, NULL, &a[0], err, sizeof err), 0, "%s", err);
+    cr_assert(!a[0].stopped && !a[0].bracketed && a[0].found);
+    cr_assert(!a[0].inevitable_at_start && a[0].probes_len >= 4, "a bisect to stop inside");
+    int left = 3; /* k = 0, k = N, one bisect step */
+    cr_assert_eq(pl__why_file(in, 0, NULL, stop_at_call, &left, &a[1], err, sizeof err), 0, "%s",
+                 err);
+    cr_assert(a[1].stopped && a[1].bracketed && !a[1].found);
+    cr_assert_eq(a[1].probes_len, 3);
+    cr_assert_lt(a[1].before.k + 1, a[1].after.k);
+    cr_assert_lt(a[1].before.failed * 100, a[1].before.runs * PL__WHY_INEVITABLE);
+    cr_assert_geq(a[1].after.failed * 100, a[1].after.runs * PL__WHY_INEVITABLE);
+    cr_assert(a[1].before.k <= a[0].point - 1 && a[0].point <= a[1].after.k);
+    cr_assert_eq(a[1].twins_len, 0);
+    cr_assert_eq(a[1].departures, a[0].departures);
+    /* Stopped at the first twin: the point is whole, one twin tried. */
+    left = (int)a[0].probes_len + 1;
+    cr_assert_eq(pl__why_file(in, 0, NULL, stop_at_call, &left, &a[1], err, sizeof err), 0, "%s",
+                 err);
+    cr_assert(a[1].stopped && a[1].found && !a[1].bracketed);
+    cr_assert_eq(a[1].point, a[0].point);
+    cr_assert_eq(a[1].twins_len, a[0].departures > 0 ? 1u : 0u);
+    free(a);
+    pl_sim_result_free(&r);
+    remove(in);
 }
 
 LEAK_TEST(shrink, default_output_path)

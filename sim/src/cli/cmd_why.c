@@ -8,6 +8,7 @@
 typedef struct why_args {
     const char *in;
     uint32_t runs; /* continuations per prefix; 0: the default */
+    pl_time time_ns; /* --time: the analysis stops with what it has after it */
     bool json;
     bool quiet; /* no progress lines */
 } why_args;
@@ -20,29 +21,33 @@ typedef struct why_msg {
 
 typedef struct why_progress {
     int64_t start_ms;
+    int64_t stop_ms; /* --time runs out */
     bool quiet;
-    uint64_t decisions;
 } why_progress;
 
 /* A progress line per probed prefix once the analysis has taken a
- * second (on stderr: stdout stays the answer, the same every time). */
-static void on_probe(void *ud, const pl__why_probe *p, uint64_t lo, uint64_t hi)
+ * second (on stderr: stdout stays the answer for a given file and
+ * --time that is not reached). Stops the analysis when --time is up. */
+static bool on_probe(void *ud, const pl__why_probe *p, uint64_t lo, uint64_t hi)
 {
     const why_progress *wp = ud;
-    if (wp->quiet || pl__cli_now_ms() - wp->start_ms < 1000) {
-        return;
+    int64_t now = pl__cli_now_ms();
+    if (p != NULL && !wp->quiet && now - wp->start_ms >= 1000) {
+        fprintf(stderr,
+                "why: prefix of %llu decisions: %u of %u continuations fail (bisecting "
+                "%llu..%llu)\n",
+                (unsigned long long)p->k, p->failed, p->runs, (unsigned long long)lo,
+                (unsigned long long)hi);
     }
-    fprintf(stderr,
-            "why: prefix of %llu decisions: %u of %u continuations fail (bisecting %llu..%llu)\n",
-            (unsigned long long)p->k, p->failed, p->runs, (unsigned long long)lo,
-            (unsigned long long)hi);
+    return now < wp->stop_ms;
 }
 
 static void why_child(const void *ctx, void *result)
 {
     const why_args *wa = ctx;
     why_msg *m = result;
-    why_progress wp = {pl__cli_now_ms(), wa->quiet, 0};
+    int64_t start = pl__cli_now_ms();
+    why_progress wp = {start, start + wa->time_ns / PL_MS, wa->quiet};
     m->rc = pl__why_file(wa->in, wa->runs, pl__cpu_budget_run_candidate, on_probe, &wp, &m->res,
                          m->err, sizeof m->err);
 }
@@ -117,6 +122,19 @@ static void print_tasks_text(const pl__why_result *r)
 
 static void print_point_text(const pl__why_result *r, const char *name)
 {
+    if (r->stopped && r->bracketed && !r->found) {
+        printf("  point of no return: not narrowed down (--time ran out): after decision "
+               "%llu (with the first %llu, %u of %u continuations fail), by decision %llu "
+               "(with the first %llu, %u of %u)\n",
+               (unsigned long long)r->before.k, (unsigned long long)r->before.k,
+               r->before.failed, r->before.runs, (unsigned long long)(r->after.k - 1),
+               (unsigned long long)r->after.k, r->after.failed, r->after.runs);
+        return;
+    }
+    if (r->stopped && !r->found) {
+        printf("  point of no return: not measured (--time ran out)\n");
+        return;
+    }
     if (r->inevitable_at_start) {
         printf("  point of no return: before the first decision (%u of %u random runs fail "
                "with %s)\n",
@@ -154,10 +172,16 @@ static void print_twins_text(const pl__why_result *r)
                passes ? "passes" : "still fails: ", passes ? "" : pl_finding_name(t->outcome));
     }
     if (r->twins_len < r->departures) {
-        printf("    (the first %zu of %zu departures)\n", r->twins_len, r->departures);
+        printf("    (the first %zu of %zu departures%s)\n", r->twins_len, r->departures,
+               r->stopped ? ": --time ran out" : "");
+    }
+    if (r->twins_len == 0) {
+        return;
     }
     printf("  %zu of %zu twins pass%s\n", passing, r->twins_len,
-           passing == r->twins_len ? ": every departure is needed for the failure" : "");
+           passing == r->twins_len && r->twins_len == r->departures
+               ? ": every departure is needed for the failure"
+               : "");
 }
 
 static void print_text(const why_args *wa, const pl__why_result *r)
@@ -250,6 +274,14 @@ static void print_json(const why_args *wa, const pl__why_result *r)
         print_tasks_json(r);
         putchar('}');
     }
+    printf(",\"stopped\":%s", r->stopped ? "true" : "false");
+    if (r->bracketed && !r->found) {
+        printf(",\"bracket\":{");
+        print_probe_json("before", &r->before);
+        putchar(',');
+        print_probe_json("after", &r->after);
+        putchar('}');
+    }
     printf(",\"departures\":%zu,\"last_departure\":", r->departures);
     if (r->has_last_departure) {
         printf("%llu", (unsigned long long)r->last_departure);
@@ -274,10 +306,11 @@ static void print_json(const why_args *wa, const pl__why_result *r)
 
 /* ---- Command ---------------------------------------------------------- */
 
-enum why_opt { W_RUNS, W_JSON, W_QUIET, W_HELP, W_POLL_BUDGET, W_WATCHDOG };
+enum why_opt { W_RUNS, W_TIME, W_JSON, W_QUIET, W_HELP, W_POLL_BUDGET, W_WATCHDOG };
 
 static const opt_spec why_specs[] = {
     [W_RUNS] = {"runs", 0, "N"},
+    [W_TIME] = {"time", 0, "DURATION"},
     [W_JSON] = {"json", 0, NULL},
     [W_QUIET] = {"quiet", 'q', NULL},
     [W_HELP] = {"help", 'h', NULL},
@@ -290,6 +323,7 @@ static int why_opts_parse(const cli *c, int argc, char **argv, why_args *wa)
 {
     opts_iter it = {c, "why", why_specs, argc, argv, 0, false, {NULL}};
     memset(wa, 0, sizeof *wa);
+    wa->time_ns = DEFAULT_SHRINK_NS;
     const char *v;
     uint64_t n;
     for (int id; (id = pl__cli_opts_next(&it, &v)) != OPT_END;) {
@@ -305,6 +339,8 @@ static int why_opts_parse(const cli *c, int argc, char **argv, why_args *wa)
         } else if (id == W_POLL_BUDGET && pl__cli_opt_poll_budget(&it, id, v) != 0) {
             return ST_USAGE;
         } else if (id == W_WATCHDOG && pl__cli_opt_candidate_watchdog(&it, id, v) != 0) {
+            return ST_USAGE;
+        } else if (id == W_TIME && pl__cli_opt_duration(&it, id, v, &wa->time_ns) != 0) {
             return ST_USAGE;
         } else if (id == W_RUNS) {
             if (pl__cli_opt_number(&it, id, v, 1, PL__WHY_RUNS_MAX, &n) != 0) {
@@ -335,7 +371,10 @@ int pl__cli_cmd_why(cli *c, int argc, char **argv)
         return pl__cli_internal_error(c, "why", "out of memory");
     }
     child_end end;
-    int64_t deadline = pl__cli_now_ms() + DEFAULT_SHRINK_NS / PL_MS + 60 * 1000;
+    /* The analysis stops itself at --time; a run that overstays it is
+     * bounded by the watchdogs, and past another minute the process is
+     * taken as lost. */
+    int64_t deadline = pl__cli_now_ms() + wa.time_ns / PL_MS + 60 * 1000;
     rc = pl__cli_run_in_child(why_child, &wa, m, sizeof *m, deadline, OUT_DISCARD, &end);
     char text[160] = "";
     if (rc != 0) {

@@ -207,7 +207,7 @@ static const char help_shrink[] =
     "not fail, or a crash while shrinking.\n";
 
 static const char help_why[] =
-    "usage: {prog} why FILE [--runs N] [--json] [--quiet]\n"
+    "usage: {prog} why FILE [--runs N] [--time DURATION] [--json] [--quiet]\n"
     "                        [--poll-budget DURATION] [--watchdog DURATION]\n"
     "\n"
     "Says at which decision the failure of a replay file became inevitable,\n"
@@ -227,10 +227,14 @@ static const char help_why[] =
     "options:\n"
     "  --runs N               continuations per prefix (default 10, at most\n"
     "                         1000)\n"
+    "  --time DURATION        stop after it with what is known (default 300s):\n"
+    "                         the point bracketed between two measured\n"
+    "                         prefixes, the twins tried so far\n"
     "  --json                 one JSON object: probes [{k, failed, runs}],\n"
     "                         point_of_no_return {k, decision, tasks, ...},\n"
-    "                         departures, last_departure, twins [{decision,\n"
-    "                         passes, finding}]\n"
+    "                         stopped, bracket {before, after} (when stopped\n"
+    "                         first), departures, last_departure, twins\n"
+    "                         [{decision, passes, finding}]\n"
     "  --quiet, -q            no progress lines on stderr (they appear after\n"
     "                         the first second)\n"
     "  --poll-budget DURATION CPU time one poll may take (default 1s); a\n"
