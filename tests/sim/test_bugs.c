@@ -10,7 +10,8 @@
  *  - that finding's replay file (written under /tmp) reproduces the same
  *    finding and the same trace hash;
  *  - the fixed twin runs clean for 2,000 seeds (POLLEN_ZOO_FIX_SEEDS
- *    raises that, e.g. to 100000 for a long run by hand).
+ *    sets another count: meson gives 250 under sanitizers, where the
+ *    campaigns cover 2,500; 100000 makes a long run by hand).
  * Seeds and time to the first finding go to stderr, one line per bug,
  * for the zoo's table in docs/exploring.md ("The bug zoo").
  */
