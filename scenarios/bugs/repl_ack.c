@@ -88,6 +88,18 @@ typedef struct repl_state {
 
 static pl_time since(const pl_executor *ex, const repl_state *st) { return pl_now(ex) - st->t0; }
 
+/* Names the word a task sends next in the explanations of link decisions
+ * (pl_sim_send_label): "put 3", "READ", "PING", or the answer to one. */
+static void label(uint32_t word, bool answer)
+{
+    const char *to = answer ? "answer to " : "";
+    if (word == W_READ || word == W_PING) {
+        pl_sim_send_label("%s%s", to, word == W_READ ? "READ" : "PING");
+    } else {
+        pl_sim_send_label("%sput %u", to, (unsigned)word);
+    }
+}
+
 /* ---- A call: one word out, one word back, under a time limit ------------ */
 
 typedef struct call {
@@ -104,6 +116,7 @@ static pl_poll_result call_poll(pl_future *f, pl_context *cx)
 {
     call *c = (call *)f;
     PL_ASYNC_BEGIN(c);
+    label(zoo_get32(c->msg), false);
     c->put = pl_tcp_write_all(c->s, c->msg, 4);
     PL_AWAIT(cx, &c->put);
     c->result = c->put.result < 0 ? (int)c->put.result : 0;
@@ -344,6 +357,7 @@ static pl_poll_result replica_poll(pl_future *f, pl_context *cx)
                 break;
             }
             v->i = (int)zoo_get32(v->msg);
+            label(zoo_get32(v->msg), true);
             if (zoo_get32(v->msg) != W_PING) {
                 v->app = append_init(v->m, v->i);
                 PL_AWAIT(cx, &v->app);
@@ -438,6 +452,7 @@ serve:
                         goto lost_backup;
                     }
                 }
+                label(W_READ, true); /* the ping above labelled its own */
                 zoo_put32(v->msg, (uint32_t)v->m->count);
             } else {
                 v->i = (int)zoo_get32(v->msg);
@@ -446,6 +461,7 @@ serve:
                 if (!v->app.ok) {
                     break;
                 }
+                label((uint32_t)v->i, true);
                 if (v->primary && !v->st->fixed) {
                     /* BUG: the backup does not have it yet. */
                     v->put = pl_tcp_write_all(&v->s, v->msg, 4);
@@ -461,6 +477,7 @@ serve:
                     if (!v->st->fixed) {
                         continue;
                     }
+                    label((uint32_t)v->i, true); /* the replication labelled its own */
                 }
             }
             v->put = pl_tcp_write_all(&v->s, v->msg, 4);

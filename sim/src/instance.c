@@ -27,6 +27,18 @@ void pl__sim_event(pl__sim *s, uint32_t kind, uint32_t task, uint64_t a, uint64_
     pl__trace_event(s->trace, s->step, s->now, (pl__trace_kind)kind, task, a, b);
 }
 
+bool pl__sim_notes_on(const pl__sim *s)
+{
+    return s->trace != NULL && pl__trace_wants_text(s->trace);
+}
+
+void pl__sim_note(pl__sim *s, const char *text)
+{
+    if (pl__sim_notes_on(s)) {
+        pl__trace_user(s->trace, s->step, s->now, PL__TRACE_NO_TASK, text, strlen(text));
+    }
+}
+
 uint32_t pl__sim_choose(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t key)
 {
     return pl__sim_choose_fast(s, kind, n, key);

@@ -480,6 +480,7 @@ static void on_event(void *ud, const char *fmt, va_list ap)
         text[i] = text[i] == '\n' || text[i] == '\r' ? ' ' : text[i];
     }
     pl__trace_user(s->trace, s->step, s->now, s->polling, text, len);
+    pl__label_note(s, s->polling, text, len); /* names the task's next messages */
 }
 
 void pl__oracle_watch_init(pl__sim *s)

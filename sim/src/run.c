@@ -110,6 +110,7 @@ int pl__sim_init(pl__sim *s, const pl_scenario *sc, const pl_sim_options *o, pl_
     memset(s, 0, sizeof *s);
     s->scenario = sc;
     s->opts = *o;
+    s->labels.on = capture != NULL; /* only a run that explains keeps words */
     s->system.vtable = &pl__sim_vtable;
     s->judges = &judges;
     s->system.self = s;
@@ -195,6 +196,7 @@ void pl__sim_finish(pl__sim *s)
     pl__props_free(&s->props);
     pl__history_free(&s->history);
     pl__bt_free(&s->bt);
+    pl__label_free(&s->labels);
 }
 
 /* ---- The verdicts, once pl_run returned ---------------------------- */

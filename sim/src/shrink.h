@@ -75,7 +75,9 @@ void pl__shrink_print(FILE *f, const pl_sim_shrink_result *res, const char *out,
                       const char *indent);
 
 /* The shrunk run's explanation (shrink_explain.c): a malloc'd text, or
- * NULL when out of memory. pl__shrink_explain needs the run's event log,
+ * NULL when out of memory: a line per non-default decision, and one per
+ * loss of a crash (the disk's notes in the log, disk.h), in the order of
+ * the run. pl__shrink_explain needs the run's event log,
  * the capture of its decisions and the run's options (for the fault
  * options' latency quantum; NULL: the defaults); pl__shrink_explain_hung
  * is for a run that never returned (no timeline). */

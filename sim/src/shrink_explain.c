@@ -1,8 +1,8 @@
 /* sim/src/shrink_explain.c: the explanation of a shrunk run.
  *
  * Reads the final run's record, its event log and the capture of keys
- * (strategy.h), and says in words what each non-default decision did.
- * Starts no run.
+ * (strategy.h), and says in words what each non-default decision did,
+ * and what each crash lost (the disk's notes, disk.h). Starts no run.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -241,11 +241,11 @@ static void explain_other(explainer *x, size_t i, uint32_t kind, uint64_t key, c
         break;
     default: {
         char disk[720]; /* a node's name and two paths of 255-byte names fit */
-        char link[160];
+        char link[PL__DECISION_TEXT_MAX + 160];
         if (pl__disk_explain_run(disk, sizeof disk, kind, key, v, n, x->rec->files_blob,
                                  x->rec->files_count)) {
             sb_printf(&x->out, "%s", disk);
-        } else if (pl__net_explain(link, sizeof link, kind, key, v, n, e->time_ns)) {
+        } else if (pl__net_explain(link, sizeof link, kind, key, v, n, e->time_ns, what)) {
             sb_printf(&x->out, "%s", link);
         } else if (pl__node_explain(link, sizeof link, x->rec, i, kind, v, n)) {
             sb_printf(&x->out, "%s", link);
@@ -312,6 +312,22 @@ static explainer explainer_of(const pl_sim_result *run, const pl__capture *cap,
     return x;
 }
 
+/* A crash's loss, which the disk noted in the trace (disk.h): a line of
+ * its own, though no decision made it (a crash loses every unsynced
+ * write by default). False for any other event. */
+static bool explain_crash_note(explainer *x, const pl__trace_rec *e)
+{
+    size_t prefix = strlen(PL__DISK_CRASH_NOTE);
+    if (e->kind != PL__EV_USER || e->task != PL__TRACE_NO_TASK || x->rec->texts == NULL ||
+        e->a > x->rec->texts_len || e->b > x->rec->texts_len - e->a || e->b < prefix ||
+        memcmp(x->rec->texts + e->a, PL__DISK_CRASH_NOTE, prefix) != 0) {
+        return false;
+    }
+    sb_printf(&x->out, "step %llu (%.3f ms): %.*s\n", (unsigned long long)e->step,
+              (double)e->time_ns / 1e6, (int)e->b, x->rec->texts + e->a);
+    return true;
+}
+
 char *pl__shrink_explain(const pl_sim_result *run, const pl__capture *cap,
                          const pl_sim_options *o)
 {
@@ -321,17 +337,19 @@ char *pl__shrink_explain(const pl_sim_result *run, const pl__capture *cap,
         return NULL;
     }
     uint64_t index = 0;
+    bool deviated = false;
     for (size_t i = 0; i < x.rec->events_len; i++) {
         const pl__trace_rec *e = &x.rec->events[i];
-        if (e->kind != PL__EV_DECISION) {
+        if (explain_crash_note(&x, e) || e->kind != PL__EV_DECISION) {
             continue;
         }
         if ((uint32_t)e->b != 0) {
             explain_decision(&x, i, index);
+            deviated = true;
         }
         index++;
     }
-    if (x.out.len == 0) {
+    if (!deviated) {
         sb_printf(&x.out, "no decision leaves production's order: the production schedule "
                           "itself fails\n");
     }

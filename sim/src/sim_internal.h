@@ -8,9 +8,9 @@
  * (tasks.h), async backtraces (backtrace.h), the probes (check_probe.h),
  * the bounds inside a poll (check_budget.h), the properties
  * (check_props.h), the rescue oracle (check_rescue.h), the nodes
- * (node.h) and the threads (threads/threads.h). The world calls no
- * checker: the run installs its judges (pl__sim_judges). The functions
- * below are instance.c's.
+ * (node.h), the threads (threads/threads.h) and the words naming
+ * messages (net/label.h). The world calls no checker: the run installs
+ * its judges (pl__sim_judges). The functions below are instance.c's.
  */
 #ifndef POLLEN_SIM_INTERNAL_H
 #define POLLEN_SIM_INTERNAL_H
@@ -29,6 +29,7 @@
 #include "decide.h"
 #include "history.h"
 #include "nemesis.h"
+#include "net/label.h"
 #include "node.h"
 #include "pollen/observer.h"
 #include "pollen/sim.h"
@@ -114,6 +115,7 @@ struct pl__sim {
     pl__history history;    /* the clients' operations (history.h) */
     pl__premise assume;     /* a failed pl_assume discarded the run (assume.h) */
     pl__quiet quiet;        /* the quiet phase and its deadline (quiet.h) */
+    pl__labels labels;      /* what names a message in explanations (net/label.h) */
 
     bool stopped;
     pl_finding finding;
@@ -141,6 +143,15 @@ uint32_t pl__sim_choose_consulted(pl__sim *s, pl_decision_kind kind, uint32_t n,
 static inline char *pl__sim_decision_text(const pl__sim *s) { return s->decision_text; }
 /* Appends a trace event (kind from trace.h; task id 0 when none). */
 void pl__sim_event(pl__sim *s, uint32_t kind, uint32_t task, uint64_t a, uint64_t b);
+/* True when the run keeps its trace's texts (a log or a crash ring), so
+ * that the simulator's own words (pl__sim_note) are worth making. */
+bool pl__sim_notes_on(const pl__sim *s);
+/* The simulator says `text` (one line, cut to PL_TRACE_EVENT_MAX - 1
+ * bytes) in the run's trace, as a user event of no task: the timeline
+ * shows it, and the explanation of a shrunk run lists the crash's
+ * (disk.h). Log-only, like every user event: it changes no run. Nothing
+ * unless pl__sim_notes_on. */
+void pl__sim_note(pl__sim *s, const char *text);
 /* Records a finding (the first one wins) and stops the run. */
 void pl__sim_finding(pl__sim *s, pl_finding_kind kind, const pl_task *t, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

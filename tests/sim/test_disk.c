@@ -8,6 +8,7 @@
  * a flipped bit), the bounds, the explanations, and that destroying the
  * disk frees everything (LeakSanitizer in the ASan build).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +30,9 @@ static struct fake {
     uint64_t asked[PL_DECIDE__COUNT];
     uint64_t last_key[PL_DECIDE__COUNT];
     int out_of_memory;
+    bool notes_on;                      /* the fake run keeps texts */
+    char notes[16][PL_TRACE_EVENT_MAX]; /* the disk's notes, in order */
+    size_t notes_len;
 } fk;
 
 static pl__sim sim;
@@ -52,6 +56,20 @@ uint32_t pl__sim_choose(pl__sim *s, pl_decision_kind kind, uint32_t n, uint64_t 
 }
 
 pl__sim *pl__sim_current(void) { return &sim; }
+
+bool pl__sim_notes_on(const pl__sim *s)
+{
+    (void)s;
+    return fk.notes_on;
+}
+
+void pl__sim_note(pl__sim *s, const char *text)
+{
+    (void)s;
+    cr_assert(fk.notes_on, "a note made while notes are off: %s", text);
+    cr_assert_lt(fk.notes_len, sizeof fk.notes / sizeof fk.notes[0]);
+    snprintf(fk.notes[fk.notes_len++], sizeof fk.notes[0], "%s", text);
+}
 
 void pl__sim_oom(pl__sim *s, const pl_task *t, const char *what)
 {
@@ -186,6 +204,64 @@ Test(disk, entries_are_durable_only_after_a_directory_sync)
     cr_assert_eq(memcmp(names, "a\0c\0", 4), 0);
     (void)a;
     (void)c;
+}
+
+/* The crash says what it lost, one note per loss, when the run keeps
+ * texts: the entries made, renamed and unlinked since the directory's
+ * sync, then each file's unsynced bytes (a torn prefix says what it
+ * kept). */
+Test(disk, a_crash_says_what_it_lost)
+{
+    fk.notes_on = true;
+    int dir = dir_open();
+    durable_file(dir, "a", "A");
+    durable_file(dir, "c", "C");
+    int log = durable_file(dir, "log", "");
+    int b = open_file(dir, "b", RWC);
+    write_str(b, "BBB", 0);
+    cr_assert_eq(pl__disk_dir_rename(&sim, dir, "a", "a2"), 0);
+    cr_assert_eq(pl__disk_dir_unlink(&sim, dir, "c"), 0);
+    write_str(log, "0123456789", 0);
+    write_str(log, "abcdef", 10);
+    SCRIPT(PL_DECIDE_DISK_LOSE, 2, 4);
+    crash();
+    static const char *const said[] = {
+        "disk crash: the rename of 'db/a' to 'db/a2' was undone (never fsynced in its "
+        "directory)",
+        "disk crash: 'db/b' lost its directory entry (created, never fsynced in its directory), "
+        "and its bytes with it",
+        "disk crash: 'db/c' is back (its unlink was never fsynced in its directory)",
+        "disk crash: 'db/log' lost 12 unsynced bytes (kept 4 of 16)",
+    };
+    cr_assert_eq(fk.notes_len, sizeof said / sizeof said[0]);
+    for (size_t i = 0; i < fk.notes_len; i++) {
+        cr_assert_str_eq(fk.notes[i], said[i]);
+    }
+    /* The same crash without texts says nothing (the fake refuses a note). */
+    fk.notes_on = false;
+    fk.notes_len = 0;
+    int d2;
+    int f = reopen(&d2, "log");
+    write_str(f, "x", 0);
+    crash();
+    cr_assert_eq(fk.notes_len, 0);
+}
+
+/* Past PL__DISK_CRASH_LINES losses, one line counts the rest. */
+Test(disk, a_crash_with_many_losses_counts_the_rest)
+{
+    fk.notes_on = true;
+    int dir = dir_open();
+    char name[8];
+    for (int i = 0; i < 11; i++) {
+        snprintf(name, sizeof name, "f%02d", i);
+        cr_assert_geq(open_file(dir, name, RWC), 0);
+    }
+    crash();
+    cr_assert_eq(fk.notes_len, PL__DISK_CRASH_LINES + 1);
+    cr_assert_str_eq(fk.notes[0], "disk crash: 'db/f00' lost its directory entry (created, "
+                                  "never fsynced in its directory)");
+    cr_assert_str_eq(fk.notes[PL__DISK_CRASH_LINES], "disk crash: and 3 more");
 }
 
 Test(disk, a_synced_rename_survives_and_replaces)

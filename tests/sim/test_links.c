@@ -15,8 +15,11 @@
 
 #include "leakcheck.h"
 #include "net/net.h"
+#include "run.h"
 #include "run_record.h"
+#include "shrink.h"
 #include "sim_internal.h"
+#include "strategy.h"
 
 TestSuite(links, .fini = pl_test_leak_check);
 
@@ -40,6 +43,7 @@ static struct cfg {
     const char *a;    /* the first host of the actions; NULL: HOST_A */
     bool all_or_fail; /* check(): every datagram must arrive */
     bool loopback;    /* bind 127.0.0.1 and 127.0.0.2: one host, no link */
+    bool labels;      /* the sender names datagram 1 by a label, 2 by a note */
 } cfg;
 
 /* What the run saw, copied out by check(). */
@@ -119,6 +123,12 @@ static pl_poll_result udp_tx_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_BEGIN(self);
     for (self->i = 0; self->i < cfg.msgs; self->i++) {
         perform(cfg.acts[self->i]);
+        if (cfg.labels && self->i == 1) {
+            pl_sim_send_label("seq %d", self->i);
+        } else if (cfg.labels && self->i == 2) {
+            pl_sim_send_label(NULL);
+            pl_trace_note("sending seq %d", self->i);
+        }
         self->send = pl_udp_send_to(&self->st->a, &self->i, sizeof self->i,
                                     (const struct sockaddr *)&b_addr, b_len);
         PL_AWAIT(cx, &self->send);
@@ -419,13 +429,13 @@ Test(links, explanations_name_the_link)
     uint64_t key = (uint64_t)0x0a000001 << 32 | 0x0a000002;
     char buf[160];
     /* fault_steps 8: n = 17; 10 is one-way with k = 2 (2 ms). */
-    cr_assert(pl__net_explain(buf, sizeof buf, PL_DECIDE_PARTITION, key, 10, 17, 3 * PL_MS));
+    cr_assert(pl__net_explain(buf, sizeof buf, PL_DECIDE_PARTITION, key, 10, 17, 3 * PL_MS, NULL));
     cr_assert_str_eq(buf, "partition: link 10.0.0.1 -> 10.0.0.2 cut at 3.000 ms (one-way), "
                           "healed at 5.000 ms");
-    cr_assert(pl__net_explain(buf, sizeof buf, PL_DECIDE_PARTITION, key, 4, 17, 3 * PL_MS));
+    cr_assert(pl__net_explain(buf, sizeof buf, PL_DECIDE_PARTITION, key, 4, 17, 3 * PL_MS, NULL));
     cr_assert_str_eq(buf, "partition: link 10.0.0.1 <-> 10.0.0.2 cut at 3.000 ms (both ways), "
                           "healed at 11.000 ms");
-    cr_assert(pl__net_explain(buf, sizeof buf, PL_DECIDE_CLOG, key, 1, 9, PL_MS));
+    cr_assert(pl__net_explain(buf, sizeof buf, PL_DECIDE_CLOG, key, 1, 9, PL_MS, NULL));
     cr_assert_str_eq(buf, "clog: link 10.0.0.1 -> 10.0.0.2 held its traffic at 1.000 ms, "
                           "released at 2.000 ms");
     static const struct {
@@ -439,10 +449,53 @@ Test(links, explanations_name_the_link)
         {PL_DECIDE_LINK_RESET, "link reset: "},
     };
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
-        cr_assert(pl__net_explain(buf, sizeof buf, kinds[i].kind, key, 1, 8, 0));
+        cr_assert(pl__net_explain(buf, sizeof buf, kinds[i].kind, key, 1, 8, 0, NULL));
         cr_assert_eq(strncmp(buf, kinds[i].start, strlen(kinds[i].start)), 0, "%s", buf);
     }
-    cr_assert(!pl__net_explain(buf, sizeof buf, PL_DECIDE_IO_FAULT, key, 1, 2, 0));
+    cr_assert(!pl__net_explain(buf, sizeof buf, PL_DECIDE_IO_FAULT, key, 1, 2, 0, NULL));
+}
+
+/* A run that explains names each lost datagram by what its sender said
+ * before it: nothing (its task's name), a label, then a trace note once
+ * the label is gone. The words change nothing: the explaining run, its
+ * list replayed, has the first run's hash. */
+Test(links, explanations_name_the_message)
+{
+    udp_plan(3, false);
+    cfg.labels = true;
+    pl_sim_result first;
+    run(&udp_pair, only("link_loss"), 0, &first);
+    cr_assert_eq(seen.got_len, 0, "every datagram is lost");
+    const pl__run_record *rec = pl__sim_result_record(&first);
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.knobs = only("link_loss");
+    o.source = PL_SIM_SOURCE_LIST;
+    o.decisions = rec->decisions;
+    o.decisions_len = rec->decisions_len;
+    o.keep_events = true;
+    pl__capture cap = {0};
+    pl_sim_result r;
+    cr_assert_eq(pl__sim_run_captured(&udp_pair, &o, &cap, &r), 0);
+    cr_assert_eq(r.hash, first.hash, "labels and notes change no run");
+    char *text = pl__shrink_explain(&r, &cap, &o);
+    cr_assert_not_null(text);
+    static const char *const lines[] = {
+        "link loss: a datagram of 'udp_tx' from 10.0.0.1 to 10.0.0.2 was lost\n",
+        "link loss: the 'seq 1' from 10.0.0.1 to 10.0.0.2 was lost\n",
+        "link loss: a datagram of 'udp_tx' (after its note 'sending seq 2') from 10.0.0.1 to "
+        "10.0.0.2 was lost\n",
+    };
+    const char *at = text;
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        const char *line = strstr(at, lines[i]);
+        cr_assert_not_null(line, "no line '%s' in order in:\n%s", lines[i], text);
+        at = line + strlen(lines[i]);
+    }
+    free(text);
+    free(cap.notes);
+    pl_sim_result_free(&r);
+    pl_sim_result_free(&first);
 }
 
 /* ---- A stream ----------------------------------------------------------- */

@@ -131,6 +131,23 @@ int pl_sim_link_set(const char *from, const char *to, const pl_sim_link_options 
  * the run's default options and zero counters). */
 int pl_sim_link_get(const char *from, const char *to, pl_sim_link_state *out);
 
+/* Names the messages the calling task sends from now on in the
+ * explanations of link decisions (a shrunk schedule, `pollen why`), with
+ * the printf-style text of fmt: "link latency: the 'VoteResponse term 6'
+ * from node 'n2' to node 'n1' (10.0.0.2 -> 10.0.0.1) was held 3.200 ms
+ * more". The label stays the task's until its next call; NULL or "" takes
+ * it away. It names datagrams and stream writes, not connection attempts
+ * or the end of a stream. A task without a label is named with its
+ * latest trace note (pl_trace_event, pl_trace_note) instead, "a stream
+ * write of 'primary' (after its note 'replicating put 3')", and else by
+ * its name alone. At most 47 bytes are kept (a longer label ends in
+ * "..."). Words only: a label changes no decision, trace or hash. Only a
+ * run that explains its decisions keeps it, so elsewhere the call costs a
+ * branch and formats nothing (its arguments are still evaluated). From a
+ * task's poll; elsewhere, and outside a simulation (the real backend),
+ * it does nothing. */
+__attribute__((format(printf, 1, 2))) void pl_sim_send_label(const char *fmt, ...);
+
 #ifdef __cplusplus
 }
 #endif

@@ -107,6 +107,16 @@ char *pl__disk_names_blob(const pl__disk *d, size_t *len, uint32_t *count);
  * disk: a decision's key says whose (disk_impl.h). */
 char *pl__disk_run_names(const pl__sim *s, size_t *len, uint32_t *count);
 
+/* What a crash lost, when the run keeps its trace's texts: one
+ * pl__sim_note per loss, "disk crash: node 'server': 'db/log' lost 16
+ * unsynced bytes (kept 0 of 16)" (the scenario's own disk names no node),
+ * at most PL__DISK_CRASH_LINES a crash and then "... and N more": a
+ * file's unsynced bytes, an entry created, renamed or unlinked since its
+ * directory's last sync (crash.c). The explanation of a shrunk run lists
+ * the notes that begin with PL__DISK_CRASH_NOTE (shrink_explain.c). */
+#define PL__DISK_CRASH_NOTE  "disk crash: "
+#define PL__DISK_CRASH_LINES 8u
+
 /* ---- Explanations (explain.c) -------------------------------------------
  * Writes what a non-default disk decision did ("disk: node 'b1': read of
  * 'wal/0001.log' at offset 4096 returned a flipped bit (bit 13 of 512

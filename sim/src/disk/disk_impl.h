@@ -9,7 +9,7 @@
  *   names.c    a directory's entries: lookup, create, rename, unlink,
  *              list, sync
  *   faults.c   decision keys and the latency, fault and corruption draws
- *   crash.c    the crash, and pl_sim_disk_crash
+ *   crash.c    the crash and what it lost in words, and pl_sim_disk_crash
  *   disk.c     create and destroy
  *   entries.c  the system's entries (disk.h)
  *   explain.c  the words for a disk decision (calls nothing here)
@@ -167,6 +167,10 @@ void pl__disk_inode_maybe_free(pl__disk *d, pl__disk_inode *ino);
 int pl__disk_name_check(const char *name);
 /* The file `name` names in the visible set, or 0. */
 uint32_t pl__disk_names_lookup(const pl__disk_dir *dir, const char *name);
+/* The file `name` names in es (either set), or 0. */
+uint32_t pl__disk_names_in(const pl__disk_entries *es, const char *name);
+/* The first name of file `ino` in es, or NULL. */
+const char *pl__disk_names_of(const pl__disk_entries *es, uint32_t ino);
 int pl__disk_names_add(pl__disk *d, pl__disk_dir *dir, const char *name, uint32_t ino);
 int pl__disk_names_rename(pl__disk *d, pl__disk_dir *dir, const char *from, const char *to);
 int pl__disk_names_unlink(pl__disk *d, pl__disk_dir *dir, const char *name);

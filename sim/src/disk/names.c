@@ -45,9 +45,25 @@ static size_t find(const pl__disk_entries *es, const char *name, bool *found)
 
 uint32_t pl__disk_names_lookup(const pl__disk_dir *dir, const char *name)
 {
+    return pl__disk_names_in(&dir->vis, name);
+}
+
+uint32_t pl__disk_names_in(const pl__disk_entries *es, const char *name)
+{
     bool found;
-    size_t i = find(&dir->vis, name, &found);
-    return found ? dir->vis.e[i].ino : 0;
+    size_t i = find(es, name, &found);
+    return found ? es->e[i].ino : 0;
+}
+
+const char *pl__disk_names_of(const pl__disk_entries *es, uint32_t ino)
+{
+    /* Sorted by name, not by file: a scan. Only a crash's words ask. */
+    for (size_t i = 0; i < es->len; i++) {
+        if (es->e[i].ino == ino) {
+            return es->e[i].name;
+        }
+    }
+    return NULL;
 }
 
 /* Inserts a copy of name at position i of es (force: charged even past

@@ -116,7 +116,8 @@ static void ring_get(chan *c, uint8_t *dst, size_t n)
  * Room in the heap and in c->segs must be reserved. */
 static void chan_schedule(pl__reactor *r, chan *c, seg s, const ep *by)
 {
-    pl_time latency = c->link != 0 ? pl__net_link_latency(r, pl__net_link_at(r, c->link))
+    pl__label_msg m = s.fin ? PL__LABEL_FIN : PL__LABEL_WRITE;
+    pl_time latency = c->link != 0 ? pl__net_link_latency(r, pl__net_link_at(r, c->link), m)
                                    : pl__net_latency(r, by);
     pl_time at_ns = pl__sim_now(r->sim) + latency;
     if (at_ns < c->last_ns) {
@@ -316,7 +317,7 @@ static ssize_t stream_fault(pl__reactor *r, ep *e, uint32_t bit, size_t *n)
  * the connection (one heap slot: the peer hears after a latency). */
 static bool link_resets(pl__reactor *r, ep *e, link *l)
 {
-    pl__net_link_on_send(r, l);
+    pl__net_link_on_send(r, l, PL__LABEL_WRITE);
     if (!pl__net_link_reset(r, l)) {
         return false;
     }

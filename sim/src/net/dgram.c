@@ -95,13 +95,13 @@ static ssize_t link_send(pl__reactor *r, link *l, dgram *d)
     ssize_t len = (ssize_t)d->len;
     pl_time now = pl__sim_now(r->sim);
     l->count.dgrams_sent++;
-    pl__net_link_on_send(r, l);
+    pl__net_link_on_send(r, l, PL__LABEL_DGRAM);
     if (pl__net_link_lose(r, l)) {
         l->count.dgrams_lost++;
         free(d);
         return len;
     }
-    pl_time at = now + pl__net_link_latency(r, l);
+    pl_time at = now + pl__net_link_latency(r, l, PL__LABEL_DGRAM);
     if (pl__net_link_reorder(r, l)) {
         at += l->o.reorder_ns;
     }
@@ -109,7 +109,7 @@ static ssize_t link_send(pl__reactor *r, link *l, dgram *d)
         dgram *copy = malloc(sizeof *copy + d->len);
         if (copy != NULL) {
             memcpy(copy, d, sizeof *copy + d->len);
-            pl_time copy_at = now + pl__net_link_latency(r, l);
+            pl_time copy_at = now + pl__net_link_latency(r, l, PL__LABEL_DGRAM);
             pl__net_heap_push(r, (event){.at_ns = copy_at, .type = EV_DGRAM, .dg = copy});
         }
     }

@@ -6,7 +6,9 @@
  * a hold does to a datagram or a segment is theirs (dgram.c, chan.c,
  * stream.c). */
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "net_impl.h"
 
@@ -135,11 +137,34 @@ void pl__net_link_keep(link *l, dgram *d)
 
 /* ---- Decisions ---------------------------------------------------------- */
 
-pl_time pl__net_link_latency(pl__reactor *r, link *l)
+/* While the run explains its decisions, the words for the message the
+ * decision of `kind` over n choices just drawn struck (label.h), which
+ * the key cannot say: its label or its sender's latest note, and the
+ * nodes. A latency adds how much longer it took (the link's jitter
+ * quantum is the link's own, which the explanation no longer has). A
+ * decision not consulted (its kind off, or one choice) has no text of
+ * its own: the buffer is still the previous decision's. */
+static void say(pl__reactor *r, const link *l, pl_decision_kind kind, uint32_t n, pl__label_msg m,
+                bool hosts, pl_time extra_ns)
+{
+    char *text = pl__sim_decision_text(r->sim);
+    if (text == NULL || !pl__dec_consulted(&r->sim->dec, kind, n)) {
+        return;
+    }
+    pl__label_subject(r->sim, text, PL__DECISION_TEXT_MAX, m, l->from, l->to, hosts);
+    size_t w = strlen(text);
+    if (extra_ns > 0 && w < PL__DECISION_TEXT_MAX) {
+        snprintf(text + w, PL__DECISION_TEXT_MAX - w, " was held %.3f ms more",
+                 (double)extra_ns / 1e6);
+    }
+}
+
+pl_time pl__net_link_latency(pl__reactor *r, link *l, pl__label_msg m)
 {
     uint32_t v = pl__sim_choose(r->sim, PL_DECIDE_LINK_LATENCY, l->o.jitter_steps, link_key(l));
     PL__SIM_ASSERT(v < l->o.jitter_steps);
     pl_time extra = v == 0 ? 0 : l->o.jitter_quantum_ns << (v - 1);
+    say(r, l, PL_DECIDE_LINK_LATENCY, l->o.jitter_steps, m, true, extra);
     return l->o.latency_ns + extra;
 }
 
@@ -169,7 +194,7 @@ static void cut_until(link *l, pl_time until)
  * S+1..2S this way only for 2^(v-S-1) ms (S = fault_steps). The clog
  * decision: 0 nothing; 1..S held for 2^(v-1) ms. Drawn only while the
  * link is open, so a cut is not stacked on a cut. */
-void pl__net_link_on_send(pl__reactor *r, link *l)
+void pl__net_link_on_send(pl__reactor *r, link *l, pl__label_msg m)
 {
     pl_time now = pl__sim_now(r->sim);
     if (pl__net_link_open_at(l, now) != now) {
@@ -178,6 +203,7 @@ void pl__net_link_on_send(pl__reactor *r, link *l)
     uint32_t steps = l->o.fault_steps;
     if (l->o.partition) {
         uint32_t v = pl__sim_choose(r->sim, PL_DECIDE_PARTITION, 1 + 2 * steps, link_key(l));
+        say(r, l, PL_DECIDE_PARTITION, 1 + 2 * steps, m, false, 0);
         if (v != 0) {
             bool both = v <= steps;
             pl_time until = now + fault_span(both ? v : v - steps);
@@ -190,35 +216,41 @@ void pl__net_link_on_send(pl__reactor *r, link *l)
     }
     if (l->o.clog) {
         uint32_t v = pl__sim_choose(r->sim, PL_DECIDE_CLOG, 1 + steps, link_key(l));
+        say(r, l, PL_DECIDE_CLOG, 1 + steps, m, false, 0);
         if (v != 0 && now + fault_span(v) > l->held_until) {
             l->held_until = now + fault_span(v);
         }
     }
 }
 
-static bool link_flip(pl__reactor *r, link *l, bool on, pl_decision_kind kind)
+static bool link_flip(pl__reactor *r, link *l, bool on, pl_decision_kind kind, pl__label_msg m)
 {
-    return on && pl__sim_choose(r->sim, kind, 2, link_key(l)) != 0;
+    if (!on) {
+        return false;
+    }
+    bool flip = pl__sim_choose(r->sim, kind, 2, link_key(l)) != 0;
+    say(r, l, kind, 2, m, true, 0);
+    return flip;
 }
 
 bool pl__net_link_lose(pl__reactor *r, link *l)
 {
-    return link_flip(r, l, l->o.loss, PL_DECIDE_LINK_LOSS);
+    return link_flip(r, l, l->o.loss, PL_DECIDE_LINK_LOSS, PL__LABEL_DGRAM);
 }
 
 bool pl__net_link_dup(pl__reactor *r, link *l)
 {
-    return link_flip(r, l, l->o.dup, PL_DECIDE_LINK_DUP);
+    return link_flip(r, l, l->o.dup, PL_DECIDE_LINK_DUP, PL__LABEL_DGRAM);
 }
 
 bool pl__net_link_reorder(pl__reactor *r, link *l)
 {
-    return link_flip(r, l, l->o.reorder, PL_DECIDE_LINK_REORDER);
+    return link_flip(r, l, l->o.reorder, PL_DECIDE_LINK_REORDER, PL__LABEL_DGRAM);
 }
 
 bool pl__net_link_reset(pl__reactor *r, link *l)
 {
-    return link_flip(r, l, l->o.reset, PL_DECIDE_LINK_RESET);
+    return link_flip(r, l, l->o.reset, PL_DECIDE_LINK_RESET, PL__LABEL_WRITE);
 }
 
 /* ---- The entries of pollen/sim_net.h ------------------------------------ */

@@ -3,6 +3,7 @@
  * link.c so the reactor's own test links the network without a simulator
  * instance. */
 #include <arpa/inet.h>
+#include <stdarg.h>
 #include <string.h>
 
 #include "net_impl.h"
@@ -95,4 +96,16 @@ int pl_sim_link_get(const char *from, const char *to, pl_sim_link_state *out)
         rc = PL_EINVAL;
     }
     return rc < 0 ? rc : pl__net_link_get(p.r, p.a, p.b, out);
+}
+
+void pl_sim_send_label(const char *fmt, ...)
+{
+    pl__sim *s = pl__sim_current();
+    if (s == NULL || !s->labels.on) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    pl__label_set(s, fmt, ap);
+    va_end(ap);
 }

@@ -103,9 +103,13 @@ const pl_sim_fault_options *pl__reactor_faults(const pl__reactor *r);
 
 /* The shrinker's words for a non-zero decision of a link kind drawn at
  * `at` (explain.c): writes one line without a newline into buf and
- * returns true, or returns false for any other kind. */
+ * returns true, or returns false for any other kind. what: the words
+ * link.c wrote for the message the decision struck while the run
+ * explained (the decision's text, label.h): for latency "<message> was
+ * held 0.400 ms more", for the other kinds "<message>"; NULL or "": the
+ * line names the link alone. */
 bool pl__net_explain(char *buf, size_t len, uint32_t kind, uint64_t key, uint32_t v, uint32_t n,
-                     pl_time at);
+                     pl_time at, const char *what);
 
 /* The fault options a run uses: o->faults, or the defaults when NULL. */
 void pl__net_faults_of(const pl_sim_options *o, pl_sim_fault_options *out);

@@ -6,6 +6,7 @@
  *   events.c  the delivery heap on (time, seq)
  *   ready.c   readiness gathered per delivery, registration
  *   faults.c  latency and fault decisions, the fault options
+ *   label.c   the words naming a message (label.h; reads the world only)
  *   link.c    links between hosts: their state and decisions
  *   addr.c    addresses, the bound table, bind and listen
  *   chan.c    byte channels (pipes and stream directions), resets
@@ -284,10 +285,12 @@ uint32_t pl__net_host(const addr *a);
 int pl__net_link_index(pl__reactor *r, const addr *from, const addr *to);
 /* The link of an index + 1 from pl__net_link_index (not 0). */
 link *pl__net_link_at(const pl__reactor *r, uint32_t index);
-/* A crossing's latency: base plus the link_latency extra. */
-pl_time pl__net_link_latency(pl__reactor *r, link *l);
-/* A send on l: on an open link, draws the partition and clog decisions. */
-void pl__net_link_on_send(pl__reactor *r, link *l);
+/* A crossing's latency: base plus the link_latency extra. m: what
+ * crosses, for the explanation's words (label.h), as below. */
+pl_time pl__net_link_latency(pl__reactor *r, link *l, pl__label_msg m);
+/* A send of m on l: on an open link, draws the partition and clog
+ * decisions. */
+void pl__net_link_on_send(pl__reactor *r, link *l, pl__label_msg m);
 /* Whether a datagram on l is lost, duplicated, held back (decisions). */
 bool pl__net_link_lose(pl__reactor *r, link *l);
 bool pl__net_link_dup(pl__reactor *r, link *l);

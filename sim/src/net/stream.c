@@ -193,8 +193,8 @@ int pl__net_connect(void *self, int handle, const struct sockaddr *sa, socklen_t
     pl_time latency;
     if (li > 0) {
         link *l = pl__net_link_at(r, (uint32_t)li);
-        pl__net_link_on_send(r, l);
-        latency = pl__net_link_latency(r, l);
+        pl__net_link_on_send(r, l, PL__LABEL_CONNECT);
+        latency = pl__net_link_latency(r, l, PL__LABEL_CONNECT);
     } else {
         latency = pl__net_latency(r, e);
     }
