@@ -173,18 +173,6 @@ static void ticker_drop(pl_future *f)
 
 static const pl_future_vtable ticker_vt = {"stick_ticker", ticker_poll, ticker_drop};
 
-/* A server runs as long as its process: a background task. */
-static int spawn_background(pl_executor *ex, pl_future *f, size_t size, const char *name)
-{
-    pl_task *t;
-    int rc = pl_spawn(ex, f, size, name, &t);
-    if (rc == 0) {
-        pl_task_set_background(t, true);
-        pl_task_release(t);
-    }
-    return rc;
-}
-
 static int replica_boot(pl_executor *ex, bool primary)
 {
     replica_mem *m = pl_node_alloc(sizeof *m);
@@ -206,8 +194,8 @@ static int replica_boot(pl_executor *ex, bool primary)
     }
     server srv = {.base = PL_FUTURE_INIT(&server_vt), .m = m};
     ticker tick = {.base = PL_FUTURE_INIT(&ticker_vt), .m = m, .backup = addr_of(2, 7000)};
-    rc = spawn_background(ex, &srv.base, sizeof srv, "server");
-    return rc != 0 ? rc : spawn_background(ex, &tick.base, sizeof tick, "ticker");
+    rc = zoo_spawn_background(ex, &srv.base, sizeof srv, "server");
+    return rc != 0 ? rc : zoo_spawn_background(ex, &tick.base, sizeof tick, "ticker");
 }
 
 static int primary_boot(pl_executor *ex, void *ud)

@@ -33,6 +33,21 @@ static inline int zoo_nodes_add(pl_executor *ex, const pl_node_def *defs, size_t
     return 0;
 }
 
+/* Spawns a server as a background task (it runs as long as its process,
+ * so it keeps no run from ending) and lets its handle go. Returns 0 or
+ * pl_spawn's error. */
+static inline int zoo_spawn_background(pl_executor *ex, pl_future *f, size_t size,
+                                       const char *name)
+{
+    pl_task *t;
+    int rc = pl_spawn(ex, f, size, name, &t);
+    if (rc == 0) {
+        pl_task_set_background(t, true);
+        pl_task_release(t);
+    }
+    return rc;
+}
+
 /* A minimal intrusive FIFO of waiters, as hand-written primitives keep
  * them: the node lives in the waiting future, which must not move while
  * it is linked. */

@@ -43,6 +43,12 @@ EXCEPTIONS = {
     # 3 times in 10 from the cut on, and the point comes near the quiet
     # phase (step 301, 124 ms).
     "bug_failover_stick": "faults before the quiet phase rescue it",
+    # The leader isolated at step 6 (0.5 ms) meets a second leader only if
+    # the election 100 ms later succeeds while the cut lasts: a random
+    # continuation spoils it about 1 time in 5 (a vote lost to io_fault or
+    # link_loss, a late tick, a split vote), so 10 of 10 continuations fail
+    # only from a prefix close to the election (step 18, 80 ms).
+    "bug_isolated_leader": "faults at the election spoil it",
 }
 
 # A livelock's runs each run in a child under this CPU budget per poll;

@@ -68,8 +68,9 @@ static void explain_isolate(char *buf, size_t len, const pl__run_record *rec, si
         snprintf(buf, len, "node isolation: choice %u of %u", v, n);
         return;
     }
-    snprintf(buf, len, "node '%s' cut from every peer at %.3f ms for %u ms",
-             name_of(rec, rec->events[e].a), (double)rec->events[e].time_ns / 1e6, 1u << (v - 1));
+    snprintf(buf, len, "node '%s' cut from every peer at %.3f ms for %lld ms",
+             name_of(rec, rec->events[e].a), (double)rec->events[e].time_ns / 1e6,
+             (long long)((PL_SIM_NODE_ISOLATE_QUANTUM_NS << (v - 1)) / PL_MS));
 }
 
 bool pl__node_explain(char *buf, size_t len, const pl__run_record *rec, size_t i, uint32_t kind,

@@ -33,7 +33,7 @@ static int cut_sides(pl__sim *s, uint32_t side, pl_time until)
 
 /* A node declared isolatable, up and not isolated may be cut from every
  * peer at any wait, with the knob's probability, for 1 to 128 ms as
- * decided (one decision: its length in it). */
+ * decided (one decision: its length in it, so shrinking shortens it). */
 static void isolate_decisions(pl__sim *s)
 {
     pl__nemesis *z = &s->nemesis;
@@ -43,12 +43,12 @@ static void isolate_decisions(pl__sim *s)
             continue;
         }
         uint64_t key = (uint64_t)n << 32 | z->isolations[n];
-        uint32_t v = pl__sim_choose(s, PL_DECIDE_NODE_ISOLATE, 1 + PL_SIM_NODE_PAUSE_STEPS, key);
+        uint32_t v = pl__sim_choose(s, PL_DECIDE_NODE_ISOLATE, 1 + PL_SIM_NODE_ISOLATE_STEPS, key);
         if (v == 0) {
             continue;
         }
         z->isolations[n]++;
-        z->isolated_until[n] = s->now + (PL_SIM_NODE_PAUSE_QUANTUM_NS << (v - 1));
+        z->isolated_until[n] = s->now + (PL_SIM_NODE_ISOLATE_QUANTUM_NS << (v - 1));
         pl__sim_event(s, PL__EV_NODE, 0, n, PL__NODE_EV_ISOLATE);
         (void)cut_sides(s, 1u << n, z->isolated_until[n]); /* ENOMEM: the cut is partial */
     }

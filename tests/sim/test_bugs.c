@@ -25,6 +25,7 @@
 #include <pollen/sim.h>
 
 #include "leakcheck.h"
+#include "shrunk.h"
 
 #define BUG_SEEDS 10000
 #define FIX_SEEDS 2000
@@ -35,7 +36,8 @@ static const char *const zoo[] = {
     "abort_permit",   "ack_resend",         "atomic_waker",
     "chan_register_late", "checksum",           "deadline_reset",
     "edge_notify",
-    "event_clear",    "failover_stick",     "idle_timeout",       "join_repoll",        "kv_ack",
+    "event_clear",    "failover_stick",     "idle_timeout",       "isolated_leader",
+    "join_repoll",    "kv_ack",
     "lease_clock",    "lease_pause",        "lease_skew",         "lock_order",
     "log_ack",        "node_register_late", "node_wake_no_flag",
     "notify_waiters_thread",
@@ -194,6 +196,7 @@ ZOO_PAIR(edge_notify)
 ZOO_PAIR(event_clear)
 ZOO_PAIR(failover_stick)
 ZOO_PAIR(idle_timeout)
+ZOO_PAIR(isolated_leader)
 ZOO_PAIR(join_repoll)
 ZOO_PAIR(kv_ack)
 ZOO_PAIR(lease_clock)
@@ -288,6 +291,38 @@ LEAK_TEST(bugs, sweeper_names_the_sweeper)
         "through 'sweeper' (#3), which it woke",
     };
     expect_rescue_named("sweeper", want, sizeof want / sizeof want[0]);
+}
+
+/* The split brain needs a whole-node isolation: per-link partitions
+ * would have to cut both of the leader's links, both ways, at
+ * overlapping times. Seeds that find it with the node_isolate decision
+ * find nothing without it, and the first finding shrinks to the one
+ * isolation, said in one line. */
+enum { ISOLATION_SEEDS = 300 };
+
+LEAK_TEST(bugs, isolated_leader_needs_an_isolation)
+{
+    const pl_scenario *sc = zoo_scenario("bug", "isolated_leader");
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.knobs = "node_isolate=off";
+    pl_campaign_result cr;
+    pl_campaign_options co = first_seeds(ISOLATION_SEEDS, &o);
+    cr_assert_eq(pl_sim_campaign(sc, &co, &cr), 0);
+    cr_assert_eq(cr.findings, 0, "without isolations, seed %llu: %s",
+                 (unsigned long long)cr.first_seed, cr.first.message);
+    cr_assert_eq(cr.runs, ISOLATION_SEEDS);
+
+    o.knobs = NULL;
+    co = first_seeds(ISOLATION_SEEDS, &o);
+    cr_assert_eq(pl_sim_campaign(sc, &co, &cr), 0);
+    cr_assert_eq(cr.first.kind, PL_FINDING_ASSERTION, "no split brain in %d seeds",
+                 ISOLATION_SEEDS);
+    o.seed = cr.first_seed;
+    pl_sim_result r;
+    cr_assert_eq(pl_sim_run(sc, &o, &r), 0);
+    expect_shrunk(sc, &o, &r, 1, "node 'n1' cut from every peer at ");
+    pl_sim_result_free(&r);
 }
 
 /* The cluster pair also runs on the real backend, as `pollen run --real`

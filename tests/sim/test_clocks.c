@@ -16,6 +16,7 @@
 
 #include "leakcheck.h"
 #include "run_record.h"
+#include "shrunk.h"
 #include "sim_internal.h"
 
 TestSuite(clocks, .fini = pl_test_leak_check);
@@ -306,14 +307,7 @@ LEAK_TEST(clocks, a_stale_lease_shrinks_to_one_drift)
         }
     }
     cr_assert(found, "no stale read in 500 seeds");
-    const pl__run_record *rec = pl__sim_result_record(&r);
-    pl_sim_shrink_result sh;
-    cr_assert_eq(
-        pl_sim_shrink(sc, &o, rec->decisions, rec->decisions_len, r.finding.kind, NULL, &sh), 0,
-        "%s", sh.message);
-    cr_assert_eq(sh.nonzero_after, 1, "%s", sh.explanation);
-    cr_assert_not_null(strstr(sh.explanation, "clock runs "), "%s", sh.explanation);
-    pl_sim_shrink_result_free(&sh);
+    expect_shrunk(sc, &o, &r, 1, "clock runs ");
     pl_sim_result_free(&r);
 }
 

@@ -79,8 +79,9 @@ typedef struct pl_node_def {
      * PL_SIM_NODE_PAUSE_STEPS), as pl_sim_node_pause does. */
     bool pausable;
     /* The node_isolate decision kind may cut it from every other node (all
-     * links of its host, both ways) at any wait for 1 to 128 ms, as
-     * pl_sim_node_isolate does. */
+     * links of its host, both ways) at any wait for 1 to 128 ms
+     * (PL_SIM_NODE_ISOLATE_QUANTUM_NS << v, v decided below
+     * PL_SIM_NODE_ISOLATE_STEPS), as pl_sim_node_isolate does. */
     bool isolatable;
     /* The node reads its own clock, not the run's: the clock_offset and
      * clock_drift decision kinds set it ahead by 1 to 128 ms and make it
@@ -102,6 +103,10 @@ typedef struct pl_node_def {
 /* The shortest decided pause, and how many doublings of it there are. */
 #define PL_SIM_NODE_PAUSE_QUANTUM_NS   PL_MS
 #define PL_SIM_NODE_PAUSE_STEPS        8
+/* The shortest decided isolation, and how many doublings of it there are
+ * (the pause's values, so that a replay of either reads the same). */
+#define PL_SIM_NODE_ISOLATE_QUANTUM_NS PL_MS
+#define PL_SIM_NODE_ISOLATE_STEPS      8
 /* A skewed node's clock (pl_node_def.skewed): its offset is
  * PL_SIM_CLOCK_OFFSET_QUANTUM_NS << k, its drift PL_SIM_CLOCK_DRIFT_QUANTUM_PPM
  * << k parts per million fast or slow, a jump of its wall clock
