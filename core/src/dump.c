@@ -183,12 +183,6 @@ static void fmt_ms(char *buf, size_t len, pl_time ns)
              (mag % PL_MS) / PL_US);
 }
 
-/* Only the checking waker counts clones (observed executors); the
- * production one, a recorder's too, is a reference count alone. */
-static bool counts_clones(const pl_executor *ex)
-{
-    return ex->waker_vtable == &pl__task_waker_vtable;
-}
 
 static const char *state_name(task_seen s)
 {
@@ -301,7 +295,7 @@ static void text_task(FILE *out, pl_executor *ex, pl_task *t, task_seen seen, co
     }
     fprintf(out, "%s\n  polls %" PRIu32 ", references %" PRIu32, seen_note(seen), t->polls,
             t->refs);
-    if (counts_clones(ex)) {
+    if (pl__counts_clones(ex)) {
         fprintf(out, ", waker clones %" PRIu32, task_watch_of(t)->waker_clones);
     }
     fputc('\n', out);
@@ -387,7 +381,7 @@ static void json_task(FILE *out, pl_executor *ex, pl_task *t, task_seen seen, co
     }
     fprintf(out, ",\"polls\":%" PRIu32 ",\"refs\":%" PRIu32 ",\"waker_clones\":", t->polls,
             t->refs);
-    if (counts_clones(ex)) {
+    if (pl__counts_clones(ex)) {
         fprintf(out, "%" PRIu32, task_watch_of(t)->waker_clones);
     } else {
         fputs("null", out);

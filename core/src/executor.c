@@ -146,13 +146,15 @@ int pl_executor_create(pl_executor **out, const pl_executor_options *opts)
     ex->obs = opts->observer;
     ex->obs_ud = opts->observer_ud;
     apply_testing(ex, opts->testing);
-    ex->waker_vtable = ex->obs == NULL && !ex->rotate && ex->decide == NULL
-                           ? &pl__fast_waker_vtable
-                           : &pl__task_waker_vtable;
-    /* A recorder keeps the fast waker (run_ready_rec finds who woke whom
-     * in the queue) and its task_track before each task. */
+    bool production = ex->obs == NULL && !ex->rotate && ex->decide == NULL;
+    ex->waker_vtable = !production          ? &pl__task_waker_vtable
+                       : opts->count_wakers ? &pl__counted_waker_vtable
+                                            : &pl__fast_waker_vtable;
+    /* A recorder keeps the production waker (run_ready_rec finds who woke
+     * whom in the queue) and its task_track before each task; a counting
+     * waker keeps its counts in the task_watch. */
     ex->watch_bytes = ex->rec != NULL                                   ? sizeof(task_track)
-                      : ex->waker_vtable == &pl__task_waker_vtable ? sizeof(task_watch)
+                      : ex->waker_vtable != &pl__fast_waker_vtable ? sizeof(task_watch)
                                                                         : 0;
     pl__arena_init(&ex->arena, opts->alloc == NULL && ex->obs == NULL && ex->decide == NULL &&
                                    !ex->rotate);
@@ -316,16 +318,16 @@ const pl_observer *pl__executor_observer(const pl_executor *ex, void **ud)
 
 /* ---- Polling ---------------------------------------------------------- */
 
-/* A recording executor's poll event (a PENDING, a READY or a probe's),
- * and the time a parked task parked. A probe (a dump's poll among them)
- * is spurious: the task was parked before it and stays parked since
- * then, so its park time stays. `t` is gone after a READY: only its id
- * and polls are read then. */
-static inline void record_poll(pl_executor *ex, pl_task *t, uint32_t id, uint32_t polls,
-                               pl_poll_result r, bool probe)
+/* An observed poll's record (a PENDING, a READY or a probe's; the
+ * checking waker recorded its wakes as they came), and the time a parked
+ * task parked. A probe (a dump's poll among them) is spurious: the task
+ * was parked before it and stays parked since then, so its park time
+ * stays. Before the task's state changes: a READY or a cancellation may
+ * free it. */
+static void record_poll(pl_executor *ex, pl_task *t, pl_poll_result r, bool probe)
 {
-    uint32_t kind = probe ? PL__REC_PROBE : r == PL_READY ? PL__REC_READY : PL__REC_PENDING;
-    pl__rec(ex, kind, id, polls, 0);
+    (void)pl_now(ex);
+    pl__rec(ex, probe ? PL__REC_PROBE : (uint32_t)r, t->id, t->polls);
     if (r == PL_PENDING && !probe) {
         task_track_of(t)->parked_ns = ex->now;
     }
@@ -349,8 +351,7 @@ static pl_poll_result poll_task(pl_executor *ex, pl_task *t, bool probe,
         ex->obs->poll_end(ex->obs_ud, t, r, probe);
     }
     if (ex->rec != NULL) {
-        (void)pl_now(ex);
-        record_poll(ex, t, t->id, t->polls, r, probe);
+        record_poll(ex, t, r, probe);
     }
     if (r == PL_READY) {
         if (ex->obs != NULL && ex->obs->complete != NULL) {
@@ -439,22 +440,47 @@ void pl__executor_abandon_poll(pl_executor *ex)
     }
 }
 
+/* A poll that woke more than one task (rare): a wake record for each but
+ * the last, which its poll's record names. Returns the last. */
+static PL_COLD const pl_task *record_more_wakes(pl__recorder *rec, const pl_task *w, uint32_t by)
+{
+    for (; w->next != NULL; w = w->next) {
+        pl__rec_put(rec, PL__REC_WAKE, w->id, by);
+    }
+    return w;
+}
+
+/* A fast poll's record: its result and the last task it woke in one
+ * record, the others it woke in a wake record each before it. The fast
+ * waker appends each task it wakes to the list (itself included, and a
+ * joiner its completion woke), so they are the ones after the tail the
+ * poll began with: `link` is that tail's next, or the list's head when it
+ * was empty. That tail is queued still: nothing but the loop takes from
+ * the list. The batch is dated already (run_ready_rec). */
+static inline void record_fast_poll(pl_executor *ex, pl_task *const *link, uint64_t id_polls,
+                                    pl_poll_result r)
+{
+    pl__recorder *rec = ex->rec;
+    const pl_task *w = *link;
+    uint32_t woke = 0;
+    if (w != NULL) {
+        if (w->next != NULL) {
+            w = record_more_wakes(rec, w, (uint32_t)id_polls);
+        }
+        woke = w->id;
+    }
+    pl__rec_event *e = pl__rec_take(rec);
+    memcpy(e, &id_polls, sizeof id_polls);
+    e->kind = (uint32_t)r;
+    e->hi = woke;
+}
+
 /* Production: no observer, no decisions, no rotation. The same steps as
  * run_one + poll_task minus every hook test. `cx` is the batch's context
  * (run_ready_fast): futures only read a context, so a poll rewrites just
- * the two words that name its task, not the whole struct. */
-/* The tasks the poll of task `by` woke (itself included, and a joiner
- * its completion woke): the fast waker appends each to the list, so they
- * are the ones after the tail the poll began with. That tail is queued
- * still: nothing but the loop takes from the list. */
-static inline void record_wakes(pl_executor *ex, const pl_task *tail, uint32_t by)
-{
-    for (const pl_task *w = tail != NULL ? tail->next : ex->ready_head; w != NULL; w = w->next) {
-        pl__rec(ex, PL__REC_WAKE, w->id, 0, by);
-    }
-}
-
-/* Always inline: its two loops each get their own copy, the production
+ * the two words that name its task, not the whole struct.
+ *
+ * Always inline: its two loops each get their own copy, the production
  * one with no recorder test (a call here cost the ping-pong 10%). */
 #if defined(__GNUC__)
 __attribute__((always_inline))
@@ -465,7 +491,10 @@ static inline void poll_fast(pl_executor *ex, pl_task *t, pl_context *cx, const 
         task_release(t);
         return;
     }
-    const pl_task *tail = rec ? ex->ready_tail : NULL;
+    pl_task *const *link = NULL; /* where the poll's first wake will be linked */
+    if (rec) {
+        link = ex->ready_tail != NULL ? &ex->ready_tail->next : &ex->ready_head;
+    }
     cx->waker.data = t;
     cx->task = t;
     t->state = TASK_RUNNING;
@@ -475,8 +504,12 @@ static inline void poll_fast(pl_executor *ex, pl_task *t, pl_context *cx, const 
      * memory across the call: poll_root spares reloading it to test. */
     pl_poll_result r = pl__poll_root((pl_future *)(void *)t->future, cx);
     ex->running = NULL;
-    const uint32_t id = t->id;
-    const uint32_t polls = t->polls;
+    uint64_t id_polls = 0; /* the task's {id, polls}, as its record begins (recorder.h) */
+    if (rec) {
+        memcpy(&id_polls, t, sizeof id_polls);
+        /* Before a READY or a cancellation may free t; a READY's is unread. */
+        task_track_of(t)->parked_ns = ex->now;
+    }
     if (r == PL_READY) {
         pl__task_drop_future(t, false);
         pl__task_finish(t, TASK_DONE);
@@ -492,44 +525,58 @@ static inline void poll_fast(pl_executor *ex, pl_task *t, pl_context *cx, const 
         t->state = TASK_IDLE;
     }
     if (rec) {
-        record_wakes(ex, tail, id);
-        record_poll(ex, t, id, polls, r, false);
+        record_fast_poll(ex, link, id_polls, r);
     }
 }
 
 /* Polls up to the budget; returns how many tasks ran. Without decide()
- * the window stays empty, so the queue is its list alone. */
-static uint32_t run_ready_fast(pl_executor *ex)
+ * the window stays empty, so the queue is its list alone. `vt` is the
+ * production waker, fast or counting: both push a task they wake on the
+ * list and nothing else. Always inline, so each loop below is its own
+ * copy with its constants folded. */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline uint32_t run_ready_list(pl_executor *ex, const pl_waker_vtable *vt, const bool rec)
 {
-    pl_context cx = {{&pl__fast_waker_vtable, NULL, 0, 0}, ex, NULL, NULL};
+    pl_context cx = {{vt, NULL, 0, 0}, ex, NULL, NULL};
     uint32_t n = 0;
     uint32_t budget = ex->budget;
     PL_ASSERT(ex->win_max == 0);
     /* The list's head is the emptiness test, and the take reuses it. */
     while (ex->ready_head != NULL && n < budget && !interrupted(ex)) {
-        poll_fast(ex, list_take(ex), &cx, false);
+        poll_fast(ex, list_take(ex), &cx, rec);
         n++;
     }
     return n;
 }
 
-/* run_ready_fast with a flight recorder: its own copy, out of line, so
- * that the production loop keeps no test of it. */
+/* Production's: the fast waker, no recorder. */
+static uint32_t run_ready_fast(pl_executor *ex)
+{
+    return run_ready_list(ex, &pl__fast_waker_vtable, false);
+}
+
+/* With a flight recorder: its own copy, out of line, so that the
+ * production loop keeps no test of it. */
 #if defined(__GNUC__)
 __attribute__((noinline))
 #endif
 static uint32_t run_ready_rec(pl_executor *ex)
 {
-    pl_context cx = {{&pl__fast_waker_vtable, NULL, 0, 0}, ex, NULL, NULL};
-    uint32_t n = 0;
-    uint32_t budget = ex->budget;
-    PL_ASSERT(ex->win_max == 0 && ex->rec != NULL);
-    (void)pl_now(ex); /* the events' time (recorder.h) */
-    while (ex->ready_head != NULL && n < budget && !interrupted(ex)) {
-        poll_fast(ex, list_take(ex), &cx, true);
-        n++;
-    }
-    return n;
+    PL_ASSERT(ex->rec != NULL);
+    (void)pl_now(ex); /* the batch's time (recorder.h) */
+    pl__rec_date(ex);
+    return run_ready_list(ex, ex->waker_vtable, true);
+}
+
+/* With the counting waker and no recorder (count_wakers). */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static uint32_t run_ready_counted(pl_executor *ex)
+{
+    return run_ready_list(ex, &pl__counted_waker_vtable, false);
 }
 
 static uint32_t run_ready(pl_executor *ex)
@@ -538,8 +585,8 @@ static uint32_t run_ready(pl_executor *ex)
     if (ex->watch_bytes == 0) {
         return run_ready_fast(ex);
     }
-    if (ex->waker_vtable == &pl__fast_waker_vtable) {
-        return run_ready_rec(ex);
+    if (ex->waker_vtable != &pl__task_waker_vtable) {
+        return ex->rec != NULL ? run_ready_rec(ex) : run_ready_counted(ex);
     }
     uint32_t n = 0;
     while (ex->ready_len != 0 && n < ex->budget && !interrupted(ex)) {

@@ -120,8 +120,8 @@ struct pl_executor {
     bool rotate;
     uint8_t interrupt;   /* PL__INTERRUPT_*: written only through pl__interrupt_set/take */
     uint8_t watch_bytes; /* before each task: sizeof(task_track) with a recorder,
-                            else sizeof(task_watch) with the checking waker,
-                            else 0 */
+                            else sizeof(task_watch) with the checking or the
+                            counting waker, else 0 */
     bool now_stale;      /* now not read this tick: pl_now reads it when asked */
     uint32_t (*decide)(void *self, pl_decision_kind kind, uint32_t n, uint64_t key);
     const pl_observer *obs;
@@ -130,7 +130,8 @@ struct pl_executor {
     void *alloc_ud;
     uint32_t budget;
     uint32_t window;
-    const pl_waker_vtable *waker_vtable; /* fast unless observed, rotating or deciding */
+    const pl_waker_vtable *waker_vtable; /* checking when observed, rotating or deciding;
+                                            else counting (count_wakers) or fast */
 
     pl_task **win;       /* ring: the first min(ready_len, window) runnable tasks */
     uint32_t win_mask;   /* ring capacity - 1 (a power of two >= window) */
@@ -195,10 +196,19 @@ static inline void task_release(pl_task *t)
 
 /* ---- Task wakers (waker.c) -------------------------------------------- */
 
-/* The checking vtable (observed or rotating executors) and the production
- * one (no hook, no identity check). */
+/* The checking vtable (observed or rotating executors), the production
+ * one (no hook, no identity check), and the production one that counts
+ * clones (count_wakers: the fast one's steps, through calls). */
 PL_INTERNAL extern const pl_waker_vtable pl__task_waker_vtable;
 PL_INTERNAL extern const pl_waker_vtable pl__fast_waker_vtable;
+PL_INTERNAL extern const pl_waker_vtable pl__counted_waker_vtable;
+
+/* True when the executor's wakers count their clones in the task_watch
+ * (the checking waker, the counting one). */
+static inline bool pl__counts_clones(const pl_executor *ex)
+{
+    return ex->waker_vtable != &pl__fast_waker_vtable;
+}
 
 /* Executors without the fast waker only (ex->watch_bytes != 0). */
 static inline task_watch *task_watch_of(const pl_task *t)

@@ -26,7 +26,7 @@ void pl_io_source_ready(pl_io_source *src, uint32_t bits)
      * bare sources) has no recorder. */
     if (src->ex != NULL && src->ex->rec != NULL) {
         (void)pl_now(src->ex); /* its wakes' time too */
-        pl__rec(src->ex, PL__REC_IO_READY, 0, src->id, bits);
+        pl__rec2(src->ex, PL__REC_IO_READY, 0, src->id, bits);
     }
     src->ready |= bits;
     if (bits & (PL_IO_READABLE | PL_IO_ERROR)) {

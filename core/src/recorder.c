@@ -27,7 +27,7 @@ int pl__recorder_create(pl_executor *ex, uint32_t events)
     while (cap < events) {
         cap *= 2;
     }
-#if SIZE_MAX <= UINT32_MAX /* 2^31 events of 32 bytes fit a 64-bit size_t */
+#if SIZE_MAX <= UINT32_MAX /* 2^31 records of 16 bytes fit a 64-bit size_t */
     if (cap > SIZE_MAX / sizeof(pl__rec_event)) {
         return PL_EINVAL;
     }
@@ -41,8 +41,10 @@ int pl__recorder_create(pl_executor *ex, uint32_t events)
         pl_free(ex, r, sizeof *r);
         return PL_ENOMEM;
     }
-    r->next = 0;
-    r->mask = cap - 1;
+    r->at = r->ring;
+    r->end = r->ring + cap;
+    r->laps = 0;
+    r->clock_ns = PL_TIME_NEVER; /* the first record is dated */
     ex->rec = r;
     return 0;
 }
@@ -53,7 +55,7 @@ void pl__recorder_destroy(pl_executor *ex)
     if (r == NULL) {
         return;
     }
-    pl_free(ex, r->ring, ((size_t)r->mask + 1) * sizeof *r->ring);
+    pl_free(ex, r->ring, (size_t)(r->end - r->ring) * sizeof *r->ring);
     pl_free(ex, r, sizeof *r);
     ex->rec = NULL;
 }
@@ -65,14 +67,8 @@ static const char *const kind_names[PL__REC_KINDS] = {
     [PL__REC_PROBE] = "probe",
 };
 
-const char *pl__rec_kind_name(uint32_t kind)
-{
-    const char *name = kind < PL__REC_KINDS ? kind_names[kind] : NULL;
-    return name != NULL ? name : "?";
-}
-
 /* The timeline's labels of a and b (sim/src/trace.c's arg_labels), and
- * whether a value names a task. NULL: printed only when nonzero, as a=. */
+ * whether a value names a task. NULL: not printed. */
 typedef struct rec_label {
     const char *a;
     const char *b;
@@ -80,9 +76,13 @@ typedef struct rec_label {
     bool b_task;
 } rec_label;
 
-static rec_label label_of(uint32_t kind)
+static rec_label label_of(const char *kind)
 {
-    switch (kind) {
+    uint32_t k = 0;
+    while (k < PL__REC_KINDS && kind_names[k] != kind) {
+        k++;
+    }
+    switch (k) {
     case PL__REC_SPAWN:
         return (rec_label){"parent", NULL, true, false};
     case PL__REC_PENDING:
@@ -100,11 +100,90 @@ static rec_label label_of(uint32_t kind)
     }
 }
 
-/* The events still in the ring: the latest min(next, capacity). */
+static uint64_t capacity(const pl__recorder *r) { return (uint64_t)(r->end - r->ring); }
+
+/* How many records were written. */
+static uint64_t written(const pl__recorder *r)
+{
+    return r->laps * capacity(r) + (uint64_t)(r->at - r->ring);
+}
+
+/* The records still in the ring: the latest min(written, capacity). */
 static uint64_t first_kept(const pl__recorder *r)
 {
-    uint64_t cap = (uint64_t)r->mask + 1;
-    return r->next > cap ? r->next - cap : 0;
+    uint64_t n = written(r);
+    return n > capacity(r) ? n - capacity(r) : 0;
+}
+
+static uint64_t rec_a(const pl__rec_event *e) { return e->lo | (uint64_t)e->hi << 32; }
+
+/* ---- Records to events ---------------------------------------------------
+ * Every reader walks the kept records through one cursor, which turns
+ * them into the public events: a clock record dates what follows and is
+ * no event, a MORE record is its predecessor's b, a poll record that
+ * woke a task is that wake and then the poll's result (both numbered by
+ * the record). Records before the oldest kept clock record have no time
+ * (-1): their date was overwritten. */
+
+typedef struct rec_cursor {
+    const pl__recorder *r;
+    uint64_t i;   /* the next record to read */
+    uint64_t end; /* records written */
+    pl_time time; /* the latest clock record's, -1 before any */
+} rec_cursor;
+
+static rec_cursor cursor_at_oldest(const pl__recorder *r)
+{
+    return (rec_cursor){r, first_kept(r), written(r), -1};
+}
+
+static const pl__rec_event *record_at(const pl__recorder *r, uint64_t i)
+{
+    return &r->ring[i % capacity(r)];
+}
+
+/* The events of the record at the cursor (0, 1 or 2 into out), and
+ * moves past it and its MORE record. */
+static size_t cursor_next(rec_cursor *c, pl_recorder_event out[2])
+{
+    const pl__rec_event *e = record_at(c->r, c->i);
+    uint64_t seq = ++c->i;
+    if (e->kind == PL__REC_CLOCK) {
+        c->time = (pl_time)rec_a(e);
+        return 0;
+    }
+    if (e->kind >= PL__REC_KINDS || kind_names[e->kind] == NULL) {
+        return 0; /* a MORE whose record was overwritten */
+    }
+    pl_recorder_event ev = {seq, c->time, kind_names[e->kind], e->task, 0, rec_a(e), 0};
+    if (e->kind == PL__REC_WAKE) {
+        ev.a = 0;
+        ev.b = rec_a(e); /* by, as the timeline labels it */
+    } else if (e->kind == PL__REC_TIMER_FIRE || e->kind == PL__REC_IO_READY) {
+        if (c->i < c->end && record_at(c->r, c->i)->kind == PL__REC_MORE) {
+            ev.b = rec_a(record_at(c->r, c->i++));
+        }
+    } else if (e->kind == PL__REC_PENDING || e->kind == PL__REC_READY) {
+        ev.a = e->lo;
+        if (e->hi != 0) { /* the task it woke, just before */
+            out[0] = (pl_recorder_event){seq, c->time, kind_names[PL__REC_WAKE], e->hi, 0, 0,
+                                         e->task};
+            out[1] = ev;
+            return 2;
+        }
+    }
+    out[0] = ev;
+    return 1;
+}
+
+static size_t events_kept(const pl__recorder *r)
+{
+    size_t n = 0;
+    pl_recorder_event ev[2];
+    for (rec_cursor c = cursor_at_oldest(r); c.i < c.end;) {
+        n += cursor_next(&c, ev);
+    }
+    return n;
 }
 
 size_t pl_executor_recorder_events(const pl_executor *ex, pl_recorder_event *out, size_t max)
@@ -113,30 +192,37 @@ size_t pl_executor_recorder_events(const pl_executor *ex, pl_recorder_event *out
     if (r == NULL) {
         return 0;
     }
-    uint64_t from = first_kept(r);
-    if (r->next - from > max) {
-        from = r->next - max;
-    }
+    size_t total = events_kept(r);
+    size_t skip = total > max ? total - max : 0;
     size_t n = 0;
-    for (uint64_t i = from; i < r->next; i++) {
-        const pl__rec_event *e = &r->ring[i & r->mask];
-        out[n++] = (pl_recorder_event){i + 1, e->time_ns, pl__rec_kind_name(e->kind),
-                                       e->task, 0, e->a, e->b};
+    pl_recorder_event ev[2];
+    for (rec_cursor c = cursor_at_oldest(r); c.i < c.end;) {
+        size_t got = cursor_next(&c, ev);
+        for (size_t k = 0; k < got; k++) {
+            if (skip > 0) {
+                skip--;
+            } else {
+                out[n++] = ev[k];
+            }
+        }
     }
     return n;
 }
 
 void pl__recorder_write_json(const pl_executor *ex, FILE *out)
 {
-    const pl__recorder *r = ex->rec;
+    const char *sep = "";
+    pl_recorder_event ev[2];
     fputc('[', out);
-    for (uint64_t i = first_kept(r); i < r->next; i++) {
-        const pl__rec_event *e = &r->ring[i & r->mask];
-        fprintf(out,
-                "%s{\"seq\":%" PRIu64 ",\"time_ns\":%" PRId64 ",\"event\":\"%s\","
-                "\"task_id\":%" PRIu32 ",\"a\":%" PRIu64 ",\"b\":%" PRIu64 "}",
-                i == first_kept(r) ? "" : ",", i + 1, e->time_ns, pl__rec_kind_name(e->kind),
-                e->task, e->a, e->b);
+    for (rec_cursor c = cursor_at_oldest(ex->rec); c.i < c.end;) {
+        size_t got = cursor_next(&c, ev);
+        for (size_t k = 0; k < got; k++) {
+            fprintf(out,
+                    "%s{\"seq\":%" PRIu64 ",\"time_ns\":%" PRId64 ",\"event\":\"%s\","
+                    "\"task_id\":%" PRIu32 ",\"a\":%" PRIu64 ",\"b\":%" PRIu64 "}",
+                    sep, ev[k].seq, ev[k].time_ns, ev[k].kind, ev[k].task, ev[k].a, ev[k].b);
+            sep = ",";
+        }
     }
     fputc(']', out);
 }
@@ -196,20 +282,31 @@ static void put_arg(line_buf *l, const char *label, uint64_t v, bool is_task)
     put_u64(l, v, 0);
 }
 
-static void format_event(line_buf *l, uint64_t seq, const pl__rec_event *e)
+/* The time column: ms with three decimals, or ? where the record's
+ * clock record was overwritten. */
+static void put_time(line_buf *l, pl_time time_ns)
 {
-    uint64_t t = e->time_ns > 0 ? (uint64_t)e->time_ns : 0;
-    l->len = 0;
-    put_u64(l, seq, 8);
-    put_str(l, " ");
+    if (time_ns < 0) {
+        put_str(l, "     ?.???ms ");
+        return;
+    }
+    uint64_t t = (uint64_t)time_ns;
     put_u64(l, t / PL_MS, 6);
     put_str(l, ".");
     uint64_t us = (t % PL_MS) / PL_US;
     put_str(l, us < 100 ? (us < 10 ? "00" : "0") : "");
     put_u64(l, us, 0);
     put_str(l, "ms ");
+}
+
+static void format_event(line_buf *l, const pl_recorder_event *e)
+{
+    l->len = 0;
+    put_u64(l, e->seq, 8);
+    put_str(l, " ");
+    put_time(l, e->time_ns);
     size_t column = l->len;
-    put_str(l, pl__rec_kind_name(e->kind));
+    put_str(l, e->kind);
     pad_to(l, column, 12);
     put_str(l, " task#");
     column = l->len;
@@ -232,13 +329,17 @@ void pl__recorder_write_text(const pl_executor *ex, FILE *out, const char *inden
     const pl__recorder *r = ex->rec;
     uint64_t from = first_kept(r);
     if (from > 0) {
-        fprintf(out, "%s(%" PRIu64 " earlier events not kept)\n", indent, from);
+        fprintf(out, "%s(%" PRIu64 " earlier records not kept)\n", indent, from);
     }
     line_buf l;
-    for (uint64_t i = from; i < r->next; i++) {
-        format_event(&l, i + 1, &r->ring[i & r->mask]);
-        fputs(indent, out);
-        fwrite(l.text, 1, l.len, out);
+    pl_recorder_event ev[2];
+    for (rec_cursor c = cursor_at_oldest(r); c.i < c.end;) {
+        size_t got = cursor_next(&c, ev);
+        for (size_t k = 0; k < got; k++) {
+            format_event(&l, &ev[k]);
+            fputs(indent, out);
+            fwrite(l.text, 1, l.len, out);
+        }
     }
 }
 
@@ -268,10 +369,14 @@ int pl_executor_recorder_write(const pl_executor *ex, int fd)
     }
     int saved = errno; /* a signal handler must leave errno as it found it */
     line_buf l;
+    pl_recorder_event ev[2];
     int rc = 0;
-    for (uint64_t i = first_kept(r); i < r->next && rc == 0; i++) {
-        format_event(&l, i + 1, &r->ring[i & r->mask]);
-        rc = write_all(fd, l.text, l.len);
+    for (rec_cursor c = cursor_at_oldest(r); c.i < c.end && rc == 0;) {
+        size_t got = cursor_next(&c, ev);
+        for (size_t k = 0; k < got && rc == 0; k++) {
+            format_event(&l, &ev[k]);
+            rc = write_all(fd, l.text, l.len);
+        }
     }
     errno = saved;
     return rc;

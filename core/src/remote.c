@@ -37,7 +37,7 @@ int pl_remote_waker_create(pl_context *cx, pl_remote_waker **out)
     rw->wake = true;
     ex->remote_outstanding++;
     /* To the oracles a remote waker is one more live clone of the waker. */
-    if (ex->waker_vtable == &pl__task_waker_vtable) {
+    if (pl__counts_clones(ex)) {
         pl__task_count_clone(ex, t, rw->gen);
     }
     *out = rw;
@@ -78,7 +78,7 @@ static size_t deliver_remote(pl_executor *ex, pl_remote_waker *list)
         if (rw->wake) {
             pl__task_wake(rw->task, rw->gen, false);
         }
-        if (ex->waker_vtable == &pl__task_waker_vtable) {
+        if (pl__counts_clones(ex)) {
             count_drop(ex, rw->task, rw->gen);
         }
         task_release(rw->task);

@@ -161,7 +161,7 @@ static void spawn_recorded(pl_executor *ex, pl_task *t, const char *where, const
     k->where = where;
     k->func = func;
     k->parked_ns = 0;
-    pl__rec(ex, PL__REC_SPAWN, t->id, ex->running != NULL ? ex->running->id : 0, 0);
+    pl__rec(ex, PL__REC_SPAWN, t->id, ex->running != NULL ? ex->running->id : 0);
 }
 
 /* Production (no watch: no observer, no recorder) never comes here. */

@@ -552,8 +552,8 @@ static void fire(pl_executor *ex, pl_timer *t, pl_time now_ns, pl_time due_ns)
     }
     if (ex->rec != NULL) {
         pl_task *wakes = pl__executor_waker_task(ex, &t->waker);
-        pl__rec(ex, PL__REC_TIMER_FIRE, wakes != NULL ? wakes->id : 0, t->seq,
-                (uint64_t)(now_ns - due_ns));
+        pl__rec2(ex, PL__REC_TIMER_FIRE, wakes != NULL ? wakes->id : 0, t->seq,
+                 (uint64_t)(now_ns - due_ns));
     }
     pl_waker_slot_wake(&t->waker);
 }

@@ -1,10 +1,11 @@
 /* core/src/waker.c: task wakers, clone counting, the orphan hook, the noop waker.
  *
- * Two vtables: production executors (no observer, no rotation, no
+ * Three vtables: production executors (no observer, no rotation, no
  * decide()) hand out the fast one, which is a state test, a queue push
- * and a reference count; the others hand out the checking one, which counts
- * clones in the task header and reports wakes. The choice is made once,
- * at pl_executor_create.
+ * and a reference count, or with count_wakers the counting one, the same
+ * steps and a clone count for dumps; the others hand out the checking
+ * one, which counts clones in the task header and reports wakes. The
+ * choice is made once, at pl_executor_create.
  */
 #include "executor_internal.h"
 #include "ready.h"
@@ -30,10 +31,10 @@ static void notify_wake(pl_executor *ex, pl_task *t, uint32_t gen, bool by_ref,
 static void record_wake(pl_executor *ex, const pl_task *t)
 {
     if (ex->running == NULL) {
-        pl__rec(ex, PL__REC_WAKE, t->id, 0, 0);
+        pl__rec(ex, PL__REC_WAKE, t->id, 0);
     } else if (ex->waker_vtable != &pl__fast_waker_vtable) {
         (void)pl_now(ex); /* the event's time: a tick may leave it unread */
-        pl__rec(ex, PL__REC_WAKE, t->id, 0, ex->running->id);
+        pl__rec(ex, PL__REC_WAKE, t->id, ex->running->id);
     }
 }
 
@@ -160,6 +161,52 @@ const pl_waker_vtable pl__fast_waker_vtable = {
     fast_waker_drop,
 };
 
+/* Counting production wakers (count_wakers): the fast waker's steps, and
+ * each clone counted in the task's watch for a dump. Through the vtable
+ * (waiter.h inlines the fast waker alone), so executors without the
+ * option keep their inline wake and park. */
+static void counted_waker_clone(const pl_waker *w, pl_waker *out)
+{
+    pl_task *t = w->data;
+    t->refs++;
+    task_watch_of(t)->waker_clones++;
+    out->vtable = &pl__counted_waker_vtable;
+    out->data = t;
+    out->gen = 0;
+    out->reserved = 0;
+}
+
+static void counted_waker_wake_by_ref(const pl_waker *w) { pl__fast_wake(w->data); }
+
+/* No observer hears of an orphan here (count_drop's): the count alone. A
+ * clone is dropped once (its reference says so), so the count is above 0. */
+static void uncount(pl_task *t)
+{
+    task_watch *w = task_watch_of(t);
+    PL_ASSERT(w->waker_clones > 0);
+    w->waker_clones--;
+}
+
+static void counted_waker_drop(pl_waker w)
+{
+    uncount(w.data);
+    task_release(w.data);
+}
+
+/* The count goes first: the wake may release the task's last reference. */
+static void counted_waker_wake(pl_waker w)
+{
+    uncount(w.data);
+    pl__fast_wake_consume(w.data);
+}
+
+const pl_waker_vtable pl__counted_waker_vtable = {
+    counted_waker_clone,
+    counted_waker_wake,
+    counted_waker_wake_by_ref,
+    counted_waker_drop,
+};
+
 /* waiter.h's wake of any waker but the fast one (the simulator's, a
  * combinator's): by value, through its vtable. */
 void pl__waiter_wake_slow(pl_waker *slot) { pl_waker_wake(pl_waker_slot_take(slot)); }
@@ -184,7 +231,8 @@ pl_waker pl_waker_noop(void) { return (pl_waker){&noop_vtable, NULL, 0, 0}; }
 
 pl_task *pl__executor_waker_task(const pl_executor *ex, const pl_waker *w)
 {
-    if (w->vtable != &pl__task_waker_vtable && w->vtable != &pl__fast_waker_vtable) {
+    if (w->vtable != &pl__task_waker_vtable && w->vtable != &pl__fast_waker_vtable &&
+        w->vtable != &pl__counted_waker_vtable) {
         return NULL;
     }
     pl_task *t = w->data;

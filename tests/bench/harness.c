@@ -135,7 +135,8 @@ static int check_state(const pl_scenario *sc, pl_executor *ex, void *state)
 }
 
 /* POLLEN_BENCH_RECORDER=N runs the real workloads with a flight
- * recorder of N events (pollen/dump.h), to measure what it costs. */
+ * recorder of N records, POLLEN_BENCH_COUNT_WAKERS=1 with counted waker
+ * clones (pollen/dump.h), to measure what they cost. */
 static void real_options(pl_executor_options *o)
 {
     pl_executor_options_default(o);
@@ -143,6 +144,8 @@ static void real_options(pl_executor_options *o)
     if (rec != NULL) {
         o->recorder_events = (uint32_t)strtoul(rec, NULL, 10);
     }
+    const char *count = getenv("POLLEN_BENCH_COUNT_WAKERS");
+    o->count_wakers = count != NULL && strcmp(count, "1") == 0;
 }
 
 /* The production path: the real backend, no observer. */

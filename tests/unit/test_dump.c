@@ -409,57 +409,81 @@ Test(dump, signal_requests_a_dump_served_while_blocked)
 
 /* ---- The flight recorder -------------------------------------------------- */
 
+/* A record per event, 16 bytes, with no time of its own: a clock record
+ * dates those after it when the clock reading changed, and a poll's
+ * record names the task it woke (its wake and its result share the
+ * record's number). On a hand-driven clock, so the records are known. */
 Test(dump, recorder_keeps_events_and_sites)
 {
+    manual_system m = {.now_ns = 5 * PL_MS};
     pl_executor_options o;
     pl_executor_options_default(&o);
-    o.recorder_events = 3; /* rounded up to 4: the ring wraps below */
-    pl_executor *ex;
-    cr_assert_eq(pl_executor_create(&ex, &o), 0);
+    o.recorder_events = 5; /* rounded up to 8: the ring wraps below */
+    pl_executor *ex = manual_executor(&m, false, &o);
+    cr_assert_not_null(ex);
     shared sh;
     spawn_join(ex, &sh);
     cr_assert_eq(pl_run(ex), PL_EDEADLK);
     pl_recorder_event ev[16];
     size_t n = pl_executor_recorder_events(ex, ev, 16);
-    /* spawn, spawn, pending #1, pending #2: four events, nothing lost. */
+    /* clock 5 ms, spawn, spawn, pending #1, pending #2: four events, five
+     * records, nothing lost. */
     cr_assert_eq(n, 4);
     cr_assert_str_eq(ev[0].kind, "spawn");
     cr_assert_eq(ev[0].task, 1);
+    cr_assert_eq(ev[0].seq, 2);
+    cr_assert_eq(ev[0].time_ns, 5 * PL_MS);
     cr_assert_str_eq(ev[2].kind, "pending");
     cr_assert_eq(ev[3].task, 2);
     cr_assert_eq(ev[3].a, 1); /* its first poll */
-    cr_assert_eq(ev[3].seq, 4);
+    cr_assert_eq(ev[3].seq, 5);
+    cr_assert_eq(ev[3].time_ns, 5 * PL_MS);
 
-    /* The notify wakes the child outside any poll (no event: a wake is
-     * seen in the queue after the poll that made it); the dump probes the
-     * parent; the run completes the child, whose join wakes the parent,
-     * and polls the parent: four events more, past the ring's 4. */
+    /* The notify wakes the child outside any poll (no record: a wake is
+     * seen in the queue after the poll that made it); the dump at 7 ms
+     * probes the parent (a clock record first); the run completes the
+     * child, whose join wakes the parent (one record), and polls the
+     * parent: nine records, past the ring's 8. */
+    m.now_ns = 7 * PL_MS;
     pl_notify_one(&sh.b);
     char *text = dump_of(ex, PL_DUMP_TEXT, 0);
     cr_assert_not_null(strstr(text, "task #2 'parent' spawned at test_dump.c:"), "%s", text);
-    cr_assert_not_null(strstr(text, "in spawn_join\n  state: parked for "), "%s", text);
+    cr_assert_not_null(strstr(text, "in spawn_join\n  state: parked for 2.000 ms"), "%s", text);
     cr_assert_not_null(strstr(text, "task #1 'child' spawned at test_dump.c:"), "%s", text);
     cr_assert_not_null(strstr(text, "\n  state: runnable\n"), "%s", text);
     /* The production waker counts no clones, recorder or not. */
     cr_assert_null(strstr(text, "waker clones"), "%s", text);
     cr_assert_not_null(strstr(text, "flight recorder, the latest last:\n"), "%s", text);
-    cr_assert_not_null(strstr(text, "ms probe        task#2       poll=2\n"), "%s", text);
+    cr_assert_not_null(strstr(text, "  7      7.000ms probe        task#2       poll=2\n"), "%s",
+                       text);
     free(text);
     cr_assert_eq(pl_run(ex), PL_EDEADLK);
     n = pl_executor_recorder_events(ex, ev, 16);
-    cr_assert_eq(n, 4);
-    cr_assert_eq(ev[0].seq, 5); /* the oldest four were overwritten */
-    const char *kinds[] = {"probe", "wake", "ready", "pending"};
-    const uint32_t tasks[] = {2, 2, 1, 2};
+    cr_assert_eq(n, 8);
+    /* The oldest record, the clock's, was overwritten: what it dated has
+     * no time now. */
+    const char *kinds[] = {"spawn", "spawn", "pending", "pending", "probe", "wake", "ready",
+                           "pending"};
+    const uint32_t tasks[] = {1, 2, 1, 2, 2, 2, 1, 2};
+    const uint64_t seqs[] = {2, 3, 4, 5, 7, 8, 8, 9};
     for (size_t i = 0; i < n; i++) {
         cr_assert_str_eq(ev[i].kind, kinds[i], "event %zu", i);
         cr_assert_eq(ev[i].task, tasks[i], "event %zu", i);
+        cr_assert_eq(ev[i].seq, seqs[i], "event %zu", i);
+        cr_assert_eq(ev[i].time_ns, i < 4 ? -1 : 7 * PL_MS, "event %zu", i);
     }
-    cr_assert_eq(ev[1].b, 1); /* the parent was woken by the child's poll */
+    cr_assert_eq(ev[5].b, 1); /* the parent was woken by the child's poll */
+    cr_assert_eq(ev[6].a, 2);
+    cr_assert_eq(ev[7].a, 3);
+    /* The latest max, oldest first. */
+    cr_assert_eq(pl_executor_recorder_events(ex, ev, 3), 3);
+    cr_assert_str_eq(ev[0].kind, "wake");
+    cr_assert_str_eq(ev[2].kind, "pending");
 
     /* The crash handler's writer: one line per kept event, the lines of
      * the dump's tail (the dump's probe first: the ring then stays). */
     char *tail = dump_of(ex, PL_DUMP_TEXT, 0);
+    cr_assert_not_null(strstr(tail, "  (2 earlier records not kept)\n"), "%s", tail);
     int fds[2];
     cr_assert_eq(pipe(fds), 0);
     cr_assert_eq(pl_executor_recorder_write(ex, fds[1]), 0);
@@ -469,8 +493,10 @@ Test(dump, recorder_keeps_events_and_sites)
     close(fds[0]);
     cr_assert_gt(got, 0);
     lines[got] = '\0';
-    cr_assert_eq(count_of(lines, "\n"), 4, "%s", lines);
+    cr_assert_eq(count_of(lines, "\n"), 8, "%s", lines);
     cr_assert_not_null(strstr(lines, "ms wake         task#2       by=#1\n"), "%s", lines);
+    cr_assert_not_null(strstr(lines, "     ?.???ms pending      task#2       poll=1\n"), "%s",
+                       lines);
     for (char *line = strtok(lines, "\n"); line != NULL; line = strtok(NULL, "\n")) {
         char indented[256];
         snprintf(indented, sizeof indented, "\n  %s\n", line);
@@ -478,6 +504,142 @@ Test(dump, recorder_keeps_events_and_sites)
     }
     free(tail);
     teardown(ex, &sh);
+}
+
+/* A timer's fire is a record and a second one for its lateness: both
+ * read back as one event, and a poll that woke two tasks reads as a
+ * wake of each before its pending. */
+typedef struct two_waker {
+    pl_future base;
+    pl_notify *a;
+    pl_notify *b;
+    pl_sleep sleep;
+} two_waker;
+
+static pl_poll_result two_waker_poll(pl_future *f, pl_context *cx)
+{
+    two_waker *self = (two_waker *)f;
+    PL_ASYNC_BEGIN(self);
+    self->sleep = pl_sleep_for(3 * PL_MS);
+    PL_AWAIT(cx, &self->sleep);
+    pl_notify_one(self->a);
+    pl_notify_one(self->b);
+    PL_ASYNC_END;
+}
+
+static const pl_future_vtable two_waker_vtable = {"two_waker", two_waker_poll, NULL};
+
+Test(dump, recorder_reads_a_timer_s_lateness_and_a_poll_s_wakes)
+{
+    manual_system m = {.now_ns = 0};
+    pl_executor_options o;
+    pl_executor_options_default(&o);
+    o.recorder_events = 64;
+    pl_executor *ex = manual_executor(&m, false, &o);
+    cr_assert_not_null(ex);
+    shared sa, sb; /* two children wait on their b */
+    pl_notify_init(&sa.b);
+    pl_notify_init(&sb.b);
+    two_waker w = {.base = PL_FUTURE_INIT(&two_waker_vtable), .a = &sa.b, .b = &sb.b};
+    child_fut wa = {.base = PL_FUTURE_INIT(&child_vtable), .sh = &sa};
+    child_fut wb = {.base = PL_FUTURE_INIT(&child_vtable), .sh = &sb};
+    cr_assert_eq(PL_SPAWN(ex, w, "two_waker", NULL), 0);
+    cr_assert_eq(PL_SPAWN(ex, wa, "a", NULL), 0);
+    cr_assert_eq(PL_SPAWN(ex, wb, "b", NULL), 0);
+    cr_assert_eq(pl_run(ex), 0);
+    pl_recorder_event ev[64];
+    size_t n = pl_executor_recorder_events(ex, ev, 64);
+    size_t fire = n;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(ev[i].kind, "timer_fire") == 0) {
+            fire = i;
+        }
+    }
+    cr_assert_lt(fire + 4, n, "no timer_fire and the poll after it");
+    cr_assert_eq(ev[fire].task, 1);
+    cr_assert_eq(ev[fire].time_ns, 3 * PL_MS);
+    cr_assert_eq(ev[fire].b, 0); /* not late: the manual clock jumps to the deadline */
+    const char *kinds[] = {"wake", "wake", "ready"};
+    const uint32_t tasks[] = {2, 3, 1};
+    for (size_t i = 0; i < 3; i++) {
+        cr_assert_str_eq(ev[fire + 1 + i].kind, kinds[i], "event %zu", i);
+        cr_assert_eq(ev[fire + 1 + i].task, tasks[i], "event %zu", i);
+        cr_assert_eq(ev[fire + 1 + i].time_ns, 3 * PL_MS, "event %zu", i);
+    }
+    cr_assert_eq(ev[fire + 1].b, 1);
+    cr_assert_eq(ev[fire + 2].b, 1);
+    pl_executor_destroy(ex);
+}
+
+/* ---- Counted waker clones (count_wakers) ---------------------------------- */
+
+/* Two waker clones kept outside the task, and when to finish. */
+typedef struct two_slots {
+    pl_waker w1;
+    pl_waker w2;
+    bool done;
+} two_slots;
+
+typedef struct holder {
+    pl_future base;
+    two_slots *s;
+} holder;
+
+static pl_poll_result holder_poll(pl_future *f, pl_context *cx)
+{
+    holder *self = (holder *)f;
+    if (self->base.resume == 0) {
+        self->base.resume = 1;
+        pl_waker_clone_into(&self->s->w1, &cx->waker);
+        pl_waker_clone_into(&self->s->w2, &cx->waker);
+        return PL_PENDING;
+    }
+    return self->s->done ? PL_READY : PL_PENDING;
+}
+
+static const pl_future_vtable holder_vtable = {"holder", holder_poll, NULL};
+
+/* A production executor created with count_wakers counts each task's live
+ * waker clones (the fast waker keeps only a reference count): the dump
+ * shows the two a task holds, one after a wake consumed the other, with
+ * the flight recorder or without (its loop keeps the counting waker). */
+Test(dump, count_wakers_shows_a_task_s_clones)
+{
+    for (int with_recorder = 0; with_recorder < 2; with_recorder++) {
+        pl_executor_options o;
+        pl_executor_options_default(&o);
+        o.count_wakers = true;
+        o.recorder_events = with_recorder ? 64 : 0;
+        pl_executor *ex;
+        cr_assert_eq(pl_executor_create(&ex, &o), 0);
+        two_slots s = {.done = false};
+        holder h = {PL_FUTURE_INIT(&holder_vtable), &s};
+        cr_assert_eq(PL_SPAWN(ex, h, "holder", NULL), 0);
+        cr_assert_eq(pl_run(ex), PL_EDEADLK);
+        /* References: the executor's, the clones', and the dump's own. */
+        char *text = dump_of(ex, PL_DUMP_TEXT, 0);
+        cr_assert_not_null(strstr(text, "references 4, waker clones 2\n"), "%s", text);
+        free(text);
+        char *json = dump_of(ex, PL_DUMP_JSON, 0);
+        cr_assert_not_null(strstr(json, "\"waker_clones\":2,"), "%s", json);
+        free(json);
+        pl_waker_slot_wake(&s.w1);
+        text = dump_of(ex, PL_DUMP_TEXT, 0);
+        cr_assert_not_null(strstr(text, "state: runnable\n"), "%s", text);
+        cr_assert_not_null(strstr(text, "references 3, waker clones 1\n"), "%s", text);
+        free(text);
+        s.done = true;
+        cr_assert_eq(pl_run(ex), 0);
+        if (with_recorder) {
+            pl_recorder_event ev[64];
+            size_t n = pl_executor_recorder_events(ex, ev, 64);
+            cr_assert_gt(n, 0);
+            cr_assert_str_eq(ev[n - 1].kind, "ready");
+            cr_assert_eq(ev[n - 1].a, 4); /* the two dumps probed it: polls 2 and 3 */
+        }
+        pl_waker_slot_clear(&s.w2); /* the last reference: the task goes */
+        pl_executor_destroy(ex);
+    }
 }
 
 /* The ring's capacity is a power of two held in 32 bits: a larger count

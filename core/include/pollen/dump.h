@@ -22,13 +22,17 @@
  * A production executor keeps nothing for dumps: a dump costs only when
  * asked for (a poll per parked task, and the output). Spawn sites and the
  * time a task parked are kept by an executor created with a flight
- * recorder (pl_executor_options.recorder_events), waker clones by an
- * observed one (the production waker is a reference count alone); a dump
- * leaves out what its executor does not keep. The flight recorder is a
- * ring of the executor's last scheduling events (spawn, pending, ready,
- * wake, timer_fire, io_ready, probe), in the simulator's trace
- * vocabulary (docs/guide.md), readable in the dump and, after a crash,
- * from a signal handler (pl_executor_recorder_write). Its cost is in
+ * recorder (pl_executor_options.recorder_events); each task's live waker
+ * clones are counted by one created with pl_executor_options.count_wakers
+ * (a counting waker: the production one is a reference count alone) and
+ * by an observed one; a dump leaves out what its executor does not keep
+ * (the text's "waker clones N", JSON's "waker_clones": null). A waker
+ * clone is a pl_waker_clone's copy, a remote waker's too; the context's
+ * own waker is none. The flight recorder is a ring of the executor's
+ * last scheduling records (spawn, pending, ready, wake, timer_fire,
+ * io_ready, probe), in the simulator's trace vocabulary (docs/guide.md),
+ * readable in the dump and, after a crash, from a signal handler
+ * (pl_executor_recorder_write). What both cost is in
  * docs/performance.md.
  *
  * Thread rules: pl_executor_request_dump may be called from any thread
@@ -76,7 +80,11 @@ void pl_executor_request_dump(pl_executor *ex);
 
 /* ---- The flight recorder ------------------------------------------------ */
 
-/* One recorded event. `kind` is a name of the simulator's trace
+/* One recorded event. The ring holds 16-byte records: a poll's record
+ * is its result and the task it woke (read as two events, the wake
+ * first, both numbered by the record), and a clock record, written when
+ * the executor's clock reading changed, dates the records after it and
+ * is no event. `kind` is a name of the simulator's trace
  * ("pending", "ready", "wake", "timer_fire", "io_ready", "spawn",
  * "probe"); `a` and `b` are as the simulator's timeline labels them:
  *   spawn      a = the spawning task (0: none)
@@ -90,9 +98,11 @@ void pl_executor_request_dump(pl_executor *ex);
  *   timer_fire task = the task it wakes (0: none), a = the timer's arming
  *              number, b = how late it fired (ns)
  *   io_ready   a = the source's registration number, b = its PL_IO_* bits
- * time_ns is the executor's clock at the event, read once per tick. */
+ * time_ns is the executor's clock at the event's tick (read once per
+ * tick that polls; a timer's or an I/O readiness's at its own reading),
+ * or -1 when the clock record dating it was overwritten. */
 typedef struct pl_recorder_event {
-    uint64_t seq;      /* the event's number, from 1 */
+    uint64_t seq;      /* its record's number, from 1 (clock records are numbered too) */
     int64_t time_ns;
     const char *kind;  /* static storage */
     uint32_t task;     /* task id; 0: none */
@@ -102,7 +112,8 @@ typedef struct pl_recorder_event {
 } pl_recorder_event;
 
 /* Copies up to `max` of the recorder's latest events into `out`, oldest
- * first; returns how many. 0 without a recorder. Executor thread only. */
+ * first; returns how many. 0 without a recorder. Executor thread only.
+ * The ring's recorder_events records hold up to twice as many events. */
 size_t pl_executor_recorder_events(const pl_executor *ex, pl_recorder_event *out, size_t max);
 
 /* Writes the recorder's events as text lines, oldest first, to the file

@@ -54,12 +54,22 @@ typedef struct pl_executor_options {
                                                    knobs (pollen/testing.h) */
     uint32_t recorder_events;     /* 0 (the default): no flight recorder. Otherwise
                                      the executor keeps its last recorder_events
-                                     scheduling events (rounded up to a power of
-                                     two), and each task's spawn site and park
-                                     time, for pollen/dump.h. More than 2^31:
-                                     PL_EINVAL. Its cost is in
+                                     scheduling records of 16 bytes (rounded up
+                                     to a power of two; a poll and the task it
+                                     woke are one), and each task's spawn site
+                                     and park time, for pollen/dump.h. More than
+                                     2^31: PL_EINVAL. Its cost is in
                                      docs/performance.md */
-    uint32_t reserved;            /* 0 (pl_executor_options_default): names the
+    bool count_wakers;            /* false (the default): a production executor's
+                                     waker is a reference count alone. true: each
+                                     task's live waker clones are counted, for
+                                     pollen/dump.h (its wakes and clones then go
+                                     through a call each, and each task is 16
+                                     bytes larger; no effect on an observed,
+                                     rotating or deciding executor, whose waker
+                                     counts them already). Its cost is in
+                                     docs/performance.md */
+    uint8_t reserved[3];          /* 0 (pl_executor_options_default): names the
                                      padding, whose bytes must be defined */
 } pl_executor_options;
 
