@@ -604,6 +604,13 @@ static bool is_idle(const pl_executor *ex)
            ex->remote_outstanding == 0 && ex->held_len == 0;
 }
 
+/* Only background work is left, all of it parked: pl_run returns. */
+static bool background_only(const pl_executor *ex, const pl_task *until)
+{
+    return ex->live_background > 0 && ex->live == ex->live_background && ex->ready_len == 0 &&
+           until == NULL;
+}
+
 /* One tick: timers, a budget of polls, then I/O (blocking only when
  * nothing is runnable). Returns 1 to go on, 0 when idle, or an error. */
 static int tick(pl_executor *ex, const pl_task *until)
@@ -637,6 +644,13 @@ static int tick(pl_executor *ex, const pl_task *until)
     if (is_idle(ex)) {
         return 0;
     }
+    if (background_only(ex, until) && ex->decide == NULL) {
+        /* The last foreground task finished in this tick: run_loop returns
+         * rather than block for background work's I/O, which may never
+         * come. A deciding system (the simulator) keeps its wait, so its
+         * runs stay what they were. */
+        return 1;
+    }
     int rc = sys->wait(ex->system.self, ex, pl__timers_next(&ex->timers));
     return rc < 0 ? rc : 1;
 }
@@ -667,9 +681,8 @@ static int run_loop(pl_executor *ex, pl_task *until)
             rc = 0;
             break;
         }
-        if (ex->live_background > 0 && ex->live == ex->live_background && ex->ready_len == 0 &&
-            until == NULL) {
-            rc = 0; /* only background work is left, all of it parked */
+        if (background_only(ex, until)) {
+            rc = 0;
             break;
         }
         rc = tick(ex, until);

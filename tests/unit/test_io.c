@@ -717,6 +717,78 @@ Test(io, pipe_write_after_reader_closed_is_epipe_without_sigpipe)
     cr_assert_eq(count_fds(), fds);
 }
 
+/* ---- Background work parked on I/O ------------------------------------------ */
+
+/* A server's loop: reads a pipe nobody writes, for as long as it lives. */
+typedef struct idle_reader {
+    pl_future base;
+    pl_pipe_reader *r;
+    pl_io_read rd;
+    uint8_t buf[8];
+} idle_reader;
+
+static pl_poll_result idle_reader_poll(pl_future *f, pl_context *cx)
+{
+    idle_reader *self = (idle_reader *)f;
+    PL_ASYNC_BEGIN(self);
+    self->rd = pl_pipe_read(self->r, self->buf, sizeof self->buf);
+    PL_AWAIT(cx, &self->rd);
+    PL_ASYNC_END;
+}
+
+static void idle_reader_drop(pl_future *f) { pl_drop_child(&((idle_reader *)f)->rd.base); }
+
+static const pl_future_vtable idle_reader_vt = {"idle_reader", idle_reader_poll,
+                                                idle_reader_drop};
+
+/* The program's one piece of foreground work: it yields past a tick's
+ * poll budget, so it ends in a later tick than the one whose I/O check
+ * collected the pipe's first readiness (the writer's): nothing is left
+ * to wake a wait. */
+typedef struct yield_past_tick {
+    pl_future base;
+    int yields;
+} yield_past_tick;
+
+static pl_poll_result yield_past_tick_poll(pl_future *f, pl_context *cx)
+{
+    yield_past_tick *self = (yield_past_tick *)f;
+    if (self->yields-- > 0) {
+        pl_waker_wake_by_ref(&cx->waker);
+        return PL_PENDING;
+    }
+    return PL_READY;
+}
+
+static const pl_future_vtable yield_past_tick_vt = {"yield_past_tick", yield_past_tick_poll,
+                                                    NULL};
+
+/* pl_run returns once the last foreground task finished, even when that
+ * happens in a tick whose background work then waits on I/O that never
+ * comes (it used to block in the system's wait for good). */
+Test(io, run_returns_when_only_background_io_waits_are_left)
+{
+    int fds = count_fds();
+    pl_executor *ex = new_executor(false);
+    pl_pipe_reader r;
+    pl_pipe_writer w;
+    cr_assert_eq(pl_pipe_open(ex, &r, &w), 0);
+    idle_reader ir = {.base = PL_FUTURE_INIT(&idle_reader_vt), .r = &r};
+    yield_past_tick fg = {.base = PL_FUTURE_INIT(&yield_past_tick_vt), .yields = 300};
+    pl_task *bg;
+    spawn(ex, &ir.base, sizeof ir, &bg);
+    pl_task_set_background(bg, true);
+    spawn(ex, &fg.base, sizeof fg, NULL);
+    cr_assert_eq(pl_run(ex), 0);
+    cr_assert_not(pl_task_is_finished(bg), "the background reader still waits");
+    pl_executor_cancel_all(ex);
+    pl_task_release(bg);
+    pl_pipe_reader_close(&r);
+    pl_pipe_writer_close(&w);
+    pl_executor_destroy(ex);
+    cr_assert_eq(count_fds(), fds);
+}
+
 /* ---- Waker replacement and release ------------------------------------------------ */
 
 /* Reads a pipe while a short sleep re-polls the task: with rotated wakers
