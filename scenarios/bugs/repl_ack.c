@@ -46,12 +46,11 @@
  * backup's, and any failure drops the client's connection unanswered. A
  * read is answered by the primary once the backup confirmed it still
  * follows (the backup may have taken over and acknowledged puts since).
- * On the real backend (`--real`) the three nodes are tasks of one process
- * on ephemeral loopback ports, their logs in a temporary directory: the
- * fault-free path, whose check also wants every put read back.
+ * On the real backend (`--real`) the same setup runs the three nodes in
+ * one process, their hosts on loopback and their logs in directories of
+ * their own (docs/simulator.md, "Cluster scenarios on the real backend"):
+ * the fault-free path, whose check also wants every put read back.
  */
-#include <stdlib.h>
-#include <unistd.h>
 
 #include <pollen/file.h>
 #include <pollen/io.h>
@@ -72,15 +71,15 @@ enum { PUTS = 8, REC = ZOO_REC, READ_TRIES = 64, CONNECTS = 400 };
 #define TAKEOVER   (20 * PL_MS) /* the backup's patience */
 #define IDLE_LEAVE (50 * PL_MS) /* a server leaves once no client came for this long */
 
-/* Where a node listens, as repl_state.at indexes it. */
-enum { AT_PRIMARY, AT_BACKUP, AT_FOLLOW, AT_LEN };
+/* Where a node listens: the primary's and the backup's client port, the
+ * backup's replication port. */
+#define AT_PRIMARY "10.0.0.1:7000"
+#define AT_BACKUP  "10.0.0.2:7000"
+#define AT_FOLLOW  "10.0.0.2:7001"
 
 typedef struct repl_state {
     bool fixed;
-    bool real;           /* on the real backend: loopback ports, a temporary directory */
-    char at[AT_LEN][32]; /* the primary's and the backup's client ports, the backup's 7001 */
-    char root[64];       /* the real run's directory; "": none */
-    char dir[2][96];     /* the primary's and the backup's log directories */
+    bool faultless;      /* no simulator (the real backend): no history, no faults */
     bool done;           /* the client had every put acknowledged and read back */
     pl_time t0;          /* the run's start: times below are since then */
     int acked;           /* puts acknowledged to the client: 0..acked-1 */
@@ -155,20 +154,6 @@ static int64_t call_answer(const pl_timeout *t, const call *c)
 }
 
 /* ---- A replica: recovery, then its role ---------------------------------- */
-
-/* Listens on st->at[i]; on the real backend that asked for an ephemeral
- * loopback port, and at[i] becomes the port it got, for the peers. */
-static int listen_at(pl_executor *ex, repl_state *st, pl_tcp_listener *l, int i)
-{
-    int rc = pl_tcp_listen_str(ex, l, st->at[i], 4);
-    struct sockaddr_storage a;
-    socklen_t len = sizeof a;
-    if (rc == 0 && st->real && pl_tcp_listener_local_addr(l, &a, &len) == 0) {
-        snprintf(st->at[i], sizeof st->at[i], "127.0.0.1:%d",
-                 pl_addr_port((const struct sockaddr *)&a));
-    }
-    return rc;
-}
 
 /* A replica's state outside its future: node memory, freed by a crash. */
 typedef struct replica_mem {
@@ -270,11 +255,7 @@ static void replica_close(replica *v)
         if (v->m->has_f) {
             pl_tcp_listener_close(&v->m->f);
         }
-        if (v->st->real) {
-            free(v->m);
-        } else {
-            pl_node_free(v->m);
-        }
+        pl_node_free(v->m);
         v->m = NULL;
     }
 }
@@ -380,7 +361,7 @@ takeover:
     v->m->has_f = false;
     pl_sometimes(v->st->acked > 0 && v->st->acked < PUTS,
                  "the backup takes over between acknowledged puts");
-    if (listen_at(cx->ex, v->st, &v->m->l, AT_BACKUP) != 0) {
+    if (pl_tcp_listen_str(cx->ex, &v->m->l, AT_BACKUP, 4) != 0) {
         goto out;
     }
     v->m->has_l = true;
@@ -389,7 +370,7 @@ takeover:
     /* ---- The primary: connect to the backup, ship the log, serve. */
 connect:
     while (since(cx->ex, v->st) < GIVE_UP_AT) {
-        v->conn = pl_tcp_connect_str(v->st->at[AT_FOLLOW]);
+        v->conn = pl_tcp_connect_str(AT_FOLLOW);
         v->limit = pl_timeout_make(&v->conn.base, OP_LIMIT);
         PL_AWAIT(cx, &v->limit);
         if (v->limit.result == 0 && v->conn.result == PL_ECONNREFUSED) {
@@ -517,16 +498,17 @@ static const pl_future_vtable replica_vt = {"replica", replica_poll, replica_dro
 
 static int replica_boot(pl_executor *ex, repl_state *st, bool primary)
 {
-    replica_mem *m = st->real ? malloc(sizeof *m) : pl_node_alloc(sizeof *m);
+    replica_mem *m = pl_node_alloc(sizeof *m);
     if (m == NULL) {
         return PL_ENOMEM;
     }
     memset(m, 0, sizeof *m);
-    int rc = primary ? listen_at(ex, st, &m->l, AT_PRIMARY) : listen_at(ex, st, &m->f, AT_FOLLOW);
+    int rc = primary ? pl_tcp_listen_str(ex, &m->l, AT_PRIMARY, 4)
+                     : pl_tcp_listen_str(ex, &m->f, AT_FOLLOW, 4);
     m->has_l = primary && rc == 0;
     m->has_f = !primary && rc == 0;
     if (rc == 0) {
-        rc = pl_dir_open(ex, &m->dir, st->real ? st->dir[!primary] : "db", true);
+        rc = pl_dir_open(ex, &m->dir, "db", true);
     }
     if (rc != 0) {
         if (m->has_l) {
@@ -535,11 +517,7 @@ static int replica_boot(pl_executor *ex, repl_state *st, bool primary)
         if (m->has_f) {
             pl_tcp_listener_close(&m->f);
         }
-        if (st->real) {
-            free(m);
-        } else {
-            pl_node_free(m);
-        }
+        pl_node_free(m);
         return rc;
     }
     replica v = {.base = PL_FUTURE_INIT(&replica_vt), .st = st, .m = m, .primary = primary};
@@ -612,7 +590,7 @@ static pl_poll_result client_poll(pl_future *f, pl_context *cx)
     PL_ASYNC_BEGIN(c);
     for (c->connects = 0; !c->done && c->connects < CONNECTS && since(cx->ex, c->st) < GIVE_UP_AT;
          c->connects++) {
-        c->conn = pl_tcp_connect_str(c->st->at[c->at_backup ? AT_BACKUP : AT_PRIMARY]);
+        c->conn = pl_tcp_connect_str(c->at_backup ? AT_BACKUP : AT_PRIMARY);
         c->limit = pl_timeout_make(&c->conn.base, OP_LIMIT);
         PL_AWAIT(cx, &c->limit);
         if (c->limit.result == 0 && c->conn.result == 0) {
@@ -676,68 +654,21 @@ static int client_boot(pl_executor *ex, void *ud)
  * (the client's acknowledgements, what the reads saw), not memory the
  * nodes share. The backup boots first, so the primary finds it. */
 
-/* On the real backend (no links to ask about) the three nodes are the
- * scenario's own tasks in one process, each listening on an ephemeral
- * loopback port, with their logs in a fresh temporary directory: only
- * the fault-free path runs there, and it must keep the promise too. */
-static int setup_real(pl_executor *ex, repl_state *st)
-{
-    const char *tmp = getenv("TMPDIR");
-    snprintf(st->root, sizeof st->root, "%s/pollen-repl-XXXXXX",
-             tmp != NULL && tmp[0] != '\0' && strlen(tmp) < 40 ? tmp : P_tmpdir);
-    if (mkdtemp(st->root) == NULL) {
-        st->root[0] = '\0';
-        return PL_EIO;
-    }
-    for (int i = 0; i < 2; i++) {
-        snprintf(st->dir[i], sizeof st->dir[i], "%s/%s", st->root, i == 0 ? "primary" : "backup");
-    }
-    for (int i = 0; i < AT_LEN; i++) {
-        snprintf(st->at[i], sizeof st->at[i], "127.0.0.1:0");
-    }
-    int rc = backup_boot(ex, st);
-    rc = rc != 0 ? rc : primary_boot(ex, st);
-    return rc != 0 ? rc : client_boot(ex, st);
-}
-
 static int setup(pl_executor *ex, repl_state *st, bool fixed)
 {
     st->fixed = fixed;
     st->t0 = pl_now(ex);
-    pl_sim_link_state link;
-    st->real = pl_sim_link_get("10.0.0.1", "10.0.0.2", &link) == PL_ENOSYS;
-    if (st->real) {
-        return setup_real(ex, st);
-    }
     int rc = pl_history_use(&pl_model_kv);
-    if (rc != 0) {
+    st->faultless = rc == PL_ENOSYS; /* the real backend keeps no history */
+    if (rc != 0 && !st->faultless) {
         return rc;
     }
-    snprintf(st->at[AT_PRIMARY], sizeof st->at[0], "10.0.0.1:7000");
-    snprintf(st->at[AT_BACKUP], sizeof st->at[0], "10.0.0.2:7000");
-    snprintf(st->at[AT_FOLLOW], sizeof st->at[0], "10.0.0.2:7001");
     const pl_node_def defs[] = {
         {.name = "backup", .host = "10.0.0.2", .boot = backup_boot, .ud = st},
         {.name = "primary", .host = "10.0.0.1", .boot = primary_boot, .ud = st, .crashable = true},
         {.name = "client", .host = "10.0.0.3", .boot = client_boot, .ud = st},
     };
     return zoo_nodes_add(ex, defs, sizeof defs / sizeof defs[0]);
-}
-
-/* The real run's files go with it. */
-static void teardown(void *state)
-{
-    repl_state *st = state;
-    if (st->root[0] == '\0') {
-        return;
-    }
-    char path[128];
-    for (int i = 0; i < 2; i++) {
-        snprintf(path, sizeof path, "%s/log", st->dir[i]);
-        (void)unlink(path);
-        (void)rmdir(st->dir[i]);
-    }
-    (void)rmdir(st->root);
 }
 
 static int setup_buggy(pl_executor *ex, void *state) { return setup(ex, state, false); }
@@ -750,7 +681,7 @@ static int check(pl_executor *ex, void *state, char *msg, size_t len)
 {
     (void)ex;
     repl_state *st = state;
-    if (st->real && !st->done) {
+    if (st->faultless && !st->done) {
         return pl_check_fail(msg, len,
                              "on the real backend the client had %d of %d put(s) "
                              "acknowledged and did not read them back",
@@ -763,10 +694,10 @@ PL_SCENARIO(bug_repl_ack_sc, .name = "bug_repl_ack",
             .summary = "primary-backup log: the primary acknowledges a put before the backup "
                        "has it; the failover loses it (linearizability)",
             .state_size = sizeof(repl_state), .setup = setup_buggy, .check = check,
-            .teardown = teardown, .expect = "linearizability", .time_limit_ns = 2 * PL_S);
+            .expect = "linearizability", .time_limit_ns = 2 * PL_S);
 
 PL_SCENARIO(fix_repl_ack_sc, .name = "fix_repl_ack",
             .summary = "primary-backup log: the primary acknowledges a put once the backup "
                        "has it",
             .state_size = sizeof(repl_state), .setup = setup_fixed, .check = check,
-            .teardown = teardown, .time_limit_ns = 2 * PL_S);
+            .time_limit_ns = 2 * PL_S);

@@ -56,9 +56,19 @@ static inline const char *pl__node_name(const pl__nodes *ns, uint32_t n)
 /* The name "node2/worker" of a task of node n named `name`, interned for
  * the run (the same pointer for the same pair); `name` itself when there
  * is no memory. */
-const char *pl__node_task_name(pl__sim *s, uint32_t n, const char *name);
+const char *pl__node_task_name(pl__nodes *ns, uint32_t n, const char *name);
 /* The node named `name` of run s (NULL s, name or no such node: NULL). */
 pl__node *pl__node_find(pl__sim *s, const char *name);
+/* The same in a table of nodes (NULL ns: NULL). */
+pl__node *pl__nodes_find(pl__nodes *ns, const char *name);
+/* Checks a definition for pl_sim_node_add against the nodes ns declared
+ * so far: 0 and its host (IPv4, host order) in *host, or PL_EINVAL /
+ * PL_ENOSPC and the rule it broke in err (len bytes; NULL: not written). */
+int pl__nodes_check(char *err, size_t len, pl__nodes *ns, const pl_node_def *def,
+                    uint32_t *host);
+/* Appends a checked definition to ns (its table made at the first), not
+ * booted yet. NULL: no memory. */
+pl__node *pl__nodes_declare(pl__nodes *ns, const pl_node_def *def, uint32_t host);
 /* Runs the node's boot function with its tasks, sockets and disk as the
  * current node's; up on success. Returns what boot returned. */
 int pl__node_boot(pl__sim *s, pl__node *node);
@@ -77,8 +87,9 @@ void pl__nodes_deliver(pl__sim *s, pl_time now);
  * trace event (the run's hash stays what it was). The handles stay open
  * until pl__sim_finish frees the network and the disks. */
 void pl__nodes_end_run(pl__sim *s);
-/* Frees the nodes, their disks and their memory (pl__sim_finish). */
-void pl__nodes_free(pl__sim *s);
+/* Frees the nodes, their disks and their memory (pl__sim_finish, and the
+ * real backend's run, real.c). */
+void pl__nodes_free(pl__nodes *ns);
 /* Writes what the node_crash decision at event i of rec did ("node
  * 'server' crashed at 3.000 ms, restarted at 5.000 ms"), v and n its
  * value and range. False for another kind (node_explain.c). */

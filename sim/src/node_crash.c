@@ -13,6 +13,7 @@
 #include "disk/disk_impl.h"
 #include "net/net_impl.h"
 #include "node.h"
+#include "real.h"
 
 static void forget_tasks(pl__sim *s, uint32_t n)
 {
@@ -128,6 +129,9 @@ void pl__nodes_end_run(pl__sim *s)
 int pl_sim_node_crash(const char *name)
 {
     pl__sim *s = pl__sim_current();
+    if (s == NULL) {
+        return pl__real_refuse("pl_sim_node_crash");
+    }
     pl__node *node = pl__node_find(s, name);
     if (node == NULL || pl__node_current(s) == (uint32_t)(node - s->nodes.list)) {
         return PL_EINVAL;
@@ -143,7 +147,7 @@ int pl_sim_power_cut(void)
 {
     pl__sim *s = pl__sim_current();
     if (s == NULL) {
-        return PL_EINVAL;
+        return pl__real_refuse("pl_sim_power_cut");
     }
     uint32_t self = pl__node_current(s);
     if (self != 0 && s->nodes.list[self].def.crashable) {

@@ -10,6 +10,7 @@
  */
 #include "net/net_impl.h"
 #include "node.h"
+#include "real.h"
 
 /* Cuts (or heals, until == 0) every link between a node of `side` (bit n
  * for node n) and a node outside it. */
@@ -80,7 +81,10 @@ static int side_of(pl__sim *s, const char *const *names, size_t n, uint32_t *sid
 int pl_sim_node_split(const char *const *names, size_t n, pl_time length_ns)
 {
     pl__sim *s = pl__sim_current();
-    if (s == NULL || names == NULL || length_ns <= 0) {
+    if (s == NULL) {
+        return pl__real_refuse(n == 1 ? "pl_sim_node_isolate" : "pl_sim_node_split");
+    }
+    if (names == NULL || length_ns <= 0) {
         return PL_EINVAL;
     }
     uint32_t side;
@@ -98,7 +102,7 @@ int pl_sim_nodes_heal(void)
 {
     pl__sim *s = pl__sim_current();
     if (s == NULL) {
-        return PL_EINVAL;
+        return pl__real_refuse("pl_sim_nodes_heal");
     }
     for (uint32_t n = 1; n < s->nodes.len; n++) {
         s->nemesis.isolated_until[n] = 0;

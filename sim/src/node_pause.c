@@ -9,6 +9,7 @@
  */
 #include "node.h"
 #include "sim_internal.h"
+#include "real.h"
 
 /* The pause durations: 2^v quanta, v < PL_SIM_NODE_PAUSE_STEPS. */
 static pl_time pause_length(uint32_t v) { return (pl_time)PL_SIM_NODE_PAUSE_QUANTUM_NS << v; }
@@ -97,6 +98,9 @@ static int node_of_call(pl__sim *s, const char *name, uint32_t *n)
 int pl_sim_node_pause(const char *name, pl_time length_ns)
 {
     pl__sim *s = pl__sim_current();
+    if (s == NULL) {
+        return pl__real_refuse("pl_sim_node_pause");
+    }
     uint32_t n = 0;
     int rc = node_of_call(s, name, &n);
     if (rc != 0) {
@@ -115,6 +119,9 @@ int pl_sim_node_pause(const char *name, pl_time length_ns)
 int pl_sim_node_resume(const char *name)
 {
     pl__sim *s = pl__sim_current();
+    if (s == NULL) {
+        return pl__real_refuse("pl_sim_node_resume");
+    }
     uint32_t n = 0;
     int rc = node_of_call(s, name, &n);
     if (rc != 0) {

@@ -61,7 +61,7 @@ static void on_spawn(void *ud, pl_task *t, const char *where, const char *func)
                           where, func};
     if (node != 0) {
         /* Every report and the record name it "node2/worker" this way. */
-        key.name = pl__node_task_name(s, node, key.name);
+        key.name = pl__node_task_name(&s->nodes, node, key.name);
         pl__task_rename(t, key.name);
     }
     const pl__spawn_kind *kind = pl__tasks_kind_fast(&s->tasks, &key);

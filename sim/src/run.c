@@ -183,7 +183,7 @@ void pl__sim_finish(pl__sim *s)
     s->reactor = NULL;
     pl__disk_destroy(s->disk);
     s->disk = NULL;
-    pl__nodes_free(s);
+    pl__nodes_free(&s->nodes);
     pl__trace_destroy(s->trace);
     s->trace = NULL;
     pl__dec_finish(&s->dec);

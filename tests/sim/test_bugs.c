@@ -25,6 +25,7 @@
 #include <pollen/sim.h>
 
 #include "leakcheck.h"
+#include "real.h"
 #include "shrunk.h"
 
 #define BUG_SEEDS 10000
@@ -325,32 +326,30 @@ LEAK_TEST(bugs, isolated_leader_needs_an_isolation)
     pl_sim_result_free(&r);
 }
 
-/* The cluster pair also runs on the real backend, as `pollen run --real`
- * does: its three nodes become tasks on ephemeral loopback ports with
- * their logs in a temporary directory, and the fault-free path keeps the
- * promise (there the check also wants every put acknowledged and read
- * back). Without a real mode the setup fails with PL_EINVAL. */
+/* The cluster pairs also run on the real backend, as `pollen run --real`
+ * runs them (sim/src/real.h): the same setup boots their nodes on one
+ * real executor, their hosts on loopback and their files in directories
+ * of their own, and the fault-free path keeps the promise (repl_ack's
+ * check there also wants every put acknowledged and read back). */
 static void expect_real_clean(const char *prefix, const char *name)
 {
-    const pl_scenario *sc = zoo_scenario(prefix, name);
-    void *state = calloc(1, sc->state_size);
-    cr_assert_not_null(state);
-    pl_executor *ex = NULL;
-    cr_assert_eq(pl_executor_create(&ex, NULL), 0);
-    cr_assert_eq(sc->setup(ex, state), 0, "%s_%s: setup", prefix, name);
-    cr_assert_eq(pl_run(ex), 0);
     char msg[512] = "";
-    cr_assert_eq(sc->check(ex, state, msg, sizeof msg), 0, "%s_%s: %s", prefix, name, msg);
-    pl_executor_cancel_all(ex);
-    sc->teardown(state);
-    pl_executor_destroy(ex);
-    free(state);
+    cr_assert_eq(pl__real_run(zoo_scenario(prefix, name), msg, sizeof msg), PL_FINDING_NONE,
+                 "%s_%s: %s", prefix, name, msg);
 }
 
 LEAK_TEST(bugs, repl_ack_runs_on_the_real_backend)
 {
     expect_real_clean("fix", "repl_ack");
     expect_real_clean("bug", "repl_ack");
+}
+
+LEAK_TEST(bugs, cluster_pairs_run_on_the_real_backend)
+{
+    static const char *const pairs[] = {"kv_ack", "stale_read", "lease_pause", "failover_stick"};
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        expect_real_clean("fix", pairs[i]);
+    }
 }
 
 /* The one exception to ZOO_PAIR: bug_poll_hang loops inside a poll

@@ -45,6 +45,13 @@
  * outside its futures goes in pl_node_alloc blocks, or it leaks at a
  * crash.
  *
+ * The real backend (`pollen run --real`): the same calls boot the nodes
+ * on one real executor, their hosts 10.a.b.c on loopback addresses
+ * 127.X.b.c (mapped both ways: code sees 10.a.b.c), their relative paths
+ * in a directory of their own removed at the end; the fault calls below
+ * return PL_ENOSYS and the node flags draw nothing. docs/simulator.md,
+ * "Cluster scenarios on the real backend".
+ *
  * Threads: everything here runs on the simulation's thread, inside the
  * run (a scenario's setup, or its tasks' polls).
  */
@@ -124,23 +131,27 @@ typedef struct pl_node_def {
 #define PL_SIM_CLOCK_JUMP_MAX_NS        (PL_SIM_CLOCK_JUMP_QUANTUM_NS << (PL_SIM_CLOCK_STEPS - 1))
 
 /* Declares a node and boots it. From a scenario's setup (or its tasks).
- * The definition is copied. Returns 0; PL_EINVAL (no simulation running,
- * a bad or taken name or host, no boot), PL_ENOSPC (PL_SIM_NODES_MAX
- * nodes), PL_ENOMEM, or what boot returned (the node then stays declared
- * and down: pl_sim_node_restart may boot it again). */
+ * The definition is copied. Returns 0; PL_EINVAL (neither a simulation
+ * nor a real run of `pollen run --real` running, a bad or taken name or
+ * host, no boot; on the real backend also a host sharing its last two
+ * bytes with another node's), PL_ENOSPC (PL_SIM_NODES_MAX nodes),
+ * PL_ENOMEM, or what boot returned (the node then stays declared and
+ * down: pl_sim_node_restart may boot it again). */
 int pl_sim_node_add(pl_executor *ex, const pl_node_def *def);
 
 /* Crashes the node named `name` (above). From scenario code outside the
  * node: the polled task must not be one of the node's. Returns 0;
  * PL_EINVAL (no such node, or called from the node itself), PL_EEXIST
- * (it is down). */
+ * (it is down), PL_ENOSYS (no simulation: the real backend; so do the
+ * restart, pause, resume, isolate, split, heal and power cut below). */
 int pl_sim_node_crash(const char *name);
 
 /* Boots a crashed node again. Returns 0; PL_EINVAL (no such node),
  * PL_EEXIST (it is up), or what boot returned. */
 int pl_sim_node_restart(const char *name);
 
-/* True while the node named `name` exists and is up. */
+/* True while the node named `name` exists and is up (on the real
+ * backend: declared, and its boot succeeded). */
 bool pl_sim_node_is_up(const char *name);
 
 /* Pauses the node named `name` for length_ns of virtual time, as a GC
@@ -195,14 +206,14 @@ int pl_sim_power_cut(void);
  * pl_sim_node_add copied it, so ->name and ->host name it, for a trace
  * event, a log line or a node's own address. Owned by the run: valid
  * until the run ends. NULL outside any node (the scenario's own tasks and
- * setup), and outside a simulation (the real backend). */
+ * setup), and outside a simulation or a real run of `pollen run --real`. */
 const pl_node_def *pl_sim_node_self(void);
 
 /* Memory of the current node (the one of the polled task, or of the boot
  * function running): freed by pl_node_free, by the node's crash, or at the
  * end of the run. Outside any node it belongs to the scenario, freed at
- * the end of the run. Aligned as malloc's. NULL: no memory (or no
- * simulation running). */
+ * the end of the run. Aligned as malloc's. NULL: no memory (or neither a
+ * simulation nor a real run of `pollen run --real` running). */
 void *pl_node_alloc(size_t size);
 /* Frees a pl_node_alloc block (NULL: no-op). Any node may free it. */
 void pl_node_free(void *p);

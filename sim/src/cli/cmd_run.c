@@ -3,6 +3,7 @@
  * --real` and `--strategy bounded:K` in one child per scenario, PCT's
  * guarantee line, the JSON summary and the exit status. */
 #include "cli_internal.h"
+#include "real.h"
 
 static int campaign_start(campaign *cp)
 {
@@ -229,39 +230,11 @@ typedef struct real_result {
     char message[1024];
 } real_result;
 
-/* setup, pl_run, check, then the order of pl_sim_run (pollen/sim.h):
- * cancel every task, so none still points into the state, run teardown
- * while the executor is alive (releasing a task handle needs it), and
- * destroy the executor last. */
+/* The scenario's run on the real backend, its nodes included (real.h). */
 static void real_scenario(const void *ctx, void *result)
 {
-    const pl_scenario *sc = ctx;
     real_result *res = result;
-    void *state = calloc(1, sc->state_size > 0 ? sc->state_size : 1);
-    pl_executor *ex = NULL;
-    int rc = state != NULL ? pl_executor_create(&ex, NULL) : PL_ENOMEM;
-    if (rc < 0) {
-        res->kind = PL_FINDING_ASSERTION;
-        snprintf(res->message, sizeof res->message, "cannot create the executor: %s",
-                 pl__cli_error_text(rc));
-    } else if ((rc = sc->setup(ex, state)) < 0) {
-        res->kind = PL_FINDING_ASSERTION;
-        snprintf(res->message, sizeof res->message, "setup failed: %s", pl__cli_error_text(rc));
-    } else if ((rc = pl_run(ex)) < 0) {
-        res->kind = rc == PL_EDEADLK ? PL_FINDING_DEADLOCK : PL_FINDING_ASSERTION;
-        snprintf(res->message, sizeof res->message, "pl_run failed: %s (%zu tasks left)",
-                 pl__cli_error_text(rc), pl_executor_live_tasks(ex));
-    } else if (sc->check != NULL && sc->check(ex, state, res->message, sizeof res->message)) {
-        res->kind = PL_FINDING_ASSERTION;
-    }
-    if (ex != NULL) {
-        pl_executor_cancel_all(ex);
-    }
-    if (state != NULL && sc->teardown != NULL) {
-        sc->teardown(state);
-    }
-    pl_executor_destroy(ex);
-    free(state);
+    res->kind = pl__real_run(ctx, res->message, sizeof res->message);
 }
 
 static int real_one(const cli *c, const run_opts *o, const pl_scenario *sc, outcome *out)

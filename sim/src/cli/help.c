@@ -59,7 +59,7 @@ static const char help_run[] =
     "                       on: a new one per poll, to catch stale wakers)\n"
     "  --check-determinism  run every seed twice and compare the trace hashes\n"
     "  --real               instead of simulating, run each scenario once on\n"
-    "                       the real epoll backend (60 s limit, or --time)\n"
+    "                       the real backend, nodes on loopback (--time: 60 s)\n"
     "\n"
     "processes and limits:\n"
     "  --jobs N, -j N       worker processes (default: online CPUs, at most 64)\n"
