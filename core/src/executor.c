@@ -460,7 +460,7 @@ static PL_COLD const pl_task *record_more_wakes(pl__recorder *rec, const pl_task
 static inline void record_fast_poll(pl_executor *ex, pl_task *const *link, uint64_t id_polls,
                                     pl_poll_result r)
 {
-    pl__recorder *rec = ex->rec;
+    pl__recorder *rec = &ex->recorder;
     const pl_task *w = *link;
     uint32_t woke = 0;
     if (w != NULL) {
@@ -567,7 +567,16 @@ static uint32_t run_ready_rec(pl_executor *ex)
     PL_ASSERT(ex->rec != NULL);
     (void)pl_now(ex); /* the batch's time (recorder.h) */
     pl__rec_date(ex);
-    return run_ready_list(ex, ex->waker_vtable, true);
+    pl_context cx = {{ex->waker_vtable, NULL, 0, 0}, ex, NULL, NULL};
+    PL_ASSERT(ex->win_max == 0);
+    /* run_ready_list's loop, counting the budget down: one register for
+     * the count and the budget, which the record's values need. */
+    uint32_t left = ex->budget;
+    while (ex->ready_head != NULL && left != 0 && !interrupted(ex)) {
+        poll_fast(ex, list_take(ex), &cx, true);
+        left--;
+    }
+    return ex->budget - left;
 }
 
 /* With the counting waker and no recorder (count_wakers). */

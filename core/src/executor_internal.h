@@ -102,7 +102,18 @@ enum {
     PL__INTERRUPT_DUMP = 1u << 1, /* pl_executor_request_dump (any thread, signals) */
 };
 
-typedef struct pl__recorder pl__recorder;
+/* The flight recorder's ring (recorder.h), kept in the executor: a poll's
+ * record then finds its slot without a load of where the recorder is.
+ * The ring is walked by a pointer rather than indexed by a count: the
+ * hot path loads, bumps and stores one word, and tests the end. */
+typedef struct pl__rec_event pl__rec_event;
+typedef struct pl__recorder {
+    pl__rec_event *at;   /* the next record goes here */
+    pl__rec_event *end;  /* ring + capacity */
+    pl__rec_event *ring;
+    uint64_t laps;       /* times `at` went round: laps * capacity + (at - ring) written */
+    pl_time clock_ns;    /* the latest clock record's time (none yet: PL_TIME_NEVER) */
+} pl__recorder;
 
 /* The interrupt byte's writers: atomic read-modify-writes (lock-free, so
  * a signal handler or another thread may set a bit). Its reader, the
@@ -145,6 +156,7 @@ struct pl_executor {
     pl_task *held_tail;
     size_t held_len;
     pl_task *running;
+    pl__recorder recorder; /* beside the loop's lines; in use when rec is set */
 
     pl__task_arena arena; /* task blocks (task_arena.h) */
     pl_task **tasks;     /* every allocated task, finished or not */
@@ -161,7 +173,7 @@ struct pl_executor {
     uint32_t io_ids;
     size_t io_count;
 
-    pl__recorder *rec;   /* the flight recorder; NULL: none (recorder.h) */
+    pl__recorder *rec;   /* &recorder with a flight recorder; NULL: none (recorder.h) */
     FILE *dump_out;      /* where a requested dump goes; NULL: stderr */
     uint8_t dump_format; /* pl_dump_format */
 

@@ -32,13 +32,9 @@ int pl__recorder_create(pl_executor *ex, uint32_t events)
         return PL_EINVAL;
     }
 #endif
-    pl__recorder *r = pl_alloc(ex, sizeof *r);
-    if (r == NULL) {
-        return PL_ENOMEM;
-    }
+    pl__recorder *r = &ex->recorder;
     r->ring = pl_alloc(ex, (size_t)cap * sizeof *r->ring);
     if (r->ring == NULL) {
-        pl_free(ex, r, sizeof *r);
         return PL_ENOMEM;
     }
     r->at = r->ring;
@@ -56,7 +52,6 @@ void pl__recorder_destroy(pl_executor *ex)
         return;
     }
     pl_free(ex, r->ring, (size_t)(r->end - r->ring) * sizeof *r->ring);
-    pl_free(ex, r, sizeof *r);
     ex->rec = NULL;
 }
 

@@ -41,26 +41,16 @@ enum pl__rec_kind {
 /* 16 bytes. Its first 8 are a pl_task's first 8, {id, polls}: a poll's
  * record copies them in one load and one store. Other kinds than a
  * poll's hold a 64-bit argument a = lo | hi << 32 (pl__rec_a). */
-typedef struct pl__rec_event {
+struct pl__rec_event {
     uint32_t task;
     uint32_t lo;
     uint32_t kind; /* enum pl__rec_kind */
     uint32_t hi;
-} pl__rec_event;
+};
 
 _Static_assert(offsetof(pl_task, id) == 0 && offsetof(pl_task, polls) == 4 &&
                    offsetof(pl__rec_event, task) == 0 && offsetof(pl__rec_event, lo) == 4,
                "a poll record begins as its task does");
-
-/* The ring is walked by a pointer rather than indexed by a count: the
- * hot path then loads, bumps and stores one word, and tests the end. */
-struct pl__recorder {
-    pl__rec_event *at;   /* the next record goes here */
-    pl__rec_event *end;  /* ring + capacity */
-    pl__rec_event *ring;
-    uint64_t laps;       /* times `at` went round: laps * capacity + (at - ring) written */
-    pl_time clock_ns;    /* the latest clock record's time (none yet: PL_TIME_NEVER) */
-};
 
 /* Creates ex->rec with room for at least `events` records (> 0). Returns
  * 0, PL_EINVAL (more than 2^31) or PL_ENOMEM. pl__recorder_destroy frees
@@ -103,7 +93,7 @@ static inline void pl__rec_put(pl__recorder *r, uint32_t kind, uint32_t task, ui
  * no test of the clock. */
 static inline void pl__rec_date(pl_executor *ex)
 {
-    pl__recorder *r = ex->rec;
+    pl__recorder *r = &ex->recorder;
     if (r->clock_ns != ex->now) {
         r->clock_ns = ex->now;
         pl__rec_put(r, PL__REC_CLOCK, 0, (uint64_t)ex->now);
@@ -114,7 +104,7 @@ static inline void pl__rec_date(pl_executor *ex)
 static inline void pl__rec(pl_executor *ex, uint32_t kind, uint32_t task, uint64_t a)
 {
     pl__rec_date(ex);
-    pl__rec_put(ex->rec, kind, task, a);
+    pl__rec_put(&ex->recorder, kind, task, a);
 }
 
 /* Records an event with a second argument (timer_fire, io_ready): a MORE
@@ -122,7 +112,7 @@ static inline void pl__rec(pl_executor *ex, uint32_t kind, uint32_t task, uint64
 static inline void pl__rec2(pl_executor *ex, uint32_t kind, uint32_t task, uint64_t a, uint64_t b)
 {
     pl__rec(ex, kind, task, a);
-    pl__rec_put(ex->rec, PL__REC_MORE, 0, b);
+    pl__rec_put(&ex->recorder, PL__REC_MORE, 0, b);
 }
 
 #endif
