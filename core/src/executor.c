@@ -481,19 +481,18 @@ static inline void record_fast_poll(pl_executor *ex, pl_task *const *link, uint6
  * the two words that name its task, not the whole struct.
  *
  * Always inline: its two loops each get their own copy, the production
- * one with no recorder test (a call here cost the ping-pong 10%). */
+ * one with no recorder test (a call here cost the ping-pong 10%). With
+ * `rec`, `link` is where the poll's first wake will be linked, which the
+ * take found (list_take_linked); NULL otherwise. */
 #if defined(__GNUC__)
 __attribute__((always_inline))
 #endif
-static inline void poll_fast(pl_executor *ex, pl_task *t, pl_context *cx, const bool rec)
+static inline void poll_fast(pl_executor *ex, pl_task *t, pl_context *cx, const bool rec,
+                             pl_task *const *link)
 {
     if (t->state == TASK_CANCELLED) {
         task_release(t);
         return;
-    }
-    pl_task *const *link = NULL; /* where the poll's first wake will be linked */
-    if (rec) {
-        link = ex->ready_tail != NULL ? &ex->ready_tail->next : &ex->ready_head;
     }
     cx->waker.data = t;
     cx->task = t;
@@ -545,7 +544,7 @@ static inline uint32_t run_ready_list(pl_executor *ex, const pl_waker_vtable *vt
     PL_ASSERT(ex->win_max == 0);
     /* The list's head is the emptiness test, and the take reuses it. */
     while (ex->ready_head != NULL && n < budget && !interrupted(ex)) {
-        poll_fast(ex, list_take(ex), &cx, rec);
+        poll_fast(ex, list_take(ex), &cx, rec, NULL);
         n++;
     }
     return n;
@@ -573,7 +572,9 @@ static uint32_t run_ready_rec(pl_executor *ex)
      * the count and the budget, which the record's values need. */
     uint32_t left = ex->budget;
     while (ex->ready_head != NULL && left != 0 && !interrupted(ex)) {
-        poll_fast(ex, list_take(ex), &cx, true);
+        pl_task *const *link; /* the take knows it from its emptiness test */
+        pl_task *t = list_take_linked(ex, &link);
+        poll_fast(ex, t, &cx, true, link);
         left--;
     }
     return ex->budget - left;

@@ -62,20 +62,31 @@ static inline void list_push(pl_executor *ex, pl_task *t)
 
 /* Without decisions the queue is the list alone: popping its head reads
  * the link of a task about to be polled anyway, and fetching the next
- * head now overlaps that task's miss with this poll. */
-static inline pl_task *list_take(pl_executor *ex)
+ * head now overlaps that task's miss with this poll. With `link`, says
+ * where the next task pushed will be linked (the flight recorder's loop
+ * finds a poll's wakes there): the head once the list is empty, else
+ * the tail's next, known from the emptiness test the take makes anyway. */
+static inline pl_task *list_take_linked(pl_executor *ex, pl_task *const **link)
 {
     pl_task *t = ex->ready_head;
     ex->ready_head = t->next;
     if (ex->ready_head == NULL) {
         ex->ready_tail = NULL;
+        if (link != NULL) {
+            *link = &ex->ready_head;
+        }
     } else {
         PL_PREFETCH(ex->ready_head);
+        if (link != NULL) {
+            *link = &ex->ready_tail->next;
+        }
     }
     ex->ready_len--;
     t->flags &= (uint8_t)~TASK_QUEUED;
     return t;
 }
+
+static inline pl_task *list_take(pl_executor *ex) { return list_take_linked(ex, NULL); }
 
 /* Removes the k-th runnable task (k < win_len; 0: the head). The ones
  * before it move up a place, and the list's head refills the window: a

@@ -52,9 +52,10 @@ _Static_assert(offsetof(pl_task, id) == 0 && offsetof(pl_task, polls) == 4 &&
                    offsetof(pl__rec_event, task) == 0 && offsetof(pl__rec_event, lo) == 4,
                "a poll record begins as its task does");
 
-/* Creates ex->rec with room for at least `events` records (> 0). Returns
- * 0, PL_EINVAL (more than 2^31) or PL_ENOMEM. pl__recorder_destroy frees
- * it (NULL: nothing to do). */
+/* Sets ex->rec to &ex->recorder with a ring of at least `events` records
+ * (> 0). Returns 0, PL_EINVAL (more than 2^31) or PL_ENOMEM (ex->rec
+ * stays NULL). pl__recorder_destroy frees the ring (none: nothing to
+ * do). */
 PL_INTERNAL int pl__recorder_create(pl_executor *ex, uint32_t events);
 PL_INTERNAL void pl__recorder_destroy(pl_executor *ex);
 

@@ -409,6 +409,26 @@ Test(dump, signal_requests_a_dump_served_while_blocked)
 
 /* ---- The flight recorder -------------------------------------------------- */
 
+/* A production executor on the manual clock with a flight recorder of
+ * `events` records. */
+static pl_executor *recording_executor(manual_system *m, uint32_t events)
+{
+    pl_executor_options o;
+    pl_executor_options_default(&o);
+    o.recorder_events = events;
+    pl_executor *ex = manual_executor(m, false, &o);
+    cr_assert_not_null(ex);
+    return ex;
+}
+
+/* Runs the executor to its end and reads its recorder's events (64 at
+ * most) into ev. */
+static size_t run_and_read(pl_executor *ex, pl_recorder_event ev[64])
+{
+    cr_assert_eq(pl_run(ex), 0);
+    return pl_executor_recorder_events(ex, ev, 64);
+}
+
 /* A record per event, 16 bytes, with no time of its own: a clock record
  * dates those after it when the clock reading changed, and a poll's
  * record names the task it woke (its wake and its result share the
@@ -416,11 +436,7 @@ Test(dump, signal_requests_a_dump_served_while_blocked)
 Test(dump, recorder_keeps_events_and_sites)
 {
     manual_system m = {.now_ns = 5 * PL_MS};
-    pl_executor_options o;
-    pl_executor_options_default(&o);
-    o.recorder_events = 5; /* rounded up to 8: the ring wraps below */
-    pl_executor *ex = manual_executor(&m, false, &o);
-    cr_assert_not_null(ex);
+    pl_executor *ex = recording_executor(&m, 5); /* rounded up to 8: the ring wraps below */
     shared sh;
     spawn_join(ex, &sh);
     cr_assert_eq(pl_run(ex), PL_EDEADLK);
@@ -532,11 +548,7 @@ static const pl_future_vtable two_waker_vtable = {"two_waker", two_waker_poll, N
 Test(dump, recorder_reads_a_timer_s_lateness_and_a_poll_s_wakes)
 {
     manual_system m = {.now_ns = 0};
-    pl_executor_options o;
-    pl_executor_options_default(&o);
-    o.recorder_events = 64;
-    pl_executor *ex = manual_executor(&m, false, &o);
-    cr_assert_not_null(ex);
+    pl_executor *ex = recording_executor(&m, 64);
     shared sa, sb; /* two children wait on their b */
     pl_notify_init(&sa.b);
     pl_notify_init(&sb.b);
@@ -546,9 +558,8 @@ Test(dump, recorder_reads_a_timer_s_lateness_and_a_poll_s_wakes)
     cr_assert_eq(PL_SPAWN(ex, w, "two_waker", NULL), 0);
     cr_assert_eq(PL_SPAWN(ex, wa, "a", NULL), 0);
     cr_assert_eq(PL_SPAWN(ex, wb, "b", NULL), 0);
-    cr_assert_eq(pl_run(ex), 0);
     pl_recorder_event ev[64];
-    size_t n = pl_executor_recorder_events(ex, ev, 64);
+    size_t n = run_and_read(ex, ev);
     size_t fire = n;
     for (size_t i = 0; i < n; i++) {
         if (strcmp(ev[i].kind, "timer_fire") == 0) {
@@ -669,6 +680,36 @@ static pl_poll_result notifier_poll(pl_future *f, pl_context *cx)
 
 static const pl_future_vtable notifier_vtable = {"notifier", notifier_poll, NULL};
 
+/* A poll that began with other tasks queued: the task it woke is linked
+ * after the queue's tail, not at its head, and its record names that
+ * one. Spawned in the order y, x, z: y parks on its notify, x (queued
+ * before z) wakes it and finishes, z finishes waking nobody. */
+Test(dump, recorder_names_the_task_woken_behind_the_queue)
+{
+    manual_system m = {.now_ns = 0};
+    pl_executor *ex = recording_executor(&m, 64);
+    pl_recorder_event ev[64];
+    shared sh;
+    pl_notify_init(&sh.b);
+    bool open = true;
+    child_fut y = {.base = PL_FUTURE_INIT(&child_vtable), .sh = &sh};
+    notifier x = {.base = PL_FUTURE_INIT(&notifier_vtable), .b = &sh.b};
+    gate z = {.base = PL_FUTURE_INIT(&gate_vtable), .open = &open};
+    cr_assert_eq(PL_SPAWN(ex, y, "y", NULL), 0);
+    cr_assert_eq(PL_SPAWN(ex, x, "x", NULL), 0);
+    cr_assert_eq(PL_SPAWN(ex, z, "z", NULL), 0);
+    size_t n = run_and_read(ex, ev);
+    const char *kinds[] = {"spawn", "spawn", "spawn", "pending", "wake", "ready", "ready", "ready"};
+    const uint32_t tasks[] = {1, 2, 3, 1, 1, 2, 3, 1};
+    cr_assert_eq(n, 8);
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_str_eq(ev[i].kind, kinds[i], "event %zu", i);
+        cr_assert_eq(ev[i].task, tasks[i], "event %zu", i);
+    }
+    cr_assert_eq(ev[4].b, 2, "woken by x");
+    pl_executor_destroy(ex);
+}
+
 /* Under the checking waker (here: rotating wakers, as the simulator's)
  * the recorder sees a poll's wakes too, before the poll's ready. */
 Test(dump, recorder_sees_a_poll_s_wakes_under_the_checking_waker)
@@ -713,11 +754,7 @@ Test(dump, recorder_sees_a_poll_s_wakes_under_the_checking_waker)
 Test(dump, parked_for_counts_from_the_park_to_the_dump)
 {
     manual_system m = {.now_ns = 1000 * PL_MS};
-    pl_executor_options o;
-    pl_executor_options_default(&o);
-    o.recorder_events = 16;
-    pl_executor *ex = manual_executor(&m, false, &o);
-    cr_assert_not_null(ex);
+    pl_executor *ex = recording_executor(&m, 16);
     shared sh;
     spawn_join(ex, &sh);
     cr_assert_eq(pl_run(ex), PL_EDEADLK);
