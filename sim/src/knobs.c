@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "pollen/error.h"
+#include "pollen/sim_node.h"
 #include "prng.h"
 #include "sim_assert.h"
 
@@ -82,11 +83,27 @@ typedef struct knob_row {
 
 static const knob_row rows[PL_DECIDE__COUNT] = {KNOB_ROWS(ROW)};
 
+/* The bounds (knobs.h), append only as the kinds: their names are part of
+ * the knobs text. Each default is the most its kind drew before there was
+ * a bound, so that a run without one draws as it did. */
+typedef struct bound_row {
+    const char *name;
+    uint32_t def; /* and largest value */
+} bound_row;
+
+static const bound_row bounds[PL__DEC_BOUNDS] = {
+    [PL__DEC_BOUND_CLOCK_OFFSET_MS] = {"clock_offset_max_ms", (uint32_t)(PL_SIM_CLOCK_OFFSET_MAX_NS / PL_MS)},
+    [PL__DEC_BOUND_CLOCK_DRIFT_PPM] = {"clock_drift_max_ppm", PL_SIM_CLOCK_DRIFT_MAX_PPM},
+    [PL__DEC_BOUND_CLOCK_JUMP_MS] = {"clock_jump_max_ms", (uint32_t)(PL_SIM_CLOCK_JUMP_MAX_NS / PL_MS)},
+};
+
 /* Every kind at its longest, "name=65536," each, fits the text buffer (a
  * new kind that does not fit fails here, not in a run). */
 #define KNOB_TEXT_LEN(kind, field, letter, on, prob, swarm) +(sizeof(#field "=65536,") - 1)
-_Static_assert(0 KNOB_ROWS(KNOB_TEXT_LEN) < PL__DEC_KNOBS_TEXT_MAX,
-               "every kind's name=65536 fits PL__DEC_KNOBS_TEXT_MAX");
+#define BOUNDS_TEXT_LEN                                                                            \
+    (sizeof("clock_offset_max_ms=128,clock_drift_max_ppm=12800,clock_jump_max_ms=128,") - 1)
+_Static_assert(0 KNOB_ROWS(KNOB_TEXT_LEN) + BOUNDS_TEXT_LEN < PL__DEC_KNOBS_TEXT_MAX,
+               "every kind's name=65536 and every bound fit PL__DEC_KNOBS_TEXT_MAX");
 
 /* pl_sim_knobs has one knob per assigned kind and nothing else (that each
  * field is its own row's is test_decide's knobs.typed_fields_are_their_kinds). */
@@ -127,12 +144,30 @@ int pl__dec_kind_from_letter(char c)
     return -1;
 }
 
+const char *pl__dec_bound_name(uint32_t b) { return b < PL__DEC_BOUNDS ? bounds[b].name : NULL; }
+
+uint32_t pl__dec_bound_default(uint32_t b) { return b < PL__DEC_BOUNDS ? bounds[b].def : 0; }
+
+/* The bound named text[0, len), or -1. */
+static int bound_from_name(const char *text, size_t len)
+{
+    for (int b = 0; b < PL__DEC_BOUNDS; b++) {
+        if (strlen(bounds[b].name) == len && memcmp(bounds[b].name, text, len) == 0) {
+            return b;
+        }
+    }
+    return -1;
+}
+
 /* Defaults and swarm ---------------------------------------------------- */
 
 void pl__dec_knobs_default(pl__dec_knobs *k)
 {
     for (int i = 0; i < PL__DEC_KINDS; i++) {
         k->kind[i] = rows[i].def; /* an unassigned number: {false, 0} */
+    }
+    for (int b = 0; b < PL__DEC_BOUNDS; b++) {
+        k->bound[b] = bounds[b].def;
     }
 }
 
@@ -158,6 +193,9 @@ void pl__dec_knobs_swarm(pl__dec_knobs *k, uint64_t seed)
     };
     pl__prng p;
     pl__prng_seed(&p, pl__prng_subseed(seed, PL__SEED_SWARM));
+    for (int b = 0; b < PL__DEC_BOUNDS; b++) {
+        k->bound[b] = bounds[b].def; /* swarm draws which kinds, not how far */
+    }
     for (int i = 0; i < PL__DEC_KINDS; i++) {
         const knob_row *r = &rows[i];
         if (r->name == NULL) {
@@ -184,6 +222,19 @@ static void knobs_put(char *tmp, size_t *used, const char *s, size_t n)
     *used += n;
 }
 
+/* Appends "=<v>". */
+static void number_put(char *tmp, size_t *used, uint32_t v)
+{
+    char digits[12];
+    size_t at = sizeof digits;
+    do {
+        digits[--at] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    digits[--at] = '=';
+    knobs_put(tmp, used, digits + at, sizeof digits - at);
+}
+
 /* Appends "=<prob>" or "=off". */
 static void knob_value_put(char *tmp, size_t *used, pl__dec_knob knob)
 {
@@ -191,15 +242,7 @@ static void knob_value_put(char *tmp, size_t *used, pl__dec_knob knob)
         knobs_put(tmp, used, "=off", 4);
         return;
     }
-    char digits[12];
-    size_t at = sizeof digits;
-    uint32_t v = knob.prob;
-    do {
-        digits[--at] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    digits[--at] = '=';
-    knobs_put(tmp, used, digits + at, sizeof digits - at);
+    number_put(tmp, used, knob.prob);
 }
 
 /* Every run records its knobs: by hand, where two dozen snprintf calls
@@ -219,6 +262,13 @@ int pl__dec_knobs_format(const pl__dec_knobs *k, char *buf, size_t len)
         knobs_put(tmp, &used, rows[i].name, strlen(rows[i].name));
         knob_value_put(tmp, &used, k->kind[i]);
     }
+    for (int b = 0; b < PL__DEC_BOUNDS; b++) {
+        if (k->bound[b] != bounds[b].def) {
+            knobs_put(tmp, &used, ",", 1);
+            knobs_put(tmp, &used, bounds[b].name, strlen(bounds[b].name));
+            number_put(tmp, &used, k->bound[b]);
+        }
+    }
     if (len > 0) {
         size_t n = used < len - 1 ? used : len - 1;
         memcpy(buf, tmp, n);
@@ -237,7 +287,7 @@ bool pl__dec_knobs_equal(const pl__dec_knobs *a, const pl__dec_knobs *b)
             return false;
         }
     }
-    return true;
+    return memcmp(a->bound, b->bound, sizeof a->bound) == 0;
 }
 
 /* Formats a parse error; err may be NULL. Returns PL_EFORMAT. */
@@ -280,6 +330,41 @@ static bool parse_knob_value(const char *s, size_t len, pl__dec_knob *knob)
     return true;
 }
 
+/* Parses a bound's value, a decimal 0..max. */
+static bool parse_bound_value(const char *s, size_t len, uint32_t max, uint32_t *out)
+{
+    uint64_t v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9' || (v = v * 10 + (uint64_t)(s[i] - '0')) > max) {
+            return false;
+        }
+    }
+    if (len == 0) {
+        return false;
+    }
+    *out = (uint32_t)v;
+    return true;
+}
+
+/* Parses a bound's "name=value" item (kind-like names are the caller's). */
+static int parse_bound_item(pl__dec_knobs *out, bool *seen, int b, const char *text, size_t off,
+                            size_t name_len, size_t len, char *err, size_t errlen)
+{
+    const char *value = text + off + name_len + 1;
+    size_t value_len = len - name_len - 1;
+    if (seen[PL_DECIDE__COUNT + b]) {
+        return knob_error(err, errlen, "duplicate bound", text + off, name_len, off);
+    }
+    seen[PL_DECIDE__COUNT + b] = true;
+    if (!parse_bound_value(value, value_len, bounds[b].def, &out->bound[b])) {
+        char what[80];
+        snprintf(what, sizeof(what), "value for '%s' must be 0..%" PRIu32 ", got", bounds[b].name,
+                 bounds[b].def);
+        return knob_error(err, errlen, what, value, value_len, off + name_len + 1);
+    }
+    return 0;
+}
+
 /* Parses one "name=value" item at text[off, off + len) into *out. */
 static int parse_knob_item(pl__dec_knobs *out, bool *seen, const char *text, size_t off,
                            size_t len, char *err, size_t errlen)
@@ -291,6 +376,10 @@ static int parse_knob_item(pl__dec_knobs *out, bool *seen, const char *text, siz
     }
     size_t name_len = (size_t)(eq - item);
     int kind = pl__dec_kind_from_name(item, name_len);
+    int b = kind < 0 ? bound_from_name(item, name_len) : -1;
+    if (b >= 0) {
+        return parse_bound_item(out, seen, b, text, off, name_len, len, err, errlen);
+    }
     if (kind < 0) {
         return knob_error(err, errlen, "unknown kind", item, name_len, off);
     }
@@ -314,7 +403,7 @@ int pl__dec_knobs_parse(pl__dec_knobs *k, const char *text, size_t len, char *er
 {
     /* Work on a copy so a bad item leaves *k as it was. */
     pl__dec_knobs tmp = *k;
-    bool seen[PL_DECIDE__COUNT] = {false};
+    bool seen[PL_DECIDE__COUNT + PL__DEC_BOUNDS] = {false};
     size_t off = 0;
     while (off < len) {
         const char *comma = memchr(text + off, ',', len - off);

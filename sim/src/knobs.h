@@ -96,6 +96,8 @@
 #define PL_DECIDE_CLOCK_JUMP ((pl_decision_kind)33)   /* at a wait: v > 0 steps its wall clock
                                                          2^((v-1)/2) ms forward (v odd) or
                                                          back (v even) (n = 17) */
+/* (Those n are at the bounds' defaults: a tighter clock_*_max knob leaves
+ * out the steps past it, n = 1 + steps or 1 + 2 * steps.) */
 /* Every kind, core's and these; a number without a name is not assigned
  * in this build. */
 #define PL_DECIDE__COUNT 34
@@ -108,9 +110,23 @@
 /* One kind's knob: pl_sim_knob (enabled, prob). */
 typedef pl_sim_knob pl__dec_knob;
 
-/* Every kind's knob, indexed by pl_decision_kind. */
+/* Bounds on what some kinds' decisions may draw, knobs of the same text
+ * ("clock_drift_max_ppm=800"): a decision's value stays a step k, and
+ * the bound leaves out the steps past it (node_clock.c). Each defaults
+ * to its largest value, the pollen/sim_node.h bound the kinds had
+ * before, and a bound at its default is not written, so knobs texts and
+ * replays without one read as they did. */
+enum {
+    PL__DEC_BOUND_CLOCK_OFFSET_MS = 0, /* clock_offset_max_ms: 0..128 */
+    PL__DEC_BOUND_CLOCK_DRIFT_PPM = 1, /* clock_drift_max_ppm: 0..12800 */
+    PL__DEC_BOUND_CLOCK_JUMP_MS = 2,   /* clock_jump_max_ms: 0..128 */
+    PL__DEC_BOUNDS = 3,
+};
+
+/* Every kind's knob, indexed by pl_decision_kind, and the bounds. */
 typedef struct pl__dec_knobs {
     pl__dec_knob kind[PL_DECIDE__COUNT];
+    uint32_t bound[PL__DEC_BOUNDS];
 } pl__dec_knobs;
 
 /* Kind names and letters ----------------------------------------------- */
@@ -131,9 +147,16 @@ char pl__dec_kind_letter(uint32_t kind);
 /* The kind with letter c, or -1. */
 int pl__dec_kind_from_letter(char c);
 
+/* "clock_offset_max_ms", ...; NULL for b >= PL__DEC_BOUNDS. */
+const char *pl__dec_bound_name(uint32_t b);
+
+/* A bound's default, which is also its largest value; 0 for b >=
+ * PL__DEC_BOUNDS. */
+uint32_t pl__dec_bound_default(uint32_t b);
+
 /* Knobs ---------------------------------------------------------------- */
 
-/* Fills *k with the defaults (pollen/sim.h lists them). */
+/* Fills *k with the defaults (pollen/sim.h lists them; bounds at theirs). */
 void pl__dec_knobs_default(pl__dec_knobs *k);
 
 /* Swarm testing: draws which kinds are on and their probabilities from
@@ -156,7 +179,8 @@ void pl__dec_knobs_default(pl__dec_knobs *k);
 void pl__dec_knobs_swarm(pl__dec_knobs *k, uint64_t seed);
 
 /* Writes knobs as "schedule=32768,io_order=32768,...,cancel=off" (every
- * kind, in enum order; a disabled kind prints "off"). Returns the length
+ * kind, in enum order; a disabled kind prints "off"), then each bound not
+ * at its default (",clock_drift_max_ppm=800"). Returns the length
  * of the full text like snprintf. Every setting fits in
  * PL__DEC_KNOBS_TEXT_MAX: a compile-time assertion in knobs.c sums every
  * kind's "name=65536,". */
@@ -165,7 +189,9 @@ int pl__dec_knobs_format(const pl__dec_knobs *k, char *buf, size_t len);
 /* Parses text[0, len) of the form "name=value,name=value" into *k.
  * Names are those of pl__dec_kind_name; a value is "off", "on" (enable,
  * keep the probability already in *k) or a decimal probability 0..65536
- * (enables). Kinds not mentioned keep their values from *k, so start
+ * (enables). A bound's name (pl__dec_bound_name) takes a decimal from 0
+ * to its default. Kinds and bounds not mentioned keep their values from
+ * *k, so start
  * from pl__dec_knobs_default for a full setting. An empty text changes
  * nothing. Returns 0, or PL_EFORMAT with *k untouched and a message in
  * err (e.g. "unknown kind 'sched' at offset 0"; err may be NULL). */
@@ -173,7 +199,8 @@ int pl__dec_knobs_parse(pl__dec_knobs *k, const char *text, size_t len, char *er
                         size_t errlen);
 
 /* True when both enable the same kinds with the same probabilities (the
- * probability of a disabled kind is ignored: it never draws). */
+ * probability of a disabled kind is ignored: it never draws) and have the
+ * same bounds. */
 bool pl__dec_knobs_equal(const pl__dec_knobs *a, const pl__dec_knobs *b);
 
 /* Copies every kind's knob from the typed form into *k. Returns 0, or

@@ -82,6 +82,21 @@ static pl_time map_deadline(void *ud, pl_time local_ns)
     return pl__node_clock_due(s, pl__node_current(s), local_ns);
 }
 
+/* How many of a kind's sizes, quantum << l for l = 0.., are within the
+ * run's bound (the knobs' clock_*_max): its decision draws only those, so
+ * a value keeps its meaning (step k is the same size under every bound)
+ * and a replay, which records its knobs, draws from the same n. At the
+ * default bound, all PL_SIM_CLOCK_STEPS: n as before there were bounds. */
+static uint32_t steps_within(const pl__sim *s, uint32_t bound, int64_t quantum, int64_t unit)
+{
+    int64_t most = (int64_t)s->dec.knobs.bound[bound] * unit;
+    uint32_t l = 0;
+    while (l < PL_SIM_CLOCK_STEPS && (quantum << l) <= most) {
+        l++;
+    }
+    return l;
+}
+
 /* Value v of a signed decision: 0 none, then +1, -1, +2, -2, ... steps
  * of powers of two: the shrinker's lower values are the smaller skews. */
 static int64_t signed_steps(uint32_t v, int64_t quantum)
@@ -124,13 +139,18 @@ void pl__node_clock_boot(pl__sim *s, uint32_t n)
     }
     z->clock_drawn[n] = true;
     uint64_t key = (uint64_t)n << 32;
-    uint32_t v = pl__sim_choose(s, PL_DECIDE_CLOCK_OFFSET, 1 + PL_SIM_CLOCK_STEPS, key);
+    uint32_t steps = steps_within(s, PL__DEC_BOUND_CLOCK_OFFSET_MS, PL_SIM_CLOCK_OFFSET_QUANTUM_NS,
+                                  PL_MS);
+    uint32_t v = pl__sim_choose(s, PL_DECIDE_CLOCK_OFFSET, 1 + steps, key);
     z->clock_offset_ns[n] = v == 0 ? 0 : PL_SIM_CLOCK_OFFSET_QUANTUM_NS << (v - 1);
+    PL__SIM_ASSERT(z->clock_offset_ns[n] <=
+                   (pl_time)s->dec.knobs.bound[PL__DEC_BOUND_CLOCK_OFFSET_MS] * PL_MS);
     say_clock(s, n);
-    v = pl__sim_choose(s, PL_DECIDE_CLOCK_DRIFT, 1 + 2 * PL_SIM_CLOCK_STEPS, key);
+    steps = steps_within(s, PL__DEC_BOUND_CLOCK_DRIFT_PPM, PL_SIM_CLOCK_DRIFT_QUANTUM_PPM, 1);
+    v = pl__sim_choose(s, PL_DECIDE_CLOCK_DRIFT, 1 + 2 * steps, key);
     z->clock_drift_ppm[n] = (int32_t)signed_steps(v, PL_SIM_CLOCK_DRIFT_QUANTUM_PPM);
-    PL__SIM_ASSERT(z->clock_drift_ppm[n] <= PL_SIM_CLOCK_DRIFT_MAX_PPM &&
-                   -z->clock_drift_ppm[n] <= PL_SIM_CLOCK_DRIFT_MAX_PPM);
+    int64_t drift_max = s->dec.knobs.bound[PL__DEC_BOUND_CLOCK_DRIFT_PPM];
+    PL__SIM_ASSERT(z->clock_drift_ppm[n] <= drift_max && -z->clock_drift_ppm[n] <= drift_max);
     say_clock(s, n);
     if (z->clock_map.local == NULL) {
         /* Set at the first skewed node only: a run without one keeps the
@@ -158,7 +178,9 @@ void pl__node_clock_deliver(pl__sim *s)
             continue;
         }
         uint64_t key = (uint64_t)n << 32 | z->clock_jumps[n];
-        uint32_t v = pl__sim_choose(s, PL_DECIDE_CLOCK_JUMP, 1 + 2 * PL_SIM_CLOCK_STEPS, key);
+        uint32_t steps =
+            steps_within(s, PL__DEC_BOUND_CLOCK_JUMP_MS, PL_SIM_CLOCK_JUMP_QUANTUM_NS, PL_MS);
+        uint32_t v = pl__sim_choose(s, PL_DECIDE_CLOCK_JUMP, 1 + 2 * steps, key);
         if (v != 0) {
             int64_t jump = signed_steps(v, PL_SIM_CLOCK_JUMP_QUANTUM_NS);
             z->clock_jumps[n]++;

@@ -8,8 +8,11 @@
  * time. The decisions come from a list read by kind, so each test
  * states the clocks it wants. */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <pollen/sim.h>
 #include <pollen/sim_node.h>
@@ -263,6 +266,73 @@ LEAK_TEST(clocks, nodes_not_skewed_draw_nothing)
     }
 }
 
+/* The knobs' bounds limit what the clock kinds draw: with every clock
+ * decision taken, each draws only the steps within its bound (offsets of
+ * 1 to 4 ms, drifts of 100 to 400 ppm, jumps of 1 to 2 ms), and the
+ * largest of them too; at the defaults, all of PL_SIM_CLOCK_STEPS. */
+static void expect_clock_choices(const char *knobs, uint32_t offset_n, uint32_t drift_n,
+                                 uint32_t jump_n)
+{
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.knobs = knobs;
+    uint32_t most[3] = {0, 0, 0};
+    for (uint64_t seed = 0; seed < 40; seed++) {
+        o.seed = seed;
+        pl_sim_result r;
+        cr_assert_eq(pl_sim_run(&clocks_sc, &o, &r), 0);
+        const pl__run_record *rec = pl__sim_result_record(&r);
+        for (size_t i = 0; i < rec->decisions_len; i++) {
+            const pl__dec_record *d = &rec->decisions[i];
+            int at = d->kind == PL_DECIDE_CLOCK_OFFSET ? 0
+                     : d->kind == PL_DECIDE_CLOCK_DRIFT ? 1
+                     : d->kind == PL_DECIDE_CLOCK_JUMP  ? 2
+                                                        : -1;
+            if (at >= 0) {
+                uint32_t want_n = at == 0 ? offset_n : at == 1 ? drift_n : jump_n;
+                cr_assert_eq(d->n, want_n, "%s: kind %u drew from %u", knobs, d->kind, d->n);
+                most[at] = d->value > most[at] ? d->value : most[at];
+            }
+        }
+        pl_sim_result_free(&r);
+    }
+    cr_assert_eq(most[0], offset_n - 1, "%s: the largest offset never drawn", knobs);
+    cr_assert_geq(most[1] + 2, drift_n, "%s: the largest drift never drawn", knobs);
+    cr_assert_geq(most[2] + 2, jump_n, "%s: the largest jump never drawn", knobs);
+}
+
+LEAK_TEST(clocks, the_bounds_limit_what_is_drawn)
+{
+    c_skewed = true;
+    expect_clock_choices("clock_offset=65536,clock_drift=65536,clock_jump=65536", 9, 17, 17);
+    expect_clock_choices("clock_offset=65536,clock_drift=65536,clock_jump=65536,"
+                         "clock_offset_max_ms=4,clock_drift_max_ppm=400,clock_jump_max_ms=3",
+                         4, 7, 5);
+}
+
+/* A tighter drift bound never draws past it: lease_skew's stale read
+ * needs the clocks to part by more than 0.2 % of the lease, which two
+ * drifts of 800 ppm cannot, so seeds that find it find nothing then. */
+LEAK_TEST(clocks, a_drift_bound_below_the_lease_margin_hides_the_stale_lease)
+{
+    const pl_scenario *sc = pl_scenario_find("bug_lease_skew");
+    cr_assert_not_null(sc);
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    pl_campaign_options co;
+    pl_campaign_options_default(&co);
+    co.seed_hi = 299;
+    co.sim = &o;
+    pl_campaign_result cr;
+    cr_assert_eq(pl_sim_campaign(sc, &co, &cr), 0);
+    cr_assert_eq(cr.first.kind, PL_FINDING_ASSERTION, "no stale read in 300 seeds");
+    o.knobs = "clock_drift_max_ppm=800";
+    cr_assert_eq(pl_sim_campaign(sc, &co, &cr), 0);
+    cr_assert_eq(cr.findings, 0, "seed %llu: %s", (unsigned long long)cr.first_seed,
+                 cr.first.message);
+    cr_assert_eq(cr.runs, 300);
+}
+
 /* A seeded run with every clock decision taken replays from its record
  * to the same trace hash and the same readings. */
 LEAK_TEST(clocks, a_skewed_run_replays)
@@ -286,6 +356,49 @@ LEAK_TEST(clocks, a_skewed_run_replays)
     cr_assert_eq(memcmp(&before, &seen, sizeof seen), 0);
     pl_sim_result_free(&again);
     pl_sim_result_free(&first);
+}
+
+/* A replay file records a bound that is set and its replay draws from
+ * the same steps: a reader that dropped the bound would offer 17 drifts
+ * where the file's decisions say 7, and the replay would differ. */
+LEAK_TEST(clocks, a_bounded_run_replays_from_its_file)
+{
+    const pl_scenario *sc = pl_scenario_find("bug_lease_skew");
+    cr_assert_not_null(sc);
+    pl_sim_options o;
+    pl_sim_options_default(&o);
+    o.knobs = "clock_drift=65536,clock_jump=8192,clock_drift_max_ppm=400,clock_jump_max_ms=2";
+    o.seed = 5;
+    pl_sim_result r;
+    cr_assert_eq(pl_sim_run(sc, &o, &r), 0, "%s", r.finding.message);
+    const pl__run_record *rec = pl__sim_result_record(&r);
+    size_t drifts = 0;
+    for (size_t i = 0; i < rec->decisions_len; i++) {
+        const pl__dec_record *d = &rec->decisions[i];
+        drifts += d->kind == PL_DECIDE_CLOCK_DRIFT && d->value != 0;
+        cr_assert(d->kind != PL_DECIDE_CLOCK_DRIFT || d->n == 7, "drift from %u", d->n);
+        cr_assert(d->kind != PL_DECIDE_CLOCK_JUMP || d->n == 5, "jump from %u", d->n);
+    }
+    cr_assert_gt(drifts, 0);
+    char path[] = "/tmp/pollen-clocks-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    close(fd);
+    cr_assert_eq(pl_sim_write_replay(sc, &o, &r, path), 0);
+    char text[4096] = "";
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f);
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+    pl_sim_result again;
+    char err[512] = "";
+    int rc = pl_sim_replay_file(path, &again, err, sizeof err);
+    unlink(path);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert_not_null(strstr(text, ",clock_drift_max_ppm=400,clock_jump_max_ms=2"), "%s", text);
+    cr_assert_eq(again.hash, r.hash);
+    pl_sim_result_free(&again);
+    pl_sim_result_free(&r);
 }
 
 /* The zoo's lease between skewed clocks: a seed that finds the stale

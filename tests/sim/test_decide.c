@@ -9,6 +9,7 @@
 #include "knobs_of.h"
 #include "leakcheck.h"
 #include "pollen/error.h"
+#include "pollen/sim_node.h"
 #include "prng.h"
 
 /* PRNG ------------------------------------------------------------------ */
@@ -104,7 +105,7 @@ static bool knobs_same(const pl__dec_knobs *a, const pl__dec_knobs *b)
             return false;
         }
     }
-    return true;
+    return memcmp(a->bound, b->bound, sizeof a->bound) == 0;
 }
 
 LEAK_TEST(knobs, defaults_are_the_documented_table)
@@ -227,6 +228,43 @@ LEAK_TEST(knobs, parse_errors_are_precise)
     expect_knob_error("schedule", "expected 'name=value', got 'schedule' at offset 0");
     expect_knob_error("schedule=1,", "trailing comma after 'schedule=1,' at offset 0");
     expect_knob_error(",", "expected 'name=value', got '' at offset 0");
+}
+
+/* The clock bounds: at their defaults (the most each kind drew before
+ * there were bounds) the text is what it was, so older knobs texts and
+ * replays read the same; a bound set is written after the kinds, read
+ * back, compared, and refused past its default. */
+LEAK_TEST(knobs, bounds_are_written_when_set_and_read_back)
+{
+    pl__dec_knobs k;
+    pl__dec_knobs_default(&k);
+    cr_assert_eq(k.bound[PL__DEC_BOUND_CLOCK_OFFSET_MS], PL_SIM_CLOCK_OFFSET_MAX_NS / PL_MS);
+    cr_assert_eq(k.bound[PL__DEC_BOUND_CLOCK_DRIFT_PPM], PL_SIM_CLOCK_DRIFT_MAX_PPM);
+    cr_assert_eq(k.bound[PL__DEC_BOUND_CLOCK_JUMP_MS], PL_SIM_CLOCK_JUMP_MAX_NS / PL_MS);
+    char buf[PL__DEC_KNOBS_TEXT_MAX];
+    pl__dec_knobs_format(&k, buf, sizeof buf);
+    cr_assert_null(strstr(buf, "_max_"), "%s", buf);
+    cr_assert_eq(strcmp(strrchr(buf, ',') + 1, "clock_jump=256"), 0, "%s", buf);
+
+    pl__dec_knobs def = k;
+    k.bound[PL__DEC_BOUND_CLOCK_DRIFT_PPM] = 800;
+    k.bound[PL__DEC_BOUND_CLOCK_JUMP_MS] = 0;
+    pl__dec_knobs_format(&k, buf, sizeof buf);
+    cr_assert_not_null(strstr(buf, "clock_jump=256,clock_drift_max_ppm=800,clock_jump_max_ms=0"),
+                       "%s", buf);
+    cr_assert(!pl__dec_knobs_equal(&k, &def));
+    pl__dec_knobs back = def;
+    char err[128] = "";
+    cr_assert_eq(pl__dec_knobs_parse(&back, buf, strlen(buf), err, sizeof err), 0, "%s", err);
+    cr_assert(pl__dec_knobs_equal(&k, &back));
+    cr_assert(knobs_same(&k, &back));
+
+    expect_knob_error("clock_drift_max_ppm=12801", "value for 'clock_drift_max_ppm' must be "
+                                                   "0..12800, got '12801' at offset 20");
+    expect_knob_error("clock_offset_max_ms=off", "value for 'clock_offset_max_ms' must be "
+                                                 "0..128, got 'off' at offset 20");
+    expect_knob_error("clock_jump_max_ms=1,clock_jump_max_ms=2",
+                      "duplicate bound 'clock_jump_max_ms' at offset 20");
 }
 
 /* Kinds added later are drawn after the earlier ones: a swarm seed keeps

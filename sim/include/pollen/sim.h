@@ -374,7 +374,10 @@ typedef struct pl_sim_options {
                                         its own (then it must be NULL: PL_EINVAL) */
     const char *knobs;             /* knobs text on top of those ("timer_late=0,
                                       cancel=off", pl_sim_knobs' names; a value is off,
-                                      on or 0..65536); NULL: none */
+                                      on or 0..65536), and the clock kinds' bounds
+                                      (clock_offset_max_ms 0..128, clock_drift_max_ppm
+                                      0..12800, clock_jump_max_ms 0..128; defaults the
+                                      largest: pollen/sim_node.h); NULL: none */
     const char *strategy;          /* "random" (default), "pct:3", "bounded:2", "swarm" */
     uint64_t steps_without_progress_max; /* livelock: polls with no time passing and no
                                             completion; 0: 1000000 */
@@ -569,9 +572,11 @@ int pl_sim_pct_estimate(const pl_scenario *sc, const pl_sim_options *opts, uint3
 /* Writes the decision knobs a run with `opts` uses (for "swarm", those
  * drawn from opts->seed; then opts->knobs on top) as
  * "schedule=32768,io_order=off,..." into buf, truncated to len - 1
- * bytes like snprintf. PL_SIM_KNOBS_TEXT_MAX bytes hold every kind at
- * its longest ("name=65536" each; knobs.c asserts it at compile time,
- * so a new kind that would not fit fails the build). Returns 0, or
+ * bytes like snprintf; a clock bound not at its default follows the
+ * kinds (",clock_drift_max_ppm=800"). PL_SIM_KNOBS_TEXT_MAX bytes hold
+ * every kind at its longest and every bound ("name=65536" each; knobs.c
+ * asserts it at compile time, so a new kind that would not fit fails
+ * the build). Returns 0, or
  * PL_EINVAL for a bad strategy or knobs text. opts may be NULL
  * (defaults). */
 #define PL_SIM_KNOBS_TEXT_MAX 1024

@@ -118,10 +118,15 @@ typedef struct pl_node_def {
  * PL_SIM_CLOCK_OFFSET_QUANTUM_NS << k, its drift PL_SIM_CLOCK_DRIFT_QUANTUM_PPM
  * << k parts per million fast or slow, a jump of its wall clock
  * PL_SIM_CLOCK_JUMP_QUANTUM_NS << k forward or back, k decided below
- * PL_SIM_CLOCK_STEPS; 0 (production) is no skew. A protocol that trusts
- * clocks only within bounds takes these as its bounds (a lease's margin:
- * two clocks part by at most 2 * PL_SIM_CLOCK_DRIFT_MAX_PPM of the time
- * they measure). */
+ * PL_SIM_CLOCK_STEPS; 0 (production) is no skew. The run's knobs may
+ * bound them tighter (pl_sim_options.knobs: clock_offset_max_ms,
+ * clock_drift_max_ppm, clock_jump_max_ms, whose defaults are the _MAX
+ * values below): a decision then draws only the steps k whose size is
+ * within the bound, so step k means the same size under every bound. A
+ * protocol that trusts clocks only within bounds takes the _MAX values
+ * as its bounds, which hold under every knob (a lease's margin: two
+ * clocks part by at most 2 * PL_SIM_CLOCK_DRIFT_MAX_PPM of the time they
+ * measure). */
 #define PL_SIM_CLOCK_STEPS              8
 #define PL_SIM_CLOCK_OFFSET_QUANTUM_NS  PL_MS
 #define PL_SIM_CLOCK_DRIFT_QUANTUM_PPM  100

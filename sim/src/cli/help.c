@@ -328,8 +328,13 @@ static void put_knob_defaults(FILE *f)
         }
     }
     fputs("\nclock_offset, clock_drift and clock_jump act on nodes declared .skewed only\n"
-          "(docs/simulator.md, \"Cluster scenarios\").\n",
+          "(docs/simulator.md, \"Cluster scenarios\", Per-node clocks); these --knobs\n"
+          "bound how far they go (name=default, the largest):\n ",
           f);
+    for (uint32_t b = 0; b < PL__DEC_BOUNDS; b++) {
+        fprintf(f, " %s=%" PRIu32, pl__dec_bound_name(b), pl__dec_bound_default(b));
+    }
+    fputc('\n', f);
 }
 
 int pl__cli_show_help(const cli *c, const char *cmd)
