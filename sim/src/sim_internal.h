@@ -138,7 +138,10 @@ uint32_t pl__sim_choose_consulted(pl__sim *s, pl_decision_kind kind, uint32_t n,
  * capture), the buffer, PL__DECISION_TEXT_MAX bytes, where the code that
  * consulted the latest decision may say in words what it chose ("EAGAIN
  * on pipe (read end)"); NULL otherwise, so that other runs pay a load
- * and a branch. Valid until the next decision. Log-only: never hashed. */
+ * and a branch. Valid until the next decision. A decision not consulted
+ * (its kind off, or one choice) leaves it NULL until the next consulted
+ * one: whoever asked it cannot write over the words of the decision
+ * before. Log-only: never hashed. */
 #define PL__DECISION_TEXT_MAX 256
 static inline char *pl__sim_decision_text(const pl__sim *s) { return s->decision_text; }
 /* Appends a trace event (kind from trace.h; task id 0 when none). */
@@ -177,6 +180,9 @@ static inline uint32_t pl__sim_choose_fast(pl__sim *s, pl_decision_kind kind, ui
     if (pl__dec_consulted(&s->dec, kind, n)) {
         return pl__sim_choose_consulted(s, kind, n, key);
     }
+    /* Drew nothing, so has nothing to say: its asker finds no buffer, not
+     * the previous decision's (pl__sim_decision_text). */
+    s->decision_text = NULL;
     if (kind == PL_DECIDE_SCHEDULE) {
         s->passed_head = 0; /* production's order: the head was taken */
     }

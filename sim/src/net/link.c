@@ -138,17 +138,15 @@ void pl__net_link_keep(link *l, dgram *d)
 /* ---- Decisions ---------------------------------------------------------- */
 
 /* While the run explains its decisions, the words for the message the
- * decision of `kind` over n choices just drawn struck (label.h), which
+ * decision just drawn struck (label.h), which
  * the key cannot say: its label or its sender's latest note, and the
  * nodes. A latency adds how much longer it took (the link's jitter
  * quantum is the link's own, which the explanation no longer has). A
- * decision not consulted (its kind off, or one choice) has no text of
- * its own: the buffer is still the previous decision's. */
-static void say(pl__reactor *r, const link *l, pl_decision_kind kind, uint32_t n, pl__label_msg m,
-                bool hosts, pl_time extra_ns)
+ * decision not consulted has no buffer (pl__sim_decision_text). */
+static void say(pl__reactor *r, const link *l, pl__label_msg m, bool hosts, pl_time extra_ns)
 {
     char *text = pl__sim_decision_text(r->sim);
-    if (text == NULL || !pl__dec_consulted(&r->sim->dec, kind, n)) {
+    if (text == NULL) {
         return;
     }
     pl__label_subject(r->sim, text, PL__DECISION_TEXT_MAX, m, l->from, l->to, hosts);
@@ -164,7 +162,7 @@ pl_time pl__net_link_latency(pl__reactor *r, link *l, pl__label_msg m)
     uint32_t v = pl__sim_choose(r->sim, PL_DECIDE_LINK_LATENCY, l->o.jitter_steps, link_key(l));
     PL__SIM_ASSERT(v < l->o.jitter_steps);
     pl_time extra = v == 0 ? 0 : l->o.jitter_quantum_ns << (v - 1);
-    say(r, l, PL_DECIDE_LINK_LATENCY, l->o.jitter_steps, m, true, extra);
+    say(r, l, m, true, extra);
     return l->o.latency_ns + extra;
 }
 
@@ -203,7 +201,7 @@ void pl__net_link_on_send(pl__reactor *r, link *l, pl__label_msg m)
     uint32_t steps = l->o.fault_steps;
     if (l->o.partition) {
         uint32_t v = pl__sim_choose(r->sim, PL_DECIDE_PARTITION, 1 + 2 * steps, link_key(l));
-        say(r, l, PL_DECIDE_PARTITION, 1 + 2 * steps, m, false, 0);
+        say(r, l, m, false, 0);
         if (v != 0) {
             bool both = v <= steps;
             pl_time until = now + fault_span(both ? v : v - steps);
@@ -216,7 +214,7 @@ void pl__net_link_on_send(pl__reactor *r, link *l, pl__label_msg m)
     }
     if (l->o.clog) {
         uint32_t v = pl__sim_choose(r->sim, PL_DECIDE_CLOG, 1 + steps, link_key(l));
-        say(r, l, PL_DECIDE_CLOG, 1 + steps, m, false, 0);
+        say(r, l, m, false, 0);
         if (v != 0 && now + fault_span(v) > l->held_until) {
             l->held_until = now + fault_span(v);
         }
@@ -229,7 +227,7 @@ static bool link_flip(pl__reactor *r, link *l, bool on, pl_decision_kind kind, p
         return false;
     }
     bool flip = pl__sim_choose(r->sim, kind, 2, link_key(l)) != 0;
-    say(r, l, kind, 2, m, true, 0);
+    say(r, l, m, true, 0);
     return flip;
 }
 
