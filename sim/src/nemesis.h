@@ -4,11 +4,12 @@
  * power cut of every crashable node (node_crash.c), and a clock of its
  * own, ahead, drifting and jumping (node_clock.c).
  *
- * A paused node's tasks are held (pl__executor_hold_task): none is polled,
- * its timers fire and its sockets receive as before, and what they make
- * runnable waits until the node resumes, as under a GC pause, SIGSTOP or
- * a stalled VM. Its peers time out and move on; the node wakes believing
- * what it believed. A pause is a decision kind (node_pause, per node
+ * A paused node's tasks are held (pl__executor_hold_task) and its threads
+ * are never scheduled (threads/sched.c): none runs, its timers fire and
+ * its sockets receive as before, and what they make runnable waits until
+ * the node resumes, as under a GC pause, SIGSTOP or a stalled VM. Its
+ * peers time out and move on; the node wakes believing what it
+ * believed. A pause is a decision kind (node_pause, per node
  * declared .pausable, at each wait) or the scenario's call
  * (pl_sim_node_pause).
  *

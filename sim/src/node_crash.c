@@ -1,9 +1,9 @@
 /* sim/src/node_crash.c: a node's crash (pollen/sim_node.h), as a process
  * kill: nothing of the node's code runs.
  *
- * Order: the tasks are forgotten first (none can run again), then the
- * I/O sources that name them are freed and their sockets closed, then
- * the disk crashes, then the node's memory goes. Task memory stays with
+ * Order: the tasks are forgotten first and the threads killed (none can
+ * run again), then the I/O sources that name them are freed and their
+ * sockets closed, then the disk crashes, then the node's memory goes. Task memory stays with
  * the executor until the run ends (pl__executor_forget_task): wakers that
  * other code still holds into it stay safe to wake and drop.
  *
@@ -90,6 +90,7 @@ static void crash(pl__sim *s, pl__node *node)
     pl__sim_event(s, PL__EV_NODE, 0, n, PL__NODE_EV_CRASH);
     pl__node_pause_end(s, n, false); /* its held tasks go as the others */
     forget_tasks(s, n);
+    pl__threads_node_crashed(s, n);
     /* The sources' deregistration reaches the node's own disk. */
     uint32_t saved = s->nodes.booting;
     s->nodes.booting = n;

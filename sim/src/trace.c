@@ -476,6 +476,8 @@ void pl__trace_write_args(FILE *f, const pl__trace_rec *e, const pl__trace_namer
         fprintf(f, " #%" PRIu64 " %s", e->a, w < 5 ? what[w] : "?");
         if (w != PL__THREAD_EV_EXIT) {
             fprintf(f, " %s%" PRIu64, w <= PL__THREAD_EV_SWITCH ? "#" : "", e->b & UINT32_MAX);
+        } else if ((e->b & UINT32_MAX) != 0) {
+            fprintf(f, " (killed: its node crashed)");
         }
     } else if (e->kind < PL__EV__COUNT) {
         const arg_label *l = &arg_labels[e->kind];

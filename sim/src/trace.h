@@ -116,7 +116,7 @@ enum {
     PL__THREAD_EV_SPAWN = 0,  /* spawned by the other */
     PL__THREAD_EV_SWITCH = 1, /* runs now; the other ran before */
     PL__THREAD_EV_BLOCK = 2,  /* blocked; low half: what it waits for (pl__thread_wait) */
-    PL__THREAD_EV_EXIT = 3,
+    PL__THREAD_EV_EXIT = 3,   /* ended; low half: 1 when killed by its node's crash */
     PL__THREAD_EV_READY = 4,  /* made runnable; low half: 1 when by a deadline */
 };
 

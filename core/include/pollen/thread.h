@@ -69,7 +69,9 @@ int pl_thread_spawn_at(pl_thread **out, const char *name, pl_thread_fn fn, void 
     pl_thread_spawn_at(out, name, fn, arg, __FILE__, __LINE__, __func__)
 /* Waits for t to finish, stores its result in *ret (ret may be NULL) and
  * frees t. 0, or PL_EDEADLK (joining oneself; under the simulator also
- * when the run stopped while waiting). */
+ * when the run stopped while waiting); under the simulator PL_ECANCELED
+ * (t was a thread of a cluster node that crashed: *ret is NULL, t is
+ * freed; pollen/sim_node.h). */
 int pl_thread_join_at(pl_thread *t, void **ret, const char *file, int line, const char *func);
 #define pl_thread_join(t, ret) pl_thread_join_at(t, ret, __FILE__, __LINE__, __func__)
 /* The thread frees its own handle when it ends. 0. */

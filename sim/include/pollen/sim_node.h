@@ -17,9 +17,8 @@
  *            tasks open. The scenario's own tasks keep the run's disk.
  *   memory   pl_node_alloc's blocks, made by its tasks.
  *   threads  the simulated threads its code spawns (pollen/thread.h):
- *            what they open and the clock they read are the node's.
- *            Not yet modelled: a crash or a pause does not stop them,
- *            so a crashable or pausable node should not spawn any.
+ *            what they open and the clock they read are the node's, and
+ *            they stop with it (its crash and its pause, below).
  *
  * Crash (pl_sim_node_crash): the node stops as a killed process does.
  * Its tasks are forgotten (no drop of their futures runs; a join of one
@@ -29,10 +28,14 @@
  * fills the window and waits, as for a host that is gone, until the
  * link's break_after_ns breaks the connection; datagrams to it are
  * lost), its disk crashes (unsynced writes lost by decision, as
- * pl_sim_disk_crash) and its pl_node_alloc blocks are freed. The leak
+ * pl_sim_disk_crash) and its pl_node_alloc blocks are freed. Its
+ * threads are killed where they stand: they never run again, their
+ * stacks are released, a mutex one held stays locked (it is the node's
+ * and dies with it: finishing it is no misuse), and a join of one,
+ * waiting at the crash or made later, returns PL_ECANCELED. The leak
  * oracles do not count what the crash discarded. Restart
- * (pl_sim_node_restart) calls the boot function again; the disk keeps
- * what was durable.
+ * (pl_sim_node_restart) calls the boot function again (the threads of
+ * its previous life stay dead); the disk keeps what was durable.
  *
  * End of the run: what a node (or the scenario) still holds open, a
  * listener, a connection, a directory, a file, is released silently, as
@@ -162,8 +165,12 @@ bool pl_sim_node_is_up(const char *name);
 /* Pauses the node named `name` for length_ns of virtual time, as a GC
  * pause, SIGSTOP or a stalled VM: none of its tasks is polled until then;
  * its timers fire and its sockets receive meanwhile, and what they make
- * runnable runs once it resumes, in the order it became runnable. Its
- * peers see a node that answers nothing (connections stay open). A crash
+ * runnable runs once it resumes, in the order it became runnable. None
+ * of its threads runs either; their sleeps and timed waits that come due
+ * meanwhile end at the resume (threads of other nodes and thread 0 run
+ * on; a node paused past the end of the run keeps its threads stopped,
+ * no deadlock). Its peers see a node that answers nothing (connections
+ * stay open). A crash
  * ends a pause. length_ns PL_TIME_NEVER (or any length reaching past it)
  * pauses it until the end of the run or pl_sim_node_resume. From scenario
  * code outside the node. Returns 0; PL_EINVAL

@@ -1,12 +1,14 @@
 /* sim/src/threads/check_threads.c: the findings about simulated threads.
  *
- * A deadlock names every thread that is not done: where it was spawned,
- * what it waits for and where, and the mutexes it holds, beside the
- * parked tasks the executor's own oracles list. Misuse (unlocking a
- * mutex one does not hold) and a thread used as another's executor
- * thread are assertion findings; a thread that spins through points
- * while no thread makes progress is a livelock. Reads the tables only:
- * the scheduler (sched.c) calls in here, never the other way.
+ * A deadlock names every thread that is not done (nor killed by its
+ * node's crash): where it was spawned, what it waits for and where (a
+ * paused node's thread, a mutex a killed thread held), and the mutexes
+ * it holds, beside the parked tasks the executor's own oracles list.
+ * Misuse (unlocking a mutex one does not hold) and a thread used as
+ * another's executor thread are assertion findings; a thread that spins
+ * through points while no thread makes progress is a livelock. Reads the
+ * tables only: the scheduler (sched.c) calls in here, never the other
+ * way.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -82,6 +84,11 @@ static void describe_one(const pl__sim *s, const pl__thread_rec *r, char *buf, s
             put(buf, len, used, " '%s'", th->t[r->obj]->name);
         } else if (r->waits != PL__WAIT_SLEEP && r->obj != 0) {
             put(buf, len, used, " #%u", r->obj);
+            uint32_t owner = r->waits == PL__WAIT_MUTEX ? th->objs[r->obj - 1].owner : 0;
+            if (owner != 0 && th->t[owner - 1]->state == PL__TH_KILLED) {
+                put(buf, len, used, " (held by '%s', killed by its node's crash)",
+                    th->t[owner - 1]->name);
+            }
         }
         if (r->wake_at != PL_TIME_NEVER) {
             put(buf, len, used, " until %lld ns", (long long)r->wake_at);
@@ -104,6 +111,9 @@ static void describe_one(const pl__sim *s, const pl__thread_rec *r, char *buf, s
          * what names the park. */
         put(buf, len, used, ", after its latest point");
     }
+    if (r->node != 0 && s->nemesis.paused_until[r->node] != 0) {
+        put(buf, len, used, ", its node paused");
+    }
     put_site(buf, len, used, &r->at);
     bool first = true;
     for (uint32_t o = 0; o < th->objs_len; o++) {
@@ -121,7 +131,7 @@ void pl__threads_describe(const pl__sim *s, char *buf, size_t len, size_t *used)
         const pl__thread_rec *r = th->t[i];
         /* Thread 0 is the executor's: listed only when it is stuck itself. */
         if (r->state != PL__TH_DONE && r->state != PL__TH_STOPPED &&
-            (i != 0 || r->state == PL__TH_BLOCKED)) {
+            r->state != PL__TH_KILLED && (i != 0 || r->state == PL__TH_BLOCKED)) {
             describe_one(s, r, buf, len, used);
         }
     }

@@ -16,6 +16,14 @@
  * or thread deadline (sim.c). When thread 0 itself blocks (a join in
  * setup, a lock in a poll) the clock moves here, to the earliest thread
  * deadline: timers cannot fire while the executor's thread is blocked.
+ *
+ * A thread belongs to the node its spawner ran on. While that node is
+ * paused the thread is never picked, runnable or not; a deadline of its
+ * that comes meanwhile makes it runnable for the resume, as a SIGSTOPed
+ * process's sleeps end at its SIGCONT. When no executor wait can deliver
+ * the resume (thread 0 blocked, or pl_run returned), the clock moves to
+ * it here. A crash kills the node's threads where they stand
+ * (pl__threads_node_crashed).
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -33,6 +41,14 @@ pl__thread_rec *pl__threads_self(pl__sim *s) { return s->threads.t[s->threads.cu
 static void event(pl__sim *s, uint32_t id, uint32_t what, uint32_t other)
 {
     pl__sim_event(s, PL__EV_THREAD, 0, id, (uint64_t)what << 32 | other);
+}
+
+/* A thread of a paused node: runnable or not, it waits for the resume,
+ * as a SIGSTOPed process's threads do. Node 0 (the scenario, and every
+ * thread of a run without nodes) is never paused: one compare. */
+static bool held(const pl__sim *s, const pl__thread_rec *r)
+{
+    return r->node != 0 && s->nemesis.paused_until[r->node] != 0;
 }
 
 /* ---- Switching ------------------------------------------------------------ */
@@ -62,6 +78,7 @@ static void switch_to(pl__sim *s, uint32_t to, bool ends)
     }
     event(s, to, PL__THREAD_EV_SWITCH, from);
     pl__thread_rec *next = th->t[to];
+    PL__SIM_ASSERT(!held(s, next) && next->state != PL__TH_KILLED);
     pl__fiber_running(&next->fiber, next->name, to);
     pl__fiber_switch(&me->fiber, &next->fiber, ends);
     PL__SIM_ASSERT(!ends);
@@ -101,12 +118,13 @@ static void unyield_all(pl__threads *th)
 
 /* The runnable threads other than `except`, yielded ones only when
  * `yielded`, in ready order (oldest first) into th->ids[1..n]. */
-static uint32_t candidates(pl__threads *th, uint32_t except, bool yielded)
+static uint32_t candidates(pl__sim *s, uint32_t except, bool yielded)
 {
+    pl__threads *th = &s->threads;
     uint32_t n = 0;
     for (uint32_t i = 0; i < th->len; i++) {
         pl__thread_rec *r = th->t[i];
-        if (i == except || r->state != PL__TH_RUNNABLE || r->yielded != yielded) {
+        if (i == except || r->state != PL__TH_RUNNABLE || r->yielded != yielded || held(s, r)) {
             continue;
         }
         /* Insertion by ready_seq: a handful of threads. ids[0] is kept
@@ -218,11 +236,44 @@ void pl__threads_clock_moved(pl__sim *s)
     }
 }
 
-/* The executor's thread is blocked: only a thread deadline can move
- * time. False when there is none (or it lies past the time limit). */
+/* The earliest resume of a paused node one of whose threads waits to
+ * run; PL_TIME_NEVER: none (a pause for the rest of the run is one). */
+static pl_time next_resume(const pl__sim *s)
+{
+    const pl__threads *th = &s->threads;
+    pl_time next = PL_TIME_NEVER;
+    for (uint32_t i = 1; i < th->len; i++) {
+        const pl__thread_rec *r = th->t[i];
+        if (r->state == PL__TH_RUNNABLE && held(s, r) &&
+            s->nemesis.paused_until[r->node] < next) {
+            next = s->nemesis.paused_until[r->node];
+        }
+    }
+    return next;
+}
+
+/* True when a thread waits for its node's resume (next_resume's set, a
+ * pause for good included). */
+static bool any_held(const pl__sim *s)
+{
+    const pl__threads *th = &s->threads;
+    for (uint32_t i = 1; i < th->len; i++) {
+        if (th->t[i]->state == PL__TH_RUNNABLE && held(s, th->t[i])) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The executor's thread is blocked, or pl_run returned: only a thread
+ * deadline, or the resume of a node whose threads wait to run, can move
+ * time (no executor wait delivers that resume now: it is delivered
+ * here). False when there is none (or it lies past the time limit). */
 static bool advance_to_deadline(pl__sim *s)
 {
     pl_time next = pl__threads_next_wake(s);
+    pl_time resume = next_resume(s);
+    next = resume < next ? resume : next;
     if (next == PL_TIME_NEVER || next > s->time_limit_ns) {
         return false;
     }
@@ -231,6 +282,12 @@ static bool advance_to_deadline(pl__sim *s)
                         (uint64_t)s->now);
         s->now = next;
         s->steps_since_progress = 0;
+    }
+    for (uint32_t n = 1; resume != PL_TIME_NEVER && n < s->nodes.len; n++) {
+        pl_time until = s->nemesis.paused_until[n];
+        if (until != 0 && until <= s->now) {
+            pl__node_pause_end(s, n, true);
+        }
     }
     pl__threads_clock_moved(s);
     return true;
@@ -267,7 +324,7 @@ static void run_next(pl__sim *s, bool ends)
             }
             return;
         }
-        uint32_t n = candidates(th, me->id, false);
+        uint32_t n = candidates(s, me->id, false);
         uint32_t to;
         if (n > 0) {
             uint32_t v = n > 1 ? choose(s, th->ids + 1, n, me->id) : 0;
@@ -278,9 +335,9 @@ static void run_next(pl__sim *s, bool ends)
         } else if (th->t[0]->state == PL__TH_IDLE && me->id != 0) {
             to = 0; /* the executor's wait goes on */
         } else if (me->state == PL__TH_RUNNABLE &&
-                   (!me->yielded || candidates(th, me->id, true) == 0)) {
+                   (!me->yielded || candidates(s, me->id, true) == 0)) {
             return; /* no one else to run, or only yielded threads behind a running one */
-        } else if ((n = candidates(th, me->id, true)) > 0) {
+        } else if ((n = candidates(s, me->id, true)) > 0) {
             /* A yielding thread with only yielded threads beside it hands
              * over to them in turn: two threads each yielding until the
              * other stores would otherwise leave one spinning forever
@@ -385,7 +442,7 @@ void pl__threads_point(pl__sim *s, const pl_thread_site *site, unsigned what)
         }
         return;
     }
-    uint32_t n = candidates(th, me->id, false);
+    uint32_t n = candidates(s, me->id, false);
     if (n == 0) {
         return;
     }
@@ -437,7 +494,7 @@ void pl__threads_idle(pl__sim *s)
     }
     me->state = PL__TH_IDLE;
     while (!s->stopped) {
-        uint32_t n = candidates(th, 0, false);
+        uint32_t n = candidates(s, 0, false);
         if (n == 0) {
             break;
         }
@@ -457,11 +514,14 @@ void pl__threads_finish_run(pl__sim *s)
         if (!pl__threads_active(th) || s->stopped) {
             return;
         }
-        uint32_t yielded = candidates(th, 0, true);
+        uint32_t yielded = candidates(s, 0, true);
         for (uint32_t i = 0; i < yielded; i++) {
             th->t[th->ids[1 + i]]->yielded = false;
         }
         if (yielded == 0 && !advance_to_deadline(s)) {
+            if (any_held(s)) {
+                return; /* a node paused past the end: its threads stay stopped */
+            }
             pl__threads_deadlock(s, "after pl_run returned");
         }
     }
@@ -567,6 +627,55 @@ _Noreturn void pl__threads_exit(pl__sim *s, void *ret)
     /* run_next with nothing left to run raised a deadlock and returned
      * with the run stopped: leave anyway. */
     leave_for_good(s);
+}
+
+/* ---- A node's crash ----------------------------------------------------------- */
+
+static bool ended(const pl__thread_rec *r)
+{
+    return r->state == PL__TH_DONE || r->state == PL__TH_STOPPED || r->state == PL__TH_KILLED;
+}
+
+void pl__threads_node_crashed(pl__sim *s, uint32_t n)
+{
+    pl__threads *th = &s->threads;
+    bool killed = false;
+    for (uint32_t i = 1; i < th->len; i++) {
+        pl__thread_rec *r = th->t[i];
+        if (r->node != n || ended(r)) {
+            continue;
+        }
+        PL__SIM_ASSERT(i != th->current); /* a crash comes from outside the node */
+        if (r->state == PL__TH_BLOCKED && r->waits == PL__WAIT_JOIN) {
+            th->t[r->obj]->joiner = 0; /* its target's exit wakes no one */
+        } else if (r->state == PL__TH_BLOCKED) {
+            unlink_waiter(th, r); /* a release must not hand anything to it */
+        }
+        r->state = PL__TH_KILLED;
+        r->wake_at = PL_TIME_NEVER;
+        r->yielded = false;
+        th->live--;
+        /* Parked, never to be switched to: its stack goes now, as the
+         * kernel's goes with a killed process (the simulator's own
+         * records stay until the run ends). */
+        pl__fiber_destroy(&r->fiber);
+        event(s, i, PL__THREAD_EV_EXIT, 1);
+        killed = true;
+    }
+    if (!killed) {
+        return;
+    }
+    th->progress++;
+    /* Joins of a killed thread by the living end now (op_join reads
+     * PL_ECANCELED); the node's own joiners died with it. */
+    for (uint32_t i = 0; i < th->len; i++) {
+        pl__thread_rec *r = th->t[i];
+        if (r->state == PL__TH_BLOCKED && r->waits == PL__WAIT_JOIN &&
+            th->t[r->obj]->state == PL__TH_KILLED) {
+            th->t[r->obj]->joiner = 0;
+            pl__threads_ready(s, i);
+        }
+    }
 }
 
 /* ---- Objects ------------------------------------------------------------------ */

@@ -82,7 +82,7 @@ static int op_join(void *self, pl_thread *t, void **ret, const pl_thread_site *s
     }
     note_site(me, site);
     pl__threads_point(s, site, PL_THREAD_POINT_READ);
-    if (target->state != PL__TH_DONE) {
+    if (target->state != PL__TH_DONE && target->state != PL__TH_KILLED) {
         PL__SIM_ASSERT(target->joiner == 0);
         target->joiner = me->id + 1;
         me->state = PL__TH_BLOCKED;
@@ -93,12 +93,16 @@ static int op_join(void *self, pl_thread *t, void **ret, const pl_thread_site *s
             return PL_EDEADLK;
         }
     }
+    /* A thread its node's crash killed returned nothing: the join says
+     * so rather than wait for good, as a task's join of a crashed
+     * node's task does. */
+    bool killed = target->state == PL__TH_KILLED;
     if (ret != NULL) {
-        *ret = target->ret;
+        *ret = killed ? NULL : target->ret;
     }
     free(target->handle);
     target->handle = NULL;
-    return 0;
+    return killed ? PL_ECANCELED : 0;
 }
 
 static int op_detach(void *self, pl_thread *t)
@@ -218,8 +222,11 @@ static uint32_t mutex_obj(pl__sim *s, pl_thread_mutex *m)
 static void op_mutex_finish(void *self, pl_thread_mutex *m)
 {
     pl__sim *s = self;
-    if (m->sim_run == s->threads.run && m->sim_id != 0 &&
-        s->threads.objs[m->sim_id - 1].owner != 0) {
+    uint32_t owner = m->sim_run == s->threads.run && m->sim_id != 0
+                         ? s->threads.objs[m->sim_id - 1].owner
+                         : 0;
+    /* One a killed thread held died with its node: no one misused it. */
+    if (owner != 0 && s->threads.t[owner - 1]->state != PL__TH_KILLED) {
         pl__threads_misuse(s, "destroys a locked mutex", m->sim_id);
     }
     m->sim_run = 0;

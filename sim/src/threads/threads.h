@@ -10,6 +10,10 @@
  * and every point returns at once), so runs without threads consult no
  * new decision and keep their trace hashes.
  *
+ * A thread belongs to a cluster node (pl__thread_rec.node, its
+ * spawner's) and stops with it: a paused node's threads are never
+ * picked, a crashed node's are killed (PL__TH_KILLED).
+ *
  * Layers (no call cycles, tests/check_sim_graph.sh): fiber.c (context
  * switch, stacks) <- check_threads.c (findings, reading the tables) <-
  * sched.c (the table, switching, blocking, the clock) <- tpc.c (a
@@ -71,6 +75,7 @@ typedef enum pl__thread_state {
     PL__TH_DONE = 3,
     PL__TH_IDLE = 4,     /* thread 0 inside the executor's wait: runs when no one else can */
     PL__TH_STOPPED = 5,  /* left for good once the run stopped */
+    PL__TH_KILLED = 6,   /* its node crashed: never runs again, its stack released */
 } pl__thread_state;
 
 /* What a blocked thread waits for. */
@@ -169,8 +174,17 @@ pl_time pl__threads_next_wake(const struct pl__sim *s);
  * un-yields the yielded ones. */
 void pl__threads_clock_moved(struct pl__sim *s);
 /* pl_run returned: the other threads run to their end (sleeps move the
- * clock); threads blocked for good then are a deadlock finding. */
+ * clock, and so do the resumes of paused nodes whose threads wait to
+ * run); threads blocked for good then are a deadlock finding, unless a
+ * node paused past the run's end holds threads (they stay stopped). */
 void pl__threads_finish_run(struct pl__sim *s);
+/* Node n crashed (node_crash.c): its threads are killed, as a killed
+ * process's are: they never run again, their stacks are released, they
+ * leave every wait queue, and a join of one (blocked now or made later)
+ * returns PL_ECANCELED. What they held stays held by no one alive: a
+ * mutex they locked is the node's and dies with it. The running thread
+ * is never one of them (a crash comes from outside the node). */
+void pl__threads_node_crashed(struct pl__sim *s, uint32_t n);
 
 /* A schedule point of the running thread (sched.c). */
 void pl__threads_point(struct pl__sim *s, const pl_thread_site *site, unsigned what);
